@@ -1,0 +1,425 @@
+"""Chip specifications: a tile chip (IPU style) and a shared-memory chip (GPU style).
+
+Every number in a preset names its source key; the keys are expanded in
+``shared/reference/hardware_facts.md`` ("Source key"), and the confidence of
+each figure (H/M/L) is given there. Values marked ASSUMPTION were not found in
+any source; they are stated so that a user can change them.
+
+All quantities are SI: bytes, seconds, hertz, watts. "FLOP" means a floating
+point operation (a multiply-add is 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ._validate import positive
+
+KiB = 1024
+MiB = 1024**2
+GB = 1e9
+
+
+def _check_fields(obj, *, integer=(), allow_zero=()):
+    """Validate every numeric field of a spec dataclass (finite, > 0, whole where needed)."""
+    cls = type(obj).__name__
+    if not isinstance(obj.name, str) or not obj.name:
+        raise ValueError(f"{cls}.name must be a non-empty string, got {obj.name!r}")
+    for f in dataclasses.fields(obj):
+        if f.name in ("name", "sources", "notes"):
+            continue
+        try:
+            positive(
+                f"{cls}.{f.name}",
+                getattr(obj, f.name),
+                integer=f.name in integer,
+                allow_zero=f.name in allow_zero,
+            )
+        except ValueError as err:
+            raise ValueError(f"{err} (chip {obj.name!r})") from None
+
+
+@dataclass(frozen=True)
+class TileChip:
+    """A chip of many tiles, each with its own SRAM and nothing shared (IPU style).
+
+    Execution is bulk synchronous: compute on local memory, a chip-wide sync,
+    then an exchange phase that moves data between tiles.
+    """
+
+    name: str
+    tiles: int  # tiles (cores) per chip
+    sram_per_tile_bytes: int  # bytes of SRAM per tile (holds code and data)
+    clock_hz: float  # tile clock, Hz
+    fp16_flops_per_cycle_per_tile: float  # FLOP/cycle/tile, FP16 in FP16 out (AMP)
+    fp32_flops_per_cycle_per_tile: float  # FLOP/cycle/tile, FP32
+    sram_bytes_per_cycle_per_tile: float  # bytes/cycle/tile the tile can load from its SRAM
+    exchange_bytes_per_cycle_per_tile: float  # bytes/cycle/tile over the on-chip exchange
+    sync_cycles: float  # cycles of one chip-wide BSP sync
+    vertex_overhead_cycles: float  # cycles to launch one vertex (per tile per compute phase)
+    code_bytes_per_tile: int  # bytes of each tile's SRAM reserved for code and runtime
+    offchip_bytes: float  # bytes of off-chip (Streaming Memory) DRAM per chip; 0 = none
+    offchip_bandwidth_bytes_per_s: float  # bytes/s between off-chip DRAM and the chip
+    link_bandwidth_bytes_per_s: float  # bytes/s chip-to-chip (all links, one chip)
+    power_w: float  # W, board power per chip
+    sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
+    notes: str = field(default="", compare=False, repr=False)
+
+    kind = "tile"
+
+    def __post_init__(self):
+        _check_fields(
+            self,
+            integer=("tiles", "sram_per_tile_bytes", "code_bytes_per_tile"),
+            allow_zero=("offchip_bytes", "offchip_bandwidth_bytes_per_s", "link_bandwidth_bytes_per_s"),
+        )
+        if self.code_bytes_per_tile >= self.sram_per_tile_bytes:
+            raise ValueError(
+                f"TileChip.sram_per_tile_bytes ({self.sram_per_tile_bytes}) must exceed "
+                f"code_bytes_per_tile ({self.code_bytes_per_tile}): a tile needs room for its "
+                f"code and some data (chip {self.name!r})"
+            )
+        if (self.offchip_bytes > 0) != (self.offchip_bandwidth_bytes_per_s > 0):
+            raise ValueError(
+                "TileChip.offchip_bytes and offchip_bandwidth_bytes_per_s must both be 0 "
+                f"(no off-chip DRAM) or both > 0 (chip {self.name!r})"
+            )
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # Derived quantities (chip-wide)
+    @property
+    def peak_flops(self) -> float:
+        """Peak FP16 FLOP/s of the whole chip."""
+        return self.tiles * self.fp16_flops_per_cycle_per_tile * self.clock_hz
+
+    @property
+    def sram_bytes(self) -> int:
+        """Total on-chip SRAM, bytes."""
+        return self.tiles * self.sram_per_tile_bytes
+
+    @property
+    def data_bytes(self) -> int:
+        """On-chip SRAM left for data after the per-tile code reserve, bytes."""
+        return self.tiles * (self.sram_per_tile_bytes - self.code_bytes_per_tile)
+
+    @property
+    def sram_bandwidth_bytes_per_s(self) -> float:
+        """Aggregate SRAM load bandwidth summed over tiles, bytes/s."""
+        return self.tiles * self.sram_bytes_per_cycle_per_tile * self.clock_hz
+
+    @property
+    def exchange_bandwidth_bytes_per_s(self) -> float:
+        """Aggregate on-chip exchange bandwidth, bytes/s."""
+        return self.tiles * self.exchange_bytes_per_cycle_per_tile * self.clock_hz
+
+    @property
+    def sync_s(self) -> float:
+        """Time of one chip-wide sync, seconds."""
+        return self.sync_cycles / self.clock_hz
+
+    def replace(self, **changes) -> TileChip:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self):
+        return (
+            f"TileChip({self.name!r}: {self.tiles} tiles x {self.sram_per_tile_bytes / KiB:.0f} KiB "
+            f"= {self.sram_bytes / MiB:.0f} MiB SRAM, {self.clock_hz / 1e9:.3g} GHz, "
+            f"{self.peak_flops / 1e12:.1f} TFLOP/s FP16, SRAM {self.sram_bandwidth_bytes_per_s / 1e12:.1f} TB/s, "
+            f"exchange {self.exchange_bandwidth_bytes_per_s / 1e12:.1f} TB/s, {self.power_w:.0f} W)"
+        )
+
+
+@dataclass(frozen=True)
+class GpuChip:
+    """A chip of streaming multiprocessors (SMs) that share one off-chip HBM (GPU style)."""
+
+    name: str
+    sms: int  # streaming multiprocessors
+    clock_hz: float  # SM clock used for tensor throughput, Hz
+    fp16_flops_per_cycle_per_sm: float  # dense FP16 tensor-core FLOP/cycle/SM
+    fp32_flops_per_s: float  # non-tensor FP32 FLOP/s, whole chip
+    hbm_bytes: float  # HBM capacity, bytes
+    hbm_bandwidth_bytes_per_s: float  # HBM bandwidth, bytes/s
+    l2_bytes: int  # L2 cache, bytes
+    smem_per_sm_bytes: int  # largest shared memory per SM, bytes
+    kernel_launch_s: float  # fixed cost of one kernel launch, seconds
+    link_bandwidth_bytes_per_s: float  # NVLink bandwidth per GPU, bytes/s
+    power_w: float  # W, TDP
+    sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
+    notes: str = field(default="", compare=False, repr=False)
+
+    kind = "gpu"
+
+    def __post_init__(self):
+        _check_fields(
+            self,
+            integer=("sms", "l2_bytes", "smem_per_sm_bytes"),
+            allow_zero=("link_bandwidth_bytes_per_s", "kernel_launch_s"),
+        )
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak dense FP16 tensor FLOP/s of the whole chip."""
+        return self.sms * self.fp16_flops_per_cycle_per_sm * self.clock_hz
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """Arithmetic intensity (FLOP/byte of HBM traffic) where HBM stops being the limit."""
+        return self.peak_flops / self.hbm_bandwidth_bytes_per_s
+
+    def replace(self, **changes) -> GpuChip:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self):
+        return (
+            f"GpuChip({self.name!r}: {self.sms} SMs, {self.clock_hz / 1e9:.3g} GHz, "
+            f"{self.peak_flops / 1e12:.0f} TFLOP/s FP16, {self.hbm_bytes / GB:.0f} GB HBM at "
+            f"{self.hbm_bandwidth_bytes_per_s / 1e12:.2f} TB/s, L2 {self.l2_bytes / MiB:.0f} MiB, "
+            f"{self.power_w:.0f} W)"
+        )
+
+
+Chip = TileChip | GpuChip
+
+
+# --------------------------------------------------------------------------------------------
+# Presets. Source keys refer to shared/reference/hardware_facts.md.
+# --------------------------------------------------------------------------------------------
+
+_IPU_COMMON_SOURCES = {
+    "sync_cycles": "UNATTR-IPU21 getGlobalSyncCycles = 600 (conf. L); no ns figure found (facts §1.4)",
+    "vertex_overhead_cycles": "POPLIBS-EST, newer PerformanceEstimation.cpp: 11 cycles (older: 198)",
+    "code_bytes_per_tile": "ASSUMPTION: 48 KiB code/runtime reserve per tile; Poplar's real code size "
+    "varies by program (GC-OOM shows code can overflow a tile)",
+}
+
+
+def _gc2() -> TileChip:
+    tiles, clock = 1216, 1.6e9
+    return TileChip(
+        name="gc2",
+        tiles=tiles,
+        sram_per_tile_bytes=256 * KiB,
+        clock_hz=clock,
+        fp16_flops_per_cycle_per_tile=64.0,
+        fp32_flops_per_cycle_per_tile=16.0,
+        sram_bytes_per_cycle_per_tile=16.0,
+        exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
+        sync_cycles=600.0,
+        vertex_overhead_cycles=11.0,
+        code_bytes_per_tile=48 * KiB,
+        offchip_bytes=0.0,
+        offchip_bandwidth_bytes_per_s=0.0,
+        link_bandwidth_bytes_per_s=192e9,
+        power_w=150.0,
+        sources={
+            "tiles": "JIA-N, IPUG, LOUW: 1,216 tiles",
+            "sram_per_tile_bytes": "GC-LV tileMemory 262144; JIA-N",
+            "clock_hz": "JIA-T, IPUG: 1.6 GHz",
+            "fp16_flops_per_cycle_per_tile": "derived: 124.5 TFLOPS (APAD2) / (1216 x 1.6 GHz)",
+            "fp32_flops_per_cycle_per_tile": "derived: 31.1 TFLOPS (APAD2) / (1216 x 1.6 GHz)",
+            "sram_bytes_per_cycle_per_tile": "Jia via LOUW §IV: one 16-byte load/cycle/tile = 31.1 TB/s "
+            "(chosen over the vendor's 45 TB/s; measured STREAM reaches 7.3-12.4 TB/s, LOUW Table I)",
+            "exchange_bytes_per_cycle_per_tile": "LOUW §II: exchange 'theoretically 8 TB/s'",
+            "offchip_bytes": "C2 PCIe card has no Streaming Memory DIMMs (GC-LEGACY); host memory not modelled",
+            "link_bandwidth_bytes_per_s": "GC-LEGACY: 192 GB/s between the two IPUs of a C2 card",
+            "power_w": "IPUG, LOUW: 150 W TDP per IPU",
+            **_IPU_COMMON_SOURCES,
+            "sync_cycles": _IPU_COMMON_SOURCES["sync_cycles"] + "; IPU21 figure applied to GC2 (ASSUMPTION)",
+        },
+    )
+
+
+def _gc200() -> TileChip:
+    tiles, clock = 1472, 1.325e9
+    return TileChip(
+        name="gc200",
+        tiles=tiles,
+        sram_per_tile_bytes=638_976,
+        clock_hz=clock,
+        fp16_flops_per_cycle_per_tile=128.0,
+        fp32_flops_per_cycle_per_tile=32.0,
+        sram_bytes_per_cycle_per_tile=47.5e12 / (tiles * clock),
+        exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
+        sync_cycles=600.0,
+        vertex_overhead_cycles=11.0,
+        code_bytes_per_tile=48 * KiB,
+        offchip_bytes=448e9 / 4,
+        offchip_bandwidth_bytes_per_s=64e9,
+        link_bandwidth_bytes_per_s=320e9,
+        power_w=300.0,
+        sources={
+            "tiles": "CBLAKE, EENEWS-MK2, GC-M2000DS (5,888 cores / 4 IPUs)",
+            "sram_per_tile_bytes": "GC-OOM: 'tiles only have 638976 bytes' (624 KiB)",
+            "clock_hz": "EENEWS-MK2 (Hot Chips 33): 1.325 GHz",
+            "fp16_flops_per_cycle_per_tile": "derived: 250 TFLOPS (CBLAKE, GC-M2000DS) / (1472 x 1.325 GHz)",
+            "fp32_flops_per_cycle_per_tile": "derived: 62.5 TFLOPS (CAMBRIAN) / (1472 x 1.325 GHz)",
+            "sram_bytes_per_cycle_per_tile": "derived from vendor aggregate 47.5 TB/s (IOTECH, CBLAKE)",
+            "exchange_bytes_per_cycle_per_tile": "CBLAKE: exchange '8 TB/s using any communication "
+            "pattern' (GC-MPO2 says 47 TB/s; facts §9: we take CBLAKE)",
+            "offchip_bytes": "CAMBRIAN: up to 448 GB Streaming Memory per M2000 (4 IPUs), split evenly",
+            "offchip_bandwidth_bytes_per_s": "ASSUMPTION: Streaming Memory bandwidth not found (facts §1.2); "
+            "we use the PCIe Gen4 host-link figure 64 GB/s (CBLAKE) as an optimistic stand-in",
+            "link_bandwidth_bytes_per_s": "CBLAKE: 10 IPU-Links, 320 GB/s",
+            "power_w": "EENEWS-MK2: 300 W per chip",
+            **_IPU_COMMON_SOURCES,
+        },
+    )
+
+
+def _bow() -> TileChip:
+    tiles, clock = 1472, 1.85e9
+    return TileChip(
+        name="bow",
+        tiles=tiles,
+        sram_per_tile_bytes=638_976,
+        clock_hz=clock,
+        fp16_flops_per_cycle_per_tile=128.0,
+        fp32_flops_per_cycle_per_tile=32.0,
+        sram_bytes_per_cycle_per_tile=47.5e12 / (tiles * 1.325e9),
+        exchange_bytes_per_cycle_per_tile=8e12 / (tiles * 1.325e9),
+        sync_cycles=600.0,
+        vertex_overhead_cycles=11.0,
+        code_bytes_per_tile=48 * KiB,
+        offchip_bytes=256e9 / 4,
+        offchip_bandwidth_bytes_per_s=64e9,
+        link_bandwidth_bytes_per_s=320e9,
+        power_w=1250.0 / 4,
+        sources={
+            "tiles": "EENEWS-BOW, GC-BOW2000 (5,888 / 4)",
+            "sram_per_tile_bytes": "POPSUM-BOW: 624.0 kB per tile, as GC200",
+            "clock_hz": "PIEX, POPSUM-BOW: 1.85 GHz",
+            "fp16_flops_per_cycle_per_tile": "derived: 128 as GC200 (1472 x 1.85 GHz x 128 = 348.6 TFLOPS "
+            "vs 350 TFLOPS, CONVERGE24, GC-BOW2000)",
+            "fp32_flops_per_cycle_per_tile": "ASSUMPTION: same tile as GC200 (no Bow FP32 figure found)",
+            "sram_bytes_per_cycle_per_tile": "ASSUMPTION: GC200's per-cycle rate (same tile), so the "
+            "aggregate scales with the 1.85 GHz clock",
+            "exchange_bytes_per_cycle_per_tile": "ASSUMPTION: GC200's per-cycle rate, scaled by clock",
+            "offchip_bytes": "GC-BOW2000: up to 256 GB Streaming Memory per Bow-2000 (4 IPUs), split evenly",
+            "offchip_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (no figure found)",
+            "link_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (Bow is Mk2-compatible)",
+            "power_w": "EENEWS-BOW: Bow-2000 averages 1.25 kW for 4 IPUs",
+            **_IPU_COMMON_SOURCES,
+        },
+    )
+
+
+_GPU_LAUNCH = (
+    "ASSUMPTION: ~3 us per kernel launch, the usual order for CUDA launches without CUDA graphs; "
+    "not in hardware_facts.md"
+)
+
+
+def _a100(hbm_gb: int) -> GpuChip:
+    big = hbm_gb == 80
+    return GpuChip(
+        name=f"a100-{hbm_gb}gb",
+        sms=108,
+        clock_hz=1.41e9,
+        fp16_flops_per_cycle_per_sm=312e12 / (108 * 1.41e9),
+        fp32_flops_per_s=19.5e12,
+        hbm_bytes=hbm_gb * GB,
+        hbm_bandwidth_bytes_per_s=2.039e12 if big else 1.555e12,
+        l2_bytes=41_943_040,
+        smem_per_sm_bytes=164 * 1000,
+        kernel_launch_s=3e-6,
+        link_bandwidth_bytes_per_s=600e9,
+        power_w=400.0,
+        sources={
+            "sms": "PC2 deviceQuery '(108) Multiprocessors'; GKW-A100",
+            "clock_hz": "PC2, FT-GUIDE: boost 1,410 MHz",
+            "fp16_flops_per_cycle_per_sm": "derived: 312 TFLOPS dense FP16 tensor (GKW-A100, PC2) / (108 x 1.41 GHz)",
+            "fp32_flops_per_s": "PC2: 19.5 TFLOPS",
+            "hbm_bytes": f"GKW-A100, THUNDER: {hbm_gb} GB",
+            "hbm_bandwidth_bytes_per_s": ("GKW-A100: 2,039 GB/s (80 GB SXM4)" if big else "THUNDER, PC2: 1,555 GB/s"),
+            "l2_bytes": "PC2 deviceQuery 41,943,040 B; TPU-A100",
+            "smem_per_sm_bytes": "AMPERE-TG: up to 164 KB shared memory per SM",
+            "kernel_launch_s": _GPU_LAUNCH,
+            "link_bandwidth_bytes_per_s": "THUNDER: NVLink 600 GB/s",
+            "power_w": "PC2, THUNDER: 400 W",
+        },
+    )
+
+
+def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
+    h200 = name == "h200"
+    return GpuChip(
+        name=name,
+        sms=132,
+        clock_hz=1.83e9,
+        fp16_flops_per_cycle_per_sm=989.4e12 / (132 * 1.83e9),
+        fp32_flops_per_s=67e12,
+        hbm_bytes=hbm_bytes,
+        hbm_bandwidth_bytes_per_s=hbm_bw,
+        l2_bytes=50 * MiB,
+        smem_per_sm_bytes=228 * 1000,
+        kernel_launch_s=3e-6,
+        link_bandwidth_bytes_per_s=900e9,
+        power_w=700.0,
+        sources={
+            "sms": "HPCTECH (NVIDIA table), GKW-H100" + ("; GENTIC, SAUL for H200" if h200 else ""),
+            "clock_hz": "GKW-H100: 1.83 GHz tensor boost" + ("; ASSUMPTION: same die for H200" if h200 else ""),
+            "fp16_flops_per_cycle_per_sm": "derived: 989.4 TFLOPS dense FP16 (GKW-H100, HPCTECH; "
+            "1,979 is with sparsity) / (132 x 1.83 GHz)",
+            "fp32_flops_per_s": "HPCTECH: 67 TFLOPS",
+            "hbm_bytes": "MLPERF-H200, AIWIKI: 141 GB (GKW says 144 GB physical; facts §9)" if h200 else "HPCTECH: 80 GB HBM3",
+            "hbm_bandwidth_bytes_per_s": "LZW, AIWIKI: 4.8 TB/s" if h200 else "HPCTECH: 3,350 GB/s",
+            "l2_bytes": ("ASSUMPTION: 50 MB as H100 (same GH100 die; facts conf. L)" if h200 else "HPCTECH: 50 MB"),
+            "smem_per_sm_bytes": "HPCTECH: up to 228 KB per SM",
+            "kernel_launch_s": _GPU_LAUNCH,
+            "link_bandwidth_bytes_per_s": "HPCTECH, MLPERF-H200: NVLink 900 GB/s",
+            "power_w": "MLPERF-H200: TGP 700 W" if h200 else "HPCTECH: 700 W",
+        },
+    )
+
+
+_PRESETS = {
+    "gc2": _gc2,
+    "gc200": _gc200,
+    "bow": _bow,
+    "a100-40gb": lambda: _a100(40),
+    "a100-80gb": lambda: _a100(80),
+    "h100-sxm": lambda: _hopper("h100-sxm", 80 * GB, 3.35e12),
+    "h200": lambda: _hopper("h200", 141 * GB, 4.8e12),
+}
+
+TILE_PRESETS = ("gc2", "gc200", "bow")
+GPU_PRESETS = ("a100-40gb", "a100-80gb", "h100-sxm", "h200")
+PRESETS = TILE_PRESETS + GPU_PRESETS
+
+
+def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
+    """The preset chip called ``name`` (a chip object is returned unchanged).
+
+    >>> chip("gc200").tiles
+    1472
+    """
+    if isinstance(name, (TileChip, GpuChip)):
+        return name
+    key = str(name).lower()
+    if key not in _PRESETS:
+        raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}")
+    return _PRESETS[key]()
+
+
+def all_chips() -> list[TileChip | GpuChip]:
+    """Every preset chip, tile chips first."""
+    return [chip(n) for n in PRESETS]
+
+
+def describe_sources(c: TileChip | GpuChip) -> str:
+    """One line per field: value and where it comes from."""
+    lines = [f"{c.name} ({c.kind} chip)"]
+    for f in dataclasses.fields(c):
+        if f.name in ("name", "sources", "notes"):
+            continue
+        v = getattr(c, f.name)
+        vs = f"{v:.6g}" if isinstance(v, float) and not math.isnan(v) else str(v)
+        lines.append(f"  {f.name:36s} {vs:>14s}  {c.sources.get(f.name, '(user value)')}")
+    return "\n".join(lines)

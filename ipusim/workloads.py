@@ -1,0 +1,516 @@
+"""Transformer shapes and the op list of one step (forward, decode, or training).
+
+A *step* is what a machine runs for one batch: a list of ops, each with its FLOPs
+and the bytes it moves (weights, activations read and written, KV cache). The
+machine models (``roofline``, ``tiles``, ``gpu``) turn a step into time and energy.
+
+Conventions (all counts are for the whole batch, summed over identical layers):
+
+* A matmul of an (m x k) by a (k x n) matrix costs ``2 m k n`` FLOPs.
+* Attention is computed per sequence under its own mask: a sequence of ``l`` tokens
+  costs ``2 l^2 d_head`` FLOPs per head for the scores and the same for the context,
+  so a padded batch pays for ``L^2`` per row and a packed or unpadded one for
+  ``sum(l_i^2)``. The full square is counted, causal or not, as dense kernels do.
+* Element-wise ops (softmax, layer norm, activation) carry a few FLOPs per element;
+  they matter for bytes moved, not for FLOPs.
+* ``dtype_bytes`` (2 for FP16/BF16) sizes weights and activations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import choice, lengths_array, positive
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Shape of a transformer. Every count is a plain integer; see ``params`` for the total."""
+
+    name: str
+    kind: str  # "encoder" (BERT: bidirectional, classification) or "decoder" (GPT: generation)
+    layers: int  # transformer blocks
+    d_model: int  # hidden size
+    heads: int  # attention (query) heads
+    d_ff: int  # feed-forward inner size
+    vocab: int  # vocabulary size
+    max_positions: int  # longest sequence the model accepts, tokens
+    kv_heads: int = 0  # key/value heads (grouped-query attention); 0 means = heads
+    gated_mlp: bool = False  # SwiGLU-style MLP with three matrices (Llama)
+    learned_positions: bool = True  # learned position table (BERT, GPT); False for RoPE (Llama)
+    tied_embeddings: bool = True  # output head shares the token embedding
+    type_vocab: int = 0  # BERT token-type embeddings
+    biases: bool = True  # linear layers carry biases (False for Llama)
+    published_params: float = 0.0  # parameter count as published, for checks (0: none)
+    source: str = ""  # where the shape and the published count come from
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"TransformerConfig.name must be a non-empty string, got {self.name!r}")
+        choice("TransformerConfig.kind", self.kind, ("encoder", "decoder"))
+        for f in ("layers", "d_model", "heads", "d_ff", "vocab", "max_positions"):
+            positive(f"TransformerConfig.{f}", getattr(self, f), integer=True)
+        positive("TransformerConfig.kv_heads", self.kv_heads, integer=True, allow_zero=True)
+        positive("TransformerConfig.type_vocab", self.type_vocab, integer=True, allow_zero=True)
+        if self.d_model % self.heads:
+            raise ValueError(
+                f"TransformerConfig.d_model ({self.d_model}) must be divisible by heads ({self.heads})"
+            )
+        if self.kv_heads and self.heads % self.kv_heads:
+            raise ValueError(
+                f"TransformerConfig.heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
+
+    # Shape helpers
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the key (or value) projection."""
+        return self.n_kv_heads * self.head_dim
+
+    # Parameter counts
+    @property
+    def layer_matmul_params(self) -> int:
+        """Weights of one block's matrices (no biases, no norms)."""
+        d, f = self.d_model, self.d_ff
+        attn = d * d + 2 * d * self.kv_dim + d * d
+        mlp = (3 if self.gated_mlp else 2) * d * f
+        return attn + mlp
+
+    @property
+    def layer_params(self) -> int:
+        """All parameters of one block: matrices, biases, norms."""
+        d, f = self.d_model, self.d_ff
+        p = self.layer_matmul_params
+        if self.biases:
+            p += d + 2 * self.kv_dim + d + (2 * f if self.gated_mlp else f) + d
+        p += 2 * (2 * d if self.biases else d)  # two norms: LayerNorm (scale+shift) or RMSNorm
+        return p
+
+    @property
+    def embedding_params(self) -> int:
+        d = self.d_model
+        p = self.vocab * d + self.type_vocab * d
+        if self.learned_positions:
+            p += self.max_positions * d
+        return p
+
+    @property
+    def head_params(self) -> int:
+        """Parameters after the last block: final norm, pooler (encoder) or untied LM head."""
+        d = self.d_model
+        norm = 2 * d if self.biases else d
+        if self.kind == "encoder":
+            return norm + d * d + d  # embedding LayerNorm + pooler (BERT has no final norm)
+        return norm + (0 if self.tied_embeddings else self.vocab * d)
+
+    @property
+    def params(self) -> int:
+        """Total parameters."""
+        return self.embedding_params + self.layers * self.layer_params + self.head_params
+
+    @property
+    def nonembedding_matmul_params(self) -> int:
+        """Weights every token multiplies through: the blocks' matrices (Kaplan et al.'s N)."""
+        return self.layers * self.layer_matmul_params
+
+    def weight_bytes(self, dtype_bytes: int = 2) -> float:
+        return float(self.params * dtype_bytes)
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """KV-cache bytes one token holds across all layers."""
+        return 2 * self.layers * self.kv_dim * dtype_bytes
+
+    def replace(self, **changes) -> TransformerConfig:
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self):
+        return (
+            f"TransformerConfig({self.name!r}: {self.kind}, {self.layers} layers, d={self.d_model}, "
+            f"{self.heads} heads"
+            + (f" ({self.n_kv_heads} KV)" if self.kv_heads else "")
+            + f", d_ff={self.d_ff}, vocab={self.vocab}, {self.params / 1e6:,.1f}M params)"
+        )
+
+
+_MODELS = {
+    "bert-base": TransformerConfig(
+        "bert-base", "encoder", 12, 768, 12, 3072, 30522, 512, type_vocab=2,
+        published_params=110e6, source="Devlin et al. 2019 (BERT), Table/§3: BERT-BASE 110M",
+    ),
+    "bert-large": TransformerConfig(
+        "bert-large", "encoder", 24, 1024, 16, 4096, 30522, 512, type_vocab=2,
+        published_params=340e6, source="Devlin et al. 2019 (BERT): BERT-LARGE 340M",
+    ),
+    "gpt2": TransformerConfig(
+        "gpt2", "decoder", 12, 768, 12, 3072, 50257, 1024,
+        published_params=124e6, source="Radford et al. 2019 (GPT-2 small, 124M as released)",
+    ),
+    "llama-2-7b": TransformerConfig(
+        "llama-2-7b", "decoder", 32, 4096, 32, 11008, 32000, 4096,
+        gated_mlp=True, learned_positions=False, tied_embeddings=False, biases=False,
+        published_params=6.74e9, source="Touvron et al. 2023 (Llama 2), model card: 6.74B",
+    ),
+    "llama-2-70b": TransformerConfig(
+        "llama-2-70b", "decoder", 80, 8192, 64, 28672, 32000, 4096, kv_heads=8,
+        gated_mlp=True, learned_positions=False, tied_embeddings=False, biases=False,
+        published_params=68.98e9, source="Touvron et al. 2023 (Llama 2), model card: 68.98B (GQA, 8 KV heads)",
+    ),
+    "gpt-3-175b": TransformerConfig(
+        "gpt-3-175b", "decoder", 96, 12288, 96, 4 * 12288, 50257, 2048,
+        published_params=175e9, source="Brown et al. 2020 (GPT-3), Table 2.1: 175.0B",
+    ),
+}
+
+MODELS = tuple(_MODELS)
+
+
+def model(name: str | TransformerConfig) -> TransformerConfig:
+    """The preset model called ``name`` (a config is returned unchanged)."""
+    if isinstance(name, TransformerConfig):
+        return name
+    key = str(name).lower()
+    if key not in _MODELS:
+        raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}")
+    return _MODELS[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops and steps
+# ---------------------------------------------------------------------------------------------
+
+OP_KINDS = ("matmul", "attention", "softmax", "norm", "activation", "embedding")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of a step, summed over the ``count`` identical layers it appears in.
+
+    ``m, k, n`` give the matmul shape of one instance for matmuls; for attention ops
+    ``groups`` independent (l x d_head) products are run per sequence and head, and
+    ``m = n`` is the longest row length.
+    """
+
+    name: str  # e.g. "ffn_up"
+    kind: str  # one of OP_KINDS
+    count: int  # identical instances in the step (usually the number of layers)
+    flops: float  # FLOPs of all instances
+    weight_bytes: float  # parameter bytes read, all instances
+    act_read_bytes: float  # activation bytes read, all instances
+    act_write_bytes: float  # activation bytes written, all instances
+    kv_bytes: float = 0.0  # KV-cache bytes read (decode) or written (prefill), all instances
+    m: int = 0  # rows of the left operand (tokens), one instance
+    k: int = 0  # contraction size, one instance
+    n: int = 0  # columns of the right operand, one instance
+    groups: int = 1  # independent products per instance (heads x sequences for attention)
+
+    @property
+    def bytes(self) -> float:
+        """All bytes the op must touch at least once (weights + activations + KV)."""
+        return self.weight_bytes + self.act_read_bytes + self.act_write_bytes + self.kv_bytes
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per byte touched."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    def per_instance(self) -> Op:
+        """The same op for one layer (``count = 1``)."""
+        c = self.count
+        return dataclasses.replace(
+            self, count=1, flops=self.flops / c, weight_bytes=self.weight_bytes / c,
+            act_read_bytes=self.act_read_bytes / c, act_write_bytes=self.act_write_bytes / c,
+            kv_bytes=self.kv_bytes / c,
+        )
+
+
+PHASES = ("forward", "prefill", "decode", "train")
+
+
+@dataclass(frozen=True)
+class Step:
+    """The ops of one step of ``model`` over a batch of sequences.
+
+    ``lengths`` are the real tokens of each sequence. ``row_len`` is the padded length
+    (every row costs ``row_len`` tokens) or 0 when the batch runs unpadded or packed.
+    For ``phase == "decode"``, ``lengths`` are the context lengths (cached tokens plus
+    the new one) and each sequence contributes one new token.
+    """
+
+    model: TransformerConfig
+    phase: str
+    lengths: np.ndarray
+    row_len: int
+    dtype_bytes: int
+    ops: tuple
+
+    @property
+    def batch(self) -> int:
+        return int(self.lengths.size)
+
+    @property
+    def real_tokens(self) -> int:
+        """Tokens of real content processed (new tokens for decode)."""
+        return self.batch if self.phase == "decode" else int(self.lengths.sum())
+
+    @property
+    def tokens(self) -> int:
+        """Token positions computed, padding included."""
+        if self.phase == "decode":
+            return self.batch
+        return self.batch * self.row_len if self.row_len else self.real_tokens
+
+    @property
+    def flops(self) -> float:
+        return float(sum(o.flops for o in self.ops))
+
+    @property
+    def bytes(self) -> float:
+        return float(sum(o.bytes for o in self.ops))
+
+    @property
+    def weight_bytes(self) -> float:
+        return float(sum(o.weight_bytes for o in self.ops))
+
+    @property
+    def kv_bytes(self) -> float:
+        return float(sum(o.kv_bytes for o in self.ops))
+
+    @property
+    def padding_fraction(self) -> float:
+        """Share of computed token positions that are padding."""
+        return 1.0 - self.real_tokens / self.tokens
+
+    def by_kind(self) -> dict:
+        """FLOPs and bytes summed per op kind."""
+        out = {}
+        for o in self.ops:
+            d = out.setdefault(o.kind, {"flops": 0.0, "bytes": 0.0})
+            d["flops"] += o.flops
+            d["bytes"] += o.bytes
+        return out
+
+    def table(self) -> list[dict]:
+        """One dict per op: name, kind, count, GFLOP, MB moved, intensity."""
+        return [
+            {"op": o.name, "kind": o.kind, "count": o.count, "gflop": o.flops / 1e9,
+             "mbytes": o.bytes / 1e6, "flop_per_byte": o.intensity}
+            for o in self.ops
+        ]
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model.name, "phase": self.phase, "batch": self.batch,
+            "row_len": self.row_len, "real_tokens": self.real_tokens, "tokens": self.tokens,
+            "flops": self.flops, "bytes": self.bytes, "weight_bytes": self.weight_bytes,
+            "kv_bytes": self.kv_bytes, "ops": self.table(),
+        }
+
+    def __repr__(self):
+        pad = f"padded to {self.row_len}" if self.row_len else "unpadded"
+        return (
+            f"Step({self.model.name}, {self.phase}, batch {self.batch}, {pad}: "
+            f"{self.real_tokens} real tokens, {len(self.ops)} ops, {self.flops / 1e9:,.1f} GFLOP, "
+            f"{self.bytes / 1e6:,.1f} MB touched)"
+        )
+
+
+def _matmul(name, count, m, k, n, dt, *, weights=True):
+    return Op(
+        name, "matmul", count, flops=count * 2.0 * m * k * n,
+        weight_bytes=count * float(k * n * dt) if weights else 0.0,
+        act_read_bytes=count * float(m * k * dt) + (0.0 if weights else count * float(k * n * dt)),
+        act_write_bytes=count * float(m * n * dt), m=m, k=k, n=n,
+    )
+
+
+def _elementwise(name, kind, count, elements, flops_per_element, dt, *, reads=1):
+    return Op(
+        name, kind, count, flops=count * float(elements * flops_per_element),
+        weight_bytes=0.0, act_read_bytes=count * float(reads * elements * dt),
+        act_write_bytes=count * float(elements * dt), m=int(elements),
+    )
+
+
+def step(
+    model_or_name,
+    lengths,
+    *,
+    phase: str = "forward",
+    pad_to: int | None = None,
+    dtype_bytes: int = 2,
+) -> Step:
+    """Build the op list of one step.
+
+    Parameters
+    ----------
+    model_or_name : preset name or ``TransformerConfig``
+    lengths : int or sequence of int
+        Tokens per sequence (for ``decode``: context length including the new token).
+    phase : "forward" (encoder or full-sequence pass), "prefill" (decoder prompt pass,
+        writes the KV cache), "decode" (one new token per sequence, reads the KV cache),
+        or "train" (forward + backward: 3x the forward FLOPs, see ``training_footprint``).
+    pad_to : int, optional
+        Pad every sequence to this many tokens (a padded batch). ``None`` runs unpadded
+        (or packed: the cost is the same under a block-diagonal mask).
+    dtype_bytes : bytes per weight and activation element (2 = FP16).
+
+    Lengths longer than the model's ``max_positions`` or than ``pad_to`` are an error.
+    """
+    cfg = model(model_or_name)
+    choice("phase", phase, PHASES)
+    dt = positive("dtype_bytes", dtype_bytes, integer=True)
+    lens = lengths_array("lengths", lengths, max_len=cfg.max_positions)
+    if pad_to is not None:
+        pad_to = positive("pad_to", pad_to, integer=True)
+        if pad_to > cfg.max_positions:
+            raise ValueError(f"pad_to={pad_to} exceeds {cfg.name}'s max_positions {cfg.max_positions}")
+        if lens.max() > pad_to:
+            raise ValueError(f"a sequence of {lens.max()} tokens does not fit pad_to={pad_to}")
+    if phase == "decode" and pad_to is not None:
+        raise ValueError("pad_to applies to forward/prefill/train steps, not decode")
+
+    L, d, h, hd, f = cfg.layers, cfg.d_model, cfg.heads, cfg.head_dim, cfg.d_ff
+    kvd = cfg.kv_dim
+    B = lens.size
+    decode = phase == "decode"
+    # Tokens computed (rows of every matmul) and the attention "area" sum(l_q * l_k).
+    if decode:
+        T = B
+        att_area = float(lens.sum())  # one query against each cached context
+        row = int(lens.max())
+    elif pad_to is not None:
+        T = B * pad_to
+        att_area = float(B) * pad_to * pad_to
+        row = pad_to
+    else:
+        T = int(lens.sum())
+        att_area = float(np.sum(lens.astype(np.float64) ** 2))
+        row = int(lens.max())
+    keys = float(lens.sum()) if decode else float(T)  # key/value tokens attended over
+
+    ops = [
+        Op("embedding", "embedding", 1, flops=float(3 * T * d),
+           weight_bytes=float(T * d * dt) * (2 if cfg.learned_positions else 1),
+           act_read_bytes=0.0, act_write_bytes=float(T * d * dt), m=T, n=d),
+        _matmul("qkv", L, T, d, d + 2 * kvd, dt),
+    ]
+    kv_write = float(L * T * 2 * kvd * dt) if phase in ("prefill", "decode") else 0.0
+    kv_read = float(L * keys * 2 * kvd * dt) if decode else 0.0
+    ops += [
+        Op("attn_scores", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
+           act_read_bytes=L * float(T * d * dt) + (0.0 if decode else L * keys * kvd * dt),
+           act_write_bytes=L * float(h * att_area * dt), kv_bytes=kv_read / 2 + kv_write,
+           m=row if not decode else 1, k=hd, n=row, groups=h * B),
+        _elementwise("softmax", "softmax", L, h * att_area, 5, dt),
+        Op("attn_context", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
+           act_read_bytes=L * float(h * att_area * dt) + (0.0 if decode else L * keys * kvd * dt),
+           act_write_bytes=L * float(T * d * dt), kv_bytes=kv_read / 2,
+           m=row if not decode else 1, k=row, n=hd, groups=h * B),
+        _matmul("attn_out", L, T, d, d, dt),
+        _elementwise("norm_attn", "norm", L, T * d, 8, dt, reads=2),
+        _matmul("ffn_up", L, T, d, (2 if cfg.gated_mlp else 1) * f, dt),
+        _elementwise("activation", "activation", L, T * f, 8, dt, reads=2 if cfg.gated_mlp else 1),
+        _matmul("ffn_down", L, T, f, d, dt),
+        _elementwise("norm_ffn", "norm", L, T * d, 8, dt, reads=2),
+    ]
+    if cfg.kind == "encoder":
+        ops.append(_matmul("pooler", 1, B, d, d, dt))
+    else:
+        ops.append(_elementwise("final_norm", "norm", 1, T * d, 8, dt))
+        # Generation needs logits of the last token of each sequence only; training needs all.
+        rows = T if phase == "train" else B
+        ops.append(_matmul("lm_head", 1, rows, d, cfg.vocab, dt))
+    if phase == "train":
+        ops = [
+            dataclasses.replace(o, flops=3 * o.flops, act_read_bytes=3 * o.act_read_bytes,
+                                act_write_bytes=3 * o.act_write_bytes, weight_bytes=2 * o.weight_bytes)
+            for o in ops
+        ]
+    return Step(cfg, phase, lens, pad_to or 0, dt, tuple(ops))
+
+
+def forward_flops_closed_form(model_or_name, seq_len: int) -> float:
+    """FLOPs per token of a forward pass, closed form: ``2 N + 4 n_layer l d_attn``.
+
+    ``N`` is the blocks' matrix weights (Kaplan et al. 2020, "Scaling Laws", Table 1, with
+    the context term doubled because we count both the score and the context products
+    over the full ``l x l`` square). Embeddings, norms and heads are left out.
+    """
+    cfg = model(model_or_name)
+    return 2.0 * cfg.nonembedding_matmul_params + 4.0 * cfg.layers * seq_len * cfg.d_model
+
+
+@dataclass(frozen=True)
+class TrainingFootprint:
+    """Memory and FLOPs of training ``model`` on ``tokens_per_step`` tokens of length ``seq_len``."""
+
+    model: TransformerConfig
+    seq_len: int
+    tokens_per_step: int
+    weight_bytes: float  # working copy of the weights (dtype_bytes each)
+    gradient_bytes: float  # one gradient per weight (dtype_bytes each)
+    optimizer_bytes: float  # Adam: FP32 master weights + two moments (12 bytes/param)
+    activation_bytes: float  # stored for the backward pass
+    flops_per_token: float  # forward + backward
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weight_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
+
+    def flops_for(self, tokens: float) -> float:
+        """FLOPs to train on ``tokens`` tokens."""
+        return self.flops_per_token * tokens
+
+    def __repr__(self):
+        return (
+            f"TrainingFootprint({self.model.name}: {self.total_bytes / 1e9:,.1f} GB = weights "
+            f"{self.weight_bytes / 1e9:,.1f} + grads {self.gradient_bytes / 1e9:,.1f} + optimizer "
+            f"{self.optimizer_bytes / 1e9:,.1f} + activations {self.activation_bytes / 1e9:,.1f}; "
+            f"{self.flops_per_token / 1e9:,.2f} GFLOP/token)"
+        )
+
+
+def training_footprint(
+    model_or_name,
+    *,
+    seq_len: int,
+    tokens_per_step: int,
+    dtype_bytes: int = 2,
+    recompute: bool = False,
+) -> TrainingFootprint:
+    """Memory and FLOPs of one mixed-precision Adam training step.
+
+    * Weights and gradients in ``dtype_bytes``; Adam keeps FP32 master weights and two
+      FP32 moments: 12 bytes per parameter (16 in all with FP16 weights and gradients,
+      as in Rajbhandari et al. 2020, "ZeRO", §3.1).
+    * Activations per layer per token: ``d (34 + 5 heads l / d)`` bytes with 16-bit
+      activations and no recomputation, or ``2 d`` bytes with full recomputation
+      (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4.1 and §5).
+    * FLOPs per token: 3x the forward pass (backward = 2x forward), i.e. about ``6 N``.
+    """
+    cfg = model(model_or_name)
+    seq_len = positive("seq_len", seq_len, integer=True)
+    tokens_per_step = positive("tokens_per_step", tokens_per_step, integer=True)
+    if seq_len > cfg.max_positions:
+        raise ValueError(f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}")
+    p = float(cfg.params)
+    d = cfg.d_model
+    per_token_layer = 2.0 * d if recompute else d * (34.0 + 5.0 * cfg.heads * seq_len / d)
+    act = per_token_layer * cfg.layers * tokens_per_step * dtype_bytes / 2.0
+    per_token = step(cfg, [seq_len], phase="train").flops / seq_len
+    return TrainingFootprint(
+        cfg, seq_len, tokens_per_step,
+        weight_bytes=p * dtype_bytes, gradient_bytes=p * dtype_bytes, optimizer_bytes=12.0 * p,
+        activation_bytes=act, flops_per_token=per_token,
+    )
