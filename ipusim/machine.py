@@ -1,0 +1,104 @@
+"""One front door to the machine models: the time of one step on any chip.
+
+``simulate(chip, step)`` returns a ``StepResult`` whatever the chip kind, so that
+plots, the serving simulator and the checklist can take either machine:
+
+* a ``TileChip`` goes to ``ipusim.tiles`` (BSP supersteps over the tiles);
+* a ``GpuChip`` goes to ``ipusim.gpu`` (waves of thread blocks sharing HBM).
+
+``step_time_s`` is the number most callers want: seconds for the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .hardware import GpuChip, TileChip, chip as _chip
+from .workloads import Step
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Time (and where it goes) of one step on one chip. Times in seconds, memory in bytes.
+
+    ``split`` adds up to ``time_s``: for a tile chip the keys are "compute", "sync",
+    "exchange" (and "streaming" when weights come from off-chip DRAM); for a GPU they
+    are "compute", "memory" (time an HBM-bound kernel waits beyond its compute) and
+    "launch".
+    """
+
+    chip: str
+    kind: str  # "tile" or "gpu"
+    model: str
+    phase: str
+    batch: int
+    real_tokens: int
+    tokens: int
+    time_s: float
+    split: dict  # category -> seconds, sums to time_s
+    op_names: tuple  # per op (in step order)
+    op_time_s: np.ndarray  # per op, seconds (all instances)
+    op_split: dict  # category -> per-op seconds array
+    unit_busy_s: np.ndarray  # per tile / per SM busy seconds over the step
+    unit_memory_bytes: np.ndarray  # per tile peak bytes (tile chip) or per SM shared memory (GPU)
+    memory_limit_bytes: float  # per unit limit the line above is held to
+    fits: bool
+    fit_message: str = ""  # what does not fit, by how much, and what would make it fit
+    energy_j: float = float("nan")
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def throughput_seq_per_s(self) -> float:
+        return self.batch / self.time_s
+
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        return self.real_tokens / self.time_s
+
+    @property
+    def utilization(self) -> float:
+        """Mean busy fraction of the units (tiles or SMs) over the step."""
+        return float(np.mean(self.unit_busy_s) / self.time_s) if self.time_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "chip": self.chip, "kind": self.kind, "model": self.model, "phase": self.phase,
+            "batch": self.batch, "real_tokens": self.real_tokens, "tokens": self.tokens,
+            "time_s": self.time_s, "split_s": dict(self.split), "fits": self.fits,
+            "fit_message": self.fit_message, "energy_j": self.energy_j,
+            "throughput_seq_per_s": self.throughput_seq_per_s,
+            "memory_per_unit_max_bytes": float(np.max(self.unit_memory_bytes)) if self.unit_memory_bytes.size else 0.0,
+            "memory_per_unit_mean_bytes": float(np.mean(self.unit_memory_bytes)) if self.unit_memory_bytes.size else 0.0,
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "ops": [{"op": n, "time_s": float(t)} for n, t in zip(self.op_names, self.op_time_s, strict=True)],
+            **self.extra,
+        }
+
+    def __repr__(self):
+        parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if self.time_s)
+        fit = "fits" if self.fits else "DOES NOT FIT"
+        return (
+            f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: "
+            f"{self.time_s * 1e3:,.3f} ms ({parts}); {self.throughput_seq_per_s:,.0f} seq/s; {fit})"
+        )
+
+
+def simulate(c, s: Step, **kwargs) -> StepResult:
+    """Simulate step ``s`` on chip ``c`` (a preset name or a chip object)."""
+    c = _chip(c)
+    if isinstance(c, TileChip):
+        from . import tiles
+
+        return tiles.simulate(c, s, **kwargs)
+    if isinstance(c, GpuChip):
+        from . import gpu
+
+        return gpu.simulate(c, s, **kwargs)
+    raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
+
+
+def step_time_s(c, s: Step, **kwargs) -> float:
+    """Seconds for step ``s`` on chip ``c`` (see ``simulate``)."""
+    return simulate(c, s, **kwargs).time_s
