@@ -196,12 +196,14 @@ def long_text_mix(long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
     p = fraction("long_fraction", long_fraction)
     L = positive("max_len", max_len, integer=True)
     res = positive("resolution", resolution, integer=True)
-    w = np.zeros(L)
-    for (lo, hi), share in ((short, 1.0 - p), (long, p)):
+    counts = np.zeros(L, np.int64)
+    n_long = int(round(p * res))
+    for (lo, hi), n_part in ((short, res - n_long), (long, n_long)):
         lo = positive("range start", lo, integer=True)
         hi = positive("range end", hi, integer=True)
         if hi < lo or hi > L:
             raise ValueError(f"length range ({lo}, {hi}) must satisfy 1 <= start <= end <= max_len={L}")
-        w[lo - 1: hi] += share / (hi - lo + 1)
-    counts = np.round(w * res).astype(np.int64)
+        width = hi - lo + 1  # spread n_part as evenly as whole counts allow
+        counts[lo - 1: hi] += n_part // width
+        counts[lo - 1: lo - 1 + n_part % width] += 1
     return Histogram(counts, f"{p:.0%} long texts")
