@@ -96,6 +96,15 @@ class Histogram:
         c[: min(L, self.max_len)] = self.counts[: min(L, self.max_len)]
         return Histogram(c, self.name)
 
+    def truncate(self, max_len: int) -> Histogram:
+        """Cut every sequence longer than ``max_len`` to ``max_len`` (as a tokenizer truncates)."""
+        L = positive("max_len", max_len, integer=True)
+        c = np.zeros(L, dtype=np.int64)
+        k = min(L, self.max_len)
+        c[:k] = self.counts[:k]
+        c[L - 1] += self.counts[L:].sum()
+        return Histogram(c, self.name)
+
     def expand(self, *, limit: int = 50_000_000) -> np.ndarray:
         """Every sequence's length, shortest first (refuses more than ``limit`` sequences)."""
         if self.n > limit:

@@ -830,3 +830,115 @@ def compare(source, max_len: int, *, max_per_row: int | None = 3,
             strategies=STRATEGIES, buckets=None) -> list[Packing]:
     """Run several strategies on one source (for tables and plots)."""
     return [pack(source, max_len, s, max_per_row=max_per_row, buckets=buckets) for s in strategies]
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput of a BERT-style encoder on padded, unpadded and packed batches
+# ---------------------------------------------------------------------------------------------
+
+MODES = ("pad", "pad-batch", "unpadded", "packed")
+
+
+def batch_time_s(chip, step) -> float:
+    """Seconds one step takes on ``chip``: the single place the machine model is called.
+
+    Uses ``ipusim.machine.simulate`` (tile BSP simulator for a tile chip, SM/HBM simulator for
+    a GPU) when that is available, else the roofline lower bound ``roofline.step_time_s``.
+    """
+    from . import roofline
+
+    return roofline.step_time_s(chip, step)
+
+
+def batch_time_source() -> str:
+    """Which machine model ``batch_time_s`` uses, for notebook captions."""
+    return "roofline lower bound (ipusim.roofline.step_time_s)"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Requests per second of ``chip`` running ``model`` forward over a stream of lengths."""
+
+    chip: str
+    model: str
+    mode: str  # one of MODES
+    requests: int
+    batches: int
+    time_s: float  # seconds for all batches, back to back
+    real_tokens: int
+    computed_tokens: int  # token positions the matmuls ran over, padding included
+    flops: float  # FLOPs computed
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.time_s
+
+    @property
+    def token_efficiency(self) -> float:
+        return self.real_tokens / self.computed_tokens
+
+    def to_dict(self) -> dict:
+        return {"chip": self.chip, "model": self.model, "mode": self.mode,
+                "requests": self.requests, "batches": self.batches, "time_s": self.time_s,
+                "requests_per_s": self.requests_per_s, "real_tokens": self.real_tokens,
+                "computed_tokens": self.computed_tokens, "token_efficiency": self.token_efficiency,
+                "flops": self.flops}
+
+    def __repr__(self):
+        return (f"Throughput({self.chip}, {self.model}, {self.mode}: {self.requests_per_s:,.0f} "
+                f"requests/s over {self.requests:,} requests in {self.batches} batches, "
+                f"{self.token_efficiency:.1%} of computed tokens real)")
+
+
+def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int = 64,
+                       max_len: int = 512, max_per_row: int | None = 3,
+                       strategy: str = "spfhp", dtype_bytes: int = 2) -> Throughput:
+    """Run ``lens`` (requests, in arrival order) through ``chip`` in batches; requests/s.
+
+    Modes
+    -----
+    * ``"pad"``: batches of ``batch`` requests, each padded to ``max_len`` (a static-shape
+      engine).
+    * ``"pad-batch"``: batches of ``batch`` requests padded to the batch's longest.
+    * ``"unpadded"``: batches of ``batch`` requests with padding removed (FasterTransformer /
+      ByteTransformer style: matmuls over real tokens, attention per sequence).
+    * ``"packed"``: all requests packed into rows of ``max_len`` (``strategy``, at most
+      ``max_per_row`` a row), then batches of ``batch`` rows. A row costs its sequences'
+      unpadded cost (block-diagonal attention) plus its padding tail, which runs through the
+      matmuls as a filler sequence of its own.
+    """
+    from .hardware import chip as _chip
+    from .workloads import model as _model
+    from .workloads import step
+
+    c = _chip(chip)
+    cfg = _model(model)
+    choice("mode", mode, MODES)
+    B = positive("batch", batch, integer=True)
+    L = positive("max_len", max_len, integer=True)
+    arr = lengths_array("lengths", lens, max_len=L)
+    t = 0.0
+    flops = 0.0
+    computed = 0
+    nb = 0
+    if mode == "packed":
+        p = pack(arr, L, strategy, max_per_row=max_per_row)
+        rows = p.rows_as_lists(limit=10_000_000)
+        for i in range(0, len(rows), B):
+            chunk = rows[i: i + B]
+            seqs = [v for r in chunk for v in r] + [L - sum(r) for r in chunk if sum(r) < L]
+            s = step(cfg, seqs, dtype_bytes=dtype_bytes)
+            t += batch_time_s(c, s)
+            flops += s.flops
+            computed += L * len(chunk)
+            nb += 1
+    else:
+        for i in range(0, arr.size, B):
+            chunk = arr[i: i + B]
+            pad_to = {"pad": L, "pad-batch": int(chunk.max()), "unpadded": None}[mode]
+            s = step(cfg, chunk, pad_to=pad_to, dtype_bytes=dtype_bytes)
+            t += batch_time_s(c, s)
+            flops += s.flops
+            computed += s.tokens
+            nb += 1
+    return Throughput(c.name, cfg.name, mode, int(arr.size), nb, t, int(arr.sum()), computed, flops)

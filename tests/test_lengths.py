@@ -107,3 +107,9 @@ def test_unknown_dataset_lists_valid_names():
 def test_with_max_len_refuses_to_cut_sequences():
     with pytest.raises(ValueError, match="shorter than the longest"):
         lengths.dataset("squad-384").with_max_len(128)
+
+
+def test_truncate_keeps_every_sequence():
+    h = lengths.dataset("squad-384").truncate(256)
+    assert h.n == 88_641 and h.max_len == 256
+    assert h.counts[-1] == lengths.dataset("squad-384").counts[255:].sum()
