@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 _PAD = "#d9d9d9"
 _SEQ_COLORS = plt.get_cmap("tab20").colors
@@ -18,20 +18,36 @@ def _ax(ax, figsize=(7, 4)):
 
 def length_histogram(hist, *, max_len: int | None = None, ax=None, label: str | None = None,
                      color=None):
-    """Share of sequences at each length, with the mean and the row length marked."""
+    """Share of sequences at each length, with the mean (dashed) and the row length marked.
+
+    A spike far above the rest (Wikipedia: 23% of sequences cut at 512) is drawn off scale
+    and labelled, so the shape of the rest stays visible.
+    """
     ax = _ax(ax)
     share = hist.counts / hist.n
     ax.fill_between(hist.lengths, share, step="mid", alpha=0.35, color=color)
     ax.step(hist.lengths, share, where="mid", lw=1, color=color,
             label=label or f"{hist.name} (mean {hist.mean:.0f} tokens)")
     ax.axvline(hist.mean, ls="--", lw=1, color=color or "k")
+    top = int(np.argmax(share))
+    rest = float(np.delete(share, top).max()) if share.size > 1 else float(share[top])
+    spike = share[top] > 4 * rest
+    ymax = max(getattr(ax, "_ipusim_ymax", 0.0), 1.6 * rest if spike else 1.1 * float(share[top]))
+    ax._ipusim_ymax = ymax  # several histograms on one axes share the limit
+    ax.set_ylim(0, ymax)
+    if spike:
+        ax.annotate(f"{share[top]:.0%} at {top + 1} (off scale)", xy=(top + 1, 0.99),
+                    xytext=(top + 1 - 0.5 * hist.max_len, 0.75), fontsize=8, color=color,
+                    xycoords=("data", "axes fraction"), textcoords=("data", "axes fraction"),
+                    arrowprops={"arrowstyle": "->", "color": color})
     L = max_len or hist.max_len
     ax.axvline(L, color="k", lw=1.5)
-    ax.text(L, ax.get_ylim()[1] * 0.95, f" row = {L}", ha="right", va="top", fontsize=8)
+    ax.text(L, 0.3, f"row = {L} ", ha="right", va="center", fontsize=8, rotation=90,
+            transform=ax.get_xaxis_transform())
     ax.set_xlabel("sequence length (tokens)")
     ax.set_ylabel("share of sequences")
     ax.set_title("Sequence-length distribution (dashed: mean)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="best")
     return ax
 
 
@@ -67,11 +83,9 @@ def rows_picture(result, *, n_rows: int = 24, ax=None, seed: int = 0, title: str
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("token position in the row")
     ax.set_ylabel("row")
-    ax.set_title(title or f"{result.strategy}: efficiency {result.efficiency:.1%}, "
-                 f"{result.sequences_per_row:.2f} seqs/row", loc="left", fontsize=10)
-    ax.legend(handles=[Patch(color=_SEQ_COLORS[0], label="sequence"),
-                       Patch(facecolor=_PAD, hatch="///", edgecolor="#a0a0a0", label="padding")],
-              loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8, frameon=False)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title or f"{result.strategy}: {result.efficiency:.1%} efficient, "
+                 f"{result.sequences_per_row:.2f} seqs/row (grey: padding)", fontsize=10)
     return ax
 
 
@@ -102,9 +116,11 @@ def _label(r):
     return f"{r.strategy} <={r.max_per_row}" if r.max_per_row < r.max_len else r.strategy
 
 
-def throughput_bars(table, *, claims: dict | None = None, ax=None, title: str | None = None):
+def throughput_bars(table, *, claims: dict | None = None, references: dict | None = None, ax=None,
+                    title: str | None = None):
     """Grouped bars of requests/s: ``table`` maps a scenario (e.g. "0% long") to
-    {configuration label: requests/s}; ``claims`` maps the same to the articles' figures."""
+    {configuration label: requests/s}; ``claims`` maps the same to the articles' figures;
+    ``references`` maps a label to a published requests/s drawn as a horizontal line."""
     ax = _ax(ax, (8, 4.5))
     scenarios = list(table)
     configs = list(dict.fromkeys(k for s in scenarios for k in table[s]))
@@ -119,6 +135,9 @@ def throughput_bars(table, *, claims: dict | None = None, ax=None, title: str | 
             vals = [claims.get(s, {}).get(ck, np.nan) for s in scenarios]
             ax.bar(x + (len(configs) + 0.5 * j) * w, vals, w / 2, label=f"article: {ck}",
                    color="none", edgecolor="k", hatch="xx" if j else "..")
+    for j, (lab, val) in enumerate((references or {}).items()):
+        ax.axhline(val, color="k", lw=1, ls=(0, (4, 2 + 2 * j)))
+        ax.text(x[-1] + 0.8, val * 1.05, lab, ha="right", va="bottom", fontsize=7)
     ax.set_xticks(x + w * (len(configs) - 1) / 2, scenarios)
     ax.set_yscale("log")
     ax.set_ylabel("requests per second (log)")
