@@ -251,3 +251,32 @@ def test_result_face():
     for key in ("efficiency", "rows", "real_tokens", "padded_tokens"):
         assert key in d
     assert d["rows"] == 2 and d["real_tokens"] == 16 and d["padded_tokens"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput of padded, unpadded and packed batches
+# ---------------------------------------------------------------------------------------------
+
+
+def test_encoder_throughput_modes_add_up():
+    lens = lengths.long_text_mix(0.4).sample(300, seed=5)
+    pad = packing.encoder_throughput("a100-40gb", lens, "pad", batch=64)
+    batches = [lens[i:i + 64] for i in range(0, 300, 64)]
+    expect = sum(packing.batch_time_s("a100-40gb", workloads.step("bert-base", b, pad_to=512)) for b in batches)
+    assert pad.time_s == pytest.approx(expect, rel=1e-12)
+    assert pad.batches == 5 and pad.computed_tokens == 300 * 512
+    un = packing.encoder_throughput("a100-40gb", lens, "unpadded", batch=64)
+    # unpadded batches of 64 cost what the batches cost run unpadded, pooler and all
+    assert un.flops == pytest.approx(sum(workloads.step("bert-base", b).flops for b in batches), rel=1e-12)
+    assert un.computed_tokens == un.real_tokens == int(lens.sum())
+    pk = packing.encoder_throughput("gc200", lens, "packed", batch=16, max_per_row=16)
+    rows = packing.pack(lens, 512, "spfhp", max_per_row=16).rows
+    assert pk.computed_tokens == rows * 512 and pk.batches == -(-rows // 16)
+    # packed rows cost the unpadded work plus their padding tails: never less than unpadded
+    assert pk.flops >= workloads.step("bert-base", lens).flops
+    assert pad.requests_per_s < un.requests_per_s
+
+
+def test_encoder_throughput_rejects_bad_mode():
+    with pytest.raises(ValueError, match="unknown mode"):
+        packing.encoder_throughput("gc200", [10, 20], "squeeze")

@@ -22,6 +22,8 @@ def add_arguments(p):
                    help="cap on sequences per row for ffd/spfhp/lookahead/nnlshp (default: none)")
     p.add_argument("--buckets", type=int, default=8, metavar="B",
                    help="equal-width buckets for --strategy bucket (default: 8)")
+    p.add_argument("--slack", type=int, default=0, metavar="T",
+                   help="nnlshp: compositions may fall T tokens short of the row (default: 0)")
     p.add_argument("--model", default="bert-base",
                    help="model whose forward FLOPs are counted (default: bert-base)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -35,7 +37,7 @@ def run(args) -> int:
     else:
         source = args.dataset
     res = packing.pack(source, args.max_len, args.strategy, max_per_row=args.max_per_row,
-                       buckets=args.buckets)
+                       buckets=args.buckets, slack=args.slack)
     out = res.to_dict()
     out.update(res.flops(args.model))
     out["model"] = args.model
