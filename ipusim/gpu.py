@@ -3,7 +3,8 @@
 The model, one kernel at a time (``simulate`` runs the whole step):
 
 * A kernel is a list of thread blocks. A matmul is cut into output tiles (``GEMM_TILES``,
-  optionally split along k); fused attention runs one block per (sequence, head, query tile);
+  optionally split along k); fused attention runs one block per (head, sequence) up to 512
+  keys, as TensorRT's BERT kernel does, and per (head, sequence, query tile) beyond;
   element-wise kernels (layer norm, softmax, activation, embedding) one block per
   ``ELEMENTWISE_BLOCK_ELEMENTS`` outputs.
 * ``blocks_per_sm`` blocks fit on an SM at once (shared memory and registers), so a wave holds
@@ -20,6 +21,8 @@ The model, one kernel at a time (``simulate`` runs the whole step):
   (``TENSORRT_KERNELS``): attention scores, softmax and context run as one fused kernel whose
   ``l x l`` scores never reach HBM, and the activation rides in the up-projection's epilogue.
   Matmul tiles are picked per shape as an autotuner does (the fastest candidate).
+* Training steps run every kernel three times (forward, and two backward GEMMs of the same
+  shape per forward GEMM); a simplification.
 
 The per-block, per-wave loop is the Numba kernel ``_waves``; ``_waves_reference`` is the
 same loop in plain Python, which the tests and the benchmark compare against it.

@@ -254,3 +254,29 @@ def test_bad_inputs_raise():
         gpu.simulate_kernel(A100, 10, 1e6, blocks_per_sm=64)
     with pytest.raises(ValueError, match="block_flops"):
         gpu.simulate_kernel(A100, 10, float("nan"))
+
+
+def test_plots_draw_and_return_axes():
+    import matplotlib.pyplot as plt
+
+    from ipusim.plots import gpu as pg
+
+    r = gpu.simulate(A100, step("bert-base", [128] * 4, pad_to=128))
+    for style in ("stacked", "paired"):
+        ax = pg.kernel_times(r, style=style)
+        bars_per_kernel = 3 if style == "stacked" else 2
+        assert len(ax.patches) == bars_per_kernel * len(r.extra["kernels"])
+        heights = sum(p.get_height() for p in ax.patches)
+        if style == "stacked":
+            assert heights == pytest.approx(r.time_s * 1e3, rel=1e-9)
+    rows = gpu.calibration_table()
+    ax = pg.calibration(rows)
+    assert ax.get_xscale() == "log" and len(ax.collections) >= 3
+    ax = pg.wave_staircase(max_waves=2)
+    y = ax.lines[0].get_ydata()
+    assert y[A100.sms] > 1.9 * y[A100.sms - 1]  # block 109 doubles the time
+    with pytest.raises(ValueError, match="GPU StepResult"):
+        pg.kernel_times(object())
+    with pytest.raises(ValueError, match="style"):
+        pg.kernel_times(r, style="pie")
+    plt.close("all")
