@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from ._validate import choice, fraction, positive
-from .hardware import GpuChip
+from .hardware import GPU_PRESETS, GpuChip
 from .hardware import chip as _chip
 from .machine import StepResult
 from .workloads import Op, Step, training_footprint
@@ -627,7 +627,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     """
     c = _resolve(chip)
     if not isinstance(c, GpuChip):
-        raise ValueError(f"gpu.simulate needs a GPU chip ({', '.join(('a100-40gb', 'h100-sxm'))}, ...), "
+        raise ValueError(f"gpu.simulate needs a GPU chip (presets: {', '.join(GPU_PRESETS)}), "
                          f"got {c.kind} chip {c.name!r}")
     if not isinstance(step, Step):
         raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(step).__name__}")
@@ -642,7 +642,8 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     use_kernel = bool(options.get("use_kernel", True))
     r = _rates(c, teff, heff)
 
-    plan = _kernel_plan(s := step, fusion)
+    s = step
+    plan = _kernel_plan(s, fusion)
     cands, owner = [], []
     for i, (kname, ops) in enumerate(plan):
         for kern in _op_kernel_candidates(ops, kname, s, r, fusion):
