@@ -780,15 +780,18 @@ def padding_removal_table(chip="a100-80gb", **options) -> list[dict]:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """A plain-text table of ``calibration_table`` or ``padding_removal_table`` rows."""
+    """A plain-text table of ``calibration_table`` or ``padding_removal_table`` rows
+    (``rel_error`` shown as a signed percentage)."""
     if not rows:
         return ""
     keys = list(rows[0])
 
-    def fmt(v):
+    def fmt(k, v):
+        if k == "rel_error":
+            return f"{v:+.1%}"
         return f"{v:,.3f}" if isinstance(v, float) else str(v)
 
-    cells = [[fmt(r[k]) for k in keys] for r in rows]
+    cells = [[fmt(k, r[k]) for k in keys] for r in rows]
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True))]
     lines += ["  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)) for c in cells]

@@ -280,3 +280,39 @@ def test_plots_draw_and_return_axes():
     with pytest.raises(ValueError, match="style"):
         pg.kernel_times(r, style="pie")
     plt.close("all")
+
+
+def test_format_rows():
+    text = gpu.format_rows(gpu.calibration_table())
+    lines = text.splitlines()
+    assert lines[0].split() == ["seq", "batch", "published_ms", "simulated_ms", "rel_error"]
+    assert len(lines) == 9 and lines[1].strip().endswith("%")
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(seed=st.integers(0, 2**31), n_kernels=st.integers(1, 6), sms=st.integers(1, 140))
+def test_wave_kernel_properties(seed, n_kernels, sms):
+    """Kernel = reference, and each kernel obeys two conservation bounds (closed forms):
+    time >= its HBM bytes / bandwidth, and time >= its SM work / number of SMs."""
+    rng = np.random.default_rng(seed)
+    starts, count, comp, l2, hbm, bps = _random_kernels(rng, n_kernels, 4, 400)
+    hbm_bw, sm_bw, fill = 1.5e12, 6e10, 5e-7
+    args = (starts, count, comp, l2, hbm, bps, sms, hbm_bw, sm_bw, fill)
+    out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
+           np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
+    gpu._waves(*args, *out)
+    for got, want in zip(out, gpu._waves_reference(*args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+    time, busy = out[0], out[4]
+    for k in range(n_kernels):
+        g = slice(starts[k], starts[k + 1])
+        n = count[g]
+        assert time[k] >= (n * hbm[g]).sum() / hbm_bw * (1 - 1e-12)
+        assert time[k] >= (n * np.maximum(comp[g], l2[g])).sum() / sms * (1 - 1e-12)
+        assert np.all(busy[k] <= time[k] * (1 + 1e-12))
+        blocks = int(n.sum())
+        assert out[3][k] == -(-blocks // (sms * bps[k]))  # waves = ceil(blocks / slots)
