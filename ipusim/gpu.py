@@ -10,7 +10,8 @@ The model, one kernel at a time (``simulate`` runs the whole step):
 * ``blocks_per_sm`` blocks fit on an SM at once (shared memory and registers), so a wave holds
   ``sms x blocks_per_sm`` blocks and a kernel takes ``ceil(blocks / (sms x blocks_per_sm))``
   waves. The last wave may be nearly empty: the wave-quantization tail.
-* A wave lasts ``max(slowest SM, wave HBM bytes / shared bandwidth)``. An SM's time is the
+* A wave lasts ``max(slowest SM, wave HBM bytes / shared bandwidth)`` plus a pipeline fill
+  (``WAVE_FILL_CYCLES``). An SM's time is the
   larger of its blocks' tensor (or CUDA-core) math and their L2-to-SM traffic. The HBM
   bandwidth is shared by the active SMs; a few active SMs cannot draw all of it (each pulls
   at most ``L2_BYTES_PER_CYCLE_PER_SM``).
@@ -60,8 +61,9 @@ the A100's 312 TFLOP/s; BERT-base's narrow shapes (k = 768 or 3,072, n = 768 to 
 sustained-load clocks below the 1.41 GHz boost do worse. 0.70 was set once, from the
 large-batch TensorRT rows of hardware_facts.md §6.1 taken together (they are compute
 bound, so this one number sets their level); the other rows and the padding-removal
-speed-ups (§4.2) are not used to set it. Tile quantization, waves and launches are modelled
-separately and are not part of this number.
+speed-ups (§4.2) are not used to set it. It was kept unchanged when the pipeline fill and
+TensorRT's attention grid were added to the model. Tile quantization, waves and launches are
+modelled separately and are not part of this number.
 """
 
 HBM_EFFICIENCY = 0.85
