@@ -62,7 +62,7 @@ def run(args) -> int:
     fit = "fits" if r.fits else "does NOT fit"
     print(f"memory: step {fit} in {'tile SRAM' if c.kind == 'tile' else 'HBM'} "
           f"({r.need_bytes / 1e9:,.3f} of {r.capacity_bytes / 1e9:,.3f} GB); weights read from {r.where}"
-          + ("" if r.fits or c.kind == "tile" else " (the bound pretends they fit: one chip's share of a sharded model)"))
+          + ("" if r.fits or c.kind == "tile" else " (the bound is one chip running the whole step as if it fit)"))
     print(f"{mode} capacity: needs {cap.need_bytes / 1e9:,.3f} GB; chips needed: "
           + ", ".join(f"{k} {v}" for k, v in cap.chips_needed.items()))
     e = r.energy
