@@ -52,7 +52,7 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
                 continue
             kinds_seen.add(b.kind)
             ax.scatter(b.intensity, b.attained_flops, marker=_KIND_MARKER.get(b.kind, "o"), s=42, alpha=0.8,
-                       facecolor=col if b.kind != "matmul" or r.fits else "none", edgecolor=col, zorder=3)
+                       facecolor=col if r.fits else "none", edgecolor=col, zorder=3)
         ax.scatter([], [], color=col, marker="o", label=lab + ("" if r.fits else " (does not fit)"))
     for k in sorted(kinds_seen):
         ax.scatter([], [], color="0.4", marker=_KIND_MARKER.get(k, "o"), label=k)
