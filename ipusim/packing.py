@@ -738,6 +738,7 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
         return Packing(strategy, max_len, 1, comps, reps, row_len, seq_row, name)
 
     if strategy == "ffd":
+        from_list = arr is not None
         if arr is None:
             arr = hist.expand()
         order = np.argsort(-arr, kind="stable")
@@ -747,9 +748,8 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
         seq_row[order] = srow
         comps = _rows_from_assignment(arr[order], srow, nrows)
         reps = np.ones(nrows, np.int64)
-        keep_seq_row = seq_row if isinstance(source, (list, tuple, np.ndarray)) else None
         return Packing(strategy, max_len, K, comps, reps, np.full(nrows, max_len, np.int64),
-                       keep_seq_row, name)
+                       seq_row if from_list else None, name)
 
     if strategy == "spfhp":
         comps, reps = _run_spfhp(hist.counts, K)
