@@ -839,11 +839,25 @@ def compare(source, max_len: int, *, max_per_row: int | None = 3,
 MODES = ("pad", "pad-batch", "unpadded", "packed")
 
 
+def _simulators_available() -> bool:
+    """True when both machine simulators (``ipusim.tiles`` and ``ipusim.gpu``) are installed."""
+    from importlib.util import find_spec
+
+    return all(find_spec(f"ipusim.{m}") is not None for m in ("tiles", "gpu"))
+
+
 def batch_time_s(chip, step) -> float:
     """Seconds one step takes on ``chip``: the single place the machine model is called.
 
-    Now: the roofline bound ``roofline.step_time_s`` (sum over ops of max(compute, memory)).
+    ``ipusim.machine.simulate`` (BSP supersteps on a tile chip, waves of thread blocks on a
+    GPU) when both simulators are present; otherwise the roofline bound
+    ``roofline.step_time_s`` for every chip, so that two machines are never compared under
+    different models.
     """
+    if _simulators_available():
+        from . import machine
+
+        return machine.simulate(chip, step).time_s
     from . import roofline
 
     return roofline.step_time_s(chip, step)
@@ -851,6 +865,8 @@ def batch_time_s(chip, step) -> float:
 
 def batch_time_source() -> str:
     """Which machine model ``batch_time_s`` uses, for notebook captions."""
+    if _simulators_available():
+        return "ipusim.machine.simulate (tile BSP simulator / GPU wave simulator)"
     return "roofline lower bound (ipusim.roofline.step_time_s)"
 
 
