@@ -9,14 +9,11 @@ Strategies (``pack(source, max_len, strategy=...)``), all returning a ``Packing`
   first row (lowest index) with room and fewer than ``max_per_row`` sequences.
 * ``"spfhp"``: shortest-pack-first histogram packing (Krell et al., arXiv:2107.02027,
   §3.3): lengths longest first, on the histogram's counts; each group of equal lengths
-  goes to the open pack group with the least remaining space that still fits it (best
-  fit), splitting a group of packs when fewer sequences remain than packs.
-* ``"lookahead"``: our own histogram greedy: the longest sequence left opens a pack whose
-  partners are chosen to fill the row as exactly as possible (every candidate first partner
-  tried, the rest filled largest-first; more partners preferred while sequence slots, not
-  tokens, are the scarcer), and that composition is repeated as often as the counts allow.
-  Mixed results: 99.5% vs SPFHP's 89.4% on Wikipedia at <= 3 a row, but 95.6% vs 97.5% on
-  SQuAD. Kept as a worked example of a plausible greedy that is not uniformly better.
+  goes to the *shortest* open pack (fewest tokens, most free space) that still has room,
+  splitting a group of packs when fewer sequences remain than packs.
+* ``"bfhp"``: best-fit histogram packing, the same loop but into the *fullest* open pack
+  that still fits (least free space left), a best-fit variant that gets closer to optimal
+  when many sequences may share a row.
 * ``"nnlshp"``: non-negative least-squares histogram packing after Krell et al. (§3.4):
   enumerate every pack *composition* of up to 3 sequences whose lengths sum to exactly
   ``max_len`` (``slack`` tokens short allowed), solve ``min |A x - counts|, x >= 0`` for
@@ -46,8 +43,8 @@ from numba import njit
 from . import lengths as _lengths
 from ._validate import choice, lengths_array, positive
 
-STRATEGIES = ("pad", "bucket", "ffd", "spfhp", "lookahead", "nnlshp")
-PACKING_STRATEGIES = ("ffd", "spfhp", "lookahead", "nnlshp")  # several sequences per row
+STRATEGIES = ("pad", "bucket", "ffd", "spfhp", "bfhp", "nnlshp")
+PACKING_STRATEGIES = ("ffd", "spfhp", "bfhp", "nnlshp")  # several sequences per row
 
 # ---------------------------------------------------------------------------------------------
 # Result
@@ -268,13 +265,15 @@ def _ffd_reference(lengths, max_len, max_per_row):
 
 
 @njit(cache=True)
-def _spfhp(counts, max_per_row, comp, ncomp, cnt, rem):
-    """Shortest-pack-first histogram packing; returns the number of pack groups written.
+def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
+    """Histogram packing, longest length first; returns the number of pack groups written.
 
+    Open groups (fewer than max_per_row sequences, free space > 0) sit on a stack per free
+    space. Length l goes to the top of the first non-empty stack at free space max_len,
+    max_len - 1, ..., l (``shortest_first``: SPFHP, the shortest pack) or at l, l + 1, ...,
+    max_len (best fit: the fullest pack that fits).
     Preconditions: counts (max_len,) >= 0; comp (>= 2 max_len + 1, max_per_row) zeroed;
-    ncomp, cnt, rem sized like comp's first axis. Open groups (fewer than max_per_row
-    sequences, free space > 0) sit on a stack per free space; the best fit for length l is
-    the top of the first non-empty stack at free space l, l + 1, ..., max_len.
+    ncomp, cnt, rem sized like comp's first axis.
     """
     L = counts.size
     head = np.full(L + 1, -1, np.int64)
@@ -283,9 +282,16 @@ def _spfhp(counts, max_per_row, comp, ncomp, cnt, rem):
     for ln in range(L, 0, -1):
         n = counts[ln - 1]
         while n > 0:
-            r = ln
-            while r <= L and head[r] < 0:
-                r += 1
+            if shortest_first:
+                r = L
+                while r >= ln and head[r] < 0:
+                    r -= 1
+                if r < ln:
+                    r = L + 1
+            else:
+                r = ln
+                while r <= L and head[r] < 0:
+                    r += 1
             if r > L:  # no open group fits: start n new packs
                 s = ng
                 ng += 1
@@ -325,15 +331,16 @@ def _spfhp(counts, max_per_row, comp, ncomp, cnt, rem):
     return ng
 
 
-def _spfhp_reference(counts, max_per_row):
-    """Plain-Python SPFHP: list of (composition tuple, repeats), same order as the kernel."""
+def _spfhp_reference(counts, max_per_row, shortest_first=True):
+    """Plain-Python SPFHP (or best fit): list of (composition tuple, repeats), kernel order."""
     L = len(counts)
     stacks = {r: [] for r in range(L + 1)}
     groups = []  # [composition list, count, free space]
     for ln in range(L, 0, -1):
         n = int(counts[ln - 1])
         while n > 0:
-            r = next((r for r in range(ln, L + 1) if stacks[r]), None)
+            order = range(L, ln - 1, -1) if shortest_first else range(ln, L + 1)
+            r = next((r for r in order if stacks[r]), None)
             if r is None:
                 groups.append([[ln], n, L - ln])
                 g = len(groups) - 1
@@ -352,152 +359,6 @@ def _spfhp_reference(counts, max_per_row):
             if len(groups[g][0]) < max_per_row and groups[g][2] > 0:
                 stacks[groups[g][2]].append(g)
     return [(tuple(c), k) for c, k, _ in groups]
-
-
-@njit(cache=True)
-def _largest_available(prev, cnt, used, x):
-    """Largest length b <= x with cnt[b - 1] - used[b - 1] > 0, or 0."""
-    if x <= 0:
-        return 0
-    b = prev[x]
-    while b > 0 and cnt[b - 1] - used[b - 1] <= 0:
-        b = prev[b - 1]
-    return b
-
-
-@njit(cache=True)
-def _lookahead(counts, max_per_row, comp, ncomp, reps):
-    """Lookahead histogram packing; returns groups written, or -1 if ``comp`` is too small.
-
-    Preconditions: counts (max_len,) >= 0, copied by the caller (it is consumed);
-    comp (capacity, max_per_row) zeroed; ncomp, reps sized like comp's first axis.
-    """
-    L = counts.size
-    prev = np.zeros(L + 1, np.int64)  # prev[x] = largest length <= x with count > 0
-    used = np.zeros(L, np.int64)
-    best = np.zeros(max_per_row, np.int64)
-    trial = np.zeros(max_per_row, np.int64)
-    ng = 0
-    top = L
-    while True:
-        while top > 0 and counts[top - 1] == 0:
-            top -= 1
-        if top == 0:
-            break
-        if ng >= comp.shape[0]:
-            return -1
-        p = 0
-        for x in range(1, L + 1):
-            if counts[x - 1] > 0:
-                p = x
-            prev[x] = p
-        ln = top
-        space = L - ln
-        # Do sequence slots bind? Rows needed if every row were full vs rows if every row
-        # held max_per_row sequences: prefer more partners only when slots are the scarcer.
-        n_left = 0
-        tok_left = 0
-        for x in range(1, top + 1):
-            n_left += counts[x - 1]
-            tok_left += x * counts[x - 1]
-        slots_bind = n_left * L >= max_per_row * tok_left
-        used[ln - 1] = 1
-        nbest = 0
-        fill_best = 0
-        if max_per_row > 1:
-            a = _largest_available(prev, counts, used, space)
-            while a > 0:
-                # first partner a, then largest-first greedy fill of what is left
-                used[a - 1] += 1
-                trial[0] = a
-                k = 1
-                fill = a
-                while k < max_per_row - 1:
-                    b = _largest_available(prev, counts, used, min(space - fill, a))
-                    if b == 0:
-                        break
-                    used[b - 1] += 1
-                    trial[k] = b
-                    fill += b
-                    k += 1
-                for j in range(k):
-                    used[trial[j] - 1] -= 1
-                if fill > fill_best or (slots_bind and fill == fill_best and k > nbest):
-                    fill_best = fill
-                    nbest = k
-                    for j in range(k):
-                        best[j] = trial[j]
-                if fill_best == space and (nbest == max_per_row - 1 or not slots_bind):
-                    break
-                a = _largest_available(prev, counts, used, a - 1)
-        used[ln - 1] = 0
-        # repeat the composition as often as every length's count allows
-        comp[ng, 0] = ln
-        for j in range(nbest):
-            comp[ng, j + 1] = best[j]
-        ncomp[ng] = nbest + 1
-        for j in range(nbest + 1):
-            used[comp[ng, j] - 1] += 1
-        m = counts[ln - 1] // used[ln - 1]
-        for j in range(nbest + 1):
-            q = counts[comp[ng, j] - 1] // used[comp[ng, j] - 1]
-            if q < m:
-                m = q
-        for j in range(nbest + 1):
-            x = comp[ng, j] - 1
-            if used[x] > 0:
-                counts[x] -= m * used[x]
-                used[x] = 0
-        reps[ng] = m
-        ng += 1
-    return ng
-
-
-def _lookahead_reference(counts, max_per_row):
-    """Plain-Python lookahead histogram packing: list of (composition tuple, repeats)."""
-    counts = [int(c) for c in counts]
-    L = len(counts)
-    out = []
-
-    def largest(x, used):
-        for b in range(min(x, L), 0, -1):
-            if counts[b - 1] - used.get(b, 0) > 0:
-                return b
-        return 0
-
-    while any(counts):
-        ln = max(i + 1 for i in range(L) if counts[i])
-        space = L - ln
-        n_left = sum(counts)
-        tok_left = sum((i + 1) * c for i, c in enumerate(counts))
-        slots_bind = n_left * L >= max_per_row * tok_left
-        used = {ln: 1}
-        best, fill_best = [], 0
-        if max_per_row > 1:
-            a = largest(space, used)
-            while a > 0:
-                u = dict(used)
-                u[a] = u.get(a, 0) + 1
-                trial, fill = [a], a
-                while len(trial) < max_per_row - 1:
-                    b = largest(min(space - fill, a), u)
-                    if b == 0:
-                        break
-                    u[b] = u.get(b, 0) + 1
-                    trial.append(b)
-                    fill += b
-                if fill > fill_best or (slots_bind and fill == fill_best and len(trial) > len(best)):
-                    fill_best, best = fill, trial
-                if fill_best == space and (len(best) == max_per_row - 1 or not slots_bind):
-                    break
-                a = largest(a - 1, used)
-        comp = [ln] + best
-        mult = {x: comp.count(x) for x in comp}
-        m = min(counts[x - 1] // k for x, k in mult.items())
-        for x, k in mult.items():
-            counts[x - 1] -= m * k
-        out.append((tuple(comp), m))
-    return out
 
 
 NNLS_DEPTH = 3  # sequences per composition in the NNLS step (Krell et al. use 3)
@@ -751,21 +612,10 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
         return Packing(strategy, max_len, K, comps, reps, np.full(nrows, max_len, np.int64),
                        seq_row if from_list else None, name)
 
-    if strategy == "spfhp":
-        comps, reps = _run_spfhp(hist.counts, K)
-    elif strategy == "nnlshp":
-        comps, reps = _run_nnlshp(hist.counts, K, positive("slack", slack, integer=True, allow_zero=True))
+    if strategy in ("spfhp", "bfhp"):
+        comps, reps = _run_spfhp(hist.counts, K, shortest_first=strategy == "spfhp")
     else:
-        cap = 4 * max_len + 1024
-        while True:
-            comp = np.zeros((cap, K), np.int64)
-            ncomp = np.zeros(cap, np.int64)
-            reps_all = np.zeros(cap, np.int64)
-            ng = _lookahead(hist.counts.copy(), K, comp, ncomp, reps_all)
-            if ng >= 0:
-                break
-            cap *= 4
-        comps, reps = comp[:ng], reps_all[:ng]
+        comps, reps = _run_nnlshp(hist.counts, K, positive("slack", slack, integer=True, allow_zero=True))
     width = max(1, int((comps > 0).sum(axis=1).max()))
     comps = np.ascontiguousarray(comps[:, :width])
     seq_row = _assign(comps, reps, arr) if arr is not None else None
@@ -773,13 +623,13 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
                    seq_row, name)
 
 
-def _run_spfhp(counts, K):
+def _run_spfhp(counts, K, shortest_first=True):
     cap = 2 * counts.size + 1
     comp = np.zeros((cap, K), np.int64)
     ncomp = np.zeros(cap, np.int64)
     cnt = np.zeros(cap, np.int64)
     rem = np.zeros(cap, np.int64)
-    ng = _spfhp(counts.copy(), K, comp, ncomp, cnt, rem)
+    ng = _spfhp(counts.copy(), K, shortest_first, comp, ncomp, cnt, rem)
     return comp[:ng], cnt[:ng]
 
 

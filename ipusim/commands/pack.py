@@ -19,7 +19,7 @@ def add_arguments(p):
     p.add_argument("--strategy", default="spfhp", choices=list(packing.STRATEGIES),
                    help="how sequences go into rows (default: spfhp)")
     p.add_argument("--max-per-row", type=int, default=None, metavar="K",
-                   help="cap on sequences per row for ffd/spfhp/lookahead/nnlshp (default: none)")
+                   help="cap on sequences per row for ffd/spfhp/bfhp/nnlshp (default: none)")
     p.add_argument("--buckets", type=int, default=8, metavar="B",
                    help="equal-width buckets for --strategy bucket (default: 8)")
     p.add_argument("--slack", type=int, default=0, metavar="T",
