@@ -7,14 +7,14 @@ Strategies (``pack(source, max_len, strategy=...)``), all returning a ``Packing`
   boundary that holds it (sort by length, cut into buckets).
 * ``"ffd"``: first-fit decreasing on the individual lengths: longest first, each into the
   first row (lowest index) with room and fewer than ``max_per_row`` sequences.
-* ``"spfhp"``: shortest-pack-first histogram packing (Krell et al., arXiv:2107.02027,
-  §3.3): lengths longest first, on the histogram's counts; each group of equal lengths
+* ``"spfhp"``: shortest-pack-first histogram packing (Krell et al., arXiv:2107.02027):
+  lengths longest first, on the histogram's counts; each group of equal lengths
   goes to the *shortest* open pack (fewest tokens, most free space) that still has room,
   splitting a group of packs when fewer sequences remain than packs.
 * ``"bfhp"``: best-fit histogram packing, the same loop but into the *fullest* open pack
   that still fits (least free space left), a best-fit variant that gets closer to optimal
   when many sequences may share a row.
-* ``"nnlshp"``: non-negative least-squares histogram packing after Krell et al. (§3.4):
+* ``"nnlshp"``: non-negative least-squares histogram packing after Krell et al.:
   enumerate every pack *composition* of up to 3 sequences whose lengths sum to exactly
   ``max_len`` (``slack`` tokens short allowed), solve ``min |A x - counts|, x >= 0`` for
   how many packs of each, round down, remove any overuse of a length, and pack what is
@@ -22,7 +22,7 @@ Strategies (``pack(source, max_len, strategy=...)``), all returning a ``Packing`
   (a fixed number of sweeps), not the paper's SciPy active-set solver.
 
 Histogram strategies work on counts (16 million sequences are a 512-entry array) and
-return row *compositions* with repeat counts; ``Packing.rows`` expands them for small
+return row *compositions* with repeat counts; ``Packing.rows_as_lists`` expands them for small
 inputs. Given a list of lengths, every strategy also says which sequence went into which
 row (``Packing.seq_row``).
 
