@@ -70,7 +70,7 @@ def rows(quick: bool) -> list[dict]:
         "name": "nnlshp wikipedia-512, <=3/row (NNLS + SPFHP rest)",
         "kernel_s": _best_of(lambda: packing.pack(wiki, 512, "nnlshp", max_per_row=3), 1 if quick else 3),
         "reference_s": None,
-        "goal": "Krell et al.: 28.4 s (SciPy NNLS)",
+        "goal": "Krell et al. report 28.4 s for theirs",
         "note": f"{packing.NNLS_SWEEPS} coordinate-descent sweeps",
     })
     return out

@@ -19,7 +19,7 @@ Strategies (``pack(source, max_len, strategy=...)``), all returning a ``Packing`
   ``max_len`` (``slack`` tokens short allowed), solve ``min |A x - counts|, x >= 0`` for
   how many packs of each, round down, remove any overuse of a length, and pack what is
   left with SPFHP (cap ``max_per_row``). Our NNLS solver is projected coordinate descent
-  (a fixed number of sweeps), not the paper's SciPy active-set solver.
+  (a fixed number of sweeps), not an exact active-set solver such as SciPy's nnls.
 
 Histogram strategies work on counts (16 million sequences are a 512-entry array) and
 return row *compositions* with repeat counts; ``Packing.rows_as_lists`` expands them for small
