@@ -505,6 +505,30 @@ def _nnls_repair(comp, reps, used, counts):
                         used[comp[s, q] - 1] -= k
 
 
+
+def _nnls_repair_reference(comp, reps, counts):
+    """Plain-Python ``_nnls_repair``: returns the lowered repeats."""
+    reps = [int(r) for r in reps]
+    used = [0] * len(counts)
+    for row, r in zip(comp, reps, strict=True):
+        for ln in row:
+            if ln:
+                used[ln - 1] += r
+    for s, row in enumerate(comp):
+        row = [int(v) for v in row]
+        for ln in row:
+            if ln == 0:
+                continue
+            over = used[ln - 1] - counts[ln - 1]
+            if over > 0 and reps[s] > 0:
+                m = row.count(ln)
+                k = min(reps[s], -(-over // m))
+                reps[s] -= k
+                for q in row:
+                    if q:
+                        used[q - 1] -= k
+    return reps
+
 # ---------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------

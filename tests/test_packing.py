@@ -106,6 +106,23 @@ def test_nnls_cd_matches_reference(seed, L, n, sweeps):
     np.testing.assert_allclose(r1, r2, rtol=1e-9, atol=1e-6)
 
 
+@pytest.mark.parametrize("seed, L, n", [(0, 12, 30), (1, 40, 500), (2, 60, 3000)])
+def test_nnls_repair_matches_reference_and_removes_overuse(seed, L, n):
+    rng = np.random.default_rng(seed)
+    c = _random_counts(rng, L, n)
+    out = np.zeros((L**3, 3), np.int64)
+    comp = out[: packing._nnls_compositions(c, 3, 1, out)]
+    reps = rng.integers(0, 5, len(comp))  # deliberately too many packs
+    used = np.zeros(L, np.int64)
+    for j in range(3):
+        m = comp[:, j] > 0
+        np.add.at(used, comp[m, j] - 1, reps[m])
+    want = packing._nnls_repair_reference(comp, reps, c)
+    packing._nnls_repair(comp, reps, used, c)
+    assert reps.tolist() == want
+    assert (used <= c).all() and (reps >= 0).all()
+
+
 def test_nnls_cd_converges_to_an_exact_packing():
     # counts built from known compositions have a zero-residual solution
     comp = np.array([[6, 4, 0], [5, 5, 0], [10, 0, 0], [4, 3, 3]])
