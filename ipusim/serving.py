@@ -98,14 +98,15 @@ def batch_step_time_s(chip, step) -> tuple[float, str]:
     Uses ``ipusim.machine.step_time_s`` (tile / GPU simulators) when the chip's simulator
     module exists, else the roofline lower bound. Returns (seconds, which model).
     """
-    from . import machine, roofline
+    import importlib.util
 
-    try:
-        return float(machine.step_time_s(chip, step)), "machine"
-    except ModuleNotFoundError as err:  # ipusim.tiles / ipusim.gpu not merged yet
-        if err.name not in ("ipusim.tiles", "ipusim.gpu"):
-            raise
-        return float(roofline.step_time_s(chip, step)), "roofline"
+    from . import hardware, machine, roofline
+
+    c = hardware.chip(chip)
+    sim_module = "ipusim.tiles" if c.kind == "tile" else "ipusim.gpu"
+    if importlib.util.find_spec(sim_module) is not None:
+        return float(machine.step_time_s(c, step)), "machine"
+    return float(roofline.step_time_s(c, step)), "roofline"  # until the simulator is merged
 
 
 @dataclass(frozen=True)
@@ -1014,3 +1015,72 @@ def theory_wait_s(rate_per_s: float, mean_service_s: float, kind: str) -> float:
     if cs2 is None:
         raise ValueError(f"unknown kind {kind!r}; valid: mm1, md1")
     return rho * s * (1 + cs2) / (2 * (1 - rho))
+
+
+def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int = DEFAULT_SEED):
+    """The dynamic batcher as a simpy model (a benchmark baseline; simpy is a test dependency).
+
+    One queue, devices taking batches in the order they become free. Returns
+    (start, finish, device, batch_id) arrays; times are kept as the exact sums the
+    kernel forms (simpy's clock only orders the events).
+    """
+    import simpy
+
+    if not isinstance(policy, P.Dynamic):
+        raise ValueError("simpy_dynamic models the Dynamic policy only")
+    devs = _as_devices(devices)
+    plan = _prepare(arrival_s, lengths, policy, devs, None, seed, None)
+    arr, lens = plan.arrival.tolist(), plan.lengths.tolist()
+    n, B, D = len(arr), policy.max_batch, policy.max_delay_s
+    pref = list(policy.preferred)
+    start, finish = np.full(n, np.nan), np.full(n, np.nan)
+    device, batch_id = np.full(n, -1, dtype=np.int16), np.full(n, -1, dtype=np.int32)
+    env = simpy.Environment()
+    queue = deque()
+    idle = simpy.Store(env)
+    for d in range(len(devs)):
+        idle.put((0.0, d))
+    state = {"arrived": env.event(), "nb": 0}
+
+    def source():
+        for i, a in enumerate(arr):
+            yield env.timeout(a - env.now)
+            queue.append(i)
+            ev, state["arrived"] = state["arrived"], env.event()
+            ev.succeed()
+
+    def run_batch(d, t, batch):
+        mi = int(plan.dev_model[d])
+        s, _ = _ref_service(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch))
+        if plan.m_rand[mi]:
+            s = s * float(plan.mult[batch[0]])
+        fin = t + s
+        for i in batch:
+            start[i], finish[i], device[i], batch_id[i] = t, fin, d, state["nb"]
+        state["nb"] += 1
+        yield env.timeout(fin - env.now)
+        yield idle.put((fin, d))
+
+    def batcher():
+        t = 0.0  # logical time: exact sums, as in the kernel
+        while True:
+            f, d = yield idle.get()
+            t = max(t, f)
+            while not queue:
+                yield state["arrived"]
+                t = arr[queue[-1]]
+            expiry = arr[queue[0]] + D
+            while len(queue) < B and not (pref and len(queue) >= pref[0]) and t < expiry:
+                arrived = state["arrived"]
+                got = yield arrived | env.timeout(expiry - env.now)
+                t = arr[queue[-1]] if arrived in got else expiry
+            take = min(len(queue), B)
+            if t < expiry and take < B and pref:
+                take = max(p for p in pref if p <= take)
+            batch = [queue.popleft() for _ in range(take)]
+            env.process(run_batch(d, t, batch))
+
+    env.process(source())
+    env.process(batcher())
+    env.run()
+    return start, finish, device, batch_id
