@@ -938,6 +938,7 @@ class ServingResult:
         dur = max(t1 - t0, 1e-300)
         q = np.percentile(lat, [50, 90, 99, 99.9]) if ns else [math.nan] * 4
         wait = (self.start_s - self.arrival_s)[served]
+        real, comp = self.device_real_tokens.sum(), self.device_computed_tokens.sum()
         offered = (self.n - 1) / (self.arrival_s[-1] - self.arrival_s[0]) if self.n > 1 and self.arrival_s[-1] > t0 else math.inf
         backlog = self.n - ns + int(np.count_nonzero(self.start_s[served] > self.arrival_s[-1]))
         stable, reason = True, ""
@@ -948,10 +949,11 @@ class ServingResult:
             stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
                                      f"last arrived; offered {offered:,.0f} req/s vs capacity about "
                                      f"{self.capacity_rps:,.0f} req/s")
-        real, comp = self.device_real_tokens.sum(), self.device_computed_tokens.sum()
         out = {
             "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
-            "batches": self.batches, "mean_batch": ns / self.batches if self.batches else 0.0,
+            "batches": self.batches,
+            "mean_batch": ((real / self.batches) if self.first_token_s is not None else ns / self.batches)
+            if self.batches else 0.0,
             "offered_rps": float(offered), "capacity_rps_estimate": float(self.capacity_rps),
             "throughput_rps": ns / dur,
             "goodput_rps": float(np.count_nonzero(lat <= self.latency_target_s)) / dur,
@@ -1084,3 +1086,247 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
     env.process(batcher())
     env.run()
     return start, finish, device, batch_id
+
+
+# ----------------------------------------------------------------------------------------
+# Continuous (iteration-level) batching for generation
+# ----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step):
+    from . import workloads
+
+    n_ctx = -(-max_ctx // ctx_step)
+    grid = sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
+    tab = np.zeros((max_batch + 1, n_ctx + 1))
+    src = set()
+    for j in range(1, n_ctx + 1):
+        ctx = min(j * ctx_step, max_ctx)
+        vals = []
+        for r in grid:
+            t, s = batch_step_time_s(chip_name, workloads.step(model_name, [ctx] * r, phase="decode"))
+            vals.append(t)
+            src.add(s)
+        tab[1:, j] = np.interp(np.arange(1, max_batch + 1), grid, vals)
+    tab.setflags(write=False)
+    return tab, "+".join(sorted(src))
+
+
+@dataclass(frozen=True)
+class GenerationModel:
+    """Iteration times of a decoder on a chip: prefill of new prompts + one decode step of the rest.
+
+    ``prefill`` is a padded ``ServiceModel`` (rows = new prompts, column = longest prompt);
+    ``decode[b, j]`` is one decode step of ``b`` sequences whose mean context is
+    ``j * ctx_step`` tokens (decode cost is linear in the total context for these models,
+    so the mean stands for the mix).
+    """
+
+    name: str
+    prefill: ServiceModel
+    decode: np.ndarray = field(repr=False)
+    ctx_step: int = 64
+    source: str = ""
+
+
+def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
+                     ctx_step: int = 64, prompt_step: int = 32) -> GenerationModel:
+    """Build a ``GenerationModel`` of ``model`` on ``chip`` from the machine model."""
+    from . import hardware, workloads
+
+    c, m = hardware.chip(chip), workloads.model(model)
+    if m.kind != "decoder":
+        raise ValueError(f"generation needs a decoder model; {m.name} is an {m.kind}")
+    max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
+    b = positive("max_batch", max_batch, integer=True)
+    tab, src = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), False)
+    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source=src)
+    dec, src2 = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True))
+    return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source=src)
+
+
+@njit(cache=True)
+def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, max_batch, kv_cap,
+                       start, first, finish, info, busy_out):
+    """Iteration-level batching on one device (Orca-style: prefills join an iteration).
+
+    Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
+    context fits the tables; outputs NaN-filled. Admission is first-come first-served: the
+    head request waits until a batch slot and its whole KV reservation (prompt + output
+    tokens) are free. ``info[0]`` gets the iterations, ``busy_out[0]`` the busy seconds.
+    """
+    n = arrival.shape[0]
+    run_id = np.empty(max_batch, dtype=np.int64)
+    run_ctx = np.empty(max_batch, dtype=np.int64)
+    run_left = np.empty(max_batch, dtype=np.int64)
+    nrun = 0
+    nxt = 0
+    done = 0
+    kv = 0
+    t = 0.0
+    iters = 0
+    busy = 0.0
+    pre_rmax = pre_tab.shape[0] - 1
+    dec_rmax = dec_tab.shape[0] - 1
+    while done < n:
+        if nrun == 0 and arrival[nxt] > t:
+            t = arrival[nxt]
+        old = nrun
+        ctx_sum = 0
+        for r in range(old):
+            ctx_sum += run_ctx[r]
+        nnew = 0
+        pmax = 0
+        while nxt < n and arrival[nxt] <= t and nrun < max_batch and kv + prompt[nxt] + output[nxt] <= kv_cap:
+            run_id[nrun] = nxt
+            run_ctx[nrun] = prompt[nxt]
+            run_left[nrun] = output[nxt]
+            kv += prompt[nxt] + output[nxt]
+            start[nxt] = t
+            if prompt[nxt] > pmax:
+                pmax = prompt[nxt]
+            nrun += 1
+            nnew += 1
+            nxt += 1
+        dt = 0.0
+        if nnew > 0:
+            j = (pmax + pre_step - 1) // pre_step
+            rows = nnew
+            while rows > pre_rmax:
+                dt += pre_tab[pre_rmax, j]
+                rows -= pre_rmax
+            dt += pre_tab[rows, j]
+        if old > 0:
+            mean_ctx = (ctx_sum + old - 1) // old + 1  # context including the new token
+            j = (mean_ctx + ctx_step - 1) // ctx_step
+            rows = old
+            while rows > dec_rmax:
+                dt += dec_tab[dec_rmax, j]
+                rows -= dec_rmax
+            dt += dec_tab[rows, j]
+        t = t + dt
+        busy += dt
+        iters += 1
+        w = 0
+        for r in range(nrun):
+            i = run_id[r]
+            if r >= old:  # prefilled this iteration: its first token is out
+                first[i] = t
+            left = run_left[r] - 1
+            if left <= 0:
+                finish[i] = t
+                kv -= prompt[i] + output[i]
+                done += 1
+            else:
+                run_id[w] = i
+                run_ctx[w] = run_ctx[r] + 1
+                run_left[w] = left
+                w += 1
+        nrun = w
+    info[0] = iters
+    busy_out[0] = busy
+
+
+def _continuous_reference(arrival, prompt, output, gen: GenerationModel, max_batch, kv_cap):
+    """Plain-Python continuous batching (lists of running requests), for tests and benchmarks."""
+    arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
+    n = len(arr)
+    start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
+    running = []  # [id, ctx, left]
+    nxt, done, kv, t, iters = 0, 0, 0, 0.0, 0
+    pre, dec = gen.prefill.table, gen.decode
+    while done < n:
+        if not running and arr[nxt] > t:
+            t = arr[nxt]
+        old = list(running)
+        new = []
+        while (nxt < n and arr[nxt] <= t and len(old) + len(new) < max_batch
+               and kv + pr[nxt] + out[nxt] <= kv_cap):
+            new.append([nxt, pr[nxt], out[nxt]])
+            kv += pr[nxt] + out[nxt]
+            start[nxt] = t
+            nxt += 1
+        dt = 0.0
+        if new:
+            j = -(-max(x[1] for x in new) // gen.prefill.len_step)
+            dt += _lookup(pre, len(new), j)
+        if old:
+            mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
+            dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
+        t = t + dt
+        iters += 1
+        for x in new:
+            first[x[0]] = t
+        running = []
+        for x in old + new:
+            x[1] += 1
+            x[2] -= 1
+            if x[2] <= 0:
+                finish[x[0]] = t
+                kv -= pr[x[0]] + out[x[0]]
+                done += 1
+            else:
+                running.append(x)
+    return np.array(start), np.array(first), np.array(finish), iters
+
+
+def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy: P.Continuous, gen: GenerationModel, *,
+                        latency_target_s: float = 10.0, engine: str = "numba") -> ServingResult:
+    """Continuous batching of generation requests on one device.
+
+    Each request brings ``prompt_tokens`` and generates ``output_tokens`` (>= 1; the first
+    comes from the prefill). ``first_token_s`` of the result is the time to first token.
+    """
+    if not isinstance(policy, P.Continuous):
+        raise ValueError("simulate_generation needs a policies.Continuous policy")
+    if not isinstance(gen, GenerationModel):
+        raise ValueError("gen must be a GenerationModel (see generation_model)")
+    arr = np.asarray(arrival_s, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0 or np.any(arr[1:] < arr[:-1]) or not np.all(np.isfinite(arr)):
+        raise ValueError("arrival_s must be a non-empty sorted array of finite times (s)")
+    n = arr.size
+    pr = lengths_array("prompt_tokens", np.broadcast_to(prompt_tokens, (n,)).copy())
+    out = lengths_array("output_tokens", np.broadcast_to(output_tokens, (n,)).copy())
+    need = pr + out
+    if need.max() > policy.kv_capacity_tokens:
+        raise ValueError(f"a request needs {int(need.max())} KV tokens, more than kv_capacity_tokens "
+                         f"{policy.kv_capacity_tokens}")
+    max_ctx = gen.decode.shape[1] - 1
+    if need.max() > max_ctx * gen.ctx_step or pr.max() > gen.prefill.max_len:
+        raise ValueError(f"prompt + output up to {int(need.max())} tokens exceeds the model's tables "
+                         f"(context {max_ctx * gen.ctx_step}, prompt {gen.prefill.max_len})")
+    B = policy.max_batch
+    if engine == "numba":
+        start, first, finish = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        info, busy_out = np.zeros(1, dtype=np.int64), np.zeros(1)
+        _continuous_kernel(arr, pr, out, gen.prefill.table, gen.prefill.len_step, gen.decode, gen.ctx_step, B,
+                           policy.kv_capacity_tokens, start, first, finish, info, busy_out)
+        iters = int(info[0])
+    elif engine == "python":
+        start, first, finish, iters = _continuous_reference(arr, pr, out, gen, B, policy.kv_capacity_tokens)
+    else:
+        raise ValueError(f"unknown engine {engine!r}; valid: numba, python")
+    busy = _busy_from_iterations(start, finish)
+    return ServingResult(
+        policy=policy.describe(), devices=(gen.name,), arrival_s=arr, lengths=pr, start_s=start, finish_s=finish,
+        device=np.zeros(n, dtype=np.int16), batch_id=np.full(n, -1, dtype=np.int32),
+        device_busy_s=np.array([busy]), device_real_tokens=np.array([int(out.sum())]),
+        device_computed_tokens=np.array([int(out.sum())]), batches=iters, stopped_early=False,
+        latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
+        capacity_rps=float("nan"), first_token_s=first,
+    )
+
+
+def _busy_from_iterations(start, finish) -> float:
+    """Time the device had at least one request running (union of [start, finish] intervals)."""
+    order = np.argsort(start, kind="stable")
+    s, f = start[order], finish[order]
+    busy, cur_s, cur_f = 0.0, s[0], f[0]
+    for a, b in zip(s[1:].tolist(), f[1:].tolist(), strict=True):
+        if a > cur_f:
+            busy += cur_f - cur_s
+            cur_s, cur_f = a, b
+        else:
+            cur_f = max(cur_f, b)
+    return busy + (cur_f - cur_s)
