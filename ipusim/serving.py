@@ -254,7 +254,7 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, se
 # ----------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _batch_shape(len_step, packed, pack_len, size, max_len, tokens):
     """(rows, length column, computed tokens) of a batch. Preconditions: size >= 1."""
     if len_step == 0:
@@ -266,7 +266,7 @@ def _batch_shape(len_step, packed, pack_len, size, max_len, tokens):
     return size, j, size * j * len_step
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lookup(table, rows, j):
     """Seconds for ``rows`` rows at column ``j``; beyond the table, whole extra tables in series."""
     rmax = table.shape[0] - 1
@@ -314,14 +314,14 @@ class _Plan:
     max_waiting: int
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rid(qidx, qoff, k, m):
     if qidx.shape[0] == 0:
         return m
     return qidx[qoff[k] + m]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _svc(tables, mi, m_rows, rows, j):
     """Lookup in model ``mi``'s table (its own row count)."""
     rmax = m_rows[mi]
@@ -335,7 +335,7 @@ def _svc(tables, mi, m_rows, rows, j):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_len_step, m_packed,
                      m_pack_len, B, n_serving, ad_target, ad_util, ad_window):
     """(fill target b, delay) of the adaptive policy for queue ``k`` with head position ``h``."""
@@ -360,7 +360,7 @@ def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_l
     return b, d
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ready_time(arrival, lengths, qidx, qoff, k, h, cnt, kind, B, D, budget, pref_min,
                 b_fill):
     """Earliest time queue ``k`` (head position ``h`` of ``cnt``) may send a batch, any device."""
@@ -392,7 +392,7 @@ def _ready_time(arrival, lengths, qidx, qoff, k, h, cnt, kind, B, D, budget, pre
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
                      m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
                      pref_min, pref, ad_target, ad_util, ad_window, max_waiting,
@@ -913,7 +913,7 @@ class ServingResult:
     stopped_early: bool = False
     latency_target_s: float = 0.1
     max_waiting: int = 0
-    capacity_rps: float = float("nan")  # rough estimate, for the instability message
+    capacity_rps: float = float("nan")  # rough a-priori estimate; the summary measures served per busy second
     first_token_s: np.ndarray | None = field(default=None, repr=False)  # generation only
 
     @property
@@ -941,20 +941,25 @@ class ServingResult:
         real, comp = self.device_real_tokens.sum(), self.device_computed_tokens.sum()
         offered = (self.n - 1) / (self.arrival_s[-1] - self.arrival_s[0]) if self.n > 1 and self.arrival_s[-1] > t0 else math.inf
         backlog = self.n - ns + int(np.count_nonzero(self.start_s[served] > self.arrival_s[-1]))
+        per_dev = np.bincount(self.device[served].astype(np.int64), minlength=len(self.devices))
+        busy = self.device_busy_s
+        cap = float(np.sum(np.divide(per_dev, busy, out=np.zeros(len(busy)), where=busy > 0)))
+        if not cap:
+            cap = self.capacity_rps
         stable, reason = True, ""
         if self.stopped_early:
             stable, reason = False, (f"stopped: more than {self.max_waiting:,} requests waiting; offered "
-                                     f"{offered:,.0f} req/s vs capacity about {self.capacity_rps:,.0f} req/s")
+                                     f"{offered:,.0f} req/s vs capacity about {cap:,.0f} req/s")
         elif self.n >= 100 and backlog > max(50, 0.05 * self.n):
             stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
                                      f"last arrived; offered {offered:,.0f} req/s vs capacity about "
-                                     f"{self.capacity_rps:,.0f} req/s")
+                                     f"{cap:,.0f} req/s")
         out = {
             "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
             "batches": self.batches,
             "mean_batch": ((real / self.batches) if self.first_token_s is not None else ns / self.batches)
             if self.batches else 0.0,
-            "offered_rps": float(offered), "capacity_rps_estimate": float(self.capacity_rps),
+            "offered_rps": float(offered), "capacity_rps": cap,
             "throughput_rps": ns / dur,
             "goodput_rps": float(np.count_nonzero(lat <= self.latency_target_s)) / dur,
             "latency_target_s": self.latency_target_s,
@@ -1146,7 +1151,7 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source=src)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, max_batch, kv_cap,
                        start, first, finish, info, busy_out):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
