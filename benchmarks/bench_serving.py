@@ -48,18 +48,18 @@ def rows(quick: bool) -> list[dict]:
     n = 20_000 if quick else 1_000_000
     arr, lens = arr[:n], lens[:n]
     plan = serving._prepare(arr, lens, pol, [dev], None, 0, None)
-    res = {}
-    k = _best(lambda: res.__setitem__("k", serving._run_kernel(plan)))
+    kept = {}
+    k = _best(lambda: kept.__setitem__("k", serving._run_kernel(plan)))
     t0 = time.perf_counter()
     st, fi, de, bi = serving.simpy_dynamic(arr, lens, pol, [dev])
     s = time.perf_counter() - t0
-    same = np.array_equal(res["k"][0], st) and np.array_equal(res["k"][1], fi) and np.array_equal(res["k"][3], bi)
+    same = np.array_equal(kept["k"][0], st) and np.array_equal(kept["k"][1], fi) and np.array_equal(kept["k"][3], bi)
     out.append({"name": f"serving dynamic kernel vs simpy, {n:,} requests", "kernel_s": k, "reference_s": s,
                 "goal": ">= 100x, identical results", "note": f"identical: {same}"})
     t0 = time.perf_counter()
     ref = serving._simulate_reference(plan)
     r = time.perf_counter() - t0
-    same = np.array_equal(res["k"][1], ref[1]) and np.array_equal(res["k"][3], ref[3])
+    same = np.array_equal(kept["k"][1], ref[1]) and np.array_equal(kept["k"][3], ref[3])
     out.append({"name": f"serving dynamic kernel vs Python reference, {n:,}", "kernel_s": k, "reference_s": r,
                 "goal": "identical results", "note": f"identical: {same}"})
     # 3. memory of a whole run (inputs, outputs, summary), bytes per request
