@@ -368,38 +368,6 @@ def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_l
 
 
 @njit(cache=True, error_model="numpy")
-def _ready_time(arrival, lengths, qidx, qoff, k, h, cnt, kind, B, D, budget, pref_min,
-                b_fill):
-    """Earliest time queue ``k`` (head position ``h`` of ``cnt``) may send a batch, any device."""
-    a0 = arrival[_rid(qidx, qoff, k, h)]
-    r = a0 + D
-    if kind == _TOKEN:
-        tok = 0
-        c = 0
-        m = h
-        while m < cnt:
-            tok += lengths[_rid(qidx, qoff, k, m)]
-            c += 1
-            if tok >= budget or c >= B:
-                t = arrival[_rid(qidx, qoff, k, m)]
-                if t < r:
-                    r = t
-                break
-            m += 1
-        return r
-    fill = b_fill if kind == _ADAPTIVE else B
-    if h + fill - 1 < cnt:
-        t = arrival[_rid(qidx, qoff, k, h + fill - 1)]
-        if t < r:
-            r = t
-    if kind == _DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt:
-        t = arrival[_rid(qidx, qoff, k, h + pref_min - 1)]
-        if t < r:
-            r = t
-    return r
-
-
-@njit(cache=True, error_model="numpy")
 def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
                      m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
                      pref_min, pref, ad_target, ad_util, ad_window, max_waiting,
@@ -426,6 +394,7 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             if serves[d, k]:
                 n_serving[k] += 1
     free = np.zeros(nd)
+    one = qidx.shape[0] == 0  # a single queue: queue position = request id
     dispatched = 0
     nb = 0
     tail = 0
@@ -451,8 +420,32 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                                                    m_rows, m_len_step, m_packed, m_pack_len, B, n_serving[k],
                                                    ad_target, ad_util, ad_window)
                         break
-            r = _ready_time(arrival, lengths, qidx, qoff, k, h, cnt[k], kind, B, D, budget, pref_min, fill)
-            a0 = arrival[_rid(qidx, qoff, k, h)]
+            # earliest time queue k may send a batch (written out here: helper calls that take
+            # arrays cost reference counting on every call)
+            a0 = arrival[h if one else qidx[qoff[k] + h]]
+            r = a0 + D
+            if kind == _TOKEN:
+                tok = 0
+                c = 0
+                m = h
+                while m < cnt[k]:
+                    i = m if one else qidx[qoff[k] + m]
+                    tok += lengths[i]
+                    c += 1
+                    if tok >= budget or c >= B:
+                        if arrival[i] < r:
+                            r = arrival[i]
+                        break
+                    m += 1
+            else:
+                if h + fill - 1 < cnt[k]:
+                    x = arrival[h + fill - 1 if one else qidx[qoff[k] + h + fill - 1]]
+                    if x < r:
+                        r = x
+                if kind == _DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt[k]:
+                    x = arrival[h + pref_min - 1 if one else qidx[qoff[k] + h + pref_min - 1]]
+                    if x < r:
+                        r = x
             for d in range(nd):
                 if not serves[d, k]:
                     continue
@@ -476,7 +469,7 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
         mx = 0
         m = h
         while m < cnt[k] and size < B:
-            i = _rid(qidx, qoff, k, m)
+            i = m if one else qidx[qoff[k] + m]
             if arrival[i] > t:
                 break
             li = lengths[i]
@@ -498,19 +491,25 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                 tok = 0
                 mx = 0
                 for m in range(h, h + size):
-                    li = lengths[_rid(qidx, qoff, k, m)]
+                    li = lengths[m if one else qidx[qoff[k] + m]]
                     tok += li
                     if li > mx:
                         mx = li
         mi = dev_model[d]
         rows_req = B if (kind == _STATIC and pad_full) else size
         rows, j, computed = _batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok)
-        s = _svc(tables, mi, m_rows, rows, j)
+        rmax = m_rows[mi]
+        if rows <= rmax:
+            s = tables[mi, rows, j]
+        else:  # beyond the table: whole tables in series, then the rest
+            s = (rows // rmax) * tables[mi, rmax, j]
+            if rows % rmax > 0:
+                s += tables[mi, rows % rmax, j]
         if m_rand[mi]:
-            s = s * mult[_rid(qidx, qoff, k, h)]
+            s = s * mult[h if one else qidx[qoff[k] + h]]
         fin = t + s
         for m in range(h, h + size):
-            i = _rid(qidx, qoff, k, m)
+            i = m if one else qidx[qoff[k] + m]
             start[i] = t
             finish[i] = fin
             device[i] = d
