@@ -220,3 +220,21 @@ def test_result_repr_and_dict(svc):
     for k in ("throughput_rps", "latency_p50_s", "latency_p99_s", "utilization", "stable", "goodput_rps"):
         assert k in d
     assert "req/s" in repr(r) and "<table>" in r._repr_html_()
+
+
+@pytest.mark.slow
+def test_ten_million_requests_stay_within_100_bytes_each():
+    """Memory of a whole 10^7-request run (inputs, per-request results, summary), by tracemalloc."""
+    import tracemalloc
+
+    n = 10_000_000
+    dev = S.chip_service("gc200", "bert-base", max_batch=32)
+    tracemalloc.start()
+    arr = A.poisson(2000.0, n, seed=0)
+    lens = S.sample_lengths(n, long_fraction=0.3, seed=1)
+    r = S.simulate(arr, lens, P.Dynamic(32, 0.002), dev, max_waiting=None)
+    s = r.summary()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert s["served"] == n
+    assert peak / n <= 100, f"{peak / n:.0f} bytes/request"

@@ -55,3 +55,20 @@ def test_serve_text_output_and_lengths_file(tmp_path, capsys):
 def test_serve_bad_value_is_one_line(capsys):
     code, _, err = _run(capsys, "--rate", "-1")
     assert code == 2 and "rate_per_s" in err and "Traceback" not in err
+
+
+def test_serve_trace_replay_and_bursty(tmp_path, capsys):
+    from ipusim import arrivals
+
+    p = tmp_path / "trace.csv"
+    arrivals.save_trace(p, arrivals.poisson(100, 300, seed=1), [64] * 300)
+    code, out, _ = _run(capsys, "--trace", str(p), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["served"] == 300 and d["arrivals"] == "trace"
+    code, out, _ = _run(capsys, "--rate", "300", "--requests", "3000", "--arrivals", "bursty", "--json")
+    assert code == 0 and json.loads(out)["served"] == 3000
+
+
+def test_serve_needs_rate_or_trace(capsys):
+    code, _, err = _run(capsys)
+    assert code == 2 and "--rate" in err

@@ -17,7 +17,11 @@ def add_arguments(p):
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
     p.add_argument("--service-ms", type=float, default=10.0, help="batch time for --service fixed/exponential, ms")
-    p.add_argument("--rate", type=float, required=True, help="mean arrival rate, requests/s (Poisson)")
+    p.add_argument("--rate", type=float, help="mean arrival rate, requests/s (required unless --trace)")
+    p.add_argument("--arrivals", choices=("poisson", "bursty", "ramp"), default="poisson",
+                   help="arrival process at the mean --rate: Poisson (default); bursty (on/off, on 1 s at "
+                        "twice the rate, off 1 s); ramp (one sinusoidal 'day' over the run, swing 0.8)")
+    p.add_argument("--trace", help="CSV of requests (columns arrival_s,length) to replay instead of --rate")
     p.add_argument("--requests", type=int, default=10_000, help="requests to simulate; default 10000")
     p.add_argument("--policy", choices=[x for x in policies.POLICIES if x != "continuous"], default="dynamic")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
@@ -36,11 +40,22 @@ def run(args) -> int:
     n = args.requests
     if n < 1:
         raise ValueError(f"--requests must be >= 1, got {n}")
-    arr = arrivals.poisson(args.rate, n, seed=args.seed)
-    if args.lengths:
-        lens = serving.sample_lengths(n, histogram=args.lengths, seed=args.seed + 1)
+    if args.trace:
+        arr, lens = arrivals.load_trace(args.trace)
+        n = arr.size
     else:
-        lens = serving.sample_lengths(n, long_fraction=args.long_fraction, seed=args.seed + 1)
+        if args.rate is None:
+            raise ValueError("give --rate (requests/s) or --trace FILE")
+        if args.arrivals == "poisson":
+            arr = arrivals.poisson(args.rate, n, seed=args.seed)
+        elif args.arrivals == "bursty":
+            arr = arrivals.on_off(2 * args.rate, n, mean_on_s=1.0, mean_off_s=1.0, seed=args.seed)
+        else:
+            arr = arrivals.daily_ramp(args.rate, n, period_s=n / args.rate, seed=args.seed)
+        if args.lengths:
+            lens = serving.sample_lengths(n, histogram=args.lengths, seed=args.seed + 1)
+        else:
+            lens = serving.sample_lengths(n, long_fraction=args.long_fraction, seed=args.seed + 1)
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")
@@ -56,7 +71,8 @@ def run(args) -> int:
     r = serving.simulate(arr, lens, pol, dev, latency_target_s=args.latency_target_ms / 1e3, seed=args.seed)
     d = r.to_dict()
     d.update({"chip": args.chip if args.service == "chip" else None, "model": args.model if args.service == "chip" else None,
-              "service": args.service, "rate_rps": args.rate, "seed": args.seed})
+              "service": args.service, "rate_rps": args.rate, "arrivals": "trace" if args.trace else args.arrivals,
+              "seed": args.seed})
     if args.json:
         print_json(d)
         return 0
