@@ -8,7 +8,7 @@ import numpy as np
 
 def _ax(ax):
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.2))
+        _, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     return ax
 
 
@@ -109,7 +109,7 @@ def theory_check(rows: list[dict], ax=None):
 def service_curves(models: dict, length: int, max_batch: int, axes=None):
     """Batch time (ms) and throughput (req/s) against batch size for each labelled ``ServiceModel``."""
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     b = np.arange(1, max_batch + 1)
     for label, m in models.items():
         t = np.array([m.time_s([length] * k) for k in b])
