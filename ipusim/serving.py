@@ -204,11 +204,12 @@ def chip_service(
     """Service-time table of ``model`` on ``chip`` from the machine model (see ``batch_step_time_s``).
 
     Each column is a padded length (multiples of ``len_step`` up to ``max_len``, default
-    the model's ``max_positions``). Every row count is computed (``exact_rows``, the
-    default up to 128 rows), or rows on a grid (1, 2, 3, 4, 6, 8, ...) are computed and
-    linearly interpolated between (``exact_rows=False``; the GPU model's wave
-    quantization makes that up to ~10% off). ``surrogate_error`` measures the table
-    against direct calls on real mixed-length batches.
+    the model's ``max_positions``). Rows are computed for every count (``exact_rows``,
+    the default for GPU chips, whose wave quantization makes interpolation up to ~10%
+    off) or on a grid (1, 2, 3, 4, 6, 8, 12, ...) and linearly interpolated (the default
+    for tile chips, whose simulator costs ~10 ms a call). Tables are built for at least
+    64 rows and sliced, so policies with different batch limits see the same times.
+    ``surrogate_error`` measures the table against direct calls on mixed-length batches.
     """
     from . import hardware, workloads
 
@@ -219,17 +220,24 @@ def chip_service(
         raise ValueError(f"max_len {max_len} exceeds {m.name}'s max_positions {m.max_positions}")
     step = positive("len_step", len_step, integer=True)
     b = positive("max_batch", max_batch, integer=True)
-    exact_rows = b <= 128 if exact_rows is None else bool(exact_rows)
+    exact_rows = c.kind == "gpu" if exact_rows is None else bool(exact_rows)
+    rows = max(64, b)
     if packed:
         pl = max_len if pack_len is None else positive("pack_len", pack_len, integer=True)
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
-        step = pl  # one column: every packed row has pack_len tokens
-        rows = b  # a batch of b rows of pack_len tokens
-        tab, src = _chip_table(c.name, m.name, rows, pl, pl, exact_rows)
-        return ServiceModel(f"{c.name} {m.name} packed {pl}", tab, step, packed=True, pack_len=pl, source=src)
-    tab, src = _chip_table(c.name, m.name, b, max_len, step, exact_rows)
-    return ServiceModel(f"{c.name} {m.name} padded", tab, step, source=src)
+        # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
+        tab, src = _chip_table(c.name, m.name, rows, pl, pl, True)
+        return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
+                            source=src)
+    tab, src = _chip_table(c.name, m.name, rows, max_len, step, exact_rows)
+    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source=src)
+
+
+def _rows(tab, b):
+    out = tab[: b + 1]
+    out.setflags(write=False)
+    return out
 
 
 def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, long_fraction: float = 0.3,
