@@ -238,3 +238,22 @@ def test_ten_million_requests_stay_within_100_bytes_each():
     tracemalloc.stop()
     assert s["served"] == n
     assert peak / n <= 100, f"{peak / n:.0f} bytes/request"
+
+
+def test_adaptive_batches_grow_with_load_and_stay_small_when_quiet():
+    dev = S.fixed_service(0.002, per_request_s=0.0002, max_batch=32)  # 2 ms + 0.2 ms per request
+    pol = P.Adaptive(latency_target_s=0.02, max_batch=32)
+    low = S.simulate(A.poisson(50, 5000, seed=1), 1, pol, dev)
+    high = S.simulate(A.poisson(1500, 5000, seed=1), 1, pol, dev)
+    # at 50 req/s one request per batch already covers the load: no waiting for company
+    assert low.mean_batch < 1.2 and low.latency_p99_s < 0.01
+    assert high.stable and high.mean_batch > 3 * low.mean_batch
+    assert high.latency_p99_s < pol.latency_target_s
+
+
+def test_daily_ramp_and_bursts_run_through_the_simulator():
+    dev = S.fixed_service(0.001, per_request_s=0.0001, max_batch=16)
+    for arr in (A.on_off(800, 4000, mean_on_s=0.05, mean_off_s=0.05, seed=3),
+                A.daily_ramp(300, 4000, period_s=10.0, seed=3)):
+        r = S.simulate(arr, 1, P.Dynamic(16, 0.001), dev)
+        assert r.served == 4000 and np.all(r.start_s >= r.arrival_s)
