@@ -1113,11 +1113,11 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
 
 @functools.lru_cache(maxsize=32)
-def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step):
+def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step, exact_rows):
     from . import workloads
 
     n_ctx = -(-max_ctx // ctx_step)
-    grid = sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
+    grid = list(range(1, max_batch + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
     tab = np.zeros((max_batch + 1, n_ctx + 1))
     src = set()
     for j in range(1, n_ctx + 1):
@@ -1159,9 +1159,10 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
         raise ValueError(f"generation needs a decoder model; {m.name} is an {m.kind}")
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
-    tab, src = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), False)
+    exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
+    tab, src = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
     pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source=src)
-    dec, src2 = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True))
+    dec, _ = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
     return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source=src)
 
 
