@@ -62,7 +62,24 @@ def rows(quick: bool) -> list[dict]:
     same = np.array_equal(kept["k"][1], ref[1]) and np.array_equal(kept["k"][3], ref[3])
     out.append({"name": f"serving dynamic kernel vs Python reference, {n:,}", "kernel_s": k, "reference_s": r,
                 "goal": "identical results", "note": f"identical: {same}"})
-    # 3. memory of a whole run (inputs, outputs, summary), bytes per request
+    # 3. continuous batching (generation): kernel vs its Python reference, same inputs
+    gen = serving.generation_model("a100-80gb", "gpt2", max_batch=32)
+    ng = 5_000 if quick else 100_000
+    rng = np.random.default_rng(7)
+    arr_g = arrivals.poisson(100.0, ng, seed=7)
+    pr, outl = rng.integers(32, 257, ng), rng.integers(16, 257, ng)
+    pol_c = policies.Continuous(32, 10**6)
+    serving.simulate_generation(arr_g[:50], pr[:50], outl[:50], pol_c, gen)  # compile / load
+    kept_c = {}
+    k = _best(lambda: kept_c.__setitem__("k", serving.simulate_generation(arr_g, pr, outl, pol_c, gen)))
+    t0 = time.perf_counter()
+    ref_c = serving.simulate_generation(arr_g, pr, outl, pol_c, gen, engine="python")
+    r = time.perf_counter() - t0
+    same = np.array_equal(kept_c["k"].finish_s, ref_c.finish_s) and np.array_equal(
+        kept_c["k"].first_token_s, ref_c.first_token_s)
+    out.append({"name": f"serving continuous kernel vs reference, {ng:,}", "kernel_s": k, "reference_s": r,
+                "goal": "identical results", "note": f"identical: {same}; {ref_c.batches:,} iterations"})
+    # 4. memory of a whole run (inputs, outputs, summary), bytes per request
     n_mem = 1_000_000 if quick else 10_000_000
     tracemalloc.start()
     a, ln = _inputs(n_mem, seed=5)
