@@ -4,6 +4,8 @@ Rows (dynamic policy, BERT-base on GC200, Poisson arrivals, 30% long requests):
 * requests simulated per second by the kernel (goal: >= 10 million/s on one core);
 * the same inputs through the simpy model (goal: kernel >= 100x faster, identical results);
 * the same inputs through the plain-Python event-driven reference;
+* continuous batching (GPT-2 generation on an A100): the whole simulate_generation call with
+  the kernel vs with its Python reference;
 * memory of a 10-million-request run, bytes per request (goal: about 100 or less).
 """
 
