@@ -42,14 +42,16 @@ import numpy as np
 from numba import njit
 
 from ._validate import choice
-from .hardware import TileChip, chip as _chip
+from .hardware import TileChip
+from .hardware import chip as _chip
 from .machine import StepResult
 from .workloads import Op, Step
 
 AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM a matmul plan may use for temporaries (POPLIBS-OPT)
 TILES_PER_EXCHANGE_BUS = 2  # tiles sharing one exchange bus for sending (UNATTR-IPU21, conf. L)
 PARTIAL_BYTES = 4  # ASSUMPTION: k-split matmul partial sums kept in FP32 (AMP accumulates in FP32)
-ELEMENTWISE_FLOPS_RATE = "fp32"  # ASSUMPTION: non-matmul ops run on the vector unit at the FP32 rate
+# ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
+# FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP FP16 rate.
 WEIGHT_MODES = ("auto", "on_chip", "stream")
 ENGINES = ("numba", "python")
 
