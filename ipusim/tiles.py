@@ -19,6 +19,8 @@ The model, in the order a step is simulated:
    order, facts §1.4 GC-MPO2). Compute cycles per tile are ``vertex overhead x pieces +
    max(FLOPs / FLOP-rate, SRAM bytes / SRAM rate)``; exchange cycles per tile are the larger
    of its received bytes and its exchange bus's sent bytes over the per-tile exchange rate.
+   An op's inputs are taken to be spread evenly over all tiles by the op before it, so a
+   tile already holds 1/tiles of what it needs and receives the rest (ASSUMPTION).
    A superstep lasts ``sync + max over tiles (exchange) + max over tiles (compute)``: the
    slowest tile sets the pace.
 4. **Layers.** The ops of one layer are simulated once and multiplied by ``Op.count``;
@@ -229,7 +231,7 @@ def _plan_matmul_grid(m, k, n, dt, c: TileChip):
     mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
     x = c.exchange_bytes_per_cycle_per_tile
     out_b = np.where(pk > 1, PARTIAL_BYTES, dt)
-    recv = mb * kb * dt + kb * nb * dt * (pm - 1) / pm
+    recv = mb * kb * dt * (T - 1) / T + kb * nb * dt * (pm - 1) / pm
     cycles = (c.vertex_overhead_cycles + 2.0 * mb * kb * nb / c.fp16_flops_per_cycle_per_tile
               + recv / x + c.sync_cycles)
     red = pk > 1
@@ -254,7 +256,7 @@ def _map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied=False) -> OpPlan:
     out_b = PARTIAL_BYTES if pk > 1 else dt
     table = np.column_stack([
         2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
-        mi * kl * dt + kl * nj * dt * (pm - 1) / pm, np.full(P, send),
+        mi * kl * dt * (T - 1) / T + kl * nj * dt * (pm - 1) / pm, np.full(P, send),
         mi * kl * dt + kl * nj * dt + mi * nj * out_b,
         np.zeros(P) if tied else op.count * kl * nj * dt / pm,
     ])
@@ -283,7 +285,7 @@ def _query_chunks(s: Step):
     return L, L
 
 
-def _attention_table(s: Step, r: int, which: str):
+def _attention_table(s: Step, r: int, which: str, n_tiles: int):
     """Piece table of attention scores/context/softmax with every (sequence, head) cut in r chunks.
 
     Forward/prefill chunks query rows; decode (one query) chunks the keys (ASSUMPTION: the
@@ -292,6 +294,7 @@ def _attention_table(s: Step, r: int, which: str):
     """
     cfg, dt = s.model, s.dtype_bytes
     hd, h = cfg.head_dim, cfg.heads
+    remote = (n_tiles - 1) / n_tiles
     rows, keys = _query_chunks(s)
     rows, keys = np.repeat(rows, h * r), np.repeat(keys, h * r)
     if s.phase == "decode":
@@ -301,10 +304,10 @@ def _attention_table(s: Step, r: int, which: str):
     area = qc * kc
     z = np.zeros_like(area)
     if which == "attn_scores":
-        recv = (qc + kc) * hd * dt
+        recv = (qc + kc) * hd * dt * remote
         return np.column_stack([2 * area * hd, recv, recv, recv / r, recv + area * dt, z])
     if which == "attn_context":
-        recv = kc * hd * dt
+        recv = kc * hd * dt * remote
         return np.column_stack([2 * area * hd, area * dt + recv, recv, recv / r,
                                 area * dt + recv + qc * hd * dt, z])
     return np.column_stack([5 * area, 2 * area * dt, z, z, 2 * area * dt, z])  # softmax in place
@@ -327,7 +330,7 @@ def _map_attention(op: Op, s: Step, c: TileChip, ref: bool, r_fixed=None) -> tup
     best = None
     budget = AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes
     for r in cands:
-        per = _deal(_attention_table(s, r, op.name), c.tiles, ref)
+        per = _deal(_attention_table(s, r, op.name, c.tiles), c.tiles, ref)
         cyc = (per[:, 0] / rate).max() + (per[:, 2] / c.exchange_bytes_per_cycle_per_tile).max()
         key = (per[:, 4].max() > budget, cyc)
         if best is None or key < best[0]:
@@ -354,7 +357,7 @@ def _map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: boo
     w = width / chunks
     reads = op.act_read_bytes / op.count / (op.m * dt)
     fl = op.flops / op.count / op.m * w
-    recv = w * dt if exchange else 0.0
+    recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
     table = np.tile([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], (P, 1))
     per = _deal(table, c.tiles, ref)
     return OpPlan(op, f"{rows} rows x {chunks} chunks", P, [_phase(op.name, op.kind, False, per)],

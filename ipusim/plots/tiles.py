@@ -141,19 +141,22 @@ def op_proportions_side_by_side(tile_result, gpu_result, fig=None):
     return a1, a2
 
 
-def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step"):
-    """Stacked time split (ms) of a list of results against ``x`` (e.g. tile count)."""
+def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool = True):
+    """Time of each split part (and the total) of a list of results against ``x``, in µs."""
     ax = _ax(ax)
     keys = []
     for r in results:
         keys += [k for k in r.split if k not in keys]
-    bottom = np.zeros(len(results))
     for k in keys:
-        v = np.array([r.split.get(k, 0.0) for r in results]) * 1e3
-        ax.fill_between(x, bottom, bottom + v, color=PHASE_COLORS.get(k), alpha=0.8, label=k, step=None)
-        bottom += v
+        v = np.array([r.split.get(k, 0.0) for r in results]) * 1e6
+        ax.plot(x, v, marker="o", ms=3, color=PHASE_COLORS.get(k), label=k)
+    ax.plot(x, [r.time_s * 1e6 for r in results], "k--", lw=1.5, label="total")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"time per {per} (ms)")
+    ax.set_ylabel(f"time per {per} (µs)")
+    ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return ax
 
