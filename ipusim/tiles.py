@@ -252,7 +252,7 @@ def _map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied=False) -> OpPlan:
     mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
     mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
     P = mi.size
-    send = (m * k * dt + k * n * dt * (pm > 1)) / P  # each byte leaves its owner once (multicast)
+    send = (m * k * dt * (T - 1) / T + k * n * dt * (pm > 1)) / P  # each byte leaves its owner once (multicast)
     out_b = PARTIAL_BYTES if pk > 1 else dt
     table = np.column_stack([
         2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
@@ -524,6 +524,53 @@ class TileProfile:
         return f"TileProfile({self.result!r})"
 
 
+def _memory(c: TileChip, s: Step, plans: list):
+    """Per-tile bytes: (code + other params + KV, placed weights, temporaries, op at the peak).
+
+    Biases and norm parameters are spread evenly; the KV cache (prefill, decode) too; the
+    residual stream (tokens x d_model) is live throughout, spread over all tiles.
+    """
+    cfg, dt, T = s.model, s.dtype_bytes, c.tiles
+    placed = sum(p.weights for p in plans)
+    other = max(0.0, cfg.params * dt - placed.sum()) / T
+    kv = 0.0
+    if s.phase in ("prefill", "decode"):
+        kv = cfg.kv_bytes_per_token(dt) * float(s.lengths.sum() if s.phase == "decode" else s.tokens) / T
+    temps = np.vstack([p.temp for p in plans])
+    resid = s.tokens * cfg.d_model * dt / T
+    base = c.code_bytes_per_tile + other + kv
+    return base, placed, temps.max(axis=0) + resid, temps.argmax(axis=0)
+
+
+def largest_batch_that_fits(c, s: Step, *, weights_on_chip: bool = True, seed: int = 0) -> int:
+    """Most sequences of ``s`` (its first ones, same padding) whose step fits the tiles; 0 if none.
+
+    Bisection over the batch, mapping each candidate (temporaries do not scale linearly with
+    tokens, because the planner changes partitions).
+    """
+    c = _chip(c)
+
+    def fits(b):
+        sb = _sub_step(s, b)
+        base, placed, temp, _ = _memory(c, sb, map_step(c, sb, seed=seed))
+        return (base + (placed if weights_on_chip else 0.0) + temp).max() <= c.sram_per_tile_bytes
+
+    lo, hi = 0, s.batch
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _sub_step(s: Step, b: int) -> Step:
+    from .workloads import step as make_step
+
+    return make_step(s.model, s.lengths[:b], phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
+
+
 def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> str:
     mem, sram = prof.memory, c.sram_per_tile_bytes
     t = int(np.argmax(mem))
@@ -531,14 +578,14 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     lines = [f"Out of memory on tile {t}: {mem[t]:,.0f} bytes used but tiles only have {sram:,} "
              f"bytes ({mem[t] - sram:,.0f} over; always-live {prof.always_live[t]:,.0f}, "
              f"temporaries {prof.temporary[t]:,.0f} at op {op})."]
-    room = sram - prof.always_live.max()
-    if room > 0:
-        tok = int(s.tokens * room / prof.temporary.max())
-        lines.append(f"Would fit with about {tok:,} tokens per batch or fewer (now {s.tokens:,}).")
+    best = largest_batch_that_fits(c, s, weights_on_chip=prof.weights == "on-chip") if s.batch > 1 else 0
+    if best:
+        lines.append(f"Would fit with {best} sequences per batch or fewer "
+                     f"({_sub_step(s, best).tokens:,} tokens; now {s.batch}, {s.tokens:,} tokens).")
     else:
-        lines.append("No batch size fits on one chip: the always-live bytes alone exceed a tile.")
+        lines.append("No batch of these sequences fits on one chip.")
     need = s.model.weight_bytes(s.dtype_bytes) + (mem - prof.always_live).sum()
-    lines.append(f"Splitting over at least {math.ceil(need / c.data_bytes)} chips (layers pipelined) "
+    lines.append(f"Splitting over at least {max(2, math.ceil(need / c.data_bytes))} chips (layers pipelined) "
                  "gives it room.")
     if prof.weights == "on-chip" and c.offchip_bytes > 0:
         stream_peak = (mem - prof.always_live).max() + c.code_bytes_per_tile
@@ -573,17 +620,7 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     plans = map_step(c, s, seed=seed, engine=engine)
     prog = run_program(c, plans, engine)
 
-    # Memory per tile
-    placed = sum(p.weights for p in plans)
-    other = max(0.0, cfg.params * dt - placed.sum()) / T  # biases, norms: spread evenly
-    kv = 0.0
-    if s.phase in ("prefill", "decode"):
-        kv = cfg.kv_bytes_per_token(dt) * float(s.lengths.sum() if s.phase == "decode" else s.tokens) / T
-    temps = np.vstack([p.temp for p in plans])
-    resid = s.tokens * cfg.d_model * dt / T  # residual stream, kept spread over all tiles
-    temporary = temps.max(axis=0) + resid
-    peak_op = temps.argmax(axis=0)
-    base = c.code_bytes_per_tile + other + kv
+    base, placed, temporary, peak_op = _memory(c, s, plans)
     onchip_peak = (base + placed + temporary).max()
     stream_bytes = sum(p.stream_bytes * p.op.count for p in plans)
     stream_s_if = stream_bytes / c.offchip_bandwidth_bytes_per_s if c.offchip_bytes else 0.0

@@ -148,9 +148,15 @@ def test_model_that_does_not_fit_is_reported_not_placed():
     assert "Streaming weights" in r.fit_message
 
 
-def test_too_many_tokens_suggests_a_smaller_batch():
-    r = tiles.simulate("gc200", workloads.step("bert-base", [512] * 32, pad_to=512), weights="on_chip")
-    assert not r.fits and "tokens per batch" in r.fit_message
+def test_too_many_tokens_suggests_a_smaller_batch_that_does_fit():
+    s = workloads.step("bert-base", [128] * 96, pad_to=128)
+    r = tiles.simulate("gc200", s, weights="on_chip")
+    best = tiles.largest_batch_that_fits("gc200", s)
+    assert not r.fits and f"Would fit with {best} sequences per batch" in r.fit_message
+    ok = workloads.step("bert-base", [128] * best, pad_to=128)
+    too_many = workloads.step("bert-base", [128] * (best + 1), pad_to=128)
+    assert tiles.simulate("gc200", ok, weights="on_chip").fits
+    assert not tiles.simulate("gc200", too_many, weights="on_chip").fits
 
 
 def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
