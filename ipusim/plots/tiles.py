@@ -149,6 +149,8 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
         keys += [k for k in r.split if k not in keys]
     for k in keys:
         v = np.array([r.split.get(k, 0.0) for r in results]) * 1e6
+        if log:
+            v = np.where(v > 0, v, np.nan)  # zero (e.g. no exchange on one tile) has no place on a log axis
         ax.plot(x, v, marker="o", ms=3, color=PHASE_COLORS.get(k), label=k)
     ax.plot(x, [r.time_s * 1e6 for r in results], "k--", lw=1.5, label="total")
     if log:
@@ -162,15 +164,28 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
 
 
 def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "sequences / s",
-                     fits: dict | None = None):
-    """Throughput curves against ``x``; points that do not fit are drawn hollow."""
+                     fits: dict | None = None, streamed: dict | None = None):
+    """Throughput curves against ``x``.
+
+    Points that do not fit are left off the line and drawn hollow (the time the step would
+    take if it fitted); points whose weights stream from off-chip DRAM are crossed.
+    """
     ax = _ax(ax)
     for label, y in curves.items():
-        line, = ax.plot(x, y, marker="o", ms=4, label=label)
-        if fits and label in fits:
-            bad = ~np.asarray(fits[label])
-            ax.plot(np.asarray(x)[bad], np.asarray(y)[bad], "o", ms=8, mfc="white",
-                    mec=line.get_color(), label=f"{label}: does not fit")
+        y_line = np.asarray(y, float).copy()
+        if fits and label in fits:  # a step that does not fit has no throughput: break the line
+            y_line[~np.asarray(fits[label], bool)] = np.nan
+        line, = ax.plot(x, y_line, marker="o", ms=4, label=label)
+        for marks, kw, what in ((fits, {"marker": "o", "ms": 9, "mfc": "white"}, "does not fit (time if it did)"),
+                                (streamed, {"marker": "x", "ms": 9, "mew": 2}, "weights streamed")):
+            if not marks or label not in marks:
+                continue
+            sel = np.asarray(marks[label], bool)
+            if what.startswith("does not fit"):
+                sel = ~sel
+            if sel.any():
+                ax.plot(np.asarray(x)[sel], np.asarray(y)[sel], ls="none", mec=line.get_color(),
+                        color=line.get_color(), label=f"{label}: {what}", **kw)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
