@@ -498,6 +498,16 @@ class TileProfile:
     temporary: np.ndarray
     peak_op: np.ndarray
     result: StepResult = field(repr=False, default=None)
+    weight_bytes: np.ndarray = None  # per tile, part of always_live (zero when streamed)
+
+    def memory_breakdown(self) -> dict:
+        """Max and mean bytes per tile by category: code budget, weights, other always-live
+        (biases, norms, KV cache), temporaries, and the peak total."""
+        w = np.zeros_like(self.always_live) if self.weight_bytes is None else self.weight_bytes
+        code = np.full_like(self.always_live, self.chip.code_bytes_per_tile)
+        parts = {"code": code, "weights": w, "other_always_live": self.always_live - code - w,
+                 "temporary": self.temporary, "peak": self.memory}
+        return {k: {"max": float(v.max()), "mean": float(v.mean())} for k, v in parts.items()}
 
     @property
     def memory(self) -> np.ndarray:
@@ -652,7 +662,8 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     time_s = float(op_time.sum())
     busy = ((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz
 
-    prof = TileProfile(c, s, plans, prog, "streamed" if streamed else "on-chip", always, temporary, peak_op)
+    prof = TileProfile(c, s, plans, prog, "streamed" if streamed else "on-chip", always, temporary, peak_op,
+                       weight_bytes=np.zeros(T) if streamed else placed)
     mem = always + temporary
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
     if not fits:

@@ -135,6 +135,11 @@ def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
     weights = workloads.model("bert-base").weight_bytes(2)
     assert prof.always_live.sum() >= weights
     assert prof.always_live.sum() == pytest.approx(weights + GC200.tiles * GC200.code_bytes_per_tile, rel=1e-9)
+    mb = prof.memory_breakdown()
+    assert mb["code"]["max"] == GC200.code_bytes_per_tile
+    assert mb["weights"]["mean"] * GC200.tiles <= weights  # matrices and tables; the rest is "other"
+    assert mb["peak"]["max"] <= mb["code"]["max"] + mb["weights"]["max"] + mb["other_always_live"]["max"] \
+        + mb["temporary"]["max"] + 1e-6
     top = prof.fullest_tiles(5)
     assert len(top) == 5 and top[0]["bytes"] == pytest.approx(r.unit_memory_bytes.max())
 

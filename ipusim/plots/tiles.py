@@ -30,10 +30,11 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
     grid = np.full(columns * per, np.nan)
     grid[:T] = mem
     limit = prof.chip.sram_per_tile_bytes / KIB
-    im = ax.imshow(grid.reshape(columns, per), aspect="auto", cmap="viridis", vmin=0, vmax=limit,
-                   interpolation="nearest")
+    im = ax.imshow(grid.reshape(columns, per), aspect="auto", cmap="viridis",
+                   vmin=min(mem.min(), limit) * 0.98, vmax=max(limit, mem.max()), interpolation="nearest")
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
-    cb.set_label("peak memory per tile (KiB)\ntop of scale = tile limit")
+    cb.ax.axhline(limit, color="tab:red", lw=2)
+    cb.set_label("peak memory per tile (KiB)\nred line = tile limit")
     ax.set_xlabel(f"tile position along a column (tiles {per} per column)")
     ax.set_ylabel("column")
     ax.set_title(f"{prof.chip.name}: tile memory, {prof.result.model} "
@@ -41,10 +42,11 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
     return ax
 
 
-def memory_histogram(prof, ax=None, bins: int = 40):
+def memory_histogram(prof, ax=None, bins: int = 64):
     """Histogram of peak (and always-live) bytes per tile, with the tile limit marked."""
     ax = _ax(ax)
     limit = prof.chip.sram_per_tile_bytes / KIB
+    bins = np.linspace(0, max(limit, prof.memory.max() / KIB) * 1.02, bins)
     ax.hist(prof.memory / KIB, bins=bins, color="tab:blue", alpha=0.8, label="peak (always-live + temporary)")
     ax.hist(prof.always_live / KIB, bins=bins, color="tab:gray", alpha=0.6, label="always-live")
     ax.axvline(limit, color="tab:red", lw=2, label=f"tile limit {limit:,.0f} KiB")
@@ -69,7 +71,7 @@ def fullest_tiles(prof, n: int = 5, ax=None):
     ax.set_yticks(y, [f"tile {t['tile']} ({t['op']})" for t in top])
     ax.set_xlabel("KiB")
     ax.set_title(f"The {len(top)} fullest tiles")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
     return ax
 
 
