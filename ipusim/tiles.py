@@ -18,7 +18,11 @@ The model, in the order a step is simulated:
    then the op's compute (read cyclically, this is Graphcore's compute -> sync -> exchange
    order, facts §1.4 GC-MPO2). Compute cycles per tile are ``vertex overhead x pieces +
    max(FLOPs / FLOP-rate, SRAM bytes / SRAM rate)``; exchange cycles per tile are the larger
-   of its received bytes and its exchange bus's sent bytes over the per-tile exchange rate.
+   of its received bytes over the per-tile exchange rate and the bytes sent by all tiles on
+   its exchange bus over the bus's rate (``TILES_PER_EXCHANGE_BUS`` x the per-tile rate, so
+   that all tiles together keep the chip's 8 TB/s; ASSUMPTION on how the bus is shared).
+   Sent bytes are each input byte once (one send reaches every tile that needs it:
+   multicast, ASSUMPTION), spread evenly over the tiles that hold the input.
    An op's inputs are taken to be spread evenly over all tiles by the op before it, so a
    tile already holds 1/tiles of what it needs and receives the rest (ASSUMPTION).
    A superstep lasts ``sync + max over tiles (exchange) + max over tiles (compute)``: the
@@ -111,7 +115,7 @@ def _superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x
             sent = 0.0
             for u in range(b0, min(b0 + bus, T)):
                 sent += send[s, u]
-            x = max(recv[s, t], sent) / x_rate
+            x = max(recv[s, t], sent / (min(b0 + bus, T) - b0)) / x_rate
             out_comp[s, t] = c
             out_exch[s, t] = x
             mc = max(mc, c)
@@ -132,7 +136,7 @@ def _superstep_cycles_reference(flops, load, vertices, recv, send, flop_rate, sr
                 c = max(flops[s][t] / flop_rate[s], load[s][t] / sram_rate) + vertices[s][t] * vertex_cycles
             b0 = (t // bus) * bus
             sent = sum(send[s][u] for u in range(b0, min(b0 + bus, T)))
-            comp[s][t], exch[s][t] = c, max(recv[s][t], sent) / x_rate
+            comp[s][t], exch[s][t] = c, max(recv[s][t], sent / (min(b0 + bus, T) - b0)) / x_rate
         mx[s] = comp[s].max(), exch[s].max()
     return comp, exch, mx
 
@@ -187,9 +191,11 @@ def _deal(pieces: np.ndarray, n_tiles: int, reference: bool) -> np.ndarray:
     return out
 
 
-def _phase(op, label, amp, per_tile, recv=None) -> Phase:
+def _phase(op, label, amp, per_tile) -> Phase:
+    """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
+    op's input is spread over all of them)."""
     f, ld, rv, sd = (per_tile[:, i] for i in range(4))
-    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv if recv is None else recv, sd)
+    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size))
 
 
 def _splits(n: int, parts: int) -> np.ndarray:
@@ -305,10 +311,11 @@ def _attention_table(s: Step, r: int, which: str, n_tiles: int):
     z = np.zeros_like(area)
     if which == "attn_scores":
         recv = (qc + kc) * hd * dt * remote
-        return np.column_stack([2 * area * hd, recv, recv, recv / r, recv + area * dt, z])
+        sent = (qc + kc / r) * hd * dt * remote  # query rows once, K once per head (multicast)
+        return np.column_stack([2 * area * hd, recv, recv, sent, recv + area * dt, z])
     if which == "attn_context":
         recv = kc * hd * dt * remote
-        return np.column_stack([2 * area * hd, area * dt + recv, recv, recv / r,
+        return np.column_stack([2 * area * hd, area * dt + recv, recv, recv / r,  # V once per head
                                 area * dt + recv + qc * hd * dt, z])
     return np.column_stack([5 * area, 2 * area * dt, z, z, 2 * area * dt, z])  # softmax in place
 
