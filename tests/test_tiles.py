@@ -95,6 +95,9 @@ def test_slowest_tile_sets_the_pace():
     assert prof.program.slowest[step_i, 0] == pytest.approx(expect, rel=1e-12)
     comp = prof.program.comp[step_i]
     assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
+    # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
+    x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / c.exchange_bytes_per_cycle_per_tile
+    assert prof.program.slowest[step_i, 1] == pytest.approx(x_expect, rel=1e-12)
 
 
 def test_superstep_time_is_sync_plus_slowest_exchange_plus_slowest_compute():
