@@ -203,12 +203,12 @@ def _splits(n: int, parts: int) -> np.ndarray:
     return n // parts + (np.arange(parts) < n % parts)
 
 
-def _candidates(dim: int, cap: int, small: int = 48) -> np.ndarray:
+def _candidates(dim: int, cap: int, small: int = 32, factors=(1, 3, 23)) -> np.ndarray:
     """Split counts tried for one matmul dimension: every count up to ``small``, then
-    1, 3, 5 and 23 times powers of two (1,472 = 64 x 23), and the whole dimension."""
+    ``factors`` times powers of two (1,472 = 64 x 23), and the whole dimension."""
     top = min(dim, cap)
     c = set(range(1, min(small, top) + 1)) | {top}
-    for f in (1, 3, 5, 23):
+    for f in factors:
         p = f
         while p <= top:
             c.add(p)
@@ -229,25 +229,28 @@ def _plan_matmul_grid(m, k, n, dt, c: TileChip):
     does, the grid with the least temporaries is taken and flagged.
     """
     T = c.tiles
-    pm, pn, pk = np.meshgrid(_candidates(m, T), _candidates(n, T), _candidates(k, T, small=8),
-                             indexing="ij")
-    pm, pn, pk = pm.ravel(), pn.ravel(), pk.ravel()
-    ok = pm * pn * pk <= T
-    pm, pn, pk = pm[ok], pn[ok], pk[ok]
+    pm = _candidates(m, T)[:, None, None]  # broadcast over a 3-D grid of candidates
+    pn = _candidates(n, T)[None, :, None]
+    pk = _candidates(k, T, small=4, factors=(1, 3))[None, None, :]
     mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
     x = c.exchange_bytes_per_cycle_per_tile
-    out_b = np.where(pk > 1, PARTIAL_BYTES, dt)
-    recv = mb * kb * dt * (T - 1) / T + kb * nb * dt * (pm - 1) / pm
-    cycles = (c.vertex_overhead_cycles + 2.0 * mb * kb * nb / c.fp16_flops_per_cycle_per_tile
-              + recv / x + c.sync_cycles)
     red = pk > 1
-    cycles = cycles + red * (c.sync_cycles + (pk - 1) * mb * nb * PARTIAL_BYTES / pk / x
-                             + (pk - 1) * mb * nb / pk / c.fp32_flops_per_cycle_per_tile)
-    temp = mb * kb * dt + kb * nb * dt + mb * nb * out_b + red * (pk - 1) * mb * nb * PARTIAL_BYTES / pk
+    out_b = np.where(red, PARTIAL_BYTES, dt)
+    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * (pm - 1) / pm
+    part = (pk - 1) / pk * (mb * nb)
+    cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
+              + recv / x + c.sync_cycles
+              + red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)))
+    temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
     budget = AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes
-    feasible = temp <= budget
-    i = int(np.argmin(np.where(feasible, cycles, np.inf))) if feasible.any() else int(np.argmin(temp))
-    return int(pm[i]), int(pn[i]), int(pk[i]), not bool(feasible.any())
+    valid = (pm * pn) * pk <= T
+    feasible = valid & (temp <= budget)
+    if feasible.any():
+        i = np.unravel_index(np.argmin(np.where(feasible, cycles, np.inf)), feasible.shape)
+    else:
+        i = np.unravel_index(np.argmin(np.where(valid, temp, np.inf)), valid.shape)
+    pm, pn, pk = pm[i[0], 0, 0], pn[0, i[1], 0], pk[0, 0, i[2]]
+    return int(pm), int(pn), int(pk), not bool(feasible.any())
 
 
 def _map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied=False) -> OpPlan:
