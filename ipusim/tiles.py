@@ -32,7 +32,9 @@ The model, in the order a step is simulated:
 5. **Streaming.** When the weights do not fit (``weights="auto"``), they stay in off-chip
    Streaming Memory; each op instance first copies its weights in at
    ``offchip_bandwidth_bytes_per_s``, not overlapped with compute (ASSUMPTION: no double
-   buffering; Poplar's copies are explicit program steps, facts §1.2 GC-PG).
+   buffering; Poplar's copies are explicit program steps, facts §1.2 GC-PG). The copy lands
+   in the layout the weights are stored in on chip, so a matmul still pays its weight gather
+   in the exchange (ASSUMPTION). The embedding rows a batch needs are streamed likewise.
 
 Constants from facts §1.4 are named below with their source. Assumptions are marked.
 Only forward, prefill and decode steps are mapped (training is left to a later module).
@@ -634,8 +636,9 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     choice("engine", engine, ENGINES)
     if s.phase == "train":
         raise ValueError("tiles maps forward, prefill and decode steps; phase 'train' is not modelled")
-    if weights == "stream" and c.offchip_bytes == 0:
-        raise ValueError(f"chip {c.name!r} has no off-chip DRAM to stream weights from")
+    if weights == "stream" and c.offchip_bytes < s.model.weight_bytes(s.dtype_bytes):
+        raise ValueError(f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
+                         f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from")
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
     plans = map_step(c, s, seed=seed, engine=engine)
     prog = run_program(c, plans, engine)
