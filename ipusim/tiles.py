@@ -526,6 +526,11 @@ class TileProfile:
         """Peak bytes per tile."""
         return self.always_live + self.temporary
 
+    @property
+    def idle_s(self) -> np.ndarray:
+        """Seconds each tile waits (at syncs, for the slowest tile) over the step."""
+        return self.result.time_s - self.result.unit_busy_s
+
     def fullest_tiles(self, n: int = 5) -> list[dict]:
         """The ``n`` tiles with the most bytes: tile, bytes, always-live, temporary, op at peak."""
         order = np.argsort(-self.memory, kind="stable")[:n]
