@@ -45,8 +45,9 @@ def run(args) -> int:
             "ops": [{"op": n, "time_s": float(t)} for n, t in zip(r.op_names, r.op_time_s, strict=True)],
         })
         return 0
-    print(f"{r.chip} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} tokens"
-          f" ({'packed' if args.packed else 'padded'})")
+    layout = "one new token each" if args.phase == "decode" else ("packed" if args.packed else "padded")
+    what = "tokens of context" if args.phase == "decode" else "tokens"
+    print(f"{r.chip} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} {what} ({layout})")
     print(f"step time   {r.time_s * 1e3:,.3f} ms  ({r.throughput_seq_per_s:,.0f} seq/s)")
     rows = [{"part": k, "ms": v * 1e3, "share": v / r.time_s * 100} for k, v in r.split.items()]
     print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
