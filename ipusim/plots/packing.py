@@ -121,7 +121,7 @@ def throughput_bars(table, *, claims: dict | None = None, references: dict | Non
     """Grouped bars of requests/s: ``table`` maps a scenario (e.g. "0% long") to
     {configuration label: requests/s}; ``claims`` maps the same to the articles' figures;
     ``references`` maps a label to a published requests/s drawn as a horizontal line."""
-    ax = _ax(ax, (8, 4.5))
+    ax = _ax(ax, (10, 4.5))
     scenarios = list(table)
     configs = list(dict.fromkeys(k for s in scenarios for k in table[s]))
     w = 0.8 / (len(configs) + (1 if claims else 0))
@@ -142,7 +142,7 @@ def throughput_bars(table, *, claims: dict | None = None, references: dict | Non
     ax.set_yscale("log")
     ax.set_ylabel("requests per second (log)")
     ax.set_title(title or "BERT-base inference throughput")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
