@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import nbclient
+import nbformat
 import pytest
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
@@ -31,8 +33,6 @@ def test_notebook_is_stripped_and_uses_python3(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_headless(path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("IPUSIM_QUICK", os.environ.get("IPUSIM_QUICK", "1"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)
