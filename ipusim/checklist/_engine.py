@@ -1,0 +1,392 @@
+"""The checklist's connection to the rest of the pipeline, in one place.
+
+Each function here answers one question the checks ask (the time of a step, the lengths
+of the traffic, how well they pack, the latencies of a batching policy) and says which
+model answered it (``source``), so that the report can trace every number. Swapping a
+stand-in for the real module is a change to this file only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .. import roofline, workloads
+from ..hardware import TileChip
+
+SHORT_RANGE = (16, 128)  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
+LONG_FROM = 256  # tokens, ASSUMPTION: a "long" text starts here
+
+
+# ---------------------------------------------------------------------------------------
+# Lengths
+# ---------------------------------------------------------------------------------------
+def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np.ndarray:
+    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short."""
+    rng = np.random.default_rng(seed)
+    lo, hi = SHORT_RANGE[0], min(SHORT_RANGE[1], max_len)
+    short = np.exp(rng.uniform(np.log(lo), np.log(hi), n))
+    long_lo = min(LONG_FROM, max_len)
+    long = rng.uniform(long_lo, max_len, n)
+    is_long = rng.random(n) < long_fraction
+    return np.clip(np.round(np.where(is_long, long, short)), 1, max_len).astype(np.int64)
+
+
+def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int | None = None) -> np.ndarray:
+    """``n`` request lengths for the case; ``long_fraction`` re-weights the long share."""
+    seed = case.seed if seed is None else seed
+    if case.lengths is None:
+        f = case.long_fraction if long_fraction is None else long_fraction
+        return mix_lengths(f, n, case.model.max_positions, seed)
+    rng = np.random.default_rng(seed)
+    pool = case.lengths
+    if long_fraction is None:
+        return rng.choice(pool, size=n)
+    is_long = pool >= min(LONG_FROM, int(pool.max()))
+    longs, shorts = pool[is_long], pool[~is_long]
+    if longs.size == 0 or shorts.size == 0:
+        return rng.choice(pool, size=n)
+    pick_long = rng.random(n) < long_fraction
+    return np.where(pick_long, rng.choice(longs, size=n), rng.choice(shorts, size=n))
+
+
+def long_share(case, lengths) -> float:
+    return float(np.mean(lengths >= min(LONG_FROM, int(np.max(lengths)))))
+
+
+# ---------------------------------------------------------------------------------------
+# Packing (stand-in: first-fit decreasing)
+# ---------------------------------------------------------------------------------------
+def pack_efficiency(lengths: np.ndarray, max_len: int, max_per_pack: int = 16) -> tuple[float, int, str]:
+    """Share of real tokens in packs of ``max_len`` (first-fit decreasing), packs, source."""
+    try:
+        from .. import packing as _packing
+    except ImportError:
+        _packing = None
+    if _packing is not None and hasattr(_packing, "ffd"):
+        res = _packing.ffd(lengths, max_len)
+        eff = getattr(res, "efficiency", None)
+        packs = getattr(res, "n_packs", None) or getattr(res, "packs", None)
+        if eff is not None and isinstance(packs, (int, np.integer)):
+            return float(eff), int(packs), "ipusim.packing.ffd"
+    return (*_ffd(lengths, max_len, max_per_pack), "first-fit decreasing (checklist stand-in)")
+
+
+def _ffd(lengths, max_len, max_per_pack):
+    space: list[int] = []
+    count: list[int] = []
+    for ln in sorted((int(x) for x in lengths), reverse=True):
+        for i, s in enumerate(space):
+            if s >= ln and count[i] < max_per_pack:
+                space[i] -= ln
+                count[i] += 1
+                break
+        else:
+            space.append(max_len - ln)
+            count.append(1)
+    packs = len(space)
+    return float(np.sum(lengths)) / (packs * max_len), packs
+
+
+# ---------------------------------------------------------------------------------------
+# Machine time
+# ---------------------------------------------------------------------------------------
+def machine_time(c, s: workloads.Step, *, weights_on_chip: bool = True) -> tuple[float, str]:
+    """Seconds for step ``s`` on one chip and the name of the model that gave it."""
+    try:
+        from .. import machine
+
+        if c.kind == "tile":
+            from .. import tiles  # noqa: F401
+        else:
+            from .. import gpu  # noqa: F401
+    except ImportError:
+        machine = None
+    if machine is not None:
+        r = machine.simulate(c, s)
+        return float(r.time_s), f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
+    return roofline.step_time_s(c, s, weights_on_chip=weights_on_chip), "roofline lower bound (stand-in)"
+
+
+def _pow2_grid(lo: int, hi: int) -> list[int]:
+    g = []
+    v = lo
+    while v < hi:
+        g.append(v)
+        v *= 2
+    g.append(hi)
+    return g
+
+
+@dataclass
+class ServiceModel:
+    """Seconds to serve one batch on one replica (``chips`` chips of ``c``).
+
+    ``batch_time(lengths)`` interpolates (bilinear in log batch and log length) a grid of
+    machine times: padded batches cost their longest sequence per row, packed ones their
+    mean length (attention area approximated by equal lengths). For generation a batch
+    costs the prompt pass plus ``output_tokens`` decode steps at the mean context.
+    """
+
+    c: object
+    model: workloads.TransformerConfig
+    task: str
+    mode: str  # "padded" or "packed"
+    chips: int = 1
+    streaming: bool = False
+    output_tokens: int = 128
+    max_batch: int = 128
+
+    def __post_init__(self):
+        self._cache: dict = {}
+        self.source = ""
+        top = self.model.max_positions - (self.output_tokens if self.task == "generate" else 0)
+        self.max_prompt = max(8, top)
+        self.b_grid = np.array(_pow2_grid(1, self.max_batch), dtype=float)
+        self.l_grid = np.array(_pow2_grid(8, self.max_prompt), dtype=float)
+
+    def _exact(self, b: int, ln: int) -> float:
+        key = (b, ln)
+        if key not in self._cache:
+            self._cache[key] = self._compute(b, ln)
+        return self._cache[key]
+
+    def _compute(self, b: int, ln: int) -> float:
+        on_chip = not self.streaming
+        if self.task == "classify":
+            s = workloads.step(self.model, [ln] * b, phase="forward")
+            t, self.source = machine_time(self.c, s, weights_on_chip=on_chip)
+            tokens = b * ln
+        else:
+            s = workloads.step(self.model, [ln] * b, phase="prefill")
+            t, self.source = machine_time(self.c, s, weights_on_chip=on_chip)
+            ctx = min(self.model.max_positions, ln + self.output_tokens // 2)
+            d = workloads.step(self.model, [ctx] * b, phase="decode")
+            td, _ = machine_time(self.c, d, weights_on_chip=on_chip)
+            t += self.output_tokens * td
+            tokens = b * (ln + self.output_tokens)
+        if self.chips > 1:
+            link = self.c.link_bandwidth_bytes_per_s
+            hop = tokens * self.model.d_model * 2 * (self.chips - 1) / link if link > 0 else math.inf
+            t = t / self.chips + hop
+        return t
+
+    def batch_time(self, lengths) -> float:
+        """Seconds for one batch of requests with these lengths (tokens)."""
+        lengths = np.asarray(lengths)
+        ln = float(lengths.max() if self.mode == "padded" else lengths.mean())
+        b = int(lengths.size)
+        if b <= self.max_batch:
+            return float(self.table()[b - 1, min(math.ceil(ln), self.max_prompt) - 1])
+        return self.time_at(self.max_batch, min(ln, self.max_prompt)) * (b / self.max_batch)
+
+    def table(self) -> np.ndarray:
+        """Seconds for every batch size 1..max_batch (rows) and length 1..max_prompt (columns)."""
+        if getattr(self, "_table", None) is None:
+            b = np.arange(1, self.max_batch + 1, dtype=float)
+            ln = np.arange(1, self.max_prompt + 1, dtype=float)
+            self._table = _bilinear_log(self.b_grid, self.l_grid, self.grid(), b, ln)
+        return self._table
+
+    def grid(self) -> np.ndarray:
+        """Machine seconds at the grid points (rows ``b_grid``, columns ``l_grid``)."""
+        if getattr(self, "_grid", None) is None:
+            self._grid = np.array([[self._exact(int(b), int(ln)) for ln in self.l_grid] for b in self.b_grid])
+        return self._grid
+
+    def time_at(self, b: float, ln: float) -> float:
+        """Seconds for a batch of ``b`` sequences of ``ln`` tokens (interpolated)."""
+        return float(_bilinear_log(self.b_grid, self.l_grid, self.grid(),
+                                   np.array([float(b)]), np.array([float(ln)]))[0, 0])
+
+
+def _bilinear_log(bg, lg, grid, b, ln):
+    """Interpolate ``grid`` (rows ``bg``, columns ``lg``) bilinearly in log b and log ln."""
+    def weights(g, x):
+        if g.size == 1:
+            return np.zeros(x.size, dtype=np.int64), np.zeros(x.size)
+        i = np.clip(np.searchsorted(g, x) - 1, 0, g.size - 2)
+        w = (np.log(np.clip(x, g[0], g[-1])) - np.log(g[i])) / (np.log(g[i + 1]) - np.log(g[i]))
+        return i, np.clip(w, 0.0, 1.0)
+
+    i, u = weights(bg, b)
+    j, v = weights(lg, ln)
+    i1 = np.minimum(i + 1, bg.size - 1)
+    j1 = np.minimum(j + 1, lg.size - 1)
+    u, v = u[:, None], v[None, :]
+    return ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
+            + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+
+
+# ---------------------------------------------------------------------------------------
+# Serving (stand-in: a FIFO dynamic batcher on identical replicas)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Policy:
+    """A batching policy: up to ``max_batch`` requests, waiting at most ``max_delay_s``."""
+
+    kind: str  # "static" (waits for a full batch) or "dynamic"
+    max_batch: int
+    max_delay_s: float  # inf for static
+
+    @property
+    def label(self) -> str:
+        if self.kind == "static":
+            return f"static batch {self.max_batch}"
+        return f"dynamic, max batch {self.max_batch}, max delay {self.max_delay_s * 1e3:.3g} ms"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "max_batch": self.max_batch,
+                "max_delay_s": self.max_delay_s if math.isfinite(self.max_delay_s) else None}
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """Latencies (s) of one run of a policy; ``utilization`` = busy share of the replicas."""
+
+    p50_s: float
+    p99_s: float
+    utilization: float
+    mean_batch: float
+    served: int
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"p50_s": self.p50_s, "p99_s": self.p99_s, "utilization": self.utilization,
+                "mean_batch": self.mean_batch, "served": self.served, "source": self.source}
+
+
+SERVING_SOURCE = "FIFO dynamic batcher (checklist stand-in)"
+
+
+def simulate(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
+    """Serve requests (arrival times ``arrivals``, s) with ``policy`` on ``servers`` replicas."""
+    arrivals = np.ascontiguousarray(arrivals, dtype=np.float64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    lat = np.empty(arrivals.size)
+    busy, batches, last = _serve(arrivals, lengths, service.table(), service.mode == "packed",
+                                 policy.max_batch, policy.max_delay_s, servers, lat)
+    return _result(arrivals, lat, busy, batches, last, servers)
+
+
+def _result(arrivals, lat, busy, batches, last, servers):
+    n = arrivals.size
+    span = max(last - arrivals[0], 1e-12)
+    return ServingResult(float(np.percentile(lat, 50)), float(np.percentile(lat, 99)),
+                         min(1.0, busy / (servers * span)), n / batches, n, SERVING_SOURCE)
+
+
+@njit(cache=True)
+def _serve(arrivals, lengths, table, packed, max_batch, max_delay, servers, lat):
+    """FIFO dynamic batching on identical servers; writes each request's latency into ``lat``.
+
+    Preconditions: ``arrivals`` sorted (s), ``lengths`` >= 1 and <= table.shape[1],
+    ``max_batch`` <= table.shape[0], ``servers`` >= 1. A batch starts when a server is free
+    and either ``max_batch`` requests wait or the oldest has waited ``max_delay`` s
+    (inf: wait for a full batch; the trace's tail is flushed). Returns (busy s, batches, end s).
+    """
+    n = arrivals.size
+    free = np.zeros(servers)
+    busy = 0.0
+    batches = 0
+    last = 0.0
+    i = 0
+    while i < n:
+        srv = 0
+        for s in range(1, servers):
+            if free[s] < free[srv]:
+                srv = s
+        t0 = max(free[srv], arrivals[i])
+        t_fill = arrivals[i + max_batch - 1] if i + max_batch - 1 < n else np.inf
+        start = max(t0, min(t_fill, arrivals[i] + max_delay))
+        if start == np.inf:
+            start = max(t0, arrivals[n - 1])
+        k = i
+        top = min(i + max_batch, n)
+        longest = 0
+        total = 0
+        while k < top and (k == i or arrivals[k] <= start):
+            longest = max(longest, lengths[k])
+            total += lengths[k]
+            k += 1
+        b = k - i
+        ln = longest
+        if packed:
+            ln = (total + b - 1) // b
+        svc = table[b - 1, ln - 1]
+        done = start + svc
+        for r in range(i, k):
+            lat[r] = done - arrivals[r]
+        busy += svc
+        batches += 1
+        if done > last:
+            last = done
+        free[srv] = done
+        i = k
+    return busy, batches, last
+
+
+def simulate_reference(arrivals, lengths, batch_time, policy: Policy, servers: int) -> ServingResult:
+    """Plain-Python reference of ``simulate`` (a heap of servers; ``batch_time(lengths)``)."""
+    n = arrivals.size
+    B, D = policy.max_batch, policy.max_delay_s
+    free = [0.0] * servers
+    heapq.heapify(free)
+    lat = np.empty(n)
+    busy, batches, last, i = 0.0, 0, 0.0, 0
+    while i < n:
+        t0 = max(heapq.heappop(free), arrivals[i])
+        t_fill = arrivals[i + B - 1] if i + B - 1 < n else math.inf
+        start = max(t0, min(t_fill, arrivals[i] + D))
+        if math.isinf(start):
+            start = max(t0, arrivals[-1])
+        k = max(min(int(np.searchsorted(arrivals, start, side="right")), i + B, n), i + 1)
+        svc = batch_time(lengths[i:k])
+        done = start + svc
+        lat[i:k] = done - arrivals[i:k]
+        busy += svc
+        batches += 1
+        last = max(last, done)
+        heapq.heappush(free, done)
+        i = k
+    return _result(arrivals, lat, busy, batches, last, servers)
+
+
+def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
+    gaps = np.random.default_rng(seed).exponential(1.0, n)
+    return np.cumsum(gaps) / rate
+
+
+def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: int = 1,
+                    seed: int = 0, iters: int = 10, upper: float) -> tuple[float, ServingResult | None]:
+    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` (bisection)."""
+    n = lengths.size
+    unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
+    lo, hi = upper / 1e4, upper
+
+    def run(rate):
+        return simulate(unit / rate, lengths, service, policy, servers)
+
+    r_lo = run(lo)
+    if r_lo.p99_s > slo_s:
+        return 0.0, r_lo
+    best = r_lo
+    r_hi = run(hi)
+    if r_hi.p99_s <= slo_s:
+        return hi, r_hi
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        r = run(mid)
+        if r.p99_s <= slo_s:
+            lo, best = mid, r
+        else:
+            hi = mid
+    return lo, best
+
+
+def is_tile(c) -> bool:
+    return isinstance(c, TileChip)
