@@ -12,6 +12,7 @@ point operation (a multiply-add is 2).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -405,6 +406,12 @@ def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
     key = str(name).lower()
     if key not in _PRESETS:
         raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}")
+    return _preset(key)
+
+
+@functools.cache
+def _preset(key: str) -> TileChip | GpuChip:
+    """Build (and validate) a preset once; chips are immutable, so one object serves all."""
     return _PRESETS[key]()
 
 

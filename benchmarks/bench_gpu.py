@@ -1,0 +1,47 @@
+"""GPU machine: the Numba wave kernel vs its plain-Python reference, on whole steps and alone."""
+
+from __future__ import annotations
+
+import time
+
+from ipusim import gpu, hardware, step
+
+
+def _best_of(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _wave_inputs(s, chip):
+    """The flat block-group arrays ``gpu.simulate`` hands the wave loop for step ``s``."""
+    r = gpu._rates(chip, gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    kernels = [k for name, ops in gpu._kernel_plan(s, "tensorrt")
+               for k in gpu._op_kernel_candidates(ops, name, s, r, "tensorrt")]
+    return kernels, r
+
+
+def rows(quick: bool) -> list[dict]:
+    a100 = hardware.chip("a100-40gb")
+    cases = [("bert-base b32 len128", [128] * 32, 128)]
+    if not quick:
+        cases.append(("bert-base b128 len384", [384] * 128, 384))
+    out = []
+    for name, lens, pad in cases:
+        s = step("bert-base", lens, pad_to=pad)
+        gpu.simulate(a100, s)  # compile / warm the kernel
+        k = _best_of(lambda s=s: gpu.simulate(a100, s), 3 if quick else 5)
+        ref = _best_of(lambda s=s: gpu.simulate(a100, s, use_kernel=False), 1 if quick else 3)
+        out.append({"name": f"gpu.simulate {name} on A100", "kernel_s": k, "reference_s": ref,
+                    "goal": "whole step well under 10 ms (serving calls it per batch)",
+                    "note": "every GEMM tile candidate simulated, fastest kept"})
+        kernels, r = _wave_inputs(s, a100)
+        kw = _best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, True), 3 if quick else 5)
+        rw = _best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, False), 1 if quick else 3)
+        blocks = sum(g[0] for kern in kernels for g in kern.groups)
+        out.append({"name": f"gpu._waves alone, {name}", "kernel_s": kw, "reference_s": rw,
+                    "goal": "the per-block loop", "note": f"{len(kernels)} kernels, {blocks:,} blocks"})
+    return out

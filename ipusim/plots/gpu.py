@@ -1,0 +1,120 @@
+"""GPU views: per-kernel compute vs memory time, and the calibration against published latencies."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def _axes(ax):
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    return ax
+
+
+def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
+    """Per-kernel time of a GPU StepResult, summed over layers.
+
+    ``style="stacked"``: where each kernel's time goes (compute = slowest SM busy, memory =
+    extra wait for HBM and pipeline fill, launch), bars add up to the step time.
+    ``style="paired"``: compute time beside the pure HBM transfer time (bytes / bandwidth) for
+    each kernel, the per-kernel roofline view: the taller bar says what bounds the kernel.
+    ``result`` comes from ``ipusim.gpu.simulate`` (kernels in ``result.extra["kernels"]``).
+    """
+    if getattr(result, "kind", None) != "gpu" or "kernels" not in getattr(result, "extra", {}):
+        raise ValueError("kernel_times needs a GPU StepResult (from ipusim.gpu.simulate)")
+    scales = {"ms": 1e3, "us": 1e6, "s": 1.0}
+    if unit not in scales or style not in ("stacked", "paired"):
+        raise ValueError(f"unit must be one of {list(scales)} and style 'stacked' or 'paired'; "
+                         f"got unit={unit!r}, style={style!r}")
+    scale = scales[unit]
+    ax = _axes(ax)
+    ks = result.extra["kernels"]
+    names = [f"{k['kernel']}\n{k['tile']}" + (f" x{k['count']}" if k["count"] > 1 else "") for k in ks]
+    x = np.arange(len(ks))
+    if style == "stacked":
+        bottom = np.zeros(len(ks))
+        for key, label, color in (("compute_s", "compute (slowest SM busy)", "tab:blue"),
+                                  ("memory_s", "memory (HBM wait + pipeline fill)", "tab:orange"),
+                                  ("launch_s", "launch overhead", "tab:gray")):
+            v = np.array([k[key] for k in ks]) * scale
+            ax.bar(x, v, bottom=bottom, label=label, color=color)
+            bottom += v
+    else:
+        w = 0.4
+        ax.bar(x - w / 2, np.array([k["compute_s"] for k in ks]) * scale, w, color="tab:blue",
+               label="compute (slowest SM busy)")
+        ax.bar(x + w / 2, np.array([k["hbm_s"] for k in ks]) * scale, w, color="tab:orange",
+               label="HBM transfer (bytes / achievable bandwidth)")
+    ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(f"time over all layers ({unit})")
+    ax.set_title(f"{result.model} {result.phase}, batch {result.batch} on {result.chip}: "
+                 f"{result.time_s * 1e3:,.2f} ms per step")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return ax
+
+
+def wave_staircase(chip="a100-40gb", ax=None, *, block_flops: float = 2 * 128 * 128 * 768,
+                   blocks_per_sm: int = 1, max_waves: int = 4):
+    """Kernel time vs number of thread blocks: flat within a wave, a step at each new wave.
+
+    Blocks are compute-only (``block_flops`` tensor FLOP each, default one 128x128 output tile
+    of a k = 768 matmul); launch overhead left out so the staircase shows.
+    """
+    from .. import gpu
+    from ..hardware import chip as _chip
+
+    c = _chip(chip)
+    ax = _axes(ax)
+    per_wave = c.sms * blocks_per_sm
+    n = np.arange(1, max_waves * per_wave + 1)
+    t = np.array([gpu.simulate_kernel(c, int(b), block_flops, blocks_per_sm=blocks_per_sm,
+                                      launch_s=0.0).time_s for b in n])
+    ideal = t[per_wave - 1] * n / per_wave  # perfect load balance: time proportional to blocks
+    ax.plot(n, t * 1e6, drawstyle="steps-post", label="simulated (waves)")
+    ax.plot(n, ideal * 1e6, "--", color="gray", label="no quantization (time ∝ blocks)")
+    for w in range(1, max_waves):
+        ax.axvline(w * per_wave, color="black", lw=0.5, alpha=0.4)
+    ax.set_xlabel(f"thread blocks ({c.sms} SMs x {blocks_per_sm} per SM = {per_wave} per wave)")
+    ax.set_ylabel("kernel time (µs)")
+    ax.set_title(f"Wave quantization on {c.name}: block {per_wave + 1} starts a new wave")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def calibration(rows, ax=None, *, tolerance: float | None = None):
+    """Published vs simulated latency (log-log) with the y = x line and a +-tolerance band.
+
+    ``rows`` are ``ipusim.gpu.calibration_table()`` rows; ``tolerance`` defaults to
+    ``ipusim.gpu.CALIBRATION_TOLERANCE``.
+    """
+    if tolerance is None:
+        from ..gpu import CALIBRATION_TOLERANCE as tolerance
+    ax = _axes(ax)
+    pub = np.array([r["published_ms"] for r in rows])
+    sim = np.array([r["simulated_ms"] for r in rows])
+    lo, hi = min(pub.min(), sim.min()) / 1.5, max(pub.max(), sim.max()) * 1.5
+    line = np.geomspace(lo, hi, 50)
+    ax.plot(line, line, color="black", lw=1, label="simulated = published")
+    ax.fill_between(line, line * (1 - tolerance), line * (1 + tolerance), color="gray", alpha=0.2,
+                    label=f"±{tolerance:.0%} tolerance")
+    for seq, marker in ((128, "o"), (384, "s")):
+        sel = [i for i, r in enumerate(rows) if r["seq"] == seq]
+        if not sel:
+            continue
+        ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3, label=f"sequence length {seq}")
+        for i in sel:
+            ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
+                        xytext=(5, -10), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("published latency (ms), TensorRT 8.4.3 BERT-base FP16, A100 40GB")
+    ax.set_ylabel("simulated latency (ms)")
+    ax.set_title("GPU model vs published TensorRT latencies")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3, which="both")
+    return ax

@@ -1,0 +1,318 @@
+"""GPU machine: the wave kernel against its reference, bounds, monotonicity, the wave tail,
+calibration against published TensorRT BERT-base latencies, and input checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipusim import gpu, hardware, roofline, step
+from ipusim.machine import simulate as machine_simulate
+
+A100 = hardware.chip("a100-40gb")
+
+
+def _random_kernels(rng, n_kernels, max_groups, max_count):
+    """Seeded random block groups in the flat layout ``_waves`` takes."""
+    n_groups = rng.integers(1, max_groups + 1, size=n_kernels)
+    starts = np.concatenate([[0], np.cumsum(n_groups)]).astype(np.int64)
+    g = int(starts[-1])
+    count = rng.integers(0, max_count + 1, size=g).astype(np.int64)
+    comp = rng.uniform(0, 5e-6, size=g)
+    l2 = rng.uniform(0, 5e-6, size=g)
+    hbm = rng.uniform(0, 1e6, size=g)
+    bps = rng.integers(1, 9, size=n_kernels).astype(np.int64)
+    return starts, count, comp, l2, hbm, bps
+
+
+@pytest.mark.parametrize("seed,n_kernels,max_groups,max_count,sms", [
+    (0, 1, 1, 5, 4), (1, 3, 4, 300, 108), (2, 10, 6, 2000, 132), (3, 25, 3, 50, 7),
+])
+def test_wave_kernel_matches_reference(seed, n_kernels, max_groups, max_count, sms):
+    rng = np.random.default_rng(seed)
+    args = (*_random_kernels(rng, n_kernels, max_groups, max_count), sms, 1.3e12, 9e10, 7e-7)
+    ref = gpu._waves_reference(*args)
+    out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
+           np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
+    gpu._waves(*args, *out)
+    for got, want in zip(out, ref, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("lengths,pad", [([128] * 4, 128), ([37, 200, 90], None), ([384] * 16, 384)])
+def test_simulate_kernel_and_reference_paths_agree(lengths, pad):
+    s = step("bert-base", lengths, pad_to=pad)
+    a = gpu.simulate(A100, s)
+    b = gpu.simulate(A100, s, use_kernel=False)
+    assert a.time_s == pytest.approx(b.time_s, rel=1e-9)
+    np.testing.assert_allclose(a.unit_busy_s, b.unit_busy_s, rtol=1e-9)
+
+
+def test_split_sums_to_time_and_ops():
+    r = gpu.simulate(A100, step("bert-base", [128] * 8, pad_to=128))
+    assert set(r.split) == {"compute", "memory", "launch"}
+    assert sum(r.split.values()) == pytest.approx(r.time_s, rel=1e-12)
+    assert r.op_time_s.sum() == pytest.approx(r.time_s, rel=1e-12)
+    for key, arr in r.op_split.items():
+        assert arr.sum() == pytest.approx(r.split[key], rel=1e-12)
+    assert r.unit_busy_s.shape == (A100.sms,)
+    assert np.all(r.unit_busy_s <= r.time_s * (1 + 1e-12))
+    assert r.unit_memory_bytes.shape == (A100.sms,)
+    assert r.unit_memory_bytes.max() <= r.memory_limit_bytes == A100.smem_per_sm_bytes
+    kernels = r.extra["kernels"]
+    assert sum(k["time_s"] for k in kernels) == pytest.approx(r.time_s, rel=1e-12)
+    # TensorRT-style fusion: 7 kernels per layer + embedding + pooler
+    assert sum(k["count"] for k in kernels) == 7 * 12 + 2
+    assert r.split["launch"] == pytest.approx((7 * 12 + 2) * A100.kernel_launch_s)
+
+
+def test_machine_front_door_dispatches_to_gpu():
+    s = step("bert-base", [128] * 2, pad_to=128)
+    assert machine_simulate("a100-40gb", s).time_s == gpu.simulate(A100, s).time_s
+
+
+@pytest.mark.parametrize("chip", hardware.GPU_PRESETS)
+@pytest.mark.parametrize("model,lengths,phase", [
+    ("bert-base", [128] * 32, "forward"), ("bert-large", [384, 100, 7], "forward"),
+    ("gpt2", [1024] * 2, "prefill"), ("llama-2-7b", [2000] * 16, "decode"),
+    ("gpt2", [256] * 4, "train"),
+])
+@pytest.mark.parametrize("fusion", gpu.FUSIONS)
+def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
+    """The roofline (peak FLOP/s, full HBM bandwidth, no overheads) is a lower bound.
+
+    Unfused, every op's bytes cross HBM: ``roofline.step_time_s`` is the bound. Fused, the
+    attention scores and the activation never reach HBM, so the bound is taken per fused
+    kernel from the ops' FLOPs and only the bytes that must still cross HBM.
+    """
+    s = step(model, lengths, phase=phase)
+    t = gpu.simulate(chip, s, fusion=fusion).time_s
+    if fusion == "none":
+        assert t >= roofline.step_time_s(chip, s)
+    else:
+        assert t >= _fused_roofline_s(hardware.chip(chip), s)
+    assert t >= s.flops / hardware.chip(chip).peak_flops
+
+
+def _fused_roofline_s(c, s):
+    """Sum over TensorRT-style kernels of max(FLOPs / peak, bytes that must cross HBM / bw)."""
+    ops = {o.name: o for o in s.ops}
+    dt = s.dtype_bytes
+    h = s.model.heads
+    area = float(np.sum(s.lengths.astype(float) ** 2)) if not s.row_len else s.batch * s.row_len**2
+    if s.phase == "decode":
+        area = float(s.lengths.sum())
+    scores = ops["attn_scores"].count * h * area * dt  # l x l scores per head, all layers
+    groups = {"attn": ("attn_scores", "softmax", "attn_context"), "ffn": ("ffn_up", "activation")}
+    grouped = {n for g in groups.values() for n in g}
+    total = 0.0
+    for name, members in groups.items():
+        flops = sum(ops[n].flops for n in members)
+        if name == "attn":
+            b = ops["attn_scores"].bytes + ops["attn_context"].bytes - 2 * scores
+        else:
+            b = ops["ffn_up"].bytes
+        total += max(flops / c.peak_flops, b / c.hbm_bandwidth_bytes_per_s)
+    for o in s.ops:
+        if o.name not in grouped:
+            total += max(o.flops / c.peak_flops, o.bytes / c.hbm_bandwidth_bytes_per_s)
+    return total
+
+
+def test_monotone_in_batch_and_length():
+    for L in (64, 128, 384):
+        times = [gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s for b in (1, 2, 8, 32, 64)]
+        assert all(a < b for a, b in zip(times[:-1], times[1:], strict=True)), times
+    for b in (1, 16):
+        times = [gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s for L in (32, 128, 256, 512)]
+        assert all(a < b for a, b in zip(times[:-1], times[1:], strict=True)), times
+
+
+def test_wave_quantization_tail():
+    """109 blocks on 108 SMs (one block per SM) take two waves: about twice 108 blocks."""
+    one = gpu.simulate_kernel(A100, 108, 2e7, launch_s=0.0)
+    two = gpu.simulate_kernel(A100, 109, 2e7, launch_s=0.0)
+    assert (one.waves, two.waves) == (1, 2)
+    assert two.time_s / one.time_s == pytest.approx(2.0, rel=1e-9)
+    assert two.wave_efficiency == pytest.approx(109 / 216)
+    # compute-bound closed form: waves x (block FLOP / SM rate) + fill per wave
+    sm_rate = A100.fp16_flops_per_cycle_per_sm * A100.clock_hz * gpu.TENSOR_EFFICIENCY
+    fill = gpu.WAVE_FILL_CYCLES / A100.clock_hz
+    assert one.time_s == pytest.approx(2e7 / sm_rate + fill, rel=1e-12)
+    # the lone block of the tail keeps one SM busy and leaves 107 idle
+    assert np.count_nonzero(two.sm_busy_s > one.sm_busy_s.max() * 1.5) == 1
+
+
+def test_memory_bound_kernel_uses_shared_bandwidth():
+    """A streaming kernel over all SMs runs at the HBM bandwidth x efficiency (closed form)."""
+    bytes_per_block = 4e6
+    r = gpu.simulate_kernel(A100, 1080, 0.0, bytes_per_block, launch_s=0.0)
+    bw = A100.hbm_bandwidth_bytes_per_s * gpu.HBM_EFFICIENCY
+    fill = gpu.WAVE_FILL_CYCLES / A100.clock_hz
+    assert r.time_s == pytest.approx(1080 * bytes_per_block / bw + r.waves * fill, rel=1e-12)
+    # one SM alone cannot draw the whole HBM bandwidth
+    lone = gpu.simulate_kernel(A100, 1, 0.0, bytes_per_block, launch_s=0.0)
+    sm_bw = gpu.L2_BYTES_PER_CYCLE_PER_SM * A100.clock_hz
+    assert lone.time_s == pytest.approx(bytes_per_block / sm_bw + fill, rel=1e-12)
+
+
+def test_padding_removal_saves_time_and_fusion_helps():
+    padded = gpu.simulate(A100, step("bert-base", [384] * 16, pad_to=384))
+    unpadded = gpu.simulate(A100, step("bert-base", gpu.spread_lengths(16, 384, 0.5)))
+    assert unpadded.time_s < padded.time_s
+    s = step("bert-base", [384] * 16, pad_to=384)
+    assert gpu.simulate(A100, s, fusion="none").time_s > gpu.simulate(A100, s).time_s
+
+
+def test_spread_lengths_mean():
+    for b, L, f in ((1, 128, 0.5), (32, 384, 0.5), (16, 512, 0.6), (7, 100, 0.3)):
+        lens = gpu.spread_lengths(b, L, f)
+        assert lens.size == b and lens.min() >= 1 and lens.max() <= L
+        assert lens.mean() == pytest.approx(f * L, rel=0.02, abs=1)
+
+
+CALIBRATION_TOLERANCE = gpu.CALIBRATION_TOLERANCE  # stated in ipusim/gpu.py: 30%
+BATCHED_TOLERANCE = 0.10  # batch >= 8: the regime the efficiency constants describe
+
+
+def test_calibration_against_tensorrt_bert_base():
+    """Every TensorRT BERT-base FP16 row on A100 40GB (facts §6.1) within the stated tolerance.
+
+    One set of efficiency constants for all rows; nothing is fitted per row. Batch 1 is
+    underestimated (the model lacks some fixed per-kernel cost), hence the looser bound
+    there; batched rows must be within 10%.
+    """
+    rows = gpu.calibration_table()
+    assert len(rows) == 8
+    for r in rows:
+        assert abs(r["rel_error"]) <= CALIBRATION_TOLERANCE, r
+        if r["batch"] >= 8:
+            assert abs(r["rel_error"]) <= BATCHED_TOLERANCE, r
+
+
+def test_padding_removal_speedups_against_fastertransformer():
+    """Padded / unpadded time vs FasterTransformer's published ratios (facts §4.2).
+
+    FT-GUIDE (EFF-FT vs FT, mean length half the maximum) within 15%; ByteTransformer's FT rows
+    (mean 0.6 of the maximum) within 45%: there FT's padding removal was slower than padding at
+    batch 1 (its extra remove/rebuild-padding kernels, not modelled), which the model over-rates.
+    """
+    rows = gpu.padding_removal_table()
+    for r in rows:
+        assert abs(r["rel_error"]) <= 0.45, r
+    ft = [r for r in rows if r["source"].startswith("FT-GUIDE")]
+    assert len(ft) == 4 and all(abs(r["rel_error"]) <= 0.15 for r in ft), ft
+
+
+def test_fit_message_when_hbm_is_too_small():
+    r = gpu.simulate("a100-80gb", step("llama-2-70b", [128] * 4, phase="prefill"))
+    assert not r.fits
+    assert "short by" in r.fit_message and "GPUs" in r.fit_message
+    ok = gpu.simulate(A100, step("bert-base", [128] * 4, pad_to=128))
+    assert ok.fits and ok.fit_message == ""
+    big = gpu.simulate(hardware.chip("a100-40gb").replace(hbm_bytes=2e9),
+                       step("llama-2-7b", [128] * 64, phase="prefill"))
+    assert not big.fits
+
+
+def test_fit_suggests_smaller_batch():
+    c = hardware.chip("a100-40gb").replace(hbm_bytes=1e9)
+    r = gpu.simulate(c, step("bert-base", [512] * 512, pad_to=512))
+    assert not r.fits and "batch of at most" in r.fit_message
+
+
+def test_result_repr_and_dict():
+    r = gpu.simulate(A100, step("bert-base", [128] * 8, pad_to=128))
+    assert "a100-40gb" in repr(r) and "ms" in repr(r)
+    d = r.to_dict()
+    assert d["kind"] == "gpu" and d["kernels"][0]["kernel"] == "embedding"
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"fusion": "xla"}, "fusion"),
+    ({"tensor_efficiency": 0.0}, "tensor_efficiency"),
+    ({"tensor_efficiency": 1.5}, "tensor_efficiency"),
+    ({"hbm_efficiency": -1}, "hbm_efficiency"),
+    ({"launch_s": -1e-6}, "launch_s"),
+    ({"warp_size": 32}, "unknown option"),
+])
+def test_bad_options_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gpu.simulate(A100, step("bert-base", [128], pad_to=128), **kwargs)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="GPU chip"):
+        gpu.simulate("gc200", step("bert-base", [128]))
+    with pytest.raises(ValueError, match="workloads.Step"):
+        gpu.simulate(A100, [128])
+    with pytest.raises(ValueError, match="unknown chip"):
+        gpu.simulate("a200", step("bert-base", [128]))
+    with pytest.raises(ValueError, match="blocks"):
+        gpu.simulate_kernel(A100, 0, 1e6)
+    with pytest.raises(ValueError, match="blocks_per_sm"):
+        gpu.simulate_kernel(A100, 10, 1e6, blocks_per_sm=64)
+    with pytest.raises(ValueError, match="block_flops"):
+        gpu.simulate_kernel(A100, 10, float("nan"))
+
+
+def test_plots_draw_and_return_axes():
+    import matplotlib.pyplot as plt
+
+    from ipusim.plots import gpu as pg
+
+    r = gpu.simulate(A100, step("bert-base", [128] * 4, pad_to=128))
+    for style in ("stacked", "paired"):
+        ax = pg.kernel_times(r, style=style)
+        bars_per_kernel = 3 if style == "stacked" else 2
+        assert len(ax.patches) == bars_per_kernel * len(r.extra["kernels"])
+        heights = sum(p.get_height() for p in ax.patches)
+        if style == "stacked":
+            assert heights == pytest.approx(r.time_s * 1e3, rel=1e-9)
+    rows = gpu.calibration_table()
+    ax = pg.calibration(rows)
+    assert ax.get_xscale() == "log" and len(ax.collections) >= 3
+    ax = pg.wave_staircase(max_waves=2)
+    y = ax.lines[0].get_ydata()
+    assert y[A100.sms] > 1.9 * y[A100.sms - 1]  # block 109 doubles the time
+    with pytest.raises(ValueError, match="GPU StepResult"):
+        pg.kernel_times(object())
+    with pytest.raises(ValueError, match="style"):
+        pg.kernel_times(r, style="pie")
+    plt.close("all")
+
+
+def test_format_rows():
+    text = gpu.format_rows(gpu.calibration_table())
+    lines = text.splitlines()
+    assert lines[0].split() == ["seq", "batch", "published_ms", "simulated_ms", "rel_error"]
+    assert len(lines) == 9 and lines[1].strip().endswith("%")
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(seed=st.integers(0, 2**31), n_kernels=st.integers(1, 6), sms=st.integers(1, 140))
+def test_wave_kernel_properties(seed, n_kernels, sms):
+    """Kernel = reference, and each kernel obeys two conservation bounds (closed forms):
+    time >= its HBM bytes / bandwidth, and time >= its SM work / number of SMs."""
+    rng = np.random.default_rng(seed)
+    starts, count, comp, l2, hbm, bps = _random_kernels(rng, n_kernels, 4, 400)
+    hbm_bw, sm_bw, fill = 1.5e12, 6e10, 5e-7
+    args = (starts, count, comp, l2, hbm, bps, sms, hbm_bw, sm_bw, fill)
+    out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
+           np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
+    gpu._waves(*args, *out)
+    for got, want in zip(out, gpu._waves_reference(*args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+    time, busy = out[0], out[4]
+    for k in range(n_kernels):
+        g = slice(starts[k], starts[k + 1])
+        n = count[g]
+        assert time[k] >= (n * hbm[g]).sum() / hbm_bw * (1 - 1e-12)
+        assert time[k] >= (n * np.maximum(comp[g], l2[g])).sum() / sms * (1 - 1e-12)
+        assert np.all(busy[k] <= time[k] * (1 + 1e-12))
+        blocks = int(n.sum())
+        assert out[3][k] == -(-blocks // (sms * bps[k]))  # waves = ceil(blocks / slots)
