@@ -250,13 +250,14 @@ class ServingResult:
 
     p50_s: float
     p99_s: float
+    mean_s: float
     utilization: float
     mean_batch: float
     served: int
     source: str
 
     def to_dict(self) -> dict:
-        return {"p50_s": self.p50_s, "p99_s": self.p99_s, "utilization": self.utilization,
+        return {"p50_s": self.p50_s, "p99_s": self.p99_s, "mean_s": self.mean_s, "utilization": self.utilization,
                 "mean_batch": self.mean_batch, "served": self.served, "source": self.source}
 
 
@@ -276,7 +277,7 @@ def simulate(arrivals, lengths, service: ServiceModel, policy: Policy, servers: 
 def _result(arrivals, lat, busy, batches, last, servers):
     n = arrivals.size
     span = max(last - arrivals[0], 1e-12)
-    return ServingResult(float(np.percentile(lat, 50)), float(np.percentile(lat, 99)),
+    return ServingResult(float(np.percentile(lat, 50)), float(np.percentile(lat, 99)), float(lat.mean()),
                          min(1.0, busy / (servers * span)), n / batches, n, SERVING_SOURCE)
 
 

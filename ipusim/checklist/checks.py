@@ -410,11 +410,32 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
         miss = [r["candidate"] for r in rows if not r["meets_slo"]]
         reason = (f"{', '.join(miss)} cannot carry {fmt(case.rate_per_s, 'req/s')} within the target "
                   "with the chips given; the cost check scales each to the chips it needs")
+    mixed = mixed_sources(ctx)
+    if mixed:
+        reason += ". " + mixed
+        if status == "pass":
+            status = "warn"
     summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
                         f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
     src = ctx.sources() + "; " + eng.SERVING_SOURCE
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
                  {"throughput": rows}, src)
+
+
+def mixed_sources(ctx: Context) -> str:
+    """A warning when the chip kinds were timed by models of different kinds (bound vs simulator)."""
+    by_kind = {}
+    for (cand, _), deps in ctx._search.items():
+        for d in deps:
+            if d.service.source:
+                by_kind.setdefault(cand.chip.kind, set()).add(d.service.source)
+    bound = [k for k, v in by_kind.items() if any("roofline" in x for x in v)]
+    sim = [k for k, v in by_kind.items() if any("simulator" in x for x in v)]
+    if bound and sim:
+        return (f"CAUTION: the {'/'.join(bound)} chip is timed by the roofline lower bound (its simulator "
+                f"is not installed) and the {'/'.join(sim)} chip by its simulator; the comparison "
+                f"favours the {'/'.join(bound)} chip")
+    return ""
 
 
 # ---------------------------------------------------------------------------------------
@@ -570,7 +591,9 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     ev.append(Evidence("price_crossover_factor", k_star, "x", f"of the current {tc.chip.name} price"))
     ev.append(Evidence("price_ratio_now", ratio_now, "x", f"{tc.chip.name} / {gc.chip.name} chip-hour price"))
     # Arrival rate: chips scale in whole replicas.
-    rates = case.rate_per_s * np.array([1 / 16, 1 / 4, 1 / 2, 1, 2, 4, 16])
+    top = max(16 * case.rate_per_s, 4 * max(td.capacity_per_replica, gd.capacity_per_replica))
+    rates = np.unique(np.concatenate([np.geomspace(case.rate_per_s / 16, top, sweep_size(13, 9)),
+                                      [case.rate_per_s]]))
     rate_rows = []
     for r in rates:
         cost = {}
@@ -585,6 +608,8 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     ev.append(Evidence("rate_crossovers", ", ".join(fmt(x, "req/s") for x in rate_cross) or "none in range", "",
                        f"rates from {fmt(rates[0], 'req/s')} to {fmt(rates[-1], 'req/s')} where the cheaper kind changes"))
     # Long share: re-search the capacity with re-weighted lengths.
+    # Cost per request with the chips fully used (a large deployment), so that it does not
+    # hide behind whole-chip rounding at a small offered rate.
     fracs = sweep_size((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), (0.0, 0.5, 1.0))
     long_rows = []
     for fr in fracs:
@@ -595,15 +620,15 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
             if res.capacity_per_replica <= 0:
                 cost[kind] = math.inf
                 continue
-            reps = math.ceil(case.rate_per_s / res.capacity_per_replica * (1 - 1e-9))
-            cost[kind] = reps * d.placement.chips * ctx.chip_hour_usd(cand.chip) / (case.rate_per_s * HOUR_S) * 1e6
+            per_chip = res.capacity_per_replica / d.placement.chips
+            cost[kind] = ctx.chip_hour_usd(cand.chip) / (per_chip * HOUR_S) * 1e6
         long_rows.append({"long_share_%": fr * 100, "tile_usd_per_million": cost["tile"],
                           "gpu_usd_per_million": cost["gpu"],
                           "cheaper": "tile" if cost["tile"] < cost["gpu"] else "gpu"})
     tables["long_share"] = long_rows
     long_cross = _crossings(long_rows, "long_share_%")
     ev.append(Evidence("long_share_crossovers", ", ".join(fmt(x, "%") for x in long_cross) or "none in range", "",
-                       "long-text shares where the cheaper kind changes"))
+                       "long-text shares where the cheaper kind changes (cost with the chips at capacity)"))
     fragile = 0.8 <= k_star <= 1.25
     near_rate = any(case.rate_per_s / 2 <= x <= case.rate_per_s * 2 for x in rate_cross)
     status = "warn" if (fragile or near_rate) else "pass"
