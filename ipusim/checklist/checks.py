@@ -106,11 +106,12 @@ class Placement:
     chips: int
     streaming: bool
     max_batch: int  # largest batch whose working set fits the replica
+    tile: bool = True  # a tile chip (SRAM) or a GPU (HBM)
 
     @property
     def label(self) -> str:
         if self.kind == "spread":
-            return f"on-chip over {self.chips} chips"
+            return f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips"
         if self.kind == "streaming":
             return "weights streamed from off-chip DRAM"
         return "on-chip SRAM" if self.kind == "on-chip" else "HBM"
@@ -188,7 +189,7 @@ class Context:
             room = m_chips * cap - ws["weights"]
             mb = int(max(1, min(256, room // per_seq))) if per_seq > 0 else 256
             kind = ("on-chip" if c.kind == "tile" else "hbm") if m_chips == 1 else "spread"
-            out["placements"].append(Placement(kind, m_chips, False, mb))
+            out["placements"].append(Placement(kind, m_chips, False, mb, c.kind == "tile"))
         if c.kind == "tile" and m_chips > 1 and c.offchip_bytes > 0 and ws["weights"] <= c.offchip_bytes:
             if per_seq <= cap:
                 mb = int(max(1, min(256, cap // per_seq)))
