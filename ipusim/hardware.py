@@ -229,6 +229,7 @@ def _gc2() -> TileChip:
             "(chosen over the vendor's 45 TB/s; measured STREAM reaches 7.3-12.4 TB/s, LOUW Table I)",
             "exchange_bytes_per_cycle_per_tile": "LOUW §II: exchange 'theoretically 8 TB/s'",
             "offchip_bytes": "C2 PCIe card has no Streaming Memory DIMMs (GC-LEGACY); host memory not modelled",
+            "offchip_bandwidth_bytes_per_s": "0: no Streaming Memory on the C2 card (GC-LEGACY), so no bandwidth",
             "link_bandwidth_bytes_per_s": "GC-LEGACY: 192 GB/s between the two IPUs of a C2 card",
             "power_w": "IPUG, LOUW: 150 W TDP per IPU",
             **_IPU_COMMON_SOURCES,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .hardware import GpuChip, TileChip, chip as _chip
+from .hardware import GpuChip, TileChip
+from .hardware import chip as _chip
 from .workloads import Step
 
 

@@ -4,14 +4,39 @@ A roofline bound is a *lower* bound on time: an op needs at least
 ``max(flops / peak_flops, bytes / bandwidth)`` on a machine, where ``bytes`` are the
 bytes that must cross the memory level the operands live in. It ignores every overhead
 (sync, exchange, launch, imbalance); the simulators in ``tiles`` and ``gpu`` add those.
+
+Where an op's bytes come from (``op_bytes_by_level``):
+
+* GPU: everything from HBM (each byte once: perfect on-chip reuse).
+* Tile chip whose step fits in tile SRAM: everything from tile SRAM.
+* Tile chip whose step does not fit: weights stream from off-chip DRAM, activations stay
+  in SRAM; the two transfers overlap at best, so the bound is the slower of the two.
+
+Public entry points: ``memory_levels``, ``memory_capacities``, ``arithmetic_intensity``,
+``attainable_flops``, ``attainable_flops_by_level``, ``op_bound``, ``step_bounds``,
+``step_time_s``, ``fits_on_chip``, ``analyze`` (all of it for one step, as an object),
+``capacity`` (where a model lives and how many chips it needs), ``step_energy`` and
+``sweep`` (a Numba grid of step bounds over batch x sequence length x chip).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
-from .hardware import GpuChip, TileChip, chip as _chip
+import numpy as np
+from numba import njit
+
+from . import energy as _energy
+from . import workloads
+from ._validate import choice, positive
+from .hardware import GpuChip, TileChip
+from .hardware import chip as _chip
 from .workloads import Op, Step
+
+# ---------------------------------------------------------------------------------------------
+# Memory levels and the roofline itself
+# ---------------------------------------------------------------------------------------------
 
 
 def memory_levels(c: TileChip | GpuChip) -> dict[str, float]:
@@ -31,6 +56,20 @@ def memory_levels(c: TileChip | GpuChip) -> dict[str, float]:
     return levels
 
 
+def memory_capacities(c: TileChip | GpuChip) -> dict[str, float]:
+    """Bytes one chip can hold in each level that stores tensors, fastest first.
+
+    Tile SRAM counts only the data room left after each tile's code reserve.
+    """
+    c = _chip(c)
+    if isinstance(c, TileChip):
+        caps = {"tile SRAM": float(c.data_bytes)}
+        if c.offchip_bytes > 0:
+            caps["streaming DRAM"] = float(c.offchip_bytes)
+        return caps
+    return {"HBM": float(c.hbm_bytes)}
+
+
 def main_memory_bandwidth(c: TileChip | GpuChip, *, weights_on_chip: bool = True) -> float:
     """Bandwidth of the memory a model's tensors live in, bytes/s.
 
@@ -45,26 +84,90 @@ def main_memory_bandwidth(c: TileChip | GpuChip, *, weights_on_chip: bool = True
     return c.hbm_bandwidth_bytes_per_s
 
 
-def attainable_flops(c: TileChip | GpuChip, intensity: float, bandwidth: float | None = None) -> float:
-    """Roofline: attainable FLOP/s at ``intensity`` FLOP/byte, ``min(peak, intensity x bw)``."""
+def arithmetic_intensity(x, bytes_: float | None = None) -> float:
+    """FLOP per byte of an ``Op`` or ``Step`` (or of ``x`` FLOPs over ``bytes_`` bytes).
+
+    Zero bytes give infinity (nothing to wait for).
+    """
+    if isinstance(x, (Op, Step)):
+        flops, b = x.flops, x.bytes
+    else:
+        flops = positive("flops", x, allow_zero=True)
+        b = positive("bytes", bytes_, allow_zero=True)
+    return flops / b if b else math.inf
+
+
+def attainable_flops(c: TileChip | GpuChip, intensity, bandwidth: float | None = None):
+    """Roofline: attainable FLOP/s at ``intensity`` FLOP/byte, ``min(peak, intensity x bw)``.
+
+    ``intensity`` may be a number or an array; ``bandwidth`` defaults to the main memory.
+    """
     c = _chip(c)
     bw = main_memory_bandwidth(c) if bandwidth is None else bandwidth
+    if np.ndim(intensity):
+        return np.minimum(c.peak_flops, np.asarray(intensity, dtype=np.float64) * bw)
     return min(c.peak_flops, intensity * bw)
+
+
+def attainable_flops_by_level(c: TileChip | GpuChip, intensity) -> dict[str, float]:
+    """Attainable FLOP/s at ``intensity`` (FLOP per byte crossing that level), per memory level."""
+    c = _chip(c)
+    return {lvl: attainable_flops(c, intensity, bw) for lvl, bw in memory_levels(c).items()}
+
+
+def ridge_points(c: TileChip | GpuChip) -> dict[str, float]:
+    """Intensity (FLOP/byte) where each level stops limiting: ``peak / bandwidth``."""
+    c = _chip(c)
+    return {lvl: c.peak_flops / bw for lvl, bw in memory_levels(c).items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds of ops and steps
+# ---------------------------------------------------------------------------------------------
+
+
+def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True) -> dict[str, float]:
+    """Bytes ``op`` reads from each memory level of chip ``c`` (compulsory traffic only)."""
+    c = _chip(c)
+    if isinstance(c, GpuChip):
+        return {"HBM": op.bytes}
+    if not weights_on_chip and c.offchip_bandwidth_bytes_per_s > 0:
+        return {"streaming DRAM": op.weight_bytes, "tile SRAM": op.bytes - op.weight_bytes}
+    return {"tile SRAM": op.bytes}
 
 
 @dataclass(frozen=True)
 class OpBound:
-    """Roofline lower bound of one op on one chip."""
+    """Roofline lower bound of one op on one chip. Seconds, FLOP, bytes."""
 
     op: str
     kind: str
     compute_s: float  # flops / peak
-    memory_s: float  # bytes / bandwidth of the level the op's bytes come from
+    memory_s: float  # bytes / bandwidth of the level the op's bytes come from (slowest level)
     bound: str  # "compute" or "memory"
+    flops: float = 0.0  # FLOPs of the op, all instances
+    bytes: float = 0.0  # bytes the op touches, all instances
+    level: str = ""  # memory level that sets memory_s
 
     @property
     def time_s(self) -> float:
         return max(self.compute_s, self.memory_s)
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte touched."""
+        return self.flops / self.bytes if self.bytes else math.inf
+
+    @property
+    def attained_flops(self) -> float:
+        """FLOP/s the op reaches if it runs exactly at its bound."""
+        return self.flops / self.time_s if self.time_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "kind": self.kind, "flops": self.flops, "bytes": self.bytes,
+                "flop_per_byte": self.intensity, "compute_s": self.compute_s,
+                "memory_s": self.memory_s, "time_s": self.time_s, "bound": self.bound,
+                "level": self.level}
 
 
 def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True) -> OpBound:
@@ -75,12 +178,14 @@ def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True) -> 
     """
     c = _chip(c)
     compute = op.flops / c.peak_flops
-    if isinstance(c, TileChip) and not weights_on_chip and c.offchip_bandwidth_bytes_per_s > 0:
-        act = (op.bytes - op.weight_bytes) / c.sram_bandwidth_bytes_per_s
-        memory = max(op.weight_bytes / c.offchip_bandwidth_bytes_per_s, act)
-    else:
-        memory = op.bytes / main_memory_bandwidth(c)
-    return OpBound(op.name, op.kind, compute, memory, "compute" if compute >= memory else "memory")
+    bws = memory_levels(c)
+    memory, level = 0.0, ""
+    for lvl, b in op_bytes_by_level(c, op, weights_on_chip=weights_on_chip).items():
+        t = b / bws[lvl]
+        if t > memory or not level:
+            memory, level = t, lvl
+    return OpBound(op.name, op.kind, compute, memory, "compute" if compute >= memory else "memory",
+                   flops=op.flops, bytes=op.bytes, level=level)
 
 
 def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> list[OpBound]:
@@ -96,15 +201,394 @@ def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
     return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip)))
 
 
+def step_need_bytes(s: Step) -> float:
+    """Bytes a step must hold at once: weights + the largest op's live activations (one
+    layer) + the KV cache of prefill/decode."""
+    model_bytes = s.model.weight_bytes(s.dtype_bytes)
+    live_act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+    kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum()) if s.phase in ("prefill", "decode") else 0.0
+    return model_bytes + live_act + kv
+
+
 def fits_on_chip(c: TileChip | GpuChip, s: Step) -> bool:
     """Do the step's weights and its largest op's activations fit in the chip's fast memory?
 
     For a tile chip that is the SRAM left after code; for a GPU it is HBM.
     """
     c = _chip(c)
-    model_bytes = s.model.weight_bytes(s.dtype_bytes)
-    live_act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
-    kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum()) if s.phase in ("prefill", "decode") else 0.0
-    need = model_bytes + live_act + kv
     cap = c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes
-    return need <= cap
+    return step_need_bytes(s) <= cap
+
+
+def step_energy(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> _energy.Energy:
+    """Energy of a step's FLOPs and compulsory bytes, joules (table in ``ipusim.energy``)."""
+    c = _chip(c)
+    if weights_on_chip is None:
+        weights_on_chip = fits_on_chip(c, s)
+    total = _energy.Energy(0.0, {})
+    for o in s.ops:
+        total = total + _energy.energy(o.flops, op_bytes_by_level(c, o, weights_on_chip=weights_on_chip))
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# One step, all of it: the object the CLI, the widget and scripts print
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRoofline:
+    """Roofline analysis of one step on one chip: per-op bounds, total, fit and energy."""
+
+    chip: TileChip | GpuChip
+    step: Step
+    bounds: tuple  # OpBound per op, step order
+    fits: bool  # weights + live activations (+ KV) fit in tile SRAM / HBM
+    need_bytes: float  # what must be held at once, bytes
+    capacity_bytes: float  # tile SRAM data room or HBM, bytes
+    energy: _energy.Energy = field(repr=False)
+
+    @property
+    def time_s(self) -> float:
+        """Lower bound on the step time, seconds."""
+        return float(sum(b.time_s for b in self.bounds))
+
+    @property
+    def compute_s(self) -> float:
+        """The step's FLOPs at peak, seconds (the time bound if nothing waited for memory)."""
+        return self.step.flops / self.chip.peak_flops
+
+    @property
+    def memory_bound_share(self) -> float:
+        """Share of the bound spent in memory-bound ops."""
+        t = self.time_s
+        return sum(b.time_s for b in self.bounds if b.bound == "memory") / t if t else 0.0
+
+    @property
+    def attained_flops(self) -> float:
+        return self.step.flops / self.time_s if self.time_s else 0.0
+
+    @property
+    def where(self) -> str:
+        """Where the weights are read from."""
+        if isinstance(self.chip, GpuChip):
+            return "HBM"
+        if self.fits or self.chip.offchip_bandwidth_bytes_per_s == 0:
+            return "tile SRAM"
+        return "streaming DRAM"
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.step.real_tokens / self.time_s
+
+    @property
+    def seq_per_s(self) -> float:
+        return self.step.batch / self.time_s
+
+    def to_dict(self) -> dict:
+        s = self.step
+        return {
+            "chip": self.chip.name, "model": s.model.name, "phase": s.phase, "batch": s.batch,
+            "row_len": s.row_len, "real_tokens": s.real_tokens, "tokens": s.tokens,
+            "flops": s.flops, "bytes": s.bytes, "time_s": self.time_s, "compute_s": self.compute_s,
+            "memory_bound_share": self.memory_bound_share, "attained_flops": self.attained_flops,
+            "peak_flops": self.chip.peak_flops, "tokens_per_s": self.tokens_per_s,
+            "seq_per_s": self.seq_per_s, "fits": self.fits, "weights_in": self.where,
+            "need_bytes": self.need_bytes, "capacity_bytes": self.capacity_bytes,
+            "energy": self.energy.to_dict(), "ops": [b.to_dict() for b in self.bounds],
+        }
+
+    def __repr__(self):
+        s = self.step
+        fit = "fits" if self.fits else "DOES NOT FIT"
+        return (
+            f"StepRoofline({self.chip.name}, {s.model.name} {s.phase}, batch {s.batch}: >= "
+            f"{self.time_s * 1e6:,.1f} us, {self.attained_flops / 1e12:,.1f} of "
+            f"{self.chip.peak_flops / 1e12:,.0f} TFLOP/s, {self.memory_bound_share:.0%} memory-bound; "
+            f"{fit} ({self.need_bytes / 1e9:,.3g} of {self.capacity_bytes / 1e9:,.3g} GB), weights from "
+            f"{self.where}; {self.energy.total_j * 1e3:,.3g} mJ)"
+        )
+
+    def _repr_html_(self):
+        rows = "".join(
+            f"<tr><td>{b.op}</td><td>{b.kind}</td><td>{b.flops / 1e9:,.2f}</td><td>{b.bytes / 1e6:,.2f}</td>"
+            f"<td>{b.intensity:,.1f}</td><td>{b.time_s * 1e6:,.2f}</td><td>{b.bound}</td></tr>"
+            for b in self.bounds
+        )
+        return (
+            f"<p><b>{self.chip.name}</b>, {self.step.model.name} {self.step.phase}, batch {self.step.batch}: "
+            f"&ge; {self.time_s * 1e6:,.1f} &mu;s; {'fits' if self.fits else '<b>does not fit</b>'} "
+            f"({self.need_bytes / 1e9:,.3g} of {self.capacity_bytes / 1e9:,.3g} GB)</p>"
+            "<table><tr><th>op</th><th>kind</th><th>GFLOP</th><th>MB</th><th>FLOP/B</th>"
+            f"<th>bound &mu;s</th><th>limit</th></tr>{rows}</table>"
+        )
+
+
+def analyze(c, s: Step, *, weights_on_chip: bool | None = None) -> StepRoofline:
+    """Roofline analysis of step ``s`` on chip ``c`` (preset name or chip object)."""
+    c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+    fits = fits_on_chip(c, s)
+    woc = fits if weights_on_chip is None else weights_on_chip
+    cap = float(c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes)
+    return StepRoofline(c, s, tuple(step_bounds(c, s, weights_on_chip=woc)), fits, step_need_bytes(s), cap,
+                        step_energy(c, s, weights_on_chip=woc))
+
+
+# ---------------------------------------------------------------------------------------------
+# Capacity: where a model lives, and how many chips it needs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Bytes a model needs for inference or training, against each memory level of a chip.
+
+    ``chips_needed`` is a lower bound: the bytes divided evenly over chips, nothing
+    replicated, no room lost to fragmentation or to per-chip copies of activations.
+    """
+
+    chip: str
+    model: str
+    mode: str  # "inference" or "training"
+    weight_bytes: float
+    kv_bytes: float  # KV cache for the whole batch at full context (decoders, inference)
+    activation_bytes: float  # live (inference: largest op, one layer) or stored (training)
+    state_bytes: float  # gradients + optimizer state (training), else 0
+    levels: dict  # level -> bytes one chip holds there
+
+    @property
+    def need_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.activation_bytes + self.state_bytes
+
+    @property
+    def fits(self) -> dict:
+        """Level -> does it fit on one chip."""
+        return {k: self.need_bytes <= v for k, v in self.levels.items()}
+
+    @property
+    def chips_needed(self) -> dict:
+        """Level -> chips needed to hold it in that level (lower bound)."""
+        return {k: max(1, math.ceil(self.need_bytes / v)) for k, v in self.levels.items()}
+
+    @property
+    def home(self) -> str | None:
+        """Fastest level that holds everything on one chip, or None."""
+        return next((k for k, ok in self.fits.items() if ok), None)
+
+    def to_dict(self) -> dict:
+        return {"chip": self.chip, "model": self.model, "mode": self.mode, "need_bytes": self.need_bytes,
+                "weight_bytes": self.weight_bytes, "kv_bytes": self.kv_bytes,
+                "activation_bytes": self.activation_bytes, "state_bytes": self.state_bytes,
+                "levels": dict(self.levels), "fits": self.fits, "chips_needed": self.chips_needed,
+                "home": self.home}
+
+    def __repr__(self):
+        per = ", ".join(f"{k} {v / 1e9:,.3g} GB: {self.chips_needed[k]} chip(s)" for k, v in self.levels.items())
+        return (f"Capacity({self.model} {self.mode} on {self.chip}: needs {self.need_bytes / 1e9:,.3g} GB "
+                f"(weights {self.weight_bytes / 1e9:,.3g}); {per})")
+
+
+def capacity(
+    c, model_or_name, *, mode: str = "inference", batch: int = 1, seq_len: int | None = None,
+    dtype_bytes: int = 2, recompute: bool = False,
+) -> Capacity:
+    """Where ``model`` fits on chip ``c`` and how many chips it needs.
+
+    Inference holds the weights, the largest op's activations for one layer and, for a
+    decoder, the KV cache of ``batch`` sequences at ``seq_len`` (default: the model's
+    maximum). Training holds ``workloads.training_footprint`` for ``batch x seq_len`` tokens:
+    weights, gradients, Adam state (16 bytes/parameter in all) and stored activations.
+    """
+    c = _chip(c)
+    m = workloads.model(model_or_name)
+    choice("mode", mode, ("inference", "training"))
+    batch = positive("batch", batch, integer=True)
+    seq_len = m.max_positions if seq_len is None else positive("seq_len", seq_len, integer=True)
+    if seq_len > m.max_positions:
+        raise ValueError(f"seq_len={seq_len} exceeds {m.name}'s max_positions {m.max_positions}")
+    if mode == "training":
+        tf = workloads.training_footprint(m, seq_len=seq_len, tokens_per_step=batch * seq_len,
+                                          dtype_bytes=dtype_bytes, recompute=recompute)
+        return Capacity(c.name, m.name, mode, tf.weight_bytes, 0.0, tf.activation_bytes,
+                        tf.gradient_bytes + tf.optimizer_bytes, memory_capacities(c))
+    s = workloads.step(m, [seq_len] * batch, dtype_bytes=dtype_bytes)
+    live = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+    kv = m.kv_bytes_per_token(dtype_bytes) * batch * seq_len if m.kind == "decoder" else 0.0
+    return Capacity(c.name, m.name, mode, m.weight_bytes(dtype_bytes), float(kv), float(live), 0.0,
+                    memory_capacities(c))
+
+
+# ---------------------------------------------------------------------------------------------
+# A grid of step bounds: batch x sequence length x chip (Numba kernel + plain reference)
+# ---------------------------------------------------------------------------------------------
+
+_BASIS = ((1, 8), (2, 8), (1, 16), (1, 32))  # (batch, seq_len) points that fix the 4 coefficients
+_CHECK = (3, 24)  # a fifth point that must agree
+
+
+def _features(b, ln):
+    return np.array([1.0, b, b * ln, b * ln * ln])
+
+
+def _op_quantities(s: Step) -> np.ndarray:
+    """Per op: FLOPs, weight bytes, other bytes, live activation bytes of one instance."""
+    return np.array([[o.flops, o.weight_bytes, o.bytes - o.weight_bytes,
+                      (o.act_read_bytes + o.act_write_bytes) / o.count] for o in s.ops])
+
+
+def step_coefficients(model_or_name, phase: str = "forward", dtype_bytes: int = 2) -> np.ndarray:
+    """Coefficients ``C[op, quantity, 4]`` with quantity = C . (1, B, B l, B l^2) for a batch
+    of B sequences of l tokens (context length for decode), quantity in (FLOPs, weight bytes,
+    other bytes, live activation bytes per instance).
+
+    Every op of ``workloads.step`` is linear in those four features; this solves for the
+    coefficients from four steps and checks them on a fifth (an error if the op list ever
+    stops being of that form).
+    """
+    m = workloads.model(model_or_name)
+    pts = [(b, min(ln, m.max_positions)) for b, ln in _BASIS]
+    A = np.array([_features(b, ln) for b, ln in pts])
+    Y = np.stack([_op_quantities(workloads.step(m, [ln] * b, phase=phase, dtype_bytes=dtype_bytes))
+                  for b, ln in pts])  # (4 points, ops, 4 quantities)
+    C = np.linalg.solve(A, Y.reshape(4, -1)).T.reshape(Y.shape[1], Y.shape[2], 4)
+    b, ln = _CHECK
+    ln = min(ln, m.max_positions)
+    want = _op_quantities(workloads.step(m, [ln] * b, phase=phase, dtype_bytes=dtype_bytes))
+    got = C @ _features(b, ln)
+    if not np.allclose(got, want, rtol=1e-9, atol=1e-6):
+        raise RuntimeError("workloads.step is no longer linear in (1, B, B l, B l^2); sweep cannot be used")
+    return C
+
+
+@njit(cache=True)
+def _sweep_kernel(batches, seq_lens, coef, fixed_need, kv_per_token, peak, bw_fast, bw_weights, cap,
+                  out_time, out_fits):
+    """Step lower bounds over a (chip, batch, seq_len) grid.
+
+    Preconditions: ``batches`` and ``seq_lens`` are float64 arrays of whole numbers >= 1;
+    ``coef`` is float64 (ops, 4 quantities, 4 features) from ``step_coefficients``;
+    ``peak``, ``bw_fast`` (> 0), ``bw_weights`` (>= 0; 0 means "no off-chip weight stream")
+    and ``cap`` are float64 arrays of one value per chip; ``out_time`` (float64) and
+    ``out_fits`` (bool) have shape (chips, batches, seq_lens).
+    """
+    n_ops = coef.shape[0]
+    for c in range(peak.shape[0]):
+        for i in range(batches.shape[0]):
+            b = batches[i]
+            for j in range(seq_lens.shape[0]):
+                f1 = b
+                f2 = b * seq_lens[j]
+                f3 = f2 * seq_lens[j]
+                live = 0.0
+                for o in range(n_ops):
+                    v = coef[o, 3, 0] + coef[o, 3, 1] * f1 + coef[o, 3, 2] * f2 + coef[o, 3, 3] * f3
+                    if v > live:
+                        live = v
+                fits = fixed_need + live + kv_per_token * f2 <= cap[c]
+                t = 0.0
+                for o in range(n_ops):
+                    fl = coef[o, 0, 0] + coef[o, 0, 1] * f1 + coef[o, 0, 2] * f2 + coef[o, 0, 3] * f3
+                    w = coef[o, 1, 0] + coef[o, 1, 1] * f1 + coef[o, 1, 2] * f2 + coef[o, 1, 3] * f3
+                    a = coef[o, 2, 0] + coef[o, 2, 1] * f1 + coef[o, 2, 2] * f2 + coef[o, 2, 3] * f3
+                    comp = fl / peak[c]
+                    if fits or bw_weights[c] <= 0.0:
+                        mem = (w + a) / bw_fast[c]
+                    else:
+                        mem = max(w / bw_weights[c], a / bw_fast[c])
+                    t += max(comp, mem)
+                out_time[c, i, j] = t
+                out_fits[c, i, j] = fits
+
+
+@dataclass(frozen=True)
+class BoundGrid:
+    """Step lower bounds over chips x batches x sequence lengths. Seconds."""
+
+    chips: tuple  # chip names
+    model: str
+    phase: str
+    batches: np.ndarray  # sequences per step
+    seq_lens: np.ndarray  # tokens per sequence (context length for decode)
+    time_s: np.ndarray  # (chips, batches, seq_lens) lower bound of one step
+    fits: np.ndarray  # (chips, batches, seq_lens) step fits in tile SRAM / HBM
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        """Upper bound on real tokens per second (new tokens for decode)."""
+        per_seq = np.ones_like(self.seq_lens, dtype=np.float64) if self.phase == "decode" else self.seq_lens
+        return self.batches[None, :, None] * per_seq[None, None, :] / self.time_s
+
+    def best_chip(self) -> np.ndarray:
+        """Name of the fastest chip at each (batch, seq_len) point."""
+        return np.asarray(self.chips)[np.argmin(self.time_s, axis=0)]
+
+    def to_dict(self) -> dict:
+        return {"chips": list(self.chips), "model": self.model, "phase": self.phase,
+                "batches": self.batches.tolist(), "seq_lens": self.seq_lens.tolist(),
+                "time_s": self.time_s.tolist(), "fits": self.fits.tolist()}
+
+    def __repr__(self):
+        return (f"BoundGrid({self.model} {self.phase}: {len(self.chips)} chips x {self.batches.size} batches "
+                f"x {self.seq_lens.size} lengths; bounds {self.time_s.min() * 1e6:,.3g} us .. "
+                f"{self.time_s.max() * 1e3:,.3g} ms)")
+
+
+def _sweep_inputs(chips, model_or_name, batches, seq_lens):
+    m = workloads.model(model_or_name)
+    if isinstance(chips, (str, TileChip, GpuChip)):
+        chips = [chips]
+    cs = [_chip(c) for c in chips]
+    if not cs:
+        raise ValueError("chips is empty: give at least one chip preset name or chip object")
+    arrs = []
+    for name, v in (("batches", batches), ("seq_lens", seq_lens)):
+        a = np.atleast_1d(np.asarray(v))
+        if a.size == 0 or a.ndim != 1:
+            raise ValueError(f"{name} must be a non-empty 1-D list of whole numbers >= 1")
+        if not np.issubdtype(a.dtype, np.number) or not np.all(np.isfinite(a)) or np.any(a < 1) \
+                or np.any(a != np.round(a)):
+            raise ValueError(f"{name} must hold whole numbers >= 1, got {v!r}")
+        arrs.append(a.astype(np.int64))
+    if arrs[1].max() > m.max_positions:
+        raise ValueError(f"seq_lens holds {arrs[1].max()} > {m.name}'s max_positions {m.max_positions}")
+    return m, cs, arrs[0], arrs[1]
+
+
+def sweep(chips, model_or_name, batches, seq_lens, *, phase: str = "forward", dtype_bytes: int = 2) -> BoundGrid:
+    """Lower-bound step time of ``model`` for every chip x batch x sequence length (Numba).
+
+    Each grid point is a batch of ``batch`` sequences of ``seq_len`` tokens (for decode: one
+    new token each against a context of ``seq_len``), bounded as ``step_time_s`` bounds it:
+    weights from tile SRAM when the step fits, else streamed from off-chip DRAM.
+    """
+    m, cs, b, lens = _sweep_inputs(chips, model_or_name, batches, seq_lens)
+    choice("phase", phase, workloads.PHASES)
+    dt = positive("dtype_bytes", dtype_bytes, integer=True)
+    coef = step_coefficients(m, phase, dt)
+    kv = float(m.kv_bytes_per_token(dt)) if phase in ("prefill", "decode") else 0.0
+    peak = np.array([c.peak_flops for c in cs], dtype=np.float64)
+    fast = np.array([main_memory_bandwidth(c, weights_on_chip=True) for c in cs], dtype=np.float64)
+    wbw = np.array([c.offchip_bandwidth_bytes_per_s if isinstance(c, TileChip) else 0.0 for c in cs])
+    cap = np.array([c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes for c in cs], dtype=np.float64)
+    out_t = np.empty((len(cs), b.size, lens.size))
+    out_f = np.empty((len(cs), b.size, lens.size), dtype=np.bool_)
+    _sweep_kernel(b.astype(np.float64), lens.astype(np.float64), coef, float(m.weight_bytes(dt)), kv,
+                  peak, fast, wbw.astype(np.float64), cap, out_t, out_f)
+    return BoundGrid(tuple(c.name for c in cs), m.name, phase, b, lens, out_t, out_f)
+
+
+def _sweep_reference(chips, model_or_name, batches, seq_lens, *, phase: str = "forward",
+                     dtype_bytes: int = 2) -> BoundGrid:
+    """Plain-Python reference of ``sweep``: builds every step and bounds it op by op."""
+    m, cs, b, lens = _sweep_inputs(chips, model_or_name, batches, seq_lens)
+    out_t = np.empty((len(cs), b.size, lens.size))
+    out_f = np.empty((len(cs), b.size, lens.size), dtype=bool)
+    for j, ln in enumerate(lens):
+        for i, n in enumerate(b):
+            s = workloads.step(m, [int(ln)] * int(n), phase=phase, dtype_bytes=dtype_bytes)
+            for k, c in enumerate(cs):
+                out_f[k, i, j] = fits_on_chip(c, s)
+                out_t[k, i, j] = step_time_s(c, s)
+    return BoundGrid(tuple(c.name for c in cs), m.name, phase, b, lens, out_t, out_f)

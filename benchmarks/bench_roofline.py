@@ -1,0 +1,43 @@
+"""Roofline explorer sweep: step lower bounds over chips x batches x sequence lengths.
+
+Kernel: ``roofline.sweep`` (coefficients once, then a Numba loop over the grid).
+Reference: ``roofline._sweep_reference`` (builds every step with ``workloads.step`` and
+bounds it op by op with ``roofline.step_time_s``), the same function the tests compare to.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ipusim import hardware, roofline
+
+
+def _best_of(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def rows(quick: bool) -> list[dict]:
+    n = 12 if quick else 48
+    chips = list(hardware.PRESETS)
+    batches = np.unique(np.geomspace(1, 512, n).round().astype(int))
+    out = []
+    for model, phase, max_len in (("bert-base", "forward", 512), ("llama-2-7b", "decode", 4096)):
+        lens = np.unique(np.geomspace(16, max_len, n).round().astype(int))
+        roofline.sweep(chips, model, batches[:2], lens[:2], phase=phase)  # compile / load the kernel
+        k = _best_of(lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p), 3)
+        r = _best_of(lambda m=model, p=phase, ls=lens: roofline._sweep_reference(chips, m, batches, ls, phase=p), 1)
+        pts = len(chips) * batches.size * lens.size
+        out.append({
+            "name": f"roofline sweep {model} {phase} ({pts:,} points)",
+            "kernel_s": k, "reference_s": r,
+            "goal": "explorer redraws a full grid well under 0.1 s",
+            "note": "kernel time includes solving the per-op coefficients (5 small steps)",
+        })
+    return out

@@ -1,0 +1,127 @@
+"""Energy of computing and of moving bytes: a cited pJ/FLOP and pJ/byte table.
+
+Sources are keys of ``shared/reference/hardware_facts.md`` §3. The table is Horowitz's
+45 nm figures (ISSCC 2014) plus one HBM figure; which value we pick and why is written
+next to each entry.
+
+Process-node caveat, plainly: the chips we compare are 7 nm (GC200, A100) and TSMC 4N
+(H100), not 45 nm. Arithmetic energy has shrunk several-fold since 45 nm, SRAM access
+energy less (it is dominated by wires), and off-chip DRAM/HBM energy per bit least (it
+is I/O and DRAM-array energy; the HBM figure here is already for a 2017 part). So at
+today's nodes *moving* a byte costs relatively more than this table says compared with
+a FLOP, and absolute joules here are too high for compute. We apply one table to every
+chip, so that comparisons isolate *where the bytes come from*, not the process node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PJ = 1e-12  # joules per picojoule
+
+
+@dataclass(frozen=True)
+class EnergyCost:
+    """Energy of one unit of work: a FLOP or a byte read from one memory level."""
+
+    pj: float  # picojoules per unit
+    unit: str  # "FLOP" or "byte"
+    source: str  # source key and how the number was derived
+
+
+# Per FP16 FLOP: one multiply-add is 2 FLOP and costs a FP16 multiply (1.1 pJ) plus a FP16
+# add (0.4 pJ) at 45 nm (GIST-HOROWITZ, ESIM): 1.5 pJ / 2 FLOP.
+FLOP_FP16 = EnergyCost(
+    (1.1 + 0.4) / 2, "FLOP",
+    "GIST-HOROWITZ 45 nm: FP16 mult 1.1 pJ + FP16 add 0.4 pJ per multiply-add (2 FLOP)",
+)
+FLOP_FP32 = EnergyCost(
+    (3.7 + 0.9) / 2, "FLOP",
+    "GIST-HOROWITZ 45 nm: FP32 mult 3.7 pJ + FP32 add 0.9 pJ per multiply-add (2 FLOP)",
+)
+
+# Per byte read from each memory level. Keys are the level names of roofline.memory_levels.
+BYTE = {
+    # A tile's 624 KiB is built of 16-32 KiB memory elements (GC-LV memory map: 8 x 16 KiB +
+    # 4 x 32 KiB on GC2), so one access hits a ~32 KB array: Horowitz's 32 KB 64-bit access,
+    # 20 pJ / 8 bytes. (The 1 MB figure, 12.5 pJ/byte, is the class of a GPU L2.)
+    "tile SRAM": EnergyCost(
+        20.0 / 8, "byte",
+        "GIST-HOROWITZ 45 nm: 32 KB SRAM, 64-bit access 20 pJ (tile banks are 16-32 KiB, GC-LV)",
+    ),
+    # HBM2 device access ~3.9 pJ/bit (O'Connor et al. MICRO-50 2017, via FGDRAM notes; conf. M,
+    # value L). Unattributed notes put HBM3 at 3-5 pJ/bit, so one figure serves A100 (HBM2e)
+    # and H100/H200 (HBM3/3e).
+    "HBM": EnergyCost(3.9 * 8, "byte", "FGDRAM (O'Connor et al. 2017, as quoted): HBM2 ~3.9 pJ/bit"),
+    # Streaming Memory is DDR4 DIMMs. Horowitz: DRAM 64-bit access 1.3-2.6 nJ = 20-41 pJ/bit
+    # (45 nm era, the only high-confidence DRAM figure). We take the LOW end, 20 pJ/bit: the
+    # high end is older DRAM, and a lower-confidence note (HBM 2-2.4x better than DDR4) would
+    # put DDR4 near 8-9 pJ/bit, so 20 is already unfavourable to the tile chip. See the
+    # notebook's energy section for the sensitivity.
+    "streaming DRAM": EnergyCost(
+        20.0 * 8, "byte", "GIST-HOROWITZ: DRAM 64-bit access 1.3-2.6 nJ = 20-41 pJ/bit; low end taken",
+    ),
+    # ASSUMPTION: the exchange reads a byte at the sender's SRAM and writes it at the
+    # receiver's (2 x 2.5 pJ); the wire energy across the die is not in the facts sheet, so
+    # this is a floor.
+    "exchange": EnergyCost(
+        2 * 20.0 / 8, "byte",
+        "ASSUMPTION: one tile-SRAM read + one write (GIST-HOROWITZ 32 KB); die wires not counted",
+    ),
+}
+# No sourced pJ/bit for IPU-Links or NVLink: "chip-to-chip link" bytes are not priced.
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy of some work: compute plus bytes moved per memory level. Joules."""
+
+    compute_j: float
+    movement_j: dict = field(default_factory=dict)  # level -> joules
+
+    @property
+    def data_j(self) -> float:
+        """Joules spent moving bytes, all levels."""
+        return float(sum(self.movement_j.values()))
+
+    @property
+    def total_j(self) -> float:
+        return self.compute_j + self.data_j
+
+    @property
+    def data_share(self) -> float:
+        """Fraction of the energy spent moving data."""
+        return self.data_j / self.total_j if self.total_j else 0.0
+
+    def __add__(self, other: Energy) -> Energy:
+        mv = dict(self.movement_j)
+        for k, v in other.movement_j.items():
+            mv[k] = mv.get(k, 0.0) + v
+        return Energy(self.compute_j + other.compute_j, mv)
+
+    def to_dict(self) -> dict:
+        return {"compute_j": self.compute_j, "data_j": self.data_j, "total_j": self.total_j,
+                "data_share": self.data_share, "movement_j": dict(self.movement_j)}
+
+    def __repr__(self):
+        mv = ", ".join(f"{k} {v:.3g} J" for k, v in self.movement_j.items())
+        return (f"Energy({self.total_j:.3g} J: compute {self.compute_j:.3g} J, data {self.data_j:.3g} J"
+                f" [{mv}], {self.data_share:.0%} moving data)")
+
+
+def energy(flops: float, bytes_by_level: dict, *, flop_cost: EnergyCost = FLOP_FP16) -> Energy:
+    """Energy of ``flops`` FLOPs and of reading ``bytes_by_level`` (level -> bytes), joules."""
+    mv = {}
+    for level, b in bytes_by_level.items():
+        if level not in BYTE:
+            raise ValueError(f"no energy figure for memory level {level!r}; priced: {', '.join(BYTE)}")
+        mv[level] = float(b) * BYTE[level].pj * PJ
+    return Energy(float(flops) * flop_cost.pj * PJ, mv)
+
+
+def table() -> list[dict]:
+    """The energy table as rows: item, pJ per unit, unit, source."""
+    rows = [{"item": "FP16 FLOP", "pj": FLOP_FP16.pj, "unit": "FLOP", "source": FLOP_FP16.source},
+            {"item": "FP32 FLOP", "pj": FLOP_FP32.pj, "unit": "FLOP", "source": FLOP_FP32.source}]
+    rows += [{"item": k, "pj": v.pj, "unit": v.unit, "source": v.source} for k, v in BYTE.items()]
+    return rows

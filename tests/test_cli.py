@@ -1,0 +1,69 @@
+"""The command line, run as a user runs it: ``python -m ipusim`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "ipusim", *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_roofline_prints_per_op_and_total_bounds():
+    out = _run("roofline", "--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "128")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for op in ("qkv", "attn_scores", "softmax", "ffn_up", "ffn_down", "pooler"):
+        assert op in text
+    assert "total: >=" in text and "fits in tile SRAM" in text and "energy:" in text
+    assert out.stderr == ""
+
+
+def test_roofline_json_is_one_object_with_consistent_totals():
+    out = _run("roofline", "--chip", "a100-80gb", "--model", "llama-2-7b", "--batch", "4",
+               "--seq-len", "1024", "--phase", "decode", "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)  # fails unless stdout is exactly one JSON document
+    assert d["chip"] == "a100-80gb" and d["model"] == "llama-2-7b" and d["phase"] == "decode"
+    assert d["time_s"] == pytest.approx(sum(o["time_s"] for o in d["ops"]), rel=1e-9)
+    # decode at batch 4 streams the 13.5 GB of weights from HBM at 2.039 TB/s: >= 6.6 ms
+    assert d["time_s"] >= 2 * 6.7e9 / 2.039e12
+    assert d["fits"] is True and d["capacity"]["chips_needed"]["HBM"] == 1
+
+
+def test_roofline_reports_a_model_that_does_not_fit():
+    out = _run("roofline", "--chip", "gc200", "--model", "llama-2-7b", "--batch", "1", "--seq-len", "256", "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["fits"] is False and d["weights_in"] == "streaming DRAM"
+    assert d["capacity"]["chips_needed"]["tile SRAM"] > 10
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--chip", "tpu", "--model", "bert-base", "--batch", "8", "--seq-len", "128"], "unknown chip preset 'tpu'"),
+    (["--chip", "gc200", "--model", "bert", "--batch", "8", "--seq-len", "128"], "unknown model preset"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "0", "--seq-len", "128"], "--batch must be >= 1"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "x", "--seq-len", "128"], "invalid int value"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "1000"], "max_positions 512"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "8"], "required: --seq-len"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "8", "--phase", "x"], "unknown phase"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, needle):
+    out = _run("roofline", *args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_presets_still_listed():
+    out = _run("presets", "--json")
+    assert out.returncode == 0, out.stderr
+    assert {c["name"] for c in json.loads(out.stdout)["chips"]} >= {"gc200", "h100-sxm"}

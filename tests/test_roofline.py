@@ -1,0 +1,299 @@
+"""Roofline bounds, capacity, energy and the Numba sweep, against closed forms and published figures."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipusim import energy, hardware, roofline, workloads
+
+CHIPS = list(hardware.PRESETS)
+
+# ---------------------------------------------------------------------------------------------
+# The roofline itself
+# ---------------------------------------------------------------------------------------------
+
+
+def test_memory_levels_of_each_kind():
+    assert list(roofline.memory_levels("gc200")) == ["tile SRAM", "exchange", "streaming DRAM", "chip-to-chip link"]
+    assert list(roofline.memory_levels("gc2")) == ["tile SRAM", "exchange", "chip-to-chip link"]
+    assert list(roofline.memory_levels("h100-sxm")) == ["HBM", "chip-to-chip link"]
+    assert roofline.memory_levels("h100-sxm")["HBM"] == 3.35e12  # HPCTECH
+    assert roofline.memory_capacities("gc200")["streaming DRAM"] == 112e9  # CAMBRIAN 448 GB / 4
+    assert roofline.memory_capacities("a100-40gb") == {"HBM": 40e9}
+
+
+def test_ridge_points_match_the_facts_sheet():
+    # facts §8: GC200 on-chip 47.5 TB/s -> ridge ~5.3 FLOP/byte; A100 80GB ~153; H100 ~295
+    assert roofline.ridge_points("gc200")["tile SRAM"] == pytest.approx(250e12 / 47.5e12, rel=0.01)
+    assert roofline.ridge_points("a100-80gb")["HBM"] == pytest.approx(153, rel=0.01)
+    assert roofline.ridge_points("h100-sxm")["HBM"] == pytest.approx(295, rel=0.01)
+
+
+@pytest.mark.parametrize("name", CHIPS)
+def test_attainable_flops_closed_form(name):
+    c = hardware.chip(name)
+    for lvl, bw in roofline.memory_levels(c).items():
+        ridge = c.peak_flops / bw
+        lo, hi = roofline.attainable_flops_by_level(c, ridge / 10)[lvl], roofline.attainable_flops_by_level(c, ridge * 10)[lvl]
+        assert lo == pytest.approx(ridge / 10 * bw, rel=1e-12)
+        assert hi == c.peak_flops
+        assert roofline.attainable_flops(c, ridge, bw) == pytest.approx(c.peak_flops, rel=1e-12)
+    arr = roofline.attainable_flops(c, np.logspace(-2, 4, 50))
+    assert np.all(np.diff(arr) >= 0) and arr.max() <= c.peak_flops
+
+
+def test_arithmetic_intensity():
+    s = workloads.step("bert-base", [128])
+    assert roofline.arithmetic_intensity(s) == pytest.approx(s.flops / s.bytes)
+    assert roofline.arithmetic_intensity(s.ops[1]) == pytest.approx(s.ops[1].flops / s.ops[1].bytes)
+    assert roofline.arithmetic_intensity(10.0, 4.0) == 2.5
+    assert roofline.arithmetic_intensity(10.0, 0.0) == math.inf
+    with pytest.raises(ValueError, match="bytes"):
+        roofline.arithmetic_intensity(1.0, -1.0)
+
+
+step_st = st.tuples(
+    st.sampled_from(["bert-base", "gpt2", "llama-2-7b", "llama-2-70b"]),
+    st.lists(st.integers(1, 512), min_size=1, max_size=16),
+    st.sampled_from(["forward", "prefill", "decode", "train"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=step_st, name=st.sampled_from(CHIPS), woc=st.sampled_from([None, True, False]))
+def test_bounds_never_beat_peak_or_bandwidth(spec, name, woc):
+    """Every op bound >= flops/peak and >= bytes / (fastest level's bandwidth); the attained
+    rate never exceeds the peak; the step bound is the sum of the op bounds."""
+    model, lens, phase = spec
+    c = hardware.chip(name)
+    s = workloads.step(model, lens, phase=phase)
+    fastest = max(roofline.memory_levels(c).values())
+    bounds = roofline.step_bounds(c, s, weights_on_chip=woc)
+    for b, o in zip(bounds, s.ops, strict=True):
+        assert b.time_s >= o.flops / c.peak_flops * (1 - 1e-12)
+        assert b.time_s >= o.bytes / fastest * (1 - 1e-12)
+        assert b.attained_flops <= c.peak_flops * (1 + 1e-12)
+        assert b.flops == o.flops and b.bytes == o.bytes
+    t = roofline.step_time_s(c, s, weights_on_chip=woc)
+    assert t == pytest.approx(sum(b.time_s for b in bounds), rel=1e-12)
+    assert t >= s.flops / c.peak_flops * (1 - 1e-12)
+    assert t >= s.bytes / fastest * (1 - 1e-12)
+    r = roofline.analyze(c, s, weights_on_chip=woc)
+    assert r.attained_flops <= c.peak_flops * (1 + 1e-12)
+    assert 0 <= r.memory_bound_share <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec=step_st, name=st.sampled_from(list(hardware.GPU_PRESETS)))
+def test_gpu_bound_is_max_of_flops_and_hbm_bytes(spec, name):
+    """On a GPU each op's bound is exactly max(flops / peak, bytes / HBM bandwidth)."""
+    model, lens, phase = spec
+    c = hardware.chip(name)
+    s = workloads.step(model, lens, phase=phase)
+    want = sum(max(o.flops / c.peak_flops, o.bytes / c.hbm_bandwidth_bytes_per_s) for o in s.ops)
+    assert roofline.step_time_s(c, s) == pytest.approx(want, rel=1e-12)
+
+
+def test_decode_of_7b_is_weight_streaming_bound():
+    """Llama-2-7B, one token, batch 1: the bound is the weights over the memory bandwidth.
+    A100 80GB: 2 x 6.74e9 B / 2.039e12 B/s = 6.61 ms; GC200 (does not fit, weights from
+    Streaming Memory at the assumed 64 GB/s): 0.21 s. Tolerance 2 % (KV cache, small ops)."""
+    s = workloads.step("llama-2-7b", [512], phase="decode")
+    assert roofline.step_time_s("a100-80gb", s) == pytest.approx(2 * 6.74e9 / 2.039e12, rel=0.02)
+    assert not roofline.fits_on_chip("gc200", s)
+    assert roofline.step_time_s("gc200", s) == pytest.approx(2 * 6.74e9 / 64e9, rel=0.02)
+    assert roofline.analyze("gc200", s).where == "streaming DRAM"
+    # forcing the weights on chip (e.g. sharded over many IPUs) brings it back to SRAM speed
+    assert roofline.step_time_s("gc200", s, weights_on_chip=True) < roofline.step_time_s("gc200", s) / 100
+
+
+def test_large_batch_bert_matmuls_are_compute_bound_softmax_is_not():
+    """BERT-base, 16 x 512: every per-token weight matmul is compute-bound on every chip, while the
+    unfused softmax over the h l^2 score matrix (5 FLOP per 4 bytes) stays memory-bound on
+    the HBM machines (its intensity is far below their ridge of 153-295 FLOP/byte)."""
+    s = workloads.step("bert-base", [512] * 16)
+    for name in ("gc200", "a100-80gb", "h100-sxm"):
+        r = roofline.analyze(name, s)
+        assert r.fits
+        for b in r.bounds:
+            if b.op in ("qkv", "attn_out", "ffn_up", "ffn_down"):
+                assert b.bound == "compute", (name, b.op)
+            if b.op == "softmax" and name != "gc200":
+                assert b.bound == "memory"
+                assert b.intensity == pytest.approx(5 / 4, rel=1e-12)
+
+
+def test_fits_on_chip_counts_weights_activations_and_kv():
+    assert roofline.fits_on_chip("gc200", workloads.step("bert-base", [128] * 8))
+    assert roofline.fits_on_chip("gc200", workloads.step("gpt2", [1024] * 4, phase="decode"))
+    # GPT-2 KV: 2 x 12 x 768 x 2 B = 36,864 B/token; 30 x 1024 tokens = 1.13 GB > 0.87 GB of tile SRAM
+    assert not roofline.fits_on_chip("gc200", workloads.step("gpt2", [1024] * 30, phase="decode"))
+    assert roofline.fits_on_chip("a100-40gb", workloads.step("gpt2", [1024] * 30, phase="decode"))
+    assert not roofline.fits_on_chip("h100-sxm", workloads.step("llama-2-70b", [16]))
+
+
+def test_analyze_result_is_readable_and_serialisable():
+    r = roofline.analyze("gc200", workloads.step("bert-base", [128] * 8))
+    d = r.to_dict()
+    json.dumps(d)
+    assert d["chip"] == "gc200" and len(d["ops"]) == len(r.bounds) and d["fits"] is True
+    assert d["time_s"] == pytest.approx(sum(o["time_s"] for o in d["ops"]))
+    assert "gc200" in repr(r) and "fits" in repr(r)
+    assert "<table>" in r._repr_html_()
+    assert r.tokens_per_s == pytest.approx(1024 / r.time_s)
+    with pytest.raises(ValueError, match="Step"):
+        roofline.analyze("gc200", "bert-base")
+    with pytest.raises(ValueError, match="unknown chip preset"):
+        roofline.analyze("tpu", workloads.step("bert-base", [8]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Capacity
+# ---------------------------------------------------------------------------------------------
+
+
+def test_capacity_inference_where_models_fit():
+    assert roofline.capacity("gc200", "bert-base", batch=8, seq_len=128).home == "tile SRAM"
+    assert roofline.capacity("gc200", "bert-large", batch=1, seq_len=128).home == "tile SRAM"
+    assert roofline.capacity("gc200", "llama-2-7b", seq_len=2048).home == "streaming DRAM"
+    assert roofline.capacity("h100-sxm", "llama-2-7b", seq_len=2048).home == "HBM"
+    assert roofline.capacity("h100-sxm", "llama-2-70b", seq_len=2048).home is None
+    assert roofline.capacity("gc2", "llama-2-7b", seq_len=16).home is None
+
+
+@pytest.mark.parametrize(("model", "params"), [("llama-2-7b", 6.74e9), ("llama-2-70b", 68.98e9), ("gpt-3-175b", 175e9)])
+@pytest.mark.parametrize("name", ["gc200", "a100-80gb", "h100-sxm", "h200"])
+def test_chips_needed_at_least_weights_over_capacity(model, params, name):
+    """Inference needs >= 2 bytes/param; training >= 16 bytes/param (weights, grads, Adam;
+    ZeRO §3.1). chips_needed is ceil(need / capacity) per level (1 % slack on params)."""
+    inf = roofline.capacity(name, model, seq_len=1024)
+    tr = roofline.capacity(name, model, mode="training", seq_len=1024)
+    for lvl, cap in inf.levels.items():
+        assert inf.chips_needed[lvl] >= math.ceil(0.99 * 2 * params / cap)
+        assert tr.chips_needed[lvl] >= math.ceil(0.99 * 16 * params / cap)
+        assert inf.chips_needed[lvl] == max(1, math.ceil(inf.need_bytes / cap))
+        assert tr.chips_needed[lvl] > inf.chips_needed[lvl] or tr.chips_needed[lvl] == 1
+    assert tr.state_bytes == pytest.approx(14 * workloads.model(model).params)
+
+
+def test_gpt3_chip_counts():
+    """GPT-3 175B inference in FP16: 349 GB of weights -> 5 x 80 GB GPUs; in GC200 tile SRAM
+    (0.868 GB of data room per chip) over 400 chips."""
+    h = roofline.capacity("h100-sxm", "gpt-3-175b", seq_len=2048)
+    assert h.chips_needed["HBM"] == 5
+    g = roofline.capacity("gc200", "gpt-3-175b", seq_len=2048)
+    assert 400 < g.chips_needed["tile SRAM"] < 450
+    assert g.chips_needed["streaming DRAM"] == 4
+    d = g.to_dict()
+    json.dumps(d)
+    assert "gpt-3-175b" in repr(g)
+
+
+def test_capacity_validates():
+    with pytest.raises(ValueError, match="mode"):
+        roofline.capacity("gc200", "bert-base", mode="serving")
+    with pytest.raises(ValueError, match="batch"):
+        roofline.capacity("gc200", "bert-base", batch=0)
+    with pytest.raises(ValueError, match="max_positions"):
+        roofline.capacity("gc200", "bert-base", seq_len=4096)
+
+
+# ---------------------------------------------------------------------------------------------
+# Energy
+# ---------------------------------------------------------------------------------------------
+
+
+def test_energy_table_is_cited():
+    for row in energy.table():
+        assert row["pj"] > 0 and row["source"]
+        assert "GIST-HOROWITZ" in row["source"] or "FGDRAM" in row["source"] or "ASSUMPTION" in row["source"]
+
+
+def test_step_energy_closed_form():
+    """FP16 FLOP 0.75 pJ (Horowitz 1.1 + 0.4 pJ per 2 FLOP); bytes 2.5 pJ from tile SRAM,
+    31.2 pJ from HBM (3.9 pJ/bit), 160 pJ from DRAM (20 pJ/bit)."""
+    s = workloads.step("bert-base", [128] * 4)
+    g = roofline.step_energy("a100-80gb", s)
+    assert g.compute_j == pytest.approx(s.flops * 0.75e-12, rel=1e-12)
+    assert g.movement_j == pytest.approx({"HBM": s.bytes * 31.2e-12}, rel=1e-12)
+    t = roofline.step_energy("gc200", s)
+    assert t.movement_j == pytest.approx({"tile SRAM": s.bytes * 2.5e-12}, rel=1e-12)
+    big = workloads.step("llama-2-7b", [64], phase="decode")
+    e = roofline.step_energy("gc200", big)
+    assert e.movement_j["streaming DRAM"] == pytest.approx(big.weight_bytes * 160e-12, rel=1e-12)
+    assert 0 < e.data_share < 1
+    assert e.total_j == pytest.approx(e.compute_j + e.data_j)
+    assert "J" in repr(e)
+
+
+@pytest.mark.parametrize(("name", "tdp"), [("gc200", 300), ("a100-80gb", 400), ("h100-sxm", 700)])
+def test_energy_table_vs_published_power(name, tdp):
+    """Sanity check of the (45 nm) table against published TDPs: peak FLOP/s x pJ/FLOP plus
+    fastest-level bandwidth x pJ/byte lands within a factor of 2 of the board power."""
+    c = hardware.chip(name)
+    lvl = "tile SRAM" if c.kind == "tile" else "HBM"
+    watts = c.peak_flops * energy.FLOP_FP16.pj * 1e-12 + roofline.memory_levels(c)[lvl] * energy.BYTE[lvl].pj * 1e-12
+    assert tdp / 2 < watts < tdp * 2
+
+
+def test_energy_rejects_unpriced_levels():
+    with pytest.raises(ValueError, match="chip-to-chip link"):
+        energy.energy(1.0, {"chip-to-chip link": 1.0})
+
+
+# ---------------------------------------------------------------------------------------------
+# The Numba sweep against its reference
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("model", "phase"), [("bert-base", "forward"), ("gpt2", "decode"),
+                                              ("llama-2-7b", "prefill"), ("llama-2-70b", "train")])
+def test_sweep_kernel_matches_reference(seed, model, phase):
+    rng = np.random.default_rng(seed)
+    n_b, n_l = [(1, 1), (3, 5), (8, 6)][seed]
+    m = workloads.model(model)
+    batches = rng.integers(1, 257, n_b)
+    lens = rng.integers(1, min(m.max_positions, 2048) + 1, n_l)
+    got = roofline.sweep(CHIPS, model, batches, lens, phase=phase)
+    want = roofline._sweep_reference(CHIPS, model, batches, lens, phase=phase)
+    np.testing.assert_allclose(got.time_s, want.time_s, rtol=1e-9)
+    np.testing.assert_array_equal(got.fits, want.fits)
+    assert got.time_s.shape == (len(CHIPS), n_b, n_l)
+
+
+def test_sweep_covers_both_sides_of_the_capacity_wall():
+    """A grid where GC200 goes from fitting to not fitting: the kernel must switch to the
+    DRAM stream exactly where the reference does."""
+    b = np.array([1, 4, 16, 64, 256])
+    g = roofline.sweep(["gc200"], "gpt2", b, [1024], phase="decode")
+    ref = roofline._sweep_reference(["gc200"], "gpt2", b, [1024], phase="decode")
+    assert g.fits[0, :, 0].tolist() == ref.fits[0, :, 0].tolist()
+    assert g.fits[0, 0, 0] and not g.fits[0, -1, 0]
+    np.testing.assert_allclose(g.time_s, ref.time_s, rtol=1e-9)
+
+
+def test_sweep_result_helpers():
+    g = roofline.sweep(["gc200", "h100-sxm"], "bert-base", [1, 64], [128, 512])
+    assert g.tokens_per_s[0, 1, 0] == pytest.approx(64 * 128 / g.time_s[0, 1, 0])
+    assert set(g.best_chip().ravel()) <= {"gc200", "h100-sxm"}
+    json.dumps(g.to_dict())
+    assert "bert-base" in repr(g)
+
+
+@pytest.mark.parametrize(("kw", "msg"), [
+    (dict(chips=[]), "chips is empty"), (dict(batches=[0]), "batches"), (dict(seq_lens=[1.5]), "seq_lens"),
+    (dict(seq_lens=[1024]), "max_positions"), (dict(batches=[]), "batches"), (dict(chips=["tpu"]), "unknown chip"),
+    (dict(phase="serve"), "phase"),
+])
+def test_sweep_validates(kw, msg):
+    args = dict(chips=["gc200"], model_or_name="bert-base", batches=[1], seq_lens=[128])
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        roofline.sweep(**args)
