@@ -362,6 +362,16 @@ def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
     return np.cumsum(gaps) / rate
 
 
+def saturation_rate(lengths, service: ServiceModel, batch: int) -> float:
+    """Requests/s one replica carries when every batch is full (``batch`` requests)."""
+    k = max(1, lengths.size // batch)
+    groups = np.resize(lengths, (k, batch)) if lengths.size >= batch else lengths[None, :]
+    b = groups.shape[1]
+    ln = groups.max(axis=1) if service.mode == "padded" else -(-groups.sum(axis=1) // b)
+    t = service.table()[b - 1, np.minimum(ln, service.max_prompt) - 1]
+    return b / float(np.mean(t))
+
+
 MAX_UTILIZATION = 0.97  # busy share above which a finite run counts as overloaded
 
 
@@ -371,6 +381,10 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
     n = lengths.size
     unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
     unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
+    # A finite run hides a slowly growing queue: cap the rate below what full batches can
+    # carry (the saturation throughput), whatever the run's p99 says.
+    sat = servers * saturation_rate(lengths, service, policy.max_batch)
+    upper = min(upper, MAX_UTILIZATION * sat)
     lo, hi = upper / 1e4, upper
 
     def run(rate):

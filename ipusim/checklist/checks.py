@@ -139,7 +139,7 @@ class Context:
 
     def __init__(self, case: Case):
         self.case = case
-        self.n = sweep_size(3000, 400)
+        self.n = sweep_size(8000, 2000)
         self.lengths = eng.traffic_lengths(case, self.n)
         self.quick_bisect = sweep_size(12, 7)
         self._fit: dict = {}
