@@ -89,7 +89,7 @@ def fmt(v, unit: str = "") -> str:
     elif a >= 10:
         s = f"{v:.1f}"
     elif a >= 0.01 or a == 0:
-        s = f"{v:.2f}" if a < 1 else f"{v:.2f}".rstrip("0").rstrip(".")
+        s = f"{v:.2f}"
     else:
         s = f"{v:.2e}"
     return f"{s} {unit}".strip()

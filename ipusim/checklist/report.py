@@ -142,8 +142,9 @@ class Report:
             out += ["Reasons, ranked by weight (points > 0 favour moving to the tile chip):", ""]
             out += [f"{i}. ({r.weight:+.0f}) {r.text} [{', '.join(r.checks)}]" for i, r in enumerate(v.reasons, 1)]
             out.append("")
-        out += ["## The case", "", _md_table([{"item": k, "value": _case_value(val)} for k, val in case.to_dict().items()
-                                              if k not in ("prices", "name")]), ""]
+        out += ["## The case", "", _md_table(_case_rows(case)), ""]
+        if self.sources():
+            out += [f"*Timing models:* {self.sources()}", ""]
         out += ["## Checks", "", _md_table([{"check": f"{c.id} {c.name}", "status": STATUS_MARK[c.status],
                                              "headline": c.summary} for c in self.checks.values()]), ""]
         for c in self.checks.values():
@@ -162,6 +163,11 @@ class Report:
 
     def _repr_markdown_(self):
         return self.to_markdown()
+
+    def sources(self) -> str:
+        """The models that timed the steps and served the requests (C2's source)."""
+        c2 = self.checks.get("C2")
+        return c2.source if c2 is not None and c2.status != "skipped" else ""
 
     def _price_rows(self):
         p = self.case.prices
@@ -196,8 +202,9 @@ class Report:
         imgs = self._figure_pngs() if figures else {}
         if "overview" in imgs:
             parts.append(f"<img alt='overview' src='data:image/png;base64,{imgs['overview']}'>")
-        parts.append("<h2>The case</h2>" + _html_table([{"item": k, "value": _case_value(val)}
-                                                       for k, val in case.to_dict().items() if k not in ("prices", "name")]))
+        parts.append("<h2>The case</h2>" + _html_table(_case_rows(case)))
+        if self.sources():
+            parts.append(f"<p class='assume'>Timing models: {html.escape(self.sources())}</p>")
         for c in self.checks.values():
             parts.append(f"<h3 id='{c.id}'>{c.id} {html.escape(c.name)} <span class='status {c.status}'>"
                          f"{STATUS_MARK[c.status]}</span></h3><p>{html.escape(c.summary)}</p>"
@@ -237,15 +244,33 @@ class Report:
         return self.to_html(figures=False)
 
 
+def _case_rows(case) -> list[dict]:
+    m = case.model
+    if case.lengths is not None:
+        lens = (f"{case.length_source or 'given'}: {case.lengths.size:,} lengths, mean "
+                f"{case.lengths.mean():.0f}, max {int(case.lengths.max())} tokens")
+    else:
+        lens = f"{case.long_fraction:.0%} long texts (short 16-128, long 256-{m.max_positions} tokens; ASSUMPTION)"
+    rows = [
+        {"item": "model", "value": f"{m.name} ({m.kind}, {m.params / 1e6:,.1f}M parameters)"},
+        {"item": "task", "value": case.task + (f", {case.output_tokens} reply tokens" if case.task == "generate" else "")},
+    ]
+    if case.inference:
+        rows += [
+            {"item": "traffic", "value": f"{fmt(case.rate_per_s, 'req/s')}, "
+                                         + ("arrival trace" if case.arrivals is not None else "Poisson arrivals")},
+            {"item": "lengths", "value": lens},
+            {"item": "p99 target", "value": fmt(case.slo_p99_s * 1e3, "ms")},
+            {"item": "candidates", "value": "; ".join(f"{c.label} ({c.chip.kind}, mode {c.mode}, policy {c.policy})"
+                                                      for c in case.candidates)},
+        ]
+    tr = case.training
+    rows.append({"item": "training", "value": "not asked" if tr is None else
+                 f"{', '.join(x.name for x in tr.models)}; {tr.token_budget / 1e9:g}B tokens of {tr.seq_len}"})
+    rows.append({"item": "questionnaire", "value": f"{len(case.answers)} of 5 answered"})
+    rows.append({"item": "seed", "value": str(case.seed)})
+    return rows
+
+
 def _links(ids) -> str:
     return ", ".join(f"<a href='#{c}'>{c}</a>" for c in ids)
-
-
-def _case_value(v) -> str:
-    if isinstance(v, list):
-        return ", ".join(_case_value(x) for x in v) or "-"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={_case_value(x)}" for k, x in v.items() if x is not None) or "-"
-    if isinstance(v, float):
-        return fmt(v)
-    return "-" if v is None or v == "" else str(v)
