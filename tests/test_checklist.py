@@ -157,7 +157,7 @@ def test_serving_kernel_matches_reference(n, servers, policy, mode):
     svc = _service(mode)
     arr = np.cumsum(rng.exponential(1 / 3000, n))
     lens = rng.integers(1, 513, n)
-    fast = eng.simulate(arr, lens, svc, policy, servers)
+    fast = eng.simulate_standin(arr, lens, svc, policy, servers)
     ref = eng.simulate_reference(arr, lens, svc.batch_time, policy, servers)
     for a, b in zip(fast.to_dict().values(), ref.to_dict().values(), strict=True):
         if isinstance(a, float):
@@ -173,7 +173,7 @@ def test_md1_queue_matches_pollaczek_khinchine():
     s = svc.batch_time(lens[:1])
     for rho in (0.3, 0.7):
         arr = eng.poisson_arrivals(rho / s, lens.size, seed=1)
-        r = eng.simulate(arr, lens, svc, eng.Policy("dynamic", 1, 0.0), 1)
+        r = eng.simulate_standin(arr, lens, svc, eng.Policy("dynamic", 1, 0.0), 1)
         expect = s + rho * s / (2 * (1 - rho))
         assert r.mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error
         assert r.utilization == pytest.approx(rho, rel=0.02)  # busy share = offered load
@@ -320,3 +320,17 @@ def test_seeded_runs_are_identical():
     a = run_checklist(default_case(seed=3), show_progress=False).to_json()
     b = run_checklist(default_case(seed=3), show_progress=False).to_json()
     assert a == b
+
+
+def test_squad_histogram_padding_matches_published():
+    """SQuAD v1.1 at 384 tokens: 55.2% padding (hardware_facts.md §4.1, recomputed from GC-TUT)."""
+    from ipusim.checklist import check_padding
+    from ipusim.checklist.case import named_lengths
+
+    try:
+        lens = named_lengths("squad")
+    except ValueError as err:
+        pytest.skip(f"histograms not installed yet: {err}")
+    case = Case(lengths=lens, length_source="squad-384")
+    c3 = check_padding(case)
+    assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram

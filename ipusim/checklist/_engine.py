@@ -29,7 +29,7 @@ def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np
     """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short."""
     rng = np.random.default_rng(seed)
     lo, hi = SHORT_RANGE[0], min(SHORT_RANGE[1], max_len)
-    short = np.exp(rng.uniform(np.log(lo), np.log(hi), n))
+    short = rng.uniform(lo, hi, n)
     long_lo = min(LONG_FROM, max_len)
     long = rng.uniform(long_lo, max_len, n)
     is_long = rng.random(n) < long_fraction
@@ -62,17 +62,18 @@ def long_share(case, lengths) -> float:
 # Packing (stand-in: first-fit decreasing)
 # ---------------------------------------------------------------------------------------
 def pack_efficiency(lengths: np.ndarray, max_len: int, max_per_pack: int = 16) -> tuple[float, int, str]:
-    """Share of real tokens in packs of ``max_len`` (first-fit decreasing), packs, source."""
+    """Share of real tokens in rows of ``max_len`` tokens, rows used, and the method's name.
+
+    ``ipusim.packing`` (SPFHP, Krell et al. 2021, at most 3 sequences a row) when installed;
+    else the checklist's first-fit decreasing stand-in.
+    """
     try:
         from .. import packing as _packing
     except ImportError:
         _packing = None
-    if _packing is not None and hasattr(_packing, "ffd"):
-        res = _packing.ffd(lengths, max_len)
-        eff = getattr(res, "efficiency", None)
-        packs = getattr(res, "n_packs", None) or getattr(res, "packs", None)
-        if eff is not None and isinstance(packs, (int, np.integer)):
-            return float(eff), int(packs), "ipusim.packing.ffd"
+    if _packing is not None and hasattr(_packing, "pack"):
+        res = _packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=3)
+        return float(res.efficiency), int(res.rows), "ipusim.packing SPFHP, at most 3 sequences a row"
     return (*_ffd(lengths, max_len, max_per_pack), "first-fit decreasing (checklist stand-in)")
 
 
@@ -95,20 +96,28 @@ def _ffd(lengths, max_len, max_per_pack):
 # ---------------------------------------------------------------------------------------
 # Machine time
 # ---------------------------------------------------------------------------------------
+def simulators_present() -> bool:
+    """True when both machine simulators (``ipusim.tiles`` and ``ipusim.gpu``) are installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(f"ipusim.{m}") is not None for m in ("tiles", "gpu"))
+
+
 def machine_time(c, s: workloads.Step, *, weights_on_chip: bool = True) -> tuple[float, str]:
-    """Seconds for step ``s`` on one chip and the name of the model that gave it."""
-    try:
+    """Seconds for step ``s`` on one chip and the name of the model that gave it.
+
+    The tile and GPU simulators are used only when both are installed, so that the two
+    machine kinds are never compared under different models; until then both get the
+    roofline lower bound.
+    """
+    if simulators_present():
         from .. import machine
 
-        if c.kind == "tile":
-            from .. import tiles  # noqa: F401
-        else:
-            from .. import gpu  # noqa: F401
-    except ImportError:
-        machine = None
-    if machine is not None:
-        r = machine.simulate(c, s)
-        return float(r.time_s), f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
+        name = f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
+        if c.kind == "tile":  # placement decided by the checklist (C1), not by the simulator
+            kw = {"weights": "on_chip" if weights_on_chip else "stream"}
+            return float(machine.step_time_s(c, s, **kw)), name
+        return float(machine.step_time_s(c, s)), name
     return roofline.step_time_s(c, s, weights_on_chip=weights_on_chip), "roofline lower bound (stand-in)"
 
 
@@ -229,18 +238,21 @@ def _bilinear_log(bg, lg, grid, b, ln):
 class Policy:
     """A batching policy: up to ``max_batch`` requests, waiting at most ``max_delay_s``."""
 
-    kind: str  # "static" (waits for a full batch) or "dynamic"
+    kind: str  # "static" (waits for a full batch), "dynamic", or a serving policy's kind
     max_batch: int
     max_delay_s: float  # inf for static
+    obj: object = None  # the ipusim.policies object when the serving simulator runs it
 
     @property
     def label(self) -> str:
+        if self.obj is not None:
+            return self.obj.describe()
         if self.kind == "static":
             return f"static batch {self.max_batch}"
         return f"dynamic, max batch {self.max_batch}, max delay {self.max_delay_s * 1e3:.3g} ms"
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "max_batch": self.max_batch,
+        return {"kind": self.kind, "label": self.label, "max_batch": self.max_batch,
                 "max_delay_s": self.max_delay_s if math.isfinite(self.max_delay_s) else None}
 
 
@@ -264,8 +276,61 @@ class ServingResult:
 SERVING_SOURCE = "FIFO dynamic batcher (checklist stand-in)"
 
 
+def serving_module():
+    """``(ipusim.serving, ipusim.policies)`` when the serving simulator is installed, else None."""
+    try:
+        from .. import policies, serving
+    except ImportError:
+        return None
+    return serving, policies
+
+
 def simulate(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
-    """Serve requests (arrival times ``arrivals``, s) with ``policy`` on ``servers`` replicas."""
+    """Serve requests with ``policy`` on ``servers`` replicas: ``ipusim.serving`` if installed."""
+    mods = serving_module()
+    if mods is not None and policy.obj is not None:
+        return _simulate_serving(mods[0], arrivals, lengths, service, policy, servers)
+    return simulate_standin(arrivals, lengths, service, policy, servers)
+
+
+def _serving_service(serving, service: ServiceModel):
+    """The checklist's service table as an ``ipusim.serving.ServiceModel`` (cached on it)."""
+    sm = getattr(service, "_serving_model", None)
+    if sm is None:
+        name = f"{service.c.name} {service.model.name} {service.mode}"
+        if service.mode == "padded":
+            tab = np.zeros((service.max_batch + 1, service.max_prompt + 1))
+            tab[1:, 1:] = service.table()
+            sm = serving.ServiceModel(name, tab, 1, source=service.source)
+        else:  # rows of max_prompt tokens, packed ideally (as PackedBERT)
+            tab = np.zeros((service.max_batch + 1, 2))
+            tab[1:, 1] = service.table()[:, service.max_prompt - 1]
+            sm = serving.ServiceModel(name, tab, service.max_prompt, packed=True, pack_len=service.max_prompt,
+                                      source=service.source)
+        service._serving_model = sm
+    return sm
+
+
+def _simulate_serving(serving, arrivals, lengths, service, policy, servers) -> ServingResult:
+    sm = _serving_service(serving, service)
+    lens = np.minimum(np.asarray(lengths, dtype=np.int64), service.max_prompt)
+    r = serving.simulate(np.asarray(arrivals, dtype=float), lens, policy.obj, [sm] * servers,
+                         latency_target_s=1.0, max_waiting=max(1000, lens.size // 4))
+    d = r.summary()
+    util = d["utilization"] if d["stable"] else 1.0
+    return ServingResult(d["latency_p50_s"], d["latency_p99_s"] if d["stable"] else math.inf,
+                         d["latency_mean_s"], util, d["mean_batch"], d["served"], SERVING_MODULE_SOURCE)
+
+
+SERVING_MODULE_SOURCE = "ipusim.serving simulator"
+
+
+def simulate_standin(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
+    """Serve requests (arrival times ``arrivals``, s) with ``policy`` on ``servers`` replicas.
+
+    The checklist's own FIFO dynamic batcher (a Numba kernel), used until ``ipusim.serving``
+    is installed; ``simulate_reference`` is its plain-Python reference.
+    """
     arrivals = np.ascontiguousarray(arrivals, dtype=np.float64)
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
     lat = np.empty(arrivals.size)
@@ -383,8 +448,9 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
     unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
     # A finite run hides a slowly growing queue: cap the rate below what full batches can
     # carry (the saturation throughput), whatever the run's p99 says.
-    sat = servers * saturation_rate(lengths, service, policy.max_batch)
-    upper = min(upper, MAX_UTILIZATION * sat)
+    if policy.obj is None:  # the stand-in; the serving simulator flags a growing queue itself
+        sat = servers * saturation_rate(lengths, service, policy.max_batch)
+        upper = min(upper, MAX_UTILIZATION * sat)
     lo, hi = upper / 1e4, upper
 
     def run(rate):
@@ -393,7 +459,7 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
     def ok(r):
         # A short run cannot show an unbounded queue; servers busy >= MAX_UTILIZATION of the
         # time are treated as overloaded (a longer run would not meet the target).
-        return r.p99_s <= slo_s and r.utilization < MAX_UTILIZATION
+        return r.p99_s <= slo_s and r.utilization < MAX_UTILIZATION and math.isfinite(r.p99_s)
 
     r_lo = run(lo)
     if not ok(r_lo):

@@ -57,7 +57,7 @@ ASSUMPTIONS = MappingProxyType({
     "energy": "ASSUMPTION: each deployed chip draws its preset board power (sourced) all the time; "
     "idle power, host, cooling and networking are not counted (PUE 1.0).",
     "long_mix": "ASSUMPTION: the articles do not define 'long text'; a short text is 16-128 tokens "
-    "(log-uniform) and a long one 256 to the model's maximum (uniform).",
+    "and a long one 256 to the model's maximum, each uniform (as ipusim.lengths.long_text_mix).",
     "output_tokens": "ASSUMPTION: a chat reply is 128 new tokens unless the case says otherwise.",
     "verdict_weights": "ASSUMPTION: the verdict thresholds and the points each reason carries are "
     "this checklist's policy (a judgement), not measurements; they are listed in the report.",
@@ -324,22 +324,24 @@ def read_lengths_file(path, seed: int = 0) -> np.ndarray:
         raise ValueError(f"lengths file {str(path)!r}: expected 'length,count' rows or one length a line ({err})") from None
 
 
+NAMED_LENGTHS = {"wikipedia": "wikipedia-512", "squad": "squad-384", "wikipedia-512": "wikipedia-512",
+                 "squad-384": "squad-384"}
+
+
 def named_lengths(name: str, seed: int = 0) -> np.ndarray:
-    """A named length histogram shipped with ipusim ("wikipedia", "squad"), as a sample."""
+    """A seeded sample of a length histogram shipped with ipusim ("wikipedia", "squad")."""
+    key = NAMED_LENGTHS.get(str(name).lower())
+    if key is None:
+        raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(NAMED_LENGTHS)} or a file path")
     try:
-        from .. import lengths as _lengths  # the packing helper's module, when present
+        from .. import lengths as _lengths  # ipusim.lengths (the packing module's sources)
     except ImportError:
         _lengths = None
-    if _lengths is not None and hasattr(_lengths, "histogram"):
-        h = _lengths.histogram(name)
-        if isinstance(h, dict):
-            return histogram_sample(h, seed=seed)
-        if hasattr(h, "counts") and hasattr(h, "lengths"):
-            return histogram_sample(dict(zip(np.asarray(h.lengths).tolist(), np.asarray(h.counts).tolist(), strict=True)), seed=seed)
-    files = {"wikipedia": "wikipedia_bert_pretraining_len512.csv", "squad": "squad_v1_1_len384.csv"}
-    if name not in files:
-        raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(files)} or a file path")
-    p = Path(__file__).resolve().parent.parent / "data" / files[name]
+    if _lengths is not None and hasattr(_lengths, "dataset"):
+        counts = np.asarray(_lengths.dataset(key).counts)
+        return histogram_sample({i + 1: c for i, c in enumerate(counts.tolist()) if c}, seed=seed)
+    files = {"wikipedia-512": "wikipedia_bert_pretraining_len512.csv", "squad-384": "squad_v1_1_len384.csv"}
+    p = Path(__file__).resolve().parent.parent / "data" / files[key]
     if not p.is_file():
         raise ValueError(f"length histogram {name!r} is not installed ({p} missing)")
     return read_lengths_file(p, seed=seed)
@@ -490,8 +492,8 @@ def _lengths_from_name(spec: str, base_dir, seed):
     p = _resolve(spec, base_dir)
     if p.is_file():
         return read_lengths_file(p, seed=seed), str(spec)
-    if spec.lower() in ("wikipedia", "squad"):
-        return named_lengths(spec.lower(), seed=seed), spec.lower()
+    if spec.lower() in NAMED_LENGTHS:
+        return named_lengths(spec.lower(), seed=seed), NAMED_LENGTHS[spec.lower()]
     raise ValueError(f"lengths {spec!r} is neither a file nor a named histogram (wikipedia, squad)")
 
 

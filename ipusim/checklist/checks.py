@@ -151,10 +151,23 @@ class Context:
         bs = sweep_size((1, 2, 4, 8, 16, 32, 64, 128), (1, 4, 16, 64))
         delays = sweep_size((0.0, slo / 10, slo / 4), (slo / 5,))
         out = []
-        if cand.policy in ("auto", "dynamic"):
-            out += [eng.Policy("dynamic", b, d) for b in bs if b <= max_batch for d in delays]
-        if cand.policy in ("auto", "static"):
-            out += [eng.Policy("static", b, math.inf) for b in sweep_size((8, 32), (16,)) if b <= max_batch]
+        mods = eng.serving_module() if self.case.task == "classify" else None
+        if mods is not None:
+            P = mods[1]
+            if cand.policy in ("auto", "dynamic"):
+                out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
+                        for b in bs if b <= max_batch for d in delays]
+            if cand.policy in ("auto", "static"):
+                out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
+                        for b in sweep_size((8, 32), (16,)) if b <= max_batch]
+            if cand.policy == "auto":
+                out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
+                        for t in sweep_size((2048, 8192), (4096,)) for d in delays[-1:]]
+        else:
+            if cand.policy in ("auto", "dynamic"):
+                out += [eng.Policy("dynamic", b, d) for b in bs if b <= max_batch for d in delays]
+            if cand.policy in ("auto", "static"):
+                out += [eng.Policy("static", b, math.inf) for b in sweep_size((8, 32), (16,)) if b <= max_batch]
         if not out:
             out = [eng.Policy("dynamic", 1, 0.0)]
         return out
@@ -418,7 +431,8 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
             status = "warn"
     summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
                         f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
-    src = ctx.sources() + "; " + eng.SERVING_SOURCE
+    src = ctx.sources() + "; " + (eng.SERVING_MODULE_SOURCE if eng.serving_module() and case.task == "classify"
+                                  else eng.SERVING_SOURCE)
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
                  {"throughput": rows}, src)
 
@@ -481,7 +495,7 @@ def check_padding(case: Case, ctx: Context | None = None) -> Check:
         {"scheme": "pad to max length", "padding_%": pad_max * 100},
         {"scheme": f"pad to longest in batch of {b}", "padding_%": pad_batch * 100},
         {"scheme": "length buckets", "padding_%": pad_bucket * 100},
-        {"scheme": "pack (first-fit decreasing)", "padding_%": (1 - eff) * 100},
+        {"scheme": f"pack ({pack_src.split(' (')[0].removeprefix('ipusim.packing ')})", "padding_%": (1 - eff) * 100},
     ]}
     if rows:
         tables["packing_gain"] = rows

@@ -250,7 +250,7 @@ def _case_rows(case) -> list[dict]:
         lens = (f"{case.length_source or 'given'}: {case.lengths.size:,} lengths, mean "
                 f"{case.lengths.mean():.0f}, max {int(case.lengths.max())} tokens")
     else:
-        lens = f"{case.long_fraction:.0%} long texts (short 16-128, long 256-{m.max_positions} tokens; ASSUMPTION)"
+        lens = f"{case.long_fraction:.0%} long texts (short 16-128, long 256-{m.max_positions} tokens, uniform; ASSUMPTION)"
     rows = [
         {"item": "model", "value": f"{m.name} ({m.kind}, {m.params / 1e6:,.1f}M parameters)"},
         {"item": "task", "value": case.task + (f", {case.output_tokens} reply tokens" if case.task == "generate" else "")},
