@@ -194,7 +194,10 @@ def test_service_table_is_the_machine_time_at_grid_points():
     for b in (1, 4, 16):
         for ln in (8, 64, 512):
             s = workloads.step("bert-base", [ln] * b)
-            assert svc.table()[b - 1, ln - 1] == pytest.approx(roofline.step_time_s("gc200", s), rel=1e-9)
+            t, _ = eng.machine_time(hardware.chip("gc200"), s)  # the machine model the table samples
+            assert svc.table()[b - 1, ln - 1] == pytest.approx(t, rel=1e-9)
+            if not eng.simulators_present():
+                assert t == pytest.approx(roofline.step_time_s("gc200", s), rel=1e-12)
     t = svc.table()
     assert np.all(np.diff(t, axis=0) >= -1e-15) and np.all(np.diff(t, axis=1) >= -1e-15)
 
@@ -205,7 +208,8 @@ def test_ffd_packing_bounds():
     eff, packs, _ = eng.pack_efficiency(lens, 512)
     assert packs >= math.ceil(lens.sum() / 512)  # cannot beat the volume bound
     assert eff == pytest.approx(lens.sum() / (packs * 512))
-    assert eng.pack_efficiency(np.full(10, 256), 512)[:2] == (1.0, 5)
+    assert eng._ffd(np.full(10, 256), 512, 16) == (1.0, 5)  # the stand-in's first-fit decreasing
+    assert eng._ffd(lens, 512, 16)[1] >= math.ceil(lens.sum() / 512)
 
 
 # ------------------------------------------------------------------------------ checks

@@ -181,7 +181,7 @@ class ServiceModel:
         if self.chips > 1:
             link = self.c.link_bandwidth_bytes_per_s
             hop = tokens * self.model.d_model * 2 * (self.chips - 1) / link if link > 0 else math.inf
-            t = t / self.chips + hop
+            t = t + hop  # layers run in turn on the chips (pipeline stages)
         return t
 
     def batch_time(self, lengths) -> float:
@@ -231,6 +231,91 @@ def _bilinear_log(bg, lg, grid, b, ln):
             + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
 
 
+def replica_time(c, s: workloads.Step, *, chips: int, streaming: bool, tokens: int) -> tuple[float, str]:
+    """Seconds for step ``s`` on a replica of ``chips`` chips holding its layers in turn.
+
+    One batch passes the chips one after another (pipeline stages), so it takes what one chip
+    with enough memory would take, plus the activation hops over the links; the replica keeps
+    ``chips`` batches in flight (see ``Context.depth``). ASSUMPTION, see case.ASSUMPTIONS.
+    """
+    t, src = machine_time(c, s, weights_on_chip=not streaming)
+    if chips > 1:
+        link = c.link_bandwidth_bytes_per_s
+        hop = tokens * s.model.d_model * s.dtype_bytes * (chips - 1) / link if link > 0 else math.inf
+        t = t + hop  # layers run in turn on the chips (pipeline stages)
+    return t, src
+
+
+@dataclass
+class GenService:
+    """Iteration times of generation on one replica, for continuous batching (``ipusim.serving``).
+
+    ``prefill[b, L]``: a prompt pass of ``b`` prompts of ``L`` tokens; ``decode[b, ctx]``: one
+    new token for ``b`` sequences of mean context ``ctx``. Both sampled on a power-of-two grid
+    and interpolated as ``ServiceModel`` does.
+    """
+
+    c: object
+    model: workloads.TransformerConfig
+    chips: int = 1
+    streaming: bool = False
+    output_tokens: int = 128
+    max_batch: int = 64
+    kv_tokens: int = 0  # KV-cache capacity of the replica, tokens
+    mode: str = "padded"
+    task: str = "generate"
+    prompt_step: int = 32
+    ctx_step: int = 64
+
+    def __post_init__(self):
+        self.source = ""
+        self.max_prompt = max(8, self.model.max_positions - self.output_tokens)
+        self.b_grid = np.array(_pow2_grid(1, self.max_batch), dtype=float)
+        self.l_grid = np.array(_pow2_grid(8, self.model.max_positions), dtype=float)
+        self._g = {}
+
+    def _grid(self, phase: str) -> np.ndarray:
+        if phase not in self._g:
+            vals = np.empty((self.b_grid.size, self.l_grid.size))
+            for i, b in enumerate(self.b_grid):
+                for j, ln in enumerate(self.l_grid):
+                    st = workloads.step(self.model, [int(ln)] * int(b), phase=phase)
+                    toks = int(b) * (int(ln) if phase == "prefill" else 1)
+                    vals[i, j], self.source = replica_time(self.c, st, chips=self.chips,
+                                                           streaming=self.streaming, tokens=toks)
+            self._g[phase] = vals
+        return self._g[phase]
+
+    def _interp(self, phase, b, ln):
+        return _bilinear_log(self.b_grid, self.l_grid, self._grid(phase), np.atleast_1d(np.asarray(b, float)),
+                             np.atleast_1d(np.asarray(ln, float)))
+
+    def time_at(self, b: float, ln: float) -> float:
+        """A static batch: prompt pass plus every reply token at the mean context, seconds."""
+        ctx = min(self.model.max_positions, ln + self.output_tokens / 2)
+        return float(self._interp("prefill", b, ln)[0, 0] + self.output_tokens * self._interp("decode", b, ctx)[0, 0])
+
+    def batch_time(self, lengths) -> float:
+        lengths = np.asarray(lengths)
+        return self.time_at(min(lengths.size, self.max_batch), float(lengths.max()))
+
+    def generation_model(self, serving):
+        gm = getattr(self, "_gm", None)
+        if gm is None:
+            rows = np.arange(1, self.max_batch + 1, dtype=float)
+            pl = np.arange(1, -(-self.max_prompt // self.prompt_step) + 1) * self.prompt_step
+            pre = np.zeros((self.max_batch + 1, pl.size + 1))
+            pre[1:, 1:] = self._interp("prefill", rows, np.minimum(pl, self.model.max_positions))
+            cl = np.arange(1, -(-self.model.max_positions // self.ctx_step) + 1) * self.ctx_step
+            dec = np.zeros((self.max_batch + 1, cl.size + 1))
+            dec[1:, 1:] = self._interp("decode", rows, np.minimum(cl, self.model.max_positions))
+            name = f"{self.c.name} x{self.chips} {self.model.name}"
+            prefill = serving.ServiceModel(name + " prefill", pre, self.prompt_step, source=self.source)
+            gm = serving.GenerationModel(name, prefill, dec, self.ctx_step, source=self.source)
+            self._gm = gm
+        return gm
+
+
 # ---------------------------------------------------------------------------------------
 # Serving (stand-in: a FIFO dynamic batcher on identical replicas)
 # ---------------------------------------------------------------------------------------
@@ -267,6 +352,7 @@ class ServingResult:
     mean_batch: float
     served: int
     source: str
+    saturated: bool = False  # the run's queue would grow without bound at this rate
 
     def to_dict(self) -> dict:
         return {"p50_s": self.p50_s, "p99_s": self.p99_s, "mean_s": self.mean_s, "utilization": self.utilization,
@@ -288,6 +374,8 @@ def serving_module():
 def simulate(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
     """Serve requests with ``policy`` on ``servers`` replicas: ``ipusim.serving`` if installed."""
     mods = serving_module()
+    if mods is not None and policy.kind == "continuous":
+        return _simulate_generation(mods[0], arrivals, lengths, service, policy, servers)
     if mods is not None and policy.obj is not None:
         return _simulate_serving(mods[0], arrivals, lengths, service, policy, servers)
     return simulate_standin(arrivals, lengths, service, policy, servers)
@@ -319,10 +407,39 @@ def _simulate_serving(serving, arrivals, lengths, service, policy, servers) -> S
     d = r.summary()
     util = d["utilization"] if d["stable"] else 1.0
     return ServingResult(d["latency_p50_s"], d["latency_p99_s"] if d["stable"] else math.inf,
-                         d["latency_mean_s"], util, d["mean_batch"], d["served"], SERVING_MODULE_SOURCE)
+                         d["latency_mean_s"], util, d["mean_batch"], d["served"], SERVING_MODULE_SOURCE,
+                         saturated=not d["stable"] or util >= MAX_UTILIZATION)
 
 
 SERVING_MODULE_SOURCE = "ipusim.serving simulator"
+
+
+def _simulate_generation(serving, arrivals, lengths, service: GenService, policy, servers) -> ServingResult:
+    """Continuous batching on ``servers`` replicas, requests dealt to them in turn."""
+    gm = service.generation_model(serving)
+    arrivals = np.asarray(arrivals, dtype=float)
+    prompts = np.minimum(np.asarray(lengths, dtype=np.int64), service.max_prompt)
+    lat, busy, iters, spans, stable = [], 0.0, 0, [], True
+    for k in range(servers):
+        arr, pr = arrivals[k::servers], prompts[k::servers]
+        if arr.size == 0:
+            continue
+        r = serving.simulate_generation(arr, pr, service.output_tokens, policy.obj, gm, latency_target_s=1.0)
+        d = r.summary()
+        stable &= bool(d["stable"])
+        lat.append(r.latency_s)
+        busy += float(r.device_busy_s.sum())
+        iters += r.batches
+        spans.append(float(np.nanmax(r.finish_s)) - float(arr[0]))
+    lat = np.concatenate(lat)
+    span = max(max(spans), 1e-12)
+    p99 = float(np.nanpercentile(lat, 99)) if stable else math.inf
+    # utilization here is the share of time with at least one request running (not a
+    # capacity measure under continuous batching); stability comes from the simulator.
+    return ServingResult(float(np.nanpercentile(lat, 50)), p99, float(np.nanmean(lat)),
+                         min(1.0, busy / (servers * span)) if stable else 1.0,
+                         lat.size * service.output_tokens / max(iters, 1), int(lat.size),
+                         SERVING_MODULE_SOURCE + " (continuous batching)", saturated=not stable)
 
 
 def simulate_standin(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
@@ -342,8 +459,9 @@ def simulate_standin(arrivals, lengths, service: ServiceModel, policy: Policy, s
 def _result(arrivals, lat, busy, batches, last, servers):
     n = arrivals.size
     span = max(last - arrivals[0], 1e-12)
+    util = min(1.0, busy / (servers * span))
     return ServingResult(float(np.percentile(lat, 50)), float(np.percentile(lat, 99)), float(lat.mean()),
-                         min(1.0, busy / (servers * span)), n / batches, n, SERVING_SOURCE)
+                         util, n / batches, n, SERVING_SOURCE, saturated=util >= MAX_UTILIZATION)
 
 
 @njit(cache=True)
@@ -459,7 +577,7 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
     def ok(r):
         # A short run cannot show an unbounded queue; servers busy >= MAX_UTILIZATION of the
         # time are treated as overloaded (a longer run would not meet the target).
-        return r.p99_s <= slo_s and r.utilization < MAX_UTILIZATION and math.isfinite(r.p99_s)
+        return r.p99_s <= slo_s and not r.saturated and math.isfinite(r.p99_s)
 
     r_lo = run(lo)
     if not ok(r_lo):

@@ -66,8 +66,9 @@ ASSUMPTIONS = MappingProxyType({
     "training_efficiency": "ASSUMPTION: both machine kinds reach the same fraction (40%) of their "
     "roofline-attainable FLOP/s in training, so that it cancels in the cost ratio; "
     "communication between chips is not modelled.",
-    "multi_chip": "ASSUMPTION: a replica spread over m chips runs m times faster than one chip "
-    "plus the time to pass activations over the chip-to-chip links (ideal split).",
+    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip holds 1/m of the "
+    "layers, a batch takes what one chip with enough memory would take plus the activation hops "
+    "over the links, and m batches are in flight at once (m times the throughput, same latency).",
 })
 
 

@@ -107,6 +107,7 @@ class Placement:
     streaming: bool
     max_batch: int  # largest batch whose working set fits the replica
     tile: bool = True  # a tile chip (SRAM) or a GPU (HBM)
+    kv_tokens: int = 0  # KV-cache tokens the replica holds beside weights and activations
 
     @property
     def label(self) -> str:
@@ -146,12 +147,20 @@ class Context:
         self._search: dict = {}
 
     # --- policies searched ------------------------------------------------------------
-    def policies(self, cand, max_batch: int) -> list:
+    def policies(self, cand, max_batch: int, svc=None) -> list:
         slo = self.case.slo_p99_s
         bs = sweep_size((1, 2, 4, 8, 16, 32, 64, 128), (1, 4, 16, 64))
         delays = sweep_size((0.0, slo / 10, slo / 4), (slo / 5,))
         out = []
-        mods = eng.serving_module() if self.case.task == "classify" else None
+        mods = eng.serving_module()
+        if mods is not None and self.case.task == "generate":
+            P = mods[1]
+            need = self.case.max_len + self.case.output_tokens
+            kv = getattr(svc, "kv_tokens", 0) if svc is not None else 0
+            if kv >= need:
+                out += [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
+                        for b in bs]
+            return out
         if mods is not None:
             P = mods[1]
             if cand.policy in ("auto", "dynamic"):
@@ -195,6 +204,7 @@ class Context:
         ws = self.working_set(c, 1)
         per_seq = ws["activations"] + ws["kv"]
         cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
+        kv_per_tok = self.case.model.kv_bytes_per_token(2) if self.case.task == "generate" else 0
         out = {"need": ws, "capacity": cap, "placements": [], "notes": []}
         m_chips = max(1, math.ceil(ws["total"] / cap))
         link_ok = c.link_bandwidth_bytes_per_s > 0
@@ -202,11 +212,13 @@ class Context:
             room = m_chips * cap - ws["weights"]
             mb = int(max(1, min(256, room // per_seq))) if per_seq > 0 else 256
             kind = ("on-chip" if c.kind == "tile" else "hbm") if m_chips == 1 else "spread"
-            out["placements"].append(Placement(kind, m_chips, False, mb, c.kind == "tile"))
+            kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+            out["placements"].append(Placement(kind, m_chips, False, mb, c.kind == "tile", kv_tok))
         if c.kind == "tile" and m_chips > 1 and c.offchip_bytes > 0 and ws["weights"] <= c.offchip_bytes:
             if per_seq <= cap:
                 mb = int(max(1, min(256, cap // per_seq)))
-                out["placements"].append(Placement("streaming", 1, True, mb))
+                kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                out["placements"].append(Placement("streaming", 1, True, mb, True, kv_tok))
             else:
                 out["notes"].append("streaming: one sequence's activations and KV do not fit the SRAM")
         out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
@@ -218,10 +230,30 @@ class Context:
         return out
 
     # --- policy search ----------------------------------------------------------------
+    def depth(self, pl: Placement) -> int:
+        """Batches a replica keeps in flight: one per pipeline stage, unless the KV cache
+        (shared by the stages' streams) cannot hold a request per stream."""
+        if pl.chips == 1:
+            return 1
+        if self.case.task == "generate":
+            need = self.case.max_len + self.case.output_tokens
+            return int(min(pl.chips, max(1, pl.kv_tokens // need)))
+        return pl.chips
+
+    def continuous(self) -> bool:
+        """Generation served by ``ipusim.serving``'s continuous batching."""
+        return self.case.task == "generate" and eng.serving_module() is not None
+
     def modes(self, cand) -> tuple:
+        if self.continuous():
+            return ("padded",)  # prompts padded per iteration; packing does not apply
         return ("padded", "packed") if cand.mode == "auto" else (cand.mode,)
 
-    def service(self, cand, placement: Placement, mode: str) -> eng.ServiceModel:
+    def service(self, cand, placement: Placement, mode: str):
+        if self.continuous():
+            return eng.GenService(cand.chip, self.case.model, chips=placement.chips,
+                                  streaming=placement.streaming, output_tokens=self.case.output_tokens,
+                                  max_batch=128, kv_tokens=placement.kv_tokens // self.depth(placement))
         return eng.ServiceModel(cand.chip, self.case.model, self.case.task, mode,
                                 chips=placement.chips, streaming=placement.streaming,
                                 output_tokens=self.case.output_tokens,
@@ -245,10 +277,13 @@ class Context:
         slo = self.case.slo_p99_s
         best = None
         mean_len = float(np.mean(lengths))
-        for pol in self.policies(cand, svc.max_batch):
+        pols = self.policies(cand, svc.max_batch, svc)
+        if not pols:  # e.g. no room for one request's KV cache
+            return Deployment(pl, mode, eng.Policy("continuous", 1, 0.0), 0.0, svc, None)
+        for pol in pols:
             b = pol.max_batch
-            upper = 2.0 * b / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
-            cap, res = eng.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed,
+            upper = 2.0 * b * self.depth(pl) / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
+            cap, res = eng.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed, servers=self.depth(pl),
                                            iters=self.quick_bisect, upper=upper)
             if best is None or cap > best.capacity_per_replica:
                 best = Deployment(pl, mode, pol, cap, svc, res)
@@ -292,7 +327,7 @@ class Context:
         else:
             arr = eng.poisson_arrivals(case.rate_per_s, n, case.seed + 1)
             lens = self.lengths
-        return eng.simulate(arr, lens, dep.service, dep.policy, replicas)
+        return eng.simulate(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
 
     def sources(self) -> str:
         srcs = set()
@@ -431,8 +466,9 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
             status = "warn"
     summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
                         f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
-    src = ctx.sources() + "; " + (eng.SERVING_MODULE_SOURCE if eng.serving_module() and case.task == "classify"
-                                  else eng.SERVING_SOURCE)
+    src = ctx.sources() + "; " + (eng.SERVING_MODULE_SOURCE if eng.serving_module() else eng.SERVING_SOURCE)
+    if ctx.continuous():
+        src += " (continuous batching)"
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
                  {"throughput": rows}, src)
 
