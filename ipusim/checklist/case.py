@@ -190,7 +190,6 @@ class Case:
     training: Training | None = None
     inference: bool = True  # run checks 1-5 (False: a training-only case)
     answers: MappingProxyType = field(default_factory=dict)
-    current: str = ""  # chip the user runs today ("" = the first GPU candidate)
     name: str = ""
     seed: int = 0
 
@@ -257,8 +256,6 @@ class Case:
                 raise ValueError(f"unknown questionnaire item {k!r}; valid: {', '.join(ANSWERS)}")
             answers[k] = choice(f"answer to {k}", str(v).lower(), ANSWERS[k])
         object.__setattr__(self, "answers", MappingProxyType(answers))
-        if self.current:
-            object.__setattr__(self, "current", hardware.chip(self.current).name)
         if not self.name:
             object.__setattr__(self, "name", f"{m.name} {task}, {self.rate_per_s:g} req/s, p99 <= {self.slo_p99_s * 1e3:g} ms")
 
@@ -287,7 +284,7 @@ class Case:
             "prices": {"usd_per_chip_hour": dict(self.prices.usd_per_chip_hour),
                        "usd_per_kwh": self.prices.usd_per_kwh, "user_set": list(self.prices.user_set)},
             "training": self.training.to_dict() if self.training else None,
-            "inference": self.inference, "answers": dict(self.answers), "current": self.current,
+            "inference": self.inference, "answers": dict(self.answers),
             "seed": self.seed,
         }
 
@@ -415,7 +412,7 @@ def parse_prices(items) -> dict:
 
 
 _CASE_KEYS = {"name", "model", "task", "rate_per_s", "slo_p99_ms", "slo_p99_s", "long_fraction",
-              "lengths", "arrivals", "output_tokens", "current", "seed", "inference"}
+              "lengths", "arrivals", "output_tokens", "seed", "inference"}
 
 
 def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
@@ -441,7 +438,7 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
     kw["model"] = model_spec
     if "slo_p99_ms" in merged:
         kw["slo_p99_s"] = positive("slo_p99_ms", merged.pop("slo_p99_ms")) / 1e3
-    for k in ("name", "task", "rate_per_s", "slo_p99_s", "long_fraction", "output_tokens", "current", "seed", "inference"):
+    for k in ("name", "task", "rate_per_s", "slo_p99_s", "long_fraction", "output_tokens", "seed", "inference"):
         if k in merged:
             kw[k] = merged[k]
     seed = int(kw.get("seed", 0))

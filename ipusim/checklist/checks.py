@@ -757,7 +757,9 @@ def train_estimate(m, c, tr, prices) -> dict:
     return {"model": m.name, "params_B": m.params / 1e9, "chip": c.name, "kind": c.kind,
             "memory_GB": (states + act) / 1e9, "placement": place, "chips_min": chips,
             "chips_all_on_chip": chips_sram, "roofline_fraction": roof_frac,
-            "days_on_min_chips": chip_s / chips / 86400, "chip_hours": chip_s / HOUR_S,
+            "days_on_min_chips": chip_s / chips / 86400,
+            "days_on_1024_chips": chip_s / max(1024, chips) / 86400 if chips <= 1024 else math.nan,
+            "chip_hours": chip_s / HOUR_S,
             "energy_MWh": chip_s * c.power_w / 3.6e9, "usd": usd,
             "flops_per_token_6N": 6.0 * m.params, "flops_per_token_step": s.flops / tr.seq_len}
 

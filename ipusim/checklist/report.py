@@ -37,8 +37,8 @@ def run_checklist(case: Case | None = None, *, show_progress: bool = True) -> Re
     steps = list(INFERENCE_CHECKS) if case.inference else []
     steps += [check_training, check_software]
     checks: dict[str, Check] = {}
-    bar = progress(total=len(steps) + 1, desc="checklist", disable=None if show_progress else True,
-                   leave=False)
+    kw = {} if show_progress else {"disable": True}  # else: shown unless IPUSIM_QUICK (config.progress)
+    bar = progress(total=len(steps) + 1, desc="checklist", leave=False, **kw)
     try:
         for fn in steps:
             bar.set_postfix_str(fn.__name__.removeprefix("check_"))
