@@ -120,7 +120,12 @@ def plot_training(report, ax=None):
     for i, (chip, kind) in enumerate(chips):
         vals = [next(r["usd"] for r in rows if r["model"] == m and r["chip"] == chip) for m in models]
         ax.bar(x + i * w - 0.4 + w / 2, vals, w, color=_color(kind), label=chip)
+    if len(chips) == 2:  # tile / GPU cost ratio over each pair of bars
+        for i, m in enumerate(models):
+            t, g = (next(r["usd"] for r in rows if r["model"] == m and r["chip"] == ch) for ch, _ in chips)
+            ax.annotate(f"{t / g:.2f}x", (x[i], max(t, g)), ha="center", va="bottom", fontsize=8)
     ax.set_yscale("log")
+    ax.margins(y=0.15)
     ax.set_xticks(x, models)
     ax.set_ylabel("USD to train the token budget")
     ax.set_title(f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")
