@@ -60,6 +60,14 @@ def test_lengths_file(tmp_path, capsys):
     assert d["case"]["lengths"]["max"] == 300
 
 
+def test_arrival_trace(tmp_path, capsys):
+    f = tmp_path / "trace.csv"
+    f.write_text("arrival_s,length\n" + "\n".join(f"{i * 0.005},100" for i in range(401)))
+    assert main(["checklist", "--arrivals", str(f), "--json", "--no-progress"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["case"]["arrivals"] == "trace" and d["case"]["rate_per_s"] == pytest.approx(200.0)
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--model", "bert-giant"], "unknown model preset"),
     (["--rate", "0"], "zero traffic"),

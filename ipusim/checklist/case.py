@@ -452,13 +452,7 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
             kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
     arr = merged.get("arrivals")
     if isinstance(arr, str) and arr != "poisson":
-        p = _resolve(arr, base_dir)
-        if not p.is_file():
-            raise ValueError(f"arrival trace file {arr!r} not found")
-        try:
-            kw["arrivals"] = np.array([float(x) for x in p.read_text().split() if x.strip()])
-        except ValueError:
-            raise ValueError(f"arrival trace {arr!r}: expected one time in seconds per line") from None
+        kw["arrivals"] = read_arrivals(_resolve(arr, base_dir))
     elif isinstance(arr, list):
         kw["arrivals"] = np.asarray(arr, dtype=float)
     kw["candidates"] = tuple(_candidate(c) for c in d.get("candidates", ()))
@@ -477,6 +471,20 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
                 raise ValueError(f"[training]: {err}") from None
     kw["answers"] = dict(d.get("questionnaire", {}))
     return Case(**kw)
+
+
+def read_arrivals(path) -> np.ndarray:
+    """Arrival times (seconds) from a file: one per line, or the first column of a CSV."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"arrival trace file {str(path)!r} not found")
+    rows = [ln.split(",")[0].strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    if rows and not rows[0].replace(".", "", 1).replace("e", "", 1).replace("-", "").isdigit():
+        rows = rows[1:]  # header
+    try:
+        return np.array([float(x) for x in rows])
+    except ValueError:
+        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line") from None
 
 
 def _resolve(p: str, base_dir: Path | None) -> Path:

@@ -24,6 +24,7 @@ def add_arguments(p):
     g.add_argument("--long-fraction", type=float, metavar="F", help="share of long texts, 0-1")
     g.add_argument("--lengths", metavar="FILE",
                    help="length histogram CSV (length,count), one length per line, or 'wikipedia'/'squad'")
+    p.add_argument("--arrivals", metavar="FILE", help="arrival trace: one time in seconds per line (sets the rate)")
     p.add_argument("--candidates", metavar="LIST", help="e.g. gc200:4,a100-80gb:2 (CHIP[:COUNT[:MODE]])")
     p.add_argument("--task", choices=("auto", "classify", "generate"), help="default: by model kind")
     p.add_argument("--output-tokens", type=int, metavar="N", help="reply tokens per request (generate)")
@@ -56,6 +57,10 @@ def build_case(args):
             raise ValueError(f"--rate must be > 0 requests/s, got {args.rate:g} (zero traffic has no cost per request)")
         changes["rate_per_s"] = args.rate
         changes["arrivals"] = None
+    if args.arrivals:
+        if args.rate is not None:
+            raise ValueError("give --rate or --arrivals, not both (a trace sets its own rate)")
+        changes["arrivals"] = C.read_arrivals(args.arrivals)
     if args.slo_ms is not None:
         if args.slo_ms <= 0:
             raise ValueError(f"--slo-ms must be > 0, got {args.slo_ms:g}")
