@@ -557,7 +557,8 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         c = cand.chip
         price = case.prices.chip_hour(c)
         if dep is None:
-            rows.append({"candidate": cand.label, "kind": c.kind, "chips_needed": 0,
+            rows.append({"candidate": cand.label, "kind": c.kind, "deployment": "none meets the target",
+                         "chips_needed": 0,
                          "usd_per_chip_hour": price, "usd_per_hour": math.nan,
                          "usd_per_million": math.inf, "usd_per_million_at_capacity": math.inf,
                          "energy_j_per_request": math.nan,
@@ -567,7 +568,9 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         joules_all = dep.chips_needed * c.power_w / case.rate_per_s
         mean_b = dep.at_capacity.mean_batch if dep.at_capacity else 1.0
         busy_j = dep.placement.chips * c.power_w * r.batch_time(ctx.lengths[: max(1, int(round(mean_b)))]) / max(mean_b, 1)
-        rows.append({"candidate": cand.label, "kind": c.kind, "chips_needed": dep.chips_needed,
+        rows.append({"candidate": cand.label, "kind": c.kind,
+                     "deployment": f"{c.name} x{dep.chips_needed} ({dep.placement.label}, {dep.mode})",
+                     "chips_needed": dep.chips_needed,
                      "usd_per_chip_hour": price, "usd_per_hour": dep.usd_per_hour,
                      "usd_per_million": dep.usd_per_million,
                      "usd_per_million_at_capacity": dep.usd_per_million_at_capacity,
@@ -588,10 +591,10 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
     if tile and gpu and math.isfinite(tile["usd_per_million"]) and math.isfinite(gpu["usd_per_million"]):
         saving = 1 - tile["usd_per_million"] / gpu["usd_per_million"]
         ev.append(Evidence("tile_saving", saving * 100, "%",
-                           f"{tile['candidate']} vs {gpu['candidate']}, cost per million requests"))
+                           f"{tile['deployment']} vs {gpu['deployment']}, cost per million requests"))
         data["saving"] = saving
-        summary = (f"best tile deployment {tile['candidate']}: {fmt(tile['usd_per_million'], 'USD')}/M requests; "
-                   f"best GPU {gpu['candidate']}: {fmt(gpu['usd_per_million'], 'USD')}/M "
+        summary = (f"best tile deployment {tile['deployment']}: {fmt(tile['usd_per_million'], 'USD')}/M requests; "
+                   f"best GPU {gpu['deployment']}: {fmt(gpu['usd_per_million'], 'USD')}/M "
                    f"({'tile cheaper' if saving > 0 else 'GPU cheaper'} by {fmt(abs(saving) * 100, '%')})")
         status = "info"
         reason = "each candidate is scaled to the chips it needs for the offered rate at the target, then priced"
@@ -637,8 +640,11 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     gpu_per_hour_per_req = gd.usd_per_hour / case.rate_per_s
     k_star = (gpu_per_hour_per_req * case.rate_per_s / td.chips_needed - e_tile) / p_tile
     ratio_now = p_tile / case.prices.chip_hour(gc.chip)
+    if k_star <= 0:  # the tile deployment's energy alone costs more than the GPU deployment
+        k_star = math.nan
     ev.append(Evidence("price_crossover_usd_per_chip_hour", k_star * p_tile, "USD",
-                       f"{tc.chip.name} chip-hour price at which it costs the same per request as {gc.label}"))
+                       f"{tc.chip.name} chip-hour price at which it costs the same per request as {gc.label}"
+                       + (" (none: its energy alone costs more)" if math.isnan(k_star) else "")))
     ev.append(Evidence("price_crossover_factor", k_star, "x", f"of the current {tc.chip.name} price"))
     ev.append(Evidence("price_ratio_now", ratio_now, "x", f"{tc.chip.name} / {gc.chip.name} chip-hour price"))
     # Arrival rate: chips scale in whole replicas.
@@ -680,15 +686,18 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     long_cross = _crossings(long_rows, "long_share_%")
     ev.append(Evidence("long_share_crossovers", ", ".join(fmt(x, "%") for x in long_cross) or "none in range", "",
                        "long-text shares where the cheaper kind changes (cost with the chips at capacity)"))
-    fragile = 0.8 <= k_star <= 1.25
+    fragile = bool(0.8 <= k_star <= 1.25)
     near_rate = any(case.rate_per_s / 2 <= x <= case.rate_per_s * 2 for x in rate_cross)
     status = "warn" if (fragile or near_rate) else "pass"
     winner_now = "tile" if td.usd_per_million < gd.usd_per_million else "GPU"
-    reason = (f"the {winner_now} deployment is cheaper now; the answer flips if the {tc.chip.name} price "
-              f"moves to {fmt(k_star * p_tile, 'USD')}/chip-hour ({fmt(k_star, 'x')} today's)"
+    flip = (f"no {tc.chip.name} price flips it (its energy alone costs more)" if math.isnan(k_star) else
+            f"the answer flips if the {tc.chip.name} price moves to {fmt(k_star * p_tile, 'USD')}/chip-hour "
+            f"({fmt(k_star, 'x')} today's)")
+    reason = (f"the {winner_now} deployment is cheaper now; {flip}"
               + ("; that is within 25% of today's price: a fragile answer" if fragile else "")
               + (f"; it also flips at {', '.join(fmt(x, 'req/s') for x in rate_cross)}" if rate_cross else ""))
-    summary = (f"price crossover {fmt(k_star * p_tile, 'USD')}/chip-hour for {tc.chip.name}; rate crossovers: "
+    summary = (f"price crossover {fmt(k_star * p_tile, 'USD')}/chip-hour for {tc.chip.name}"
+               + (" (none)" if math.isnan(k_star) else "") + "; rate crossovers: "
                f"{', '.join(fmt(x, 'req/s') for x in rate_cross) or 'none'}; long-share crossovers: "
                f"{', '.join(fmt(x, '%') for x in long_cross) or 'none'}")
     data = {"k_star": k_star, "fragile": fragile, "near_rate": near_rate}

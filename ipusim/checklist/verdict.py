@@ -69,13 +69,13 @@ def decide(case, checks: dict) -> Verdict:
             veto = "no tile-chip deployment meets the p99 target"
         elif tile is not None and gpu is None and has_gpu_cand:
             reasons.append(Reason(POLICY["only_tile_points"],
-                                  f"only the tile chip ({tile['candidate']}) meets the p99 target", ("C2", "C4")))
+                                  f"only the tile chip ({tile['deployment']}) meets the p99 target", ("C2", "C4")))
         if "saving" in c4.data:
             s = c4.data["saving"]
             w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * s * 100))
             reasons.append(Reason(round(w, 1),
-                                  f"{tile['candidate']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
-                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['candidate']} "
+                                  f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
+                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} "
                                   f"({'saves' if s > 0 else 'adds'} {fmt(abs(s) * 100, '%')})"
                                   + (" at ASSUMED prices" if any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0])) else ""),
                                   ("C2", "C4")))
