@@ -696,8 +696,8 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     reason = (f"the {winner_now} deployment is cheaper now; {flip}"
               + ("; that is within 25% of today's price: a fragile answer" if fragile else "")
               + (f"; it also flips at {', '.join(fmt(x, 'req/s') for x in rate_cross)}" if rate_cross else ""))
-    summary = (f"price crossover {fmt(k_star * p_tile, 'USD')}/chip-hour for {tc.chip.name}"
-               + (" (none)" if math.isnan(k_star) else "") + "; rate crossovers: "
+    summary = ((f"no {tc.chip.name} price makes it cheaper" if math.isnan(k_star) else
+                f"price crossover {fmt(k_star * p_tile, 'USD')}/chip-hour for {tc.chip.name}") + "; rate crossovers: "
                f"{', '.join(fmt(x, 'req/s') for x in rate_cross) or 'none'}; long-share crossovers: "
                f"{', '.join(fmt(x, '%') for x in long_cross) or 'none'}")
     data = {"k_star": k_star, "fragile": fragile, "near_rate": near_rate}

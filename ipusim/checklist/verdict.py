@@ -75,8 +75,9 @@ def decide(case, checks: dict) -> Verdict:
             w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * s * 100))
             reasons.append(Reason(round(w, 1),
                                   f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
-                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} "
-                                  f"({'saves' if s > 0 else 'adds'} {fmt(abs(s) * 100, '%')})"
+                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']}"
+                                  + (f" ({'saves' if s > 0 else 'adds'} {fmt(abs(s) * 100, '%')})" if s > -1 else
+                                     f" ({fmt(1 - s, 'x')} the GPU cost)")
                                   + (" at ASSUMED prices" if any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0])) else ""),
                                   ("C2", "C4")))
         if c5 is not None and c5.data:
