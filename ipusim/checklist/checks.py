@@ -598,6 +598,13 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
                    f"({'tile cheaper' if saving > 0 else 'GPU cheaper'} by {fmt(abs(saving) * 100, '%')})")
         status = "info"
         reason = "each candidate is scaled to the chips it needs for the offered rate at the target, then priced"
+        minimal = [d for d in (ctx.best(c) for c in case.candidates) if d is not None
+                   and d.chips_needed == d.placement.chips and d.capacity_per_replica > 2 * case.rate_per_s]
+        if len(minimal) == len([r for r in rows if math.isfinite(r["usd_per_million"])]):
+            reason += (f"; at {fmt(case.rate_per_s, 'req/s')} every deployment is its smallest (one replica, "
+                       "under half used), so the cost per request is its hourly price over the traffic; with "
+                       f"the chips fully used it would be {fmt(tile['usd_per_million_at_capacity'], 'USD')} (tile) vs "
+                       f"{fmt(gpu['usd_per_million_at_capacity'], 'USD')} (GPU) per million")
     else:
         finite = [r for r in rows if math.isfinite(r["usd_per_million"])]
         summary = "; ".join(f"{r['candidate']}: {fmt(r['usd_per_million'], 'USD')}/M" for r in finite) or \
