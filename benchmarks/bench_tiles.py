@@ -1,0 +1,84 @@
+"""Tile machine: one BERT-base step, its kernels against their plain-Python references, a sweep."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+
+from ipusim import hardware, tiles, workloads
+
+
+def _best_of(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _kernel_inputs(prof):
+    c, prog = prof.chip, prof.program
+    arr = [np.ascontiguousarray(np.vstack([getattr(ph, k) for ph in prog.phases]))
+           for k in ("flops", "load", "vertices", "recv", "send")]
+    rate = np.array([c.fp16_flops_per_cycle_per_tile if ph.amp else c.fp32_flops_per_cycle_per_tile
+                     for ph in prog.phases])
+    return (*arr, rate, c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile,
+            c.vertex_overhead_cycles, tiles.TILES_PER_EXCHANGE_BUS)
+
+
+def rows(quick: bool) -> list[dict]:
+    c = hardware.chip("gc200")
+    batch, seq = (8, 128) if quick else (32, 128)
+    s = workloads.step("bert-base", [seq] * batch, pad_to=seq)
+    tiles.simulate(c, s)  # compile the kernels and fill the matmul-plan cache
+    step_k = _best_of(lambda: tiles.simulate(c, s), 3 if quick else 7)
+    step_r = _best_of(lambda: tiles.simulate(c, s, engine="python"), 1 if quick else 3)
+    out = [{
+        "name": f"tiles: BERT-base forward b{batch} L{seq}, {c.tiles} tiles",
+        "kernel_s": step_k, "reference_s": step_r,
+        "goal": "well under 50 ms after compilation",
+        "note": "whole simulate(); reference = engine='python' (plain loops); matmul plans cached",
+    }]
+
+    prof = tiles.profile(c, s)
+    args = _kernel_inputs(prof)
+    S, T = args[0].shape
+    comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
+    tiles._superstep_cycles(*args, comp, exch, mx)
+    out.append({
+        "name": f"tiles: superstep kernel ({S} supersteps x {T} tiles)",
+        "kernel_s": _best_of(lambda: tiles._superstep_cycles(*args, comp, exch, mx), 20),
+        "reference_s": _best_of(lambda: tiles._superstep_cycles_reference(*args), 1 if quick else 3),
+        "goal": ">= 50x reference", "note": "_superstep_cycles vs _superstep_cycles_reference",
+    })
+
+    pieces = np.random.default_rng(0).random((s.tokens * 4, 6))
+    dist = np.zeros((T, 7))
+    out.append({
+        "name": f"tiles: distribute kernel ({pieces.shape[0]} pieces -> {T} tiles)",
+        "kernel_s": _best_of(lambda: (dist.fill(0), tiles._distribute(pieces, T, dist)), 20),
+        "reference_s": _best_of(lambda: tiles._distribute_reference(pieces, T), 1 if quick else 3),
+        "goal": ">= 50x reference", "note": "_distribute vs _distribute_reference",
+    })
+
+    chips = ("gc200", "bow", "gc2")
+    models = ("bert-base", "gpt2")
+    batches = (1, 2, 4, 8, 16, 32, 48, 64) if not quick else (1, 8)
+    lens = tuple(range(32, 513, 16)) if not quick else (64, 128)
+    grid = list(itertools.product(chips, models, batches, lens))[: 50 if quick else 1000]
+
+    def sweep():
+        for ch, m, b, L in grid:
+            tiles.simulate(ch, workloads.step(m, [L] * b, pad_to=L))
+
+    sweep_s = _best_of(sweep, 1)
+    out.append({
+        "name": f"tiles: sweep of {len(grid):,} configurations",
+        "kernel_s": sweep_s, "reference_s": None,
+        "goal": "1,000 configurations in seconds",
+        "note": f"{sweep_s / len(grid) * 1e3:.2f} ms per configuration, first visit of each matmul shape",
+    })
+    return out

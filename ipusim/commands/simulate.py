@@ -1,0 +1,60 @@
+"""``ipusim simulate``: the time of one step on one chip, its split, memory per unit, and fit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import hardware, machine, workloads
+from .._validate import positive
+from ._common import format_table, print_json
+
+NAME = "simulate"
+HELP = "simulate one step (forward, prefill or decode) of a model on a chip"
+ORDER = 20
+
+
+def add_arguments(p):
+    p.add_argument("--chip", required=True, help=f"chip preset: {', '.join(hardware.PRESETS)}")
+    p.add_argument("--model", required=True, help=f"model preset: {', '.join(workloads.MODELS)}")
+    p.add_argument("--batch", type=int, required=True, help="sequences in the batch")
+    p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence (context for decode)")
+    p.add_argument("--phase", default="forward", choices=("forward", "prefill", "decode"),
+                   help="step kind (default forward)")
+    p.add_argument("--packed", action="store_true",
+                   help="run unpadded/packed (default: every row padded to --seq-len)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args) -> int:
+    c = hardware.chip(args.chip)
+    batch = positive("--batch", args.batch, integer=True)
+    seq = positive("--seq-len", args.seq_len, integer=True)
+    pad = None if (args.packed or args.phase == "decode") else seq
+    s = workloads.step(args.model, [seq] * batch, phase=args.phase, pad_to=pad)
+    r = machine.simulate(c, s)
+    mem = r.unit_memory_bytes
+    unit = "tile" if r.kind == "tile" else "SM"
+    if args.json:
+        print_json({
+            "chip": r.chip, "kind": r.kind, "model": r.model, "phase": r.phase, "batch": r.batch,
+            "seq_len": seq, "packed": bool(args.packed), "time_s": r.time_s, "split_s": dict(r.split),
+            "throughput_seq_per_s": r.throughput_seq_per_s, "unit": unit,
+            "memory_per_unit_max_bytes": float(np.max(mem)) if mem.size else 0.0,
+            "memory_per_unit_mean_bytes": float(np.mean(mem)) if mem.size else 0.0,
+            "memory_limit_bytes": r.memory_limit_bytes, "fits": r.fits, "fit_message": r.fit_message,
+            "ops": [{"op": n, "time_s": float(t)} for n, t in zip(r.op_names, r.op_time_s, strict=True)],
+        })
+        return 0
+    layout = "one new token each" if args.phase == "decode" else ("packed" if args.packed else "padded")
+    what = "tokens of context" if args.phase == "decode" else "tokens"
+    print(f"{r.chip} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} {what} ({layout})")
+    print(f"step time   {r.time_s * 1e3:,.3f} ms  ({r.throughput_seq_per_s:,.0f} seq/s)")
+    rows = [{"part": k, "ms": v * 1e3, "share": v / r.time_s * 100} for k, v in r.split.items()]
+    print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
+    if mem.size:
+        print(f"memory per {unit}: max {np.max(mem) / 1024:,.1f} KiB, mean {np.mean(mem) / 1024:,.1f} KiB, "
+              f"limit {r.memory_limit_bytes / 1024:,.1f} KiB")
+    print("fits" if r.fits else "DOES NOT FIT")
+    if r.fit_message:
+        print(r.fit_message)
+    return 0

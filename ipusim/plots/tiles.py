@@ -1,0 +1,195 @@
+"""Profiler views of the tile machine (what PopVision's Graph Analyser shows for a real IPU).
+
+Each function takes a ``tiles.TileProfile`` (or a ``machine.StepResult``), draws on ``ax``
+(a new figure when None) and returns the axes.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+KIB = 1024
+PHASE_COLORS = {"compute": "tab:green", "sync": "tab:red", "exchange": "tab:blue",
+                "streaming": "tab:purple", "memory": "tab:orange", "launch": "tab:gray"}
+FLOORPLAN_COLUMNS = 16  # ASSUMPTION: GC2 has 16 tile columns (IPUG §2.1); GC200 layout not published
+
+
+def _ax(ax, size=(7, 4)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
+    """Peak bytes per tile over the tile floor plan: ``columns`` rows of tiles, tile 0 top left."""
+    ax = _ax(ax, (9, 3.2))
+    mem = prof.memory / KIB
+    T = mem.size
+    per = -(-T // columns)
+    grid = np.full(columns * per, np.nan)
+    grid[:T] = mem
+    limit = prof.chip.sram_per_tile_bytes / KIB
+    im = ax.imshow(grid.reshape(columns, per), aspect="auto", cmap="viridis",
+                   vmin=min(mem.min(), limit) * 0.98, vmax=max(limit, mem.max()), interpolation="nearest")
+    cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
+    cb.ax.axhline(limit, color="tab:red", lw=2)
+    cb.set_label("peak memory per tile (KiB)\nred line = tile limit")
+    ax.set_xlabel(f"tile position along a column (tiles {per} per column)")
+    ax.set_ylabel("column")
+    ax.set_title(f"{prof.chip.name}: tile memory, {prof.result.model} "
+                 f"(max {mem.max():,.0f} of {limit:,.0f} KiB)")
+    return ax
+
+
+def memory_histogram(prof, ax=None, bins: int = 64):
+    """Histogram of peak (and always-live) bytes per tile, with the tile limit marked."""
+    ax = _ax(ax)
+    limit = prof.chip.sram_per_tile_bytes / KIB
+    bins = np.linspace(0, max(limit, prof.memory.max() / KIB) * 1.02, bins)
+    ax.hist(prof.memory / KIB, bins=bins, color="tab:blue", alpha=0.8, label="peak (always-live + temporary)")
+    ax.hist(prof.always_live / KIB, bins=bins, color="tab:gray", alpha=0.6, label="always-live")
+    ax.axvline(limit, color="tab:red", lw=2, label=f"tile limit {limit:,.0f} KiB")
+    ax.set_xlabel("memory per tile (KiB)")
+    ax.set_ylabel("tiles")
+    ax.set_title(f"{prof.chip.name}: memory per tile, {prof.result.model} batch {prof.result.batch}")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def fullest_tiles(prof, n: int = 5, ax=None):
+    """The ``n`` fullest tiles: always-live and temporary bytes, with the op at the peak."""
+    ax = _ax(ax, (7, 2.8))
+    top = prof.fullest_tiles(n)
+    y = np.arange(len(top))[::-1]
+    al = np.array([t["always_live"] for t in top]) / KIB
+    tmp = np.array([t["temporary"] for t in top]) / KIB
+    ax.barh(y, al, color="tab:gray", label="always-live (code, weights, KV)")
+    ax.barh(y, tmp, left=al, color="tab:blue", label="temporary (peak op)")
+    limit = prof.chip.sram_per_tile_bytes / KIB
+    ax.axvline(limit, color="tab:red", lw=2, label="tile limit")
+    ax.set_yticks(y, [f"tile {t['tile']} ({t['op']})" for t in top])
+    ax.set_xlabel("KiB")
+    ax.set_title(f"The {len(top)} fullest tiles")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
+    return ax
+
+
+def bsp_trace(prof, ax=None, groups: int = 32, ops=None):
+    """BSP trace of one instance of each op (one layer): per tile group, compute/sync/exchange.
+
+    Tiles are cut into ``groups`` contiguous groups; each bar is the group's *mean* busy
+    time in that phase, the gap to the phase's end is the group waiting for the slowest tile.
+    """
+    ax = _ax(ax, (10, 4.5))
+    prog, c = prof.program, prof.chip
+    hz = c.clock_hz * 1e-6  # cycles per microsecond
+    T = prog.comp.shape[1]
+    edges = np.linspace(0, T, groups + 1).astype(int)
+    keep = [i for i, ph in enumerate(prog.phases) if ops is None or ph.op in ops]
+    t0 = 0.0
+    for s in keep:
+        sync, xs, cs = prog.sync_cycles / hz, prog.slowest[s, 1] / hz, prog.slowest[s, 0] / hz
+        ax.axvspan(t0, t0 + sync, color=PHASE_COLORS["sync"], alpha=0.35, lw=0)
+        for g in range(groups):
+            lo, hi = edges[g], edges[g + 1]
+            x = prog.exch[s, lo:hi].mean() / hz
+            cm = prog.comp[s, lo:hi].mean() / hz
+            ax.broken_barh([(t0 + sync, x), (t0 + sync + xs, cm)], (g, 0.9),
+                           facecolors=(PHASE_COLORS["exchange"], PHASE_COLORS["compute"]))
+        dur = sync + xs + cs
+        ph = prog.phases[s]
+        if dur > 0.03 * max(1e-9, prog.superstep_cycles[keep].sum() / hz):
+            name = ph.op + (" (reduce)" if ph.label == "reduce" else "")
+            ax.text(t0 + dur / 2, groups + 0.3, name, ha="center", va="bottom", fontsize=7, rotation=90)
+        t0 += dur
+    ax.set_xlim(0, t0)
+    ax.set_ylim(0, groups * 1.35)
+    ax.set_xlabel("time (µs), one instance of each op")
+    ax.set_ylabel(f"tile group ({T // groups} tiles each)")
+    ax.set_title(f"BSP trace: {prof.result.model} on {c.name}")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PHASE_COLORS[k], alpha=0.35 if k == "sync" else 1)
+               for k in ("compute", "sync", "exchange")]
+    ax.legend(handles, ["compute", "sync", "exchange"], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
+    return ax
+
+
+def op_proportions(result, ax=None):
+    """Share of the step's time per op, split by phase (works for tile and GPU results)."""
+    ax = _ax(ax, (6, 4))
+    names = list(result.op_names)
+    y = np.arange(len(names))[::-1]
+    left = np.zeros(len(names))
+    for k, v in result.op_split.items():
+        share = np.asarray(v) / result.time_s * 100
+        ax.barh(y, share, left=left, color=PHASE_COLORS.get(k), label=k)
+        left += share
+    ax.set_yticks(y, names)
+    ax.set_xlabel("share of step time (%)")
+    ax.set_title(f"{result.chip}: {result.time_s * 1e3:,.2f} ms per step")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def op_proportions_side_by_side(tile_result, gpu_result, fig=None):
+    """The tile chip's per-op cycle proportions beside the GPU's per-kernel compute vs memory time."""
+    fig = fig or plt.figure(figsize=(12, 4.2))
+    a1, a2 = fig.subplots(1, 2, sharey=True)
+    op_proportions(tile_result, a1)
+    op_proportions(gpu_result, a2)
+    fig.suptitle(f"{tile_result.model}, batch {tile_result.batch}: where the time goes")
+    fig.tight_layout()
+    return a1, a2
+
+
+def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool = True):
+    """Time of each split part (and the total) of a list of results against ``x``, in µs."""
+    ax = _ax(ax)
+    keys = []
+    for r in results:
+        keys += [k for k in r.split if k not in keys]
+    for k in keys:
+        v = np.array([r.split.get(k, 0.0) for r in results]) * 1e6
+        if log:
+            v = np.where(v > 0, v, np.nan)  # zero (e.g. no exchange on one tile) has no place on a log axis
+        ax.plot(x, v, marker="o", ms=3, color=PHASE_COLORS.get(k), label=k)
+    ax.plot(x, [r.time_s * 1e6 for r in results], "k--", lw=1.5, label="total")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"time per {per} (µs)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "sequences / s",
+                     fits: dict | None = None, streamed: dict | None = None):
+    """Throughput curves against ``x``.
+
+    Points that do not fit are left off the line and drawn hollow (the time the step would
+    take if it fitted); points whose weights stream from off-chip DRAM are crossed.
+    """
+    ax = _ax(ax)
+    for label, y in curves.items():
+        y_line = np.asarray(y, float).copy()
+        if fits and label in fits:  # a step that does not fit has no throughput: break the line
+            y_line[~np.asarray(fits[label], bool)] = np.nan
+        line, = ax.plot(x, y_line, marker="o", ms=4, label=label)
+        for marks, kw, what in ((fits, {"marker": "o", "ms": 9, "mfc": "white"}, "does not fit (time if it did)"),
+                                (streamed, {"marker": "x", "ms": 9, "mew": 2}, "weights streamed")):
+            if not marks or label not in marks:
+                continue
+            sel = np.asarray(marks[label], bool)
+            if what.startswith("does not fit"):
+                sel = ~sel
+            if sel.any():
+                ax.plot(np.asarray(x)[sel], np.asarray(y)[sel], ls="none", mec=line.get_color(),
+                        color=line.get_color(), label=f"{label}: {what}", **kw)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax

@@ -1,0 +1,60 @@
+"""``python -m ipusim simulate``: text and JSON output, fit reporting, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ipusim import cli, tiles, workloads
+
+
+def _run(capsys, *argv):
+    code = cli.main(["simulate", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_text_output_has_time_split_memory_and_fit(capsys):
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "bert-base", "--batch", "4", "--seq-len", "64")
+    assert code == 0
+    for word in ("step time", "compute", "sync", "exchange", "memory per tile: max", "mean", "fits"):
+        assert word in out
+
+
+def test_json_matches_the_library(capsys):
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "3", "--seq-len", "100",
+                        "--phase", "prefill", "--packed", "--json")
+    assert code == 0
+    d = json.loads(out)
+    r = tiles.simulate("gc200", workloads.step("gpt2", [100] * 3, phase="prefill"))
+    assert d["time_s"] == pytest.approx(r.time_s, rel=1e-12)
+    assert set(d["split_s"]) == {"compute", "sync", "exchange"}
+    assert sum(d["split_s"].values()) == pytest.approx(d["time_s"], rel=1e-9)
+    assert d["memory_per_unit_max_bytes"] >= d["memory_per_unit_mean_bytes"] > 0
+    assert d["fits"] is True and d["packed"] is True
+
+
+def test_a_step_that_does_not_fit_says_so(capsys):
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "8", "--seq-len", "1024",
+                        "--phase", "prefill", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["fits"] is False
+    assert "Out of memory on tile" in d["fit_message"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--chip", "gc9000", "--model", "bert-base", "--batch", "1", "--seq-len", "8"], "unknown chip"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "0", "--seq-len", "8"], "--batch"),
+    (["--chip", "gc200", "--model", "bert-base", "--batch", "1", "--seq-len", "9999"], "longer than"),
+])
+def test_bad_values_exit_2_with_one_line(capsys, argv, needle):
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_gpu_chip_goes_through_machine_simulate(capsys):
+    pytest.importorskip("ipusim.gpu")
+    code, out, _ = _run(capsys, "--chip", "a100-80gb", "--model", "bert-base", "--batch", "8",
+                        "--seq-len", "128", "--json")
+    assert code == 0 and json.loads(out)["kind"] == "gpu"

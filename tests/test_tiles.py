@@ -1,0 +1,199 @@
+"""Tile machine: kernels against references, conservation, closed forms, memory limits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipusim import hardware, machine, tiles, workloads
+
+GC200 = hardware.chip("gc200")
+
+
+def _bert(batch=32, seq=128, padded=True):
+    return workloads.step("bert-base", [seq] * batch, pad_to=seq if padded else None)
+
+
+# -- kernels vs plain-Python references ---------------------------------------------------
+
+@pytest.mark.parametrize("pieces,tiles_,cols", [(1, 7, 1), (5, 16, 3), (100, 16, 6), (4096, 1472, 6)])
+def test_distribute_matches_reference(pieces, tiles_, cols):
+    rng = np.random.default_rng(pieces)
+    work = rng.random((pieces, cols))
+    out = np.zeros((tiles_, cols + 1))
+    tiles._distribute(work, tiles_, out)
+    np.testing.assert_allclose(out, tiles._distribute_reference(work, tiles_), rtol=1e-12)
+    # conservation: every piece lands on exactly one tile
+    np.testing.assert_allclose(out[:, :cols].sum(axis=0), work.sum(axis=0), rtol=1e-12)
+    assert out[:, -1].sum() == pieces
+    # balance: piece counts differ by at most one between tiles (when pieces >= tiles)
+    if pieces >= tiles_:
+        assert out[:, -1].max() - out[:, -1].min() <= 1
+
+
+@pytest.mark.parametrize("S,T,bus", [(1, 3, 2), (4, 16, 2), (12, 100, 3), (30, 1472, 2)])
+def test_superstep_kernel_matches_reference(S, T, bus):
+    rng = np.random.default_rng(S * T)
+    arrs = [rng.random((S, T)) * 1e4 for _ in range(5)]
+    arrs[2] = rng.integers(0, 3, (S, T)).astype(float)  # vertices, some tiles idle
+    rate = rng.choice([32.0, 128.0], S)
+    comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
+    tiles._superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus, comp, exch, mx)
+    rc, rx, rm = tiles._superstep_cycles_reference(*arrs, rate, 27.0, 4.1, 11.0, bus)
+    np.testing.assert_allclose(comp, rc, rtol=1e-12)
+    np.testing.assert_allclose(exch, rx, rtol=1e-12)
+    np.testing.assert_allclose(mx, rm, rtol=1e-12)
+    assert np.all(comp[arrs[2] == 0] == 0)  # a tile with no vertex does no compute
+
+
+@pytest.mark.parametrize("s", [_bert(8, 64), workloads.step("gpt2", [17, 90, 33], phase="prefill"),
+                               workloads.step("gpt2", [300, 12], phase="decode")],
+                         ids=["bert", "gpt2-prefill", "gpt2-decode"])
+def test_python_engine_gives_the_same_step(s):
+    a = tiles.profile("gc200", s)
+    b = tiles.profile("gc200", s, engine="python")
+    assert a.result.time_s == pytest.approx(b.result.time_s, rel=1e-12)
+    np.testing.assert_allclose(a.result.unit_busy_s, b.result.unit_busy_s, rtol=1e-12)
+    np.testing.assert_allclose(a.memory, b.memory, rtol=1e-12)
+
+
+# -- conservation and closed forms ---------------------------------------------------------
+
+@pytest.mark.parametrize("s", [_bert(), _bert(16, 200, padded=False),
+                               workloads.step("gpt2", [40, 500, 7, 129], phase="prefill"),
+                               workloads.step("gpt2", [400] * 6, phase="decode")],
+                         ids=["bert-padded", "bert-unpadded", "gpt2-prefill", "gpt2-decode"])
+def test_mapping_conserves_flops(s):
+    """Each op's per-tile FLOPs add up to the op's FLOPs per layer (workloads' count)."""
+    for plan in tiles.map_step("gc200", s):
+        mapped = sum(p.flops.sum() for p in plan.phases if p.label != "reduce")
+        assert mapped == pytest.approx(plan.op.flops / plan.op.count, rel=1e-9), plan.op.name
+
+
+def test_matmul_compute_matches_closed_form_on_four_tiles():
+    """Evenly divisible 256x64x64 on 4 tiles: each tile does 1/4 of 2mkn, plus one vertex."""
+    c = GC200.replace(tiles=4)
+    m, k, n = 256, 64, 64
+    prof = tiles.matmul(c, m, k, n)
+    expect = (c.vertex_overhead_cycles + 2 * m * k * n / (4 * c.fp16_flops_per_cycle_per_tile)) / c.clock_hz
+    assert prof.result.split["compute"] == pytest.approx(expect, rel=1e-12)
+    assert prof.program.comp[0].min() == prof.program.comp[0].max()  # perfectly balanced
+
+
+def test_slowest_tile_sets_the_pace():
+    """4,096 layer-norm rows on 1,472 tiles: some tiles get 3 rows, some 2; the op takes 3 rows."""
+    s = _bert(32, 128)
+    prof = tiles.profile("gc200", s)
+    i = prof.result.op_names.index("norm_attn")
+    rows = np.bincount(prof.program.op_index, minlength=len(prof.plans))
+    assert rows[i] == 1  # one superstep
+    step_i = int(np.flatnonzero(prof.program.op_index == i)[0])
+    d, dt, c = 768, 2, GC200
+    per_row = max(8 * d / c.fp32_flops_per_cycle_per_tile, 3 * d * dt / c.sram_bytes_per_cycle_per_tile)
+    ceil_rows = -(-s.tokens // c.tiles)
+    expect = ceil_rows * (per_row + c.vertex_overhead_cycles)
+    assert prof.program.slowest[step_i, 0] == pytest.approx(expect, rel=1e-12)
+    comp = prof.program.comp[step_i]
+    assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
+    # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
+    x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / c.exchange_bytes_per_cycle_per_tile
+    assert prof.program.slowest[step_i, 1] == pytest.approx(x_expect, rel=1e-12)
+
+
+def test_superstep_time_is_sync_plus_slowest_exchange_plus_slowest_compute():
+    prof = tiles.profile("gc200", _bert())
+    p = prof.program
+    expect = (p.count * (GC200.sync_cycles + p.comp.max(axis=1) + p.exch.max(axis=1))).sum() / GC200.clock_hz
+    r = prof.result
+    assert r.time_s == pytest.approx(expect, rel=1e-12)
+    assert sum(r.split.values()) == pytest.approx(r.time_s, rel=1e-12)
+    assert r.op_time_s.sum() == pytest.approx(r.time_s, rel=1e-12)
+    assert np.all(r.unit_busy_s <= r.time_s * (1 + 1e-12))  # idle = time - busy >= 0
+    # the step can never beat the chip's FLOP roofline
+    assert r.time_s >= _bert().flops / GC200.peak_flops
+
+
+def test_padding_costs_time_and_packing_saves_it():
+    lens = np.random.default_rng(3).integers(20, 129, 32)
+    padded = tiles.simulate("gc200", workloads.step("bert-base", lens, pad_to=128))
+    packed = tiles.simulate("gc200", workloads.step("bert-base", lens))
+    assert packed.time_s < padded.time_s
+
+
+def test_reproducible_with_seed():
+    s = _bert(8, 64)
+    a, b = tiles.simulate("gc200", s, seed=5), tiles.simulate("gc200", s, seed=5)
+    assert a.time_s == b.time_s
+    np.testing.assert_array_equal(a.unit_memory_bytes, b.unit_memory_bytes)
+
+
+# -- memory: hard limits, fit messages, streaming -----------------------------------------
+
+def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
+    prof = tiles.profile("gc200", _bert())
+    r = prof.result
+    assert r.fits and r.extra["weights"] == "on-chip"
+    assert r.unit_memory_bytes.max() <= GC200.sram_per_tile_bytes
+    # weights on chip: always-live bytes hold at least the model's weights, spread over tiles
+    weights = workloads.model("bert-base").weight_bytes(2)
+    assert prof.always_live.sum() >= weights
+    assert prof.always_live.sum() == pytest.approx(weights + GC200.tiles * GC200.code_bytes_per_tile, rel=1e-9)
+    mb = prof.memory_breakdown()
+    assert mb["code"]["max"] == GC200.code_bytes_per_tile
+    assert mb["weights"]["mean"] * GC200.tiles <= weights  # matrices and tables; the rest is "other"
+    assert mb["peak"]["max"] <= mb["code"]["max"] + mb["weights"]["max"] + mb["other_always_live"]["max"] \
+        + mb["temporary"]["max"] + 1e-6
+    top = prof.fullest_tiles(5)
+    assert len(top) == 5 and top[0]["bytes"] == pytest.approx(r.unit_memory_bytes.max())
+
+
+def test_model_that_does_not_fit_is_reported_not_placed():
+    s = workloads.step("llama-2-7b", [128], phase="prefill")
+    r = tiles.simulate("gc200", s, weights="on_chip")
+    assert not r.fits
+    assert r.unit_memory_bytes.max() > GC200.sram_per_tile_bytes
+    assert "Out of memory on tile" in r.fit_message and "chips" in r.fit_message
+    assert "Streaming weights" in r.fit_message
+
+
+def test_too_many_tokens_suggests_a_smaller_batch_that_does_fit():
+    s = workloads.step("bert-base", [128] * 96, pad_to=128)
+    r = tiles.simulate("gc200", s, weights="on_chip")
+    best = tiles.largest_batch_that_fits("gc200", s)
+    assert not r.fits and f"Would fit with {best} sequences per batch" in r.fit_message
+    ok = workloads.step("bert-base", [128] * best, pad_to=128)
+    too_many = workloads.step("bert-base", [128] * (best + 1), pad_to=128)
+    assert tiles.simulate("gc200", ok, weights="on_chip").fits
+    assert not tiles.simulate("gc200", too_many, weights="on_chip").fits
+
+
+def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
+    s = workloads.step("bert-large", [128] * 32, pad_to=128)
+    r = tiles.simulate("gc200", s)  # does not fit on chip; auto streams
+    assert r.fits and r.extra["weights"] == "streamed"
+    d, dt = s.model.d_model, s.dtype_bytes
+    matmul_w = sum(o.weight_bytes for o in s.ops if o.kind == "matmul")
+    emb_rows = s.tokens * 3 * d * dt  # word, position and type rows of each token
+    expect = (matmul_w + emb_rows) / GC200.offchip_bandwidth_bytes_per_s
+    assert r.split["streaming"] == pytest.approx(expect, rel=1e-9)
+    onchip = tiles.simulate("gc200", s, weights="on_chip")
+    assert not onchip.fits
+
+
+def test_input_checks():
+    with pytest.raises(ValueError, match="tile chip"):
+        tiles.simulate("a100-80gb", _bert(2, 16))
+    with pytest.raises(ValueError, match="train"):
+        tiles.simulate("gc200", workloads.step("bert-base", [16], phase="train"))
+    with pytest.raises(ValueError, match="weights"):
+        tiles.simulate("gc200", _bert(2, 16), weights="sometimes")
+    with pytest.raises(ValueError, match="off-chip"):
+        tiles.simulate("gc2", _bert(2, 16), weights="stream")
+    with pytest.raises(ValueError, match="Step"):
+        tiles.simulate("gc200", "bert-base")
+
+
+def test_machine_dispatches_tile_chips_here():
+    s = _bert(4, 32)
+    assert machine.simulate("gc200", s).time_s == tiles.simulate("gc200", s).time_s
+    assert machine.simulate("gc200", s).split.keys() == {"compute", "sync", "exchange"}
