@@ -1,8 +1,8 @@
 """Chip specifications: a tile chip (IPU style) and a shared-memory chip (GPU style).
 
-Every number in a preset names its source key; the keys are expanded in
-``shared/reference/hardware_facts.md`` ("Source key"), and the confidence of
-each figure (H/M/L) is given there. Values marked ASSUMPTION were not found in
+Every number in a preset names its source key; ``docs/sources.md`` says where each
+key points (the keys and section numbers are those of the project's sourced facts
+sheet, which also grades each figure's confidence H/M/L). Values marked ASSUMPTION were not found in
 any source; they are stated so that a user can change them.
 
 All quantities are SI: bytes, seconds, hertz, watts. "FLOP" means a floating
@@ -190,7 +190,7 @@ Chip = TileChip | GpuChip
 
 
 # --------------------------------------------------------------------------------------------
-# Presets. Source keys refer to shared/reference/hardware_facts.md.
+# Presets. Source keys: docs/sources.md.
 # --------------------------------------------------------------------------------------------
 
 _IPU_COMMON_SOURCES = {

@@ -1,0 +1,155 @@
+"""Request arrival processes: when requests reach the server.
+
+Every function returns a sorted ``float64`` array of arrival times in seconds, starting
+near 0, and takes a ``seed`` (default fixed) so that the same call gives the same times.
+
+* ``poisson``: independent exponential gaps (the textbook "M" in M/M/1).
+* ``two_rate``: a two-state Markov-modulated Poisson process; ``on_off`` is its special
+  case with a silent state (bursty traffic).
+* ``daily_ramp``: a non-homogeneous Poisson process whose rate follows one sinusoidal
+  day (trough at midnight, peak at noon), compressed into ``period_s``.
+* ``load_trace``: arrival time and sequence length per request from a CSV file.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from ._validate import fraction, positive
+
+DEFAULT_SEED = 0
+
+
+def poisson(rate_per_s: float, n: int, *, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``n`` arrival times of a Poisson process of ``rate_per_s`` requests per second."""
+    rate = positive("rate_per_s", rate_per_s)
+    n = positive("n", n, integer=True)
+    rng = np.random.default_rng(seed)
+    t = rng.exponential(1.0 / rate, n)
+    return np.cumsum(t, out=t)
+
+
+def two_rate(
+    rate_high_per_s: float,
+    rate_low_per_s: float,
+    n: int,
+    *,
+    mean_high_s: float = 1.0,
+    mean_low_s: float = 1.0,
+    seed: int = DEFAULT_SEED,
+) -> np.ndarray:
+    """``n`` arrivals of a two-rate Markov-modulated Poisson process.
+
+    The process alternates between a high-rate state and a low-rate state; each stay is
+    exponential with mean ``mean_high_s`` or ``mean_low_s`` seconds. ``rate_low_per_s``
+    may be 0 (an on/off source). The long-run mean rate is
+    ``(r_h m_h + r_l m_l) / (m_h + m_l)``.
+    """
+    rh = positive("rate_high_per_s", rate_high_per_s)
+    rl = positive("rate_low_per_s", rate_low_per_s, allow_zero=True)
+    mh = positive("mean_high_s", mean_high_s)
+    ml = positive("mean_low_s", mean_low_s)
+    n = positive("n", n, integer=True)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n)
+    got, t, high = 0, 0.0, True
+    while got < n:
+        stay = rng.exponential(mh if high else ml)
+        rate = rh if high else rl
+        if rate > 0:
+            k = rng.poisson(rate * stay)
+            if k:
+                # Given k Poisson events in an interval, their times are uniform order statistics.
+                times = t + np.sort(rng.uniform(0.0, stay, k))
+                take = min(k, n - got)
+                out[got:got + take] = times[:take]
+                got += take
+        t += stay
+        high = not high
+    return out
+
+
+def on_off(rate_on_per_s: float, n: int, *, mean_on_s: float = 1.0, mean_off_s: float = 1.0,
+           seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Bursty arrivals: Poisson at ``rate_on_per_s`` during "on" periods, silence when "off"."""
+    return two_rate(rate_on_per_s, 0.0, n, mean_high_s=mean_on_s, mean_low_s=mean_off_s, seed=seed)
+
+
+def daily_ramp(
+    mean_rate_per_s: float,
+    n: int,
+    *,
+    period_s: float = 86_400.0,
+    swing: float = 0.8,
+    seed: int = DEFAULT_SEED,
+) -> np.ndarray:
+    """``n`` arrivals whose rate follows a day: ``mean (1 - swing cos(2 pi t / period))``.
+
+    The rate is lowest at t = 0 (midnight) and highest at ``period_s / 2`` (noon);
+    ``swing`` in [0, 1) sets how deep the trough is. Drawn by thinning a Poisson process
+    of the peak rate (Lewis and Shedler 1979).
+    """
+    mean = positive("mean_rate_per_s", mean_rate_per_s)
+    period = positive("period_s", period_s)
+    sw = fraction("swing", swing, inclusive_one=False)
+    n = positive("n", n, integer=True)
+    peak = mean * (1.0 + sw)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n)
+    got, t0 = 0, 0.0
+    chunk = max(1024, int(n / (1.0 - sw + 1e-9) * 0.5) + 16)
+    while got < n:
+        gaps = rng.exponential(1.0 / peak, chunk)
+        t = t0 + np.cumsum(gaps)
+        keep = rng.uniform(0.0, 1.0, chunk) * peak <= mean * (1.0 - sw * np.cos(2 * np.pi * t / period))
+        acc = t[keep]
+        take = min(acc.size, n - got)
+        out[got:got + take] = acc[:take]
+        got += take
+        t0 = t[-1]
+    return out
+
+
+def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read a request trace: a CSV with columns ``arrival_s`` and ``length`` (tokens).
+
+    Returns ``(arrival_s, lengths)`` sorted by arrival time. A header row is required;
+    the column names ``time``/``arrival``/``arrival_s`` and ``length``/``tokens``/
+    ``seq_len`` are accepted.
+    """
+    path = Path(path)
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip().lower() for h in next(reader)]
+        except StopIteration:
+            raise ValueError(f"trace file {path} is empty; expected a header 'arrival_s,length'") from None
+        t_col = next((header.index(c) for c in ("arrival_s", "arrival", "time", "time_s") if c in header), None)
+        l_col = next((header.index(c) for c in ("length", "tokens", "seq_len") if c in header), None)
+        if t_col is None or l_col is None:
+            raise ValueError(
+                f"trace file {path} needs columns 'arrival_s' and 'length'; found {', '.join(header)}"
+            )
+        rows = [(float(r[t_col]), float(r[l_col])) for r in reader if r and any(x.strip() for x in r)]
+    if not rows:
+        raise ValueError(f"trace file {path} has a header but no requests")
+    arr = np.array(rows)
+    t, lens = arr[:, 0], arr[:, 1]
+    if not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError(f"trace file {path}: arrival times must be finite and >= 0")
+    if np.any(lens < 1) or np.any(lens != np.round(lens)):
+        raise ValueError(f"trace file {path}: lengths must be whole numbers >= 1")
+    order = np.argsort(t, kind="stable")
+    return t[order].astype(np.float64), lens[order].astype(np.int64)
+
+
+def save_trace(path: str | Path, arrival_s, lengths) -> None:
+    """Write a trace CSV readable by ``load_trace``."""
+    with Path(path).open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arrival_s", "length"])
+        for t, ln in zip(np.asarray(arrival_s), np.asarray(lengths), strict=True):
+            w.writerow([repr(float(t)), int(ln)])

@@ -1,0 +1,218 @@
+"""Sequence-length sources: lists, histogram files, the two shipped real histograms, and
+the articles' parametric "x% long texts" mixes.
+
+Every source becomes a ``Histogram``: ``counts[l - 1]`` sequences of ``l`` tokens for
+``l = 1 .. max_len``. Packing on counts (``ipusim.packing``) never expands 16 million
+sequences; ``Histogram.sample`` and ``Histogram.expand`` give explicit lengths when needed.
+
+Shipped data (``ipusim/data``, attribution in ``ipusim/data/README.md``): the sequence-length
+histograms Graphcore published with Krell et al., "Efficient Sequence Packing without
+Cross-contamination" (arXiv:2107.02027; source key GC-TUT in hardware_facts.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ._validate import fraction, lengths_array, positive
+
+DATASETS = {
+    # name -> (file in ipusim/data, max length the histogram was cut at)
+    "wikipedia-512": ("wikipedia_bert_pretraining_len512.csv", 512),
+    "squad-384": ("squad_v1_1_len384.csv", 384),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Histogram:
+    """``counts[i]`` sequences of ``i + 1`` tokens; ``max_len = counts.size`` tokens."""
+
+    counts: np.ndarray  # int64, shape (max_len,)
+    name: str = ""
+
+    def __post_init__(self):
+        c = np.asarray(self.counts)
+        if c.ndim != 1 or c.size == 0:
+            raise ValueError(f"histogram counts must be a non-empty 1-D array, got shape {c.shape}")
+        if not np.issubdtype(c.dtype, np.number) or c.dtype == bool:
+            raise ValueError(f"histogram counts must be numbers, got dtype {c.dtype}")
+        if not np.all(np.isfinite(c)) or np.any(c != np.round(c)):
+            raise ValueError("histogram counts must be whole numbers")
+        if np.any(c < 0):
+            bad = int(np.flatnonzero(c < 0)[0]) + 1
+            raise ValueError(f"histogram has a negative count ({int(c[bad - 1])}) at length {bad}")
+        if c.sum() == 0:
+            raise ValueError("histogram is empty: every count is 0")
+        object.__setattr__(self, "counts", c.astype(np.int64))
+
+    @property
+    def max_len(self) -> int:
+        """Longest length the histogram can hold, tokens."""
+        return int(self.counts.size)
+
+    @property
+    def longest(self) -> int:
+        """Longest length that actually occurs, tokens."""
+        return int(np.flatnonzero(self.counts)[-1]) + 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """The lengths 1 .. max_len, tokens."""
+        return np.arange(1, self.max_len + 1, dtype=np.int64)
+
+    @property
+    def n(self) -> int:
+        """Number of sequences."""
+        return int(self.counts.sum())
+
+    @property
+    def tokens(self) -> int:
+        """Real tokens over all sequences."""
+        return int(np.dot(self.counts, self.lengths))
+
+    @property
+    def mean(self) -> float:
+        return self.tokens / self.n
+
+    def padding_fraction(self, max_len: int | None = None) -> float:
+        """Share of token slots that are padding when every sequence is padded to ``max_len``."""
+        L = self.max_len if max_len is None else positive("max_len", max_len, integer=True)
+        if L < self.longest:
+            raise ValueError(f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)")
+        return 1.0 - self.tokens / (self.n * L)
+
+    def with_max_len(self, max_len: int) -> Histogram:
+        """The same counts in a histogram ``max_len`` long (longer: zeros added)."""
+        L = positive("max_len", max_len, integer=True)
+        if L < self.longest:
+            raise ValueError(f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)")
+        c = np.zeros(L, dtype=np.int64)
+        c[: min(L, self.max_len)] = self.counts[: min(L, self.max_len)]
+        return Histogram(c, self.name)
+
+    def truncate(self, max_len: int) -> Histogram:
+        """Cut every sequence longer than ``max_len`` to ``max_len`` (as a tokenizer truncates)."""
+        L = positive("max_len", max_len, integer=True)
+        c = np.zeros(L, dtype=np.int64)
+        k = min(L, self.max_len)
+        c[:k] = self.counts[:k]
+        c[L - 1] += self.counts[L:].sum()
+        return Histogram(c, self.name)
+
+    def expand(self, *, limit: int = 50_000_000) -> np.ndarray:
+        """Every sequence's length, shortest first (refuses more than ``limit`` sequences)."""
+        if self.n > limit:
+            raise ValueError(f"histogram has {self.n:,} sequences, more than limit={limit:,} to expand")
+        return np.repeat(self.lengths, self.counts)
+
+    def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
+        """``n`` lengths drawn with replacement in proportion to the counts (seeded)."""
+        n = positive("n", n, integer=True)
+        rng = np.random.default_rng(seed)
+        return rng.choice(self.lengths, size=n, p=self.counts / self.n)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "max_len": self.max_len, "sequences": self.n,
+                "tokens": self.tokens, "mean_len": self.mean,
+                "padding_fraction": self.padding_fraction()}
+
+    def __repr__(self):
+        return (f"Histogram({self.name or 'lengths'}: {self.n:,} sequences, mean {self.mean:,.1f} "
+                f"tokens, longest {self.longest}, max_len {self.max_len}, "
+                f"{self.padding_fraction():.1%} padding at max_len)")
+
+
+def from_lengths(lengths, *, max_len: int | None = None, name: str = "lengths") -> Histogram:
+    """Histogram of a list of lengths (``max_len`` defaults to the longest)."""
+    arr = lengths_array("lengths", lengths, max_len=max_len)
+    L = int(arr.max()) if max_len is None else int(max_len)
+    return Histogram(np.bincount(arr - 1, minlength=L).astype(np.int64), name)
+
+
+def _parse_csv(text: str, source: str) -> np.ndarray:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(x.strip() for x in r)]
+    if rows and not rows[0][0].strip().lstrip("-").replace(".", "").isdigit():
+        rows = rows[1:]  # header
+    if not rows:
+        raise ValueError(f"{source}: no length,count rows")
+    try:
+        data = np.array([[float(r[0]), float(r[1])] for r in rows])
+    except (ValueError, IndexError):
+        raise ValueError(f"{source}: every row must be 'length,count' numbers") from None
+    lens, counts = data[:, 0], data[:, 1]
+    lengths_array(f"{source}: lengths", lens)
+    if np.any(counts < 0):
+        i = int(np.flatnonzero(counts < 0)[0])
+        raise ValueError(f"{source}: negative count {counts[i]:g} at length {lens[i]:g}")
+    if np.any(counts != np.round(counts)):
+        raise ValueError(f"{source}: counts must be whole numbers")
+    if len(np.unique(lens)) != lens.size:
+        raise ValueError(f"{source}: a length appears on more than one row")
+    out = np.zeros(int(lens.max()), dtype=np.int64)
+    out[lens.astype(np.int64) - 1] = counts.astype(np.int64)
+    return out
+
+
+def load_histogram(path, *, max_len: int | None = None) -> Histogram:
+    """Read a ``length,count`` CSV (a header line is optional)."""
+    p = Path(path)
+    counts = _parse_csv(p.read_text(), str(p))
+    h = Histogram(counts, p.stem)
+    return h if max_len is None else h.with_max_len(max_len)
+
+
+def load_lengths(path) -> np.ndarray:
+    """Read lengths from a text file: one per line, or separated by commas or spaces."""
+    p = Path(path)
+    text = p.read_text().replace(",", " ").split()
+    try:
+        vals = np.array([float(t) for t in text])
+    except ValueError:
+        raise ValueError(f"{p}: lengths must be numbers (one per line or comma separated)") from None
+    return lengths_array(f"lengths in {p}", vals)
+
+
+def dataset(name: str) -> Histogram:
+    """A shipped real histogram: "wikipedia-512" or "squad-384" (see ``ipusim/data/README.md``)."""
+    key = str(name).lower()
+    if key not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}")
+    fname, L = DATASETS[key]
+    text = resources.files("ipusim").joinpath("data", fname).read_text()
+    return Histogram(_parse_csv(text, fname), key).with_max_len(L)
+
+
+# ASSUMPTION: the articles say only "mixed lengths" and "40% long texts". We read a short text
+# as a classification request of 16-128 tokens and a long text as 256-512 tokens (BERT's
+# limit), each uniform. These ranges are ours; change them with the arguments.
+SHORT_RANGE = (16, 128)
+LONG_RANGE = (256, 512)
+
+
+def long_text_mix(long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
+                  max_len: int = 512, resolution: int = 1_000_000) -> Histogram:
+    """The articles' "x% long texts" mix as a histogram (expected counts, no sampling).
+
+    ``long_fraction`` of the sequences are uniform on ``long`` (inclusive), the rest
+    uniform on ``short``. ``resolution`` is the total count the shares are rounded to.
+    """
+    p = fraction("long_fraction", long_fraction)
+    L = positive("max_len", max_len, integer=True)
+    res = positive("resolution", resolution, integer=True)
+    counts = np.zeros(L, np.int64)
+    n_long = int(round(p * res))
+    for (lo, hi), n_part in ((short, res - n_long), (long, n_long)):
+        lo = positive("range start", lo, integer=True)
+        hi = positive("range end", hi, integer=True)
+        if hi < lo or hi > L:
+            raise ValueError(f"length range ({lo}, {hi}) must satisfy 1 <= start <= end <= max_len={L}")
+        width = hi - lo + 1  # spread n_part as evenly as whole counts allow
+        counts[lo - 1: hi] += n_part // width
+        counts[lo - 1: lo - 1 + n_part % width] += 1
+    return Histogram(counts, f"{p:.0%} long texts")

@@ -1,0 +1,127 @@
+"""Figures of the serving simulator: latency vs throughput, timelines, batch sizes, theory checks."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def _ax(ax):
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    return ax
+
+
+def latency_throughput(curves: dict, ax=None, *, title: str = "", latency_key: str = "latency_p99_s",
+                       target_s: float | None = None):
+    """p99 latency (ms, log) against achieved throughput (req/s), one line per policy.
+
+    ``curves`` maps a label to the list of summaries from ``serving.sweep_rates``;
+    unstable points are drawn hollow.
+    """
+    ax = _ax(ax)
+    for label, rows in curves.items():
+        x = np.array([r["throughput_rps"] for r in rows])
+        y = np.array([r[latency_key] for r in rows]) * 1e3
+        ok = np.array([r["stable"] for r in rows])
+        (line,) = ax.plot(x[ok], y[ok], "o-", label=label, ms=4)
+        if (~ok).any():
+            ax.plot(x[~ok], y[~ok], "o", mfc="none", color=line.get_color(), ms=6)
+    if target_s:
+        ax.axhline(target_s * 1e3, color="grey", ls=":", lw=1, label=f"target {target_s * 1e3:g} ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("throughput (requests/s)")
+    ax.set_ylabel(f"{latency_key.split('_')[1]} latency (ms)")
+    ax.set_title(title or "Latency vs throughput (hollow: unstable)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def timeline(result, ax=None, *, title: str = "", max_requests: int | None = None):
+    """Each request as a line from arrival (dot) through waiting (thin) to its batch (thick), by request number."""
+    ax = _ax(ax)
+    n = result.n if max_requests is None else min(result.n, max_requests)
+    idx = np.arange(n)
+    a, s, f = result.arrival_s[:n], result.start_s[:n], result.finish_s[:n]
+    ax.hlines(idx, a, s, color="tab:orange", lw=0.6, label="waiting")
+    ax.hlines(idx, s, f, color="tab:blue", lw=1.6, label="in a batch on the device")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("request number")
+    ax.set_title(title or result.policy)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def batch_sizes(result, ax=None, *, label: str | None = None):
+    """Histogram of the number of requests per batch."""
+    ax = _ax(ax)
+    served = result.batch_id >= 0
+    sizes = np.bincount(result.batch_id[served])
+    sizes = sizes[sizes > 0]
+    ax.hist(sizes, bins=np.arange(0.5, sizes.max() + 1.5), alpha=0.7, label=label or result.policy)
+    ax.set_xlabel("requests per batch")
+    ax.set_ylabel("batches")
+    ax.set_title("Batch sizes")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
+    """Cumulative distribution of request latency (ms, log x) for each labelled result."""
+    ax = _ax(ax)
+    for label, r in results.items():
+        lat = np.sort(r.latency_s[~np.isnan(r.latency_s)]) * 1e3
+        ax.plot(lat, np.arange(1, lat.size + 1) / lat.size, label=label)
+    if target_s:
+        ax.axvline(target_s * 1e3, color="grey", ls=":", lw=1, label="target")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title("Latency distribution")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def theory_check(rows: list[dict], ax=None):
+    """Simulated vs Pollaczek-Khinchine mean waiting time against utilization (rows from the notebook check)."""
+    ax = _ax(ax)
+    for kind, marker in (("M/M/1", "o"), ("M/D/1", "s")):
+        rr = [r for r in rows if r["queue"] == kind]
+        rho = np.array([r["rho"] for r in rr])
+        rho_line = np.linspace(0.05, 0.95, 100)
+        cs2 = 1.0 if kind == "M/M/1" else 0.0
+        s = rr[0]["service_s"]
+        ax.plot(rho_line, rho_line * s * (1 + cs2) / (2 * (1 - rho_line)) * 1e3, "-", lw=1,
+                label=f"{kind} theory")
+        ax.plot(rho, np.array([r["simulated_s"] for r in rr]) * 1e3, marker, label=f"{kind} simulated")
+    ax.set_yscale("log")
+    ax.set_xlabel("utilization ρ")
+    ax.set_ylabel("mean wait in queue (ms)")
+    ax.set_title("Simulator vs queueing theory (batch size 1)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def service_curves(models: dict, length: int, max_batch: int, axes=None):
+    """Batch time (ms) and throughput (req/s) against batch size for each labelled ``ServiceModel``."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    b = np.arange(1, max_batch + 1)
+    for label, m in models.items():
+        t = np.array([m.time_s([length] * k) for k in b])
+        axes[0].plot(b, t * 1e3, label=label)
+        axes[1].plot(b, b / t, label=label)
+    axes[0].set_xlabel("batch size (requests)")
+    axes[0].set_ylabel("batch time (ms)")
+    axes[0].set_title(f"Time of one batch, {length} tokens each")
+    axes[1].set_xlabel("batch size (requests)")
+    axes[1].set_ylabel("throughput (requests/s)")
+    axes[1].set_title("Back-to-back throughput")
+    for a in axes:
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    return axes

@@ -1,0 +1,47 @@
+"""Widget for notebook 03: arrival rate, policy, max batch, max delay and long-request share."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+
+from .. import arrivals, policies, serving
+from ..plots import serving as plots
+
+
+def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 5000):
+    """Build the interactive explorer; returns the ``ipywidgets.interactive`` object.
+
+    Each change runs one simulation of ``n`` Poisson requests and draws the latency
+    distribution and the batch sizes, with the headline numbers in the title.
+    """
+
+    def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
+        arr = arrivals.poisson(rate, n, seed=0)
+        lens = serving.sample_lengths(n, long_fraction=long_fraction, seed=1)
+        pol = policies.make(policy, max_batch=max_batch, max_delay_s=max_delay_ms / 1e3)
+        packed = policy == "token"
+        rows = getattr(pol, "max_batch", max_batch)
+        dev = serving.chip_service(chip, model, max_batch=rows, packed=packed)
+        r = serving.simulate(arr, lens, pol, dev, max_waiting=n // 5)
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        plots.latency_cdf({policy: r}, ax=axes[0], target_s=r.latency_target_s)
+        plots.batch_sizes(r, ax=axes[1])
+        s = r.summary()
+        state = "stable" if s["stable"] else "UNSTABLE"
+        fig.suptitle(f"{chip}: {s['throughput_rps']:,.0f} req/s, p99 {s['latency_p99_s'] * 1e3:,.1f} ms, "
+                     f"utilization {s['utilization']:.0%}, padding waste {s['padded_token_waste']:.0%} ({state})")
+        fig.tight_layout()
+        plt.show()
+        return r
+
+    return W.interactive(
+        show,
+        chip=W.Dropdown(options=list(chips), value=chips[0], description="chip"),
+        policy=W.Dropdown(options=["static", "dynamic", "token", "buckets", "adaptive"], value="dynamic",
+                          description="policy"),
+        rate=W.FloatLogSlider(value=1000, base=10, min=1, max=4.5, step=0.05, description="rate (req/s)"),
+        max_batch=W.IntSlider(value=16, min=1, max=64, description="max batch"),
+        max_delay_ms=W.FloatSlider(value=2.0, min=0.0, max=20.0, step=0.5, description="max delay ms"),
+        long_fraction=W.FloatSlider(value=0.2, min=0.0, max=1.0, step=0.05, description="long share"),
+    )

@@ -1,0 +1,115 @@
+"""Length sources: the shipped histograms against their published summary, files, mixes."""
+
+import numpy as np
+import pytest
+
+from ipusim import lengths
+
+
+def test_wikipedia_histogram_matches_published_summary():
+    # ipusim/data/README.md and hardware_facts.md §4.1 (GC-TUT, recomputed): 16,279,552
+    # sequences, mean 255.8 tokens, 50.0% padding at 512 (50.03%).
+    h = lengths.dataset("wikipedia-512")
+    assert h.n == 16_279_552
+    assert h.max_len == 512
+    assert h.mean == pytest.approx(255.8, abs=0.05)
+    assert h.padding_fraction() == pytest.approx(0.5003, abs=5e-5)
+
+
+def test_squad_histogram_matches_published_summary():
+    # ipusim/data/README.md: 88,641 sequences, mean 172.0, 55.2% padding at 384.
+    h = lengths.dataset("squad-384")
+    assert h.n == 88_641
+    assert h.max_len == 384
+    assert h.mean == pytest.approx(172.0, abs=0.05)
+    assert h.padding_fraction() == pytest.approx(0.552, abs=5e-4)
+
+
+def test_attribution_ships_beside_the_data():
+    from importlib import resources
+
+    text = resources.files("ipusim").joinpath("data", "README.md").read_text()
+    assert "arXiv:2107.02027" in text and "graphcore/tutorials" in text
+
+
+def test_csv_round_trip_with_and_without_header(tmp_path):
+    f = tmp_path / "h.csv"
+    f.write_text("length,count\n3,2\n5,1\n")
+    h = lengths.load_histogram(f)
+    assert h.max_len == 5 and list(h.counts) == [0, 0, 2, 0, 1]
+    g = tmp_path / "g.csv"
+    g.write_text("3,2\n5,1\n")
+    assert list(lengths.load_histogram(g, max_len=8).counts) == [0, 0, 2, 0, 1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("length,count\n3,-1\n", "negative count"),
+    ("length,count\n3,1.5\n", "whole numbers"),
+    ("length,count\n0,1\n", ">= 1"),
+    ("length,count\n3,1\n3,2\n", "more than one row"),
+    ("length,count\n", "no length,count rows"),
+    ("length,count\n3,0\n", "empty"),
+])
+def test_bad_histogram_files_name_the_problem(tmp_path, text, words):
+    f = tmp_path / "bad.csv"
+    f.write_text(text)
+    with pytest.raises(ValueError, match=words):
+        lengths.load_histogram(f)
+
+
+def test_negative_counts_in_code_name_the_length():
+    with pytest.raises(ValueError, match="negative count .* at length 2"):
+        lengths.Histogram(np.array([1, -3, 2]))
+
+
+def test_lengths_file(tmp_path):
+    f = tmp_path / "l.txt"
+    f.write_text("5\n7, 9\n")
+    assert list(lengths.load_lengths(f)) == [5, 7, 9]
+    f.write_text("5\n0\n")
+    with pytest.raises(ValueError, match=">= 1"):
+        lengths.load_lengths(f)
+
+
+def test_from_lengths_counts():
+    h = lengths.from_lengths([1, 3, 3], max_len=4)
+    assert list(h.counts) == [1, 0, 2, 0]
+    assert h.tokens == 7 and h.n == 3
+    with pytest.raises(ValueError, match="longer than the maximum 4"):
+        lengths.from_lengths([5], max_len=4)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.4, 1.0])
+def test_long_text_mix_mean_is_the_closed_form(p):
+    h = lengths.long_text_mix(p)
+    # mean of uniform [a, b] is (a + b) / 2; mixture weights p and 1 - p
+    expected = (1 - p) * (16 + 128) / 2 + p * (256 + 512) / 2
+    # whole counts out of 1e6 spread over ~100-250 lengths: the mean is off by < 1e-4
+    assert h.mean == pytest.approx(expected, rel=1e-4)
+    long_share = h.counts[255:].sum() / h.n
+    assert long_share == pytest.approx(p, abs=1e-6)
+
+
+def test_sample_is_seeded_and_follows_the_histogram():
+    h = lengths.dataset("squad-384")
+    a = h.sample(20_000, seed=3)
+    assert np.array_equal(a, h.sample(20_000, seed=3))
+    assert not np.array_equal(a, h.sample(20_000, seed=4))
+    # standard error of the mean ~ std / sqrt(n) ~ 60 / 141 ~ 0.4 tokens; allow 5 of them
+    assert a.mean() == pytest.approx(h.mean, abs=2.0)
+
+
+def test_unknown_dataset_lists_valid_names():
+    with pytest.raises(ValueError, match="wikipedia-512"):
+        lengths.dataset("glue")
+
+
+def test_with_max_len_refuses_to_cut_sequences():
+    with pytest.raises(ValueError, match="shorter than the longest"):
+        lengths.dataset("squad-384").with_max_len(128)
+
+
+def test_truncate_keeps_every_sequence():
+    h = lengths.dataset("squad-384").truncate(256)
+    assert h.n == 88_641 and h.max_len == 256
+    assert h.counts[-1] == lengths.dataset("squad-384").counts[255:].sum()

@@ -1,0 +1,259 @@
+"""Serving simulator: kernel vs reference vs simpy, queueing theory, properties, stability."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipusim import arrivals as A
+from ipusim import policies as P
+from ipusim import serving as S
+
+
+@pytest.fixture(scope="module")
+def svc():
+    return {
+        "gc200": S.chip_service("gc200", "bert-base", max_batch=32),
+        "a100": S.chip_service("a100-40gb", "bert-base", max_batch=32),
+        "packed": S.chip_service("gc200", "bert-base", max_batch=32, packed=True),
+    }
+
+
+def _cases(svc):
+    return [
+        ("static", P.Static(8, 0.005), [svc["gc200"]], None),
+        ("dynamic", P.Dynamic(32, 0.002), [svc["gc200"]], None),
+        ("dynamic-pref-2dev", P.Dynamic(32, 0.002, (4, 8)), [svc["gc200"], svc["a100"]], None),
+        ("token", P.TokenBudget(4096, 0.002, 64), [svc["packed"]], None),
+        ("buckets", P.LengthBuckets((128, 256, 512), 16, 0.003), [svc["gc200"], svc["a100"]], None),
+        ("adaptive", P.Adaptive(0.02, 32), [svc["gc200"]], None),
+        ("router", P.Dynamic(16, 0.002), [svc["gc200"], svc["a100"]], S.Router(200, (1,), (0,))),
+        ("exp-service", P.Dynamic(4, 0.001), [S.exponential_service(0.002, max_batch=4)], None),
+    ]
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y, equal_nan=True) for x, y in (
+        (a.start_s, b.start_s), (a.finish_s, b.finish_s), (a.device, b.device), (a.batch_id, b.batch_id)))
+
+
+@pytest.mark.parametrize("n", [1, 7, 300, 3000])
+@pytest.mark.parametrize("rate", [300.0, 3000.0])
+def test_kernel_matches_reference_every_policy(svc, n, rate):
+    arr = A.poisson(rate, n, seed=n)
+    lens = S.sample_lengths(n, long_fraction=0.3, seed=n)
+    for name, pol, devs, router in _cases(svc):
+        a = S.simulate(arr, lens, pol, devs, router=router, seed=5)
+        b = S.simulate(arr, lens, pol, devs, router=router, seed=5, engine="python")
+        assert _same(a, b), name
+        assert np.array_equal(a.device_busy_s, b.device_busy_s), name
+        assert a.batches == b.batches, name
+
+
+@pytest.mark.parametrize("pol", [P.Dynamic(32, 0.002), P.Dynamic(8, 0.0), P.Dynamic(32, 0.003, (4, 8))])
+def test_kernel_matches_simpy_model(svc, pol):
+    arr = A.poisson(2000, 5000, seed=1)
+    lens = S.sample_lengths(5000, long_fraction=0.3, seed=1)
+    devs = [svc["gc200"], svc["a100"]]
+    a = S.simulate(arr, lens, pol, devs)
+    st_, fi, de, bi = S.simpy_dynamic(arr, lens, pol, devs)
+    assert np.array_equal(a.start_s, st_) and np.array_equal(a.finish_s, fi)
+    assert np.array_equal(a.device, de) and np.array_equal(a.batch_id, bi)
+
+
+# Replications of 10^6 requests each; more where the estimator is noisier (M/M/1 at 0.9
+# has a relative standard error of about 2% per 10^6 requests).
+THEORY = [(0.3, "mm1", 1), (0.6, "mm1", 2), (0.9, "mm1", 16), (0.3, "md1", 1), (0.6, "md1", 1), (0.9, "md1", 4)]
+
+
+@pytest.mark.parametrize("rho,kind,reps", THEORY)
+def test_batch_one_matches_pollaczek_khinchine(rho, kind, reps):
+    s = 0.01
+    svc = S.exponential_service(s) if kind == "mm1" else S.fixed_service(s)
+    waits = []
+    for rep in range(reps):
+        arr = A.poisson(rho / s, 1_000_000, seed=100 + rep)
+        r = S.simulate(arr, 1, P.Dynamic(1, 0.0), svc, seed=200 + rep, max_waiting=None)
+        assert r.stable
+        waits.append(r.queueing_mean_s)
+    ratio = np.mean(waits) / S.theory_wait_s(rho / s, s, kind)
+    assert abs(ratio - 1) < 0.02, f"{kind} rho={rho}: simulated / theory = {ratio:.4f}"
+
+
+def test_overload_is_reported_unstable_and_stops_early():
+    arr = A.poisson(200.0, 200_000, seed=0)
+    r = S.simulate(arr, 1, P.Dynamic(1, 0.0), S.fixed_service(0.01), max_waiting=1000)
+    assert not r.stable and r.stopped_early
+    assert "waiting" in r.unstable_reason
+    assert r.served < 10_000  # stopped long before serving everything
+    r2 = S.simulate(arr[:20_000], 1, P.Dynamic(1, 0.0), S.fixed_service(0.01), max_waiting=None)
+    assert not r2.stable and "queue grew" in r2.unstable_reason
+
+
+def test_batching_raises_capacity(svc):
+    """At a load one request at a time cannot carry, batches of up to 32 keep the queue stable."""
+    # a batch costs a fixed 2 ms plus 0.2 ms per request (launch/weight traffic amortized)
+    gpu = S.fixed_service(0.002, per_request_s=0.0002, max_batch=32)
+    cap_one, cap_32 = gpu.throughput_rps(128, 1), gpu.throughput_rps(128, 32)
+    rate = 1.5 * cap_one
+    assert cap_32 > 1.5 * rate  # precondition of the test, from the service table
+    arr = A.poisson(rate, 20_000, seed=3)
+    one = S.simulate(arr, 128, P.Dynamic(1, 0.0), gpu)
+    many = S.simulate(arr, 128, P.Dynamic(32, 0.001), gpu)
+    assert not one.stable
+    assert many.stable and many.mean_batch > 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 400), rate=st.floats(50, 20_000), seed=st.integers(0, 2**16),
+       which=st.integers(0, 7), long_fraction=st.floats(0, 1))
+def test_properties(svc, n, rate, seed, which, long_fraction):
+    arr = A.poisson(rate, n, seed=seed)
+    lens = S.sample_lengths(n, long_fraction=long_fraction, seed=seed)
+    name, pol, devs, router = _cases(svc)[which]
+    r = S.simulate(arr, lens, pol, devs, router=router, seed=seed, max_waiting=None)
+    # served exactly once: every request has one start, one batch, and batches partition them
+    assert np.all(r.batch_id >= 0) and np.all(r.device >= 0)
+    assert np.unique(r.batch_id).size == r.batches
+    assert np.all(r.start_s >= r.arrival_s)  # never before it arrives
+    # latency at least its own service time: finish - start equals the batch time
+    for b in np.unique(r.batch_id)[:50]:
+        idx = np.flatnonzero(r.batch_id == b)
+        d = int(r.device[idx[0]])
+        assert np.all(r.start_s[idx] == r.start_s[idx[0]]) and np.all(r.device[idx] == d)
+        lim = getattr(pol, "max_batch", getattr(pol, "batch", None))
+        assert idx.size <= lim  # no batch larger than its limit
+        if isinstance(pol, P.TokenBudget) and idx.size > 1:
+            assert r.lengths[idx].sum() <= pol.max_tokens
+        if devs[d].random == "none":
+            rows = pol.batch if isinstance(pol, P.Static) else None
+            expect = devs[d].time_s(r.lengths[idx], rows=rows)
+            assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(expect, rel=1e-12)
+    assert np.all(r.latency_s >= r.finish_s - r.start_s)
+    # a device runs one batch at a time
+    for d in range(len(devs)):
+        m = r.device == d
+        _, first = np.unique(r.batch_id[m], return_index=True)
+        s, f = r.start_s[m][first], r.finish_s[m][first]
+        o = np.argsort(s)
+        assert np.all(s[o][1:] >= f[o][:-1] - 1e-15)
+    # same seed, same results
+    r2 = S.simulate(arr, lens, pol, devs, router=router, seed=seed, max_waiting=None)
+    assert _same(r, r2)
+
+
+def test_preferred_sizes_are_respected():
+    arr = A.poisson(3000, 3000, seed=9)
+    pol = P.Dynamic(16, 0.01, (4, 8))
+    r = S.simulate(arr, 1, pol, S.fixed_service(0.002, per_request_s=1e-4, max_batch=16))
+    sizes = np.bincount(r.batch_id)
+    # batches sent before the delay expired have a preferred size or the maximum
+    early = [s for b, s in enumerate(sizes) if r.start_s[r.batch_id == b][0] < r.arrival_s[r.batch_id == b][0] + 0.01]
+    assert early and set(early) <= {4, 8, 16}
+
+
+def test_static_pads_to_the_compiled_batch(svc):
+    arr = A.poisson(100, 500, seed=2)  # low load: most static batches leave on timeout, partly empty
+    r = S.simulate(arr, 128, P.Static(16, 0.005), svc["gc200"])
+    assert r.mean_batch < 16
+    assert r.padded_token_waste > 0.3  # empty rows of the fixed shape count as waste
+
+
+def test_packed_wastes_less_than_padded(svc):
+    n = 5000
+    arr = A.poisson(1000, n, seed=1)
+    lens = S.sample_lengths(n, long_fraction=0.2, seed=1)
+    pad = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["gc200"])
+    pack = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["packed"])
+    assert pack.padded_token_waste < pad.padded_token_waste
+
+
+def test_continuous_matches_reference_and_kv_limit():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for n in (1, 50, 800):
+        arr = A.poisson(30, n, seed=n)
+        rng = np.random.default_rng(n)
+        pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
+        for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000)):
+            a = S.simulate_generation(arr, pr, out, pol, g)
+            b = S.simulate_generation(arr, pr, out, pol, g, engine="python")
+            assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.first_token_s, b.first_token_s)
+            assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
+            assert np.all(a.finish_s >= a.first_token_s)
+            # at most max_batch running at once and the KV reservation never exceeds capacity
+            ev_t = np.concatenate([a.start_s, a.finish_s])
+            ev_k = np.concatenate([pr + out, -(pr + out)])
+            ev_c = np.concatenate([np.ones(n), -np.ones(n)])
+            o = np.lexsort((ev_c, ev_t))  # at equal times, finishes (-1) before starts
+            assert np.cumsum(ev_k[o]).max() <= pol.kv_capacity_tokens
+            assert np.cumsum(ev_c[o]).max() <= pol.max_batch
+
+
+def test_bad_inputs_raise(svc):
+    with pytest.raises(ValueError, match="sorted"):
+        S.simulate([1.0, 0.5], 1, P.Dynamic(), S.fixed_service(0.01))
+    with pytest.raises(ValueError, match="longer"):
+        S.simulate([0.0], 600, P.Dynamic(), svc["gc200"])
+    with pytest.raises(ValueError, match="max_batch"):
+        P.Dynamic(max_batch=0)
+    with pytest.raises(ValueError, match="preferred"):
+        P.Dynamic(max_batch=4, preferred=(8,))
+    with pytest.raises(ValueError, match="one length per request"):
+        S.simulate([0.0, 1.0], [3, 4, 5], P.Dynamic(), S.fixed_service(0.01))
+    with pytest.raises(ValueError, match="no steady state"):
+        S.theory_wait_s(200, 0.01, "mm1")
+
+
+def test_lengths_mix_and_histogram(tmp_path):
+    lens = S.sample_lengths(100_000, long_fraction=0.4, short=(10, 100), long=(300, 500), seed=1)
+    assert abs(np.mean(lens >= 300) - 0.4) < 0.01
+    p = tmp_path / "h.csv"
+    p.write_text("length,count\n5,1\n7,3\n9,0\n")
+    h = S.sample_lengths(40_000, histogram=str(p), seed=2)
+    assert set(np.unique(h)) == {5, 7}
+    assert abs(np.mean(h == 7) - 0.75) < 0.01
+
+
+def test_result_repr_and_dict(svc):
+    r = S.simulate(A.poisson(500, 1000), 128, P.Dynamic(), svc["gc200"])
+    d = r.to_dict()
+    for k in ("throughput_rps", "latency_p50_s", "latency_p99_s", "utilization", "stable", "goodput_rps"):
+        assert k in d
+    assert "req/s" in repr(r) and "<table>" in r._repr_html_()
+
+
+@pytest.mark.slow
+def test_ten_million_requests_stay_within_100_bytes_each():
+    """Memory of a whole 10^7-request run (inputs, per-request results, summary), by tracemalloc."""
+    import tracemalloc
+
+    n = 10_000_000
+    dev = S.chip_service("gc200", "bert-base", max_batch=32)
+    tracemalloc.start()
+    arr = A.poisson(2000.0, n, seed=0)
+    lens = S.sample_lengths(n, long_fraction=0.3, seed=1)
+    r = S.simulate(arr, lens, P.Dynamic(32, 0.002), dev, max_waiting=None)
+    s = r.summary()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert s["served"] == n
+    assert peak / n <= 100, f"{peak / n:.0f} bytes/request"
+
+
+def test_adaptive_batches_grow_with_load_and_stay_small_when_quiet():
+    dev = S.fixed_service(0.002, per_request_s=0.0002, max_batch=32)  # 2 ms + 0.2 ms per request
+    pol = P.Adaptive(latency_target_s=0.02, max_batch=32)
+    low = S.simulate(A.poisson(50, 5000, seed=1), 1, pol, dev)
+    high = S.simulate(A.poisson(1500, 5000, seed=1), 1, pol, dev)
+    # at 50 req/s one request per batch already covers the load: no waiting for company
+    assert low.mean_batch < 1.2 and low.latency_p99_s < 0.01
+    assert high.stable and high.mean_batch > 3 * low.mean_batch
+    assert high.latency_p99_s < pol.latency_target_s
+
+
+def test_daily_ramp_and_bursts_run_through_the_simulator():
+    dev = S.fixed_service(0.001, per_request_s=0.0001, max_batch=16)
+    for arr in (A.on_off(800, 4000, mean_on_s=0.05, mean_off_s=0.05, seed=3),
+                A.daily_ramp(300, 4000, period_s=10.0, seed=3)):
+        r = S.simulate(arr, 1, P.Dynamic(16, 0.001), dev)
+        assert r.served == 4000 and np.all(r.start_s >= r.arrival_s)

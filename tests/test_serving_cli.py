@@ -1,0 +1,74 @@
+"""``ipusim serve`` from the command line: JSON keys, theory mode, bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ipusim import cli, serving
+
+
+def _run(capsys, *args):
+    code = cli.main(["serve", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_serve_json_keys_chip_as_a_module():
+    """One real ``python -m ipusim`` run, as the issue's command line."""
+    out = subprocess.run(
+        [sys.executable, "-m", "ipusim", "serve", "--chip", "gc200", "--model", "bert-base", "--rate", "500",
+         "--requests", "2000", "--policy", "dynamic", "--max-batch", "16", "--max-delay-ms", "2",
+         "--long-fraction", "0.4", "--seed", "3", "--json"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    for k in ("throughput_rps", "latency_p50_s", "latency_p99_s", "utilization", "stable"):
+        assert k in d
+    assert d["stable"] is True and d["served"] == 2000
+
+
+def test_serve_exponential_matches_mm1(capsys):
+    code, out, _ = _run(capsys, "--service", "exponential", "--service-ms", "10", "--rate", "50",
+                        "--requests", "200000", "--max-batch", "1", "--max-delay-ms", "0", "--json")
+    d = json.loads(out)
+    theory = serving.theory_wait_s(50, 0.01, "mm1")
+    # rho = 0.5, 2*10^5 requests: relative standard error about 1%; 5% tolerance
+    assert code == 0 and d["queueing_mean_s"] == pytest.approx(theory, rel=0.05)
+
+
+def test_serve_overload_reports_unstable(capsys):
+    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "10", "--rate", "300", "--requests",
+                        "20000", "--max-batch", "1", "--max-delay-ms", "0", "--json")
+    d = json.loads(out)
+    assert d["stable"] is False and d["unstable_reason"]
+
+
+def test_serve_text_output_and_lengths_file(tmp_path, capsys):
+    p = tmp_path / "h.csv"
+    p.write_text("length,count\n64,5\n300,1\n")
+    code, out, _ = _run(capsys, "--rate", "200", "--requests", "500", "--lengths", str(p), "--policy", "buckets")
+    assert code == 0 and "p99" in out and "length buckets" in out
+
+
+def test_serve_bad_value_is_one_line(capsys):
+    code, _, err = _run(capsys, "--rate", "-1")
+    assert code == 2 and "rate_per_s" in err and "Traceback" not in err
+
+
+def test_serve_trace_replay_and_bursty(tmp_path, capsys):
+    from ipusim import arrivals
+
+    p = tmp_path / "trace.csv"
+    arrivals.save_trace(p, arrivals.poisson(100, 300, seed=1), [64] * 300)
+    code, out, _ = _run(capsys, "--trace", str(p), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["served"] == 300 and d["arrivals"] == "trace"
+    code, out, _ = _run(capsys, "--rate", "300", "--requests", "3000", "--arrivals", "bursty", "--json")
+    assert code == 0 and json.loads(out)["served"] == 3000
+
+
+def test_serve_needs_rate_or_trace(capsys):
+    code, _, err = _run(capsys)
+    assert code == 2 and "--rate" in err
