@@ -674,7 +674,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     # Long share: re-search the capacity with re-weighted lengths.
     # Cost per request with the chips fully used (a large deployment), so that it does not
     # hide behind whole-chip rounding at a small offered rate.
-    fracs = sweep_size((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), (0.0, 0.5, 1.0))
+    fracs = sweep_size((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), (0.0, 0.2, 0.5, 1.0))
     long_rows = []
     for fr in fracs:
         lens = eng.traffic_lengths(case, ctx.n, long_fraction=fr)
