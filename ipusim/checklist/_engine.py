@@ -1,22 +1,24 @@
 """The checklist's connection to the rest of the pipeline, in one place.
 
-Each function here answers one question the checks ask (the time of a step, the lengths
-of the traffic, how well they pack, the latencies of a batching policy) and says which
-model answered it (``source``), so that the report can trace every number. Swapping a
-stand-in for the real module is a change to this file only.
+Each function here answers one question the checks ask and names the model that answered
+it (``source``), so that the report can trace every number:
+
+* the time of a step on a replica of one or more chips: ``ipusim.machine`` (the tile and
+  GPU simulators), sampled on a grid and interpolated (``ServiceModel``, ``GenService``);
+* the lengths of the traffic and how well they pack: ``ipusim.lengths``-style mixes and
+  ``ipusim.packing`` (SPFHP);
+* the latencies of a batching policy: ``ipusim.serving`` (batching for classification,
+  continuous batching for generation), and the largest rate that meets a p99 target.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from .. import roofline, workloads
-from ..hardware import TileChip
+from .. import machine, workloads
 
 SHORT_RANGE = (16, 128)  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
 LONG_FROM = 256  # tokens, ASSUMPTION: a "long" text starts here
@@ -59,66 +61,32 @@ def long_share(case, lengths) -> float:
 
 
 # ---------------------------------------------------------------------------------------
-# Packing (stand-in: first-fit decreasing)
+# Packing
 # ---------------------------------------------------------------------------------------
-def pack_efficiency(lengths: np.ndarray, max_len: int, max_per_pack: int = 16) -> tuple[float, int, str]:
+def pack_efficiency(lengths: np.ndarray, max_len: int) -> tuple[float, int, str]:
     """Share of real tokens in rows of ``max_len`` tokens, rows used, and the method's name.
 
-    ``ipusim.packing`` (SPFHP, Krell et al. 2021, at most 3 sequences a row) when installed;
-    else the checklist's first-fit decreasing stand-in.
+    ``ipusim.packing`` SPFHP (Krell et al. 2021) with at most 3 sequences a row.
     """
-    try:
-        from .. import packing as _packing
-    except ImportError:
-        _packing = None
-    if _packing is not None and hasattr(_packing, "pack"):
-        res = _packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=3)
-        return float(res.efficiency), int(res.rows), "ipusim.packing SPFHP, at most 3 sequences a row"
-    return (*_ffd(lengths, max_len, max_per_pack), "first-fit decreasing (checklist stand-in)")
+    from .. import packing
 
-
-def _ffd(lengths, max_len, max_per_pack):
-    space: list[int] = []
-    count: list[int] = []
-    for ln in sorted((int(x) for x in lengths), reverse=True):
-        for i, s in enumerate(space):
-            if s >= ln and count[i] < max_per_pack:
-                space[i] -= ln
-                count[i] += 1
-                break
-        else:
-            space.append(max_len - ln)
-            count.append(1)
-    packs = len(space)
-    return float(np.sum(lengths)) / (packs * max_len), packs
+    res = packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=3)
+    return float(res.efficiency), int(res.rows), "ipusim.packing SPFHP, at most 3 sequences a row"
 
 
 # ---------------------------------------------------------------------------------------
 # Machine time
 # ---------------------------------------------------------------------------------------
-def simulators_present() -> bool:
-    """True when both machine simulators (``ipusim.tiles`` and ``ipusim.gpu``) are installed."""
-    import importlib.util
-
-    return all(importlib.util.find_spec(f"ipusim.{m}") is not None for m in ("tiles", "gpu"))
-
-
 def machine_time(c, s: workloads.Step, *, weights_on_chip: bool = True) -> tuple[float, str]:
-    """Seconds for step ``s`` on one chip and the name of the model that gave it.
+    """Seconds for step ``s`` on one chip (``ipusim.machine``) and the name of the model.
 
-    The tile and GPU simulators are used only when both are installed, so that the two
-    machine kinds are never compared under different models; until then both get the
-    roofline lower bound.
+    On a tile chip the checklist decides the placement (C1): weights in SRAM, or streamed
+    from off-chip DRAM.
     """
-    if simulators_present():
-        from .. import machine
-
-        name = f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
-        if c.kind == "tile":  # placement decided by the checklist (C1), not by the simulator
-            kw = {"weights": "on_chip" if weights_on_chip else "stream"}
-            return float(machine.step_time_s(c, s, **kw)), name
-        return float(machine.step_time_s(c, s)), name
-    return roofline.step_time_s(c, s, weights_on_chip=weights_on_chip), "roofline lower bound (stand-in)"
+    name = f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
+    if c.kind == "tile":
+        return float(machine.step_time_s(c, s, weights="on_chip" if weights_on_chip else "stream")), name
+    return float(machine.step_time_s(c, s)), name
 
 
 def _pow2_grid(lo: int, hi: int) -> list[int]:
@@ -133,56 +101,38 @@ def _pow2_grid(lo: int, hi: int) -> list[int]:
 
 @dataclass
 class ServiceModel:
-    """Seconds to serve one batch on one replica (``chips`` chips of ``c``).
+    """Seconds for one classification batch on one replica (``chips`` chips of ``c``).
 
-    ``batch_time(lengths)`` interpolates (bilinear in log batch and log length) a grid of
-    machine times: padded batches cost their longest sequence per row, packed ones their
-    mean length (attention area approximated by equal lengths). For generation a batch
-    costs the prompt pass plus ``output_tokens`` decode steps at the mean context.
+    ``table()[b - 1, L - 1]`` is a batch of ``b`` sequences of ``L`` tokens, interpolated
+    (bilinear in log batch and log length) between machine times on a power-of-two grid.
+    ``batch_time`` costs a padded batch at its longest sequence and a packed one at its
+    mean length; the serving simulator gets the table as padded rows, or as packed rows of
+    ``max_prompt`` tokens (see ``_serving_service``).
     """
 
     c: object
     model: workloads.TransformerConfig
-    task: str
+    task: str  # "classify"
     mode: str  # "padded" or "packed"
     chips: int = 1
     streaming: bool = False
-    output_tokens: int = 128
+    output_tokens: int = 0  # unused for classification
     max_batch: int = 128
 
     def __post_init__(self):
         self._cache: dict = {}
         self.source = ""
-        top = self.model.max_positions - (self.output_tokens if self.task == "generate" else 0)
-        self.max_prompt = max(8, top)
+        self.max_prompt = self.model.max_positions
         self.b_grid = np.array(_pow2_grid(1, self.max_batch), dtype=float)
         self.l_grid = np.array(_pow2_grid(8, self.max_prompt), dtype=float)
 
     def _exact(self, b: int, ln: int) -> float:
         key = (b, ln)
         if key not in self._cache:
-            self._cache[key] = self._compute(b, ln)
-        return self._cache[key]
-
-    def _compute(self, b: int, ln: int) -> float:
-        on_chip = not self.streaming
-        if self.task == "classify":
             s = workloads.step(self.model, [ln] * b, phase="forward")
-            t, self.source = machine_time(self.c, s, weights_on_chip=on_chip)
-            tokens = b * ln
-        else:
-            s = workloads.step(self.model, [ln] * b, phase="prefill")
-            t, self.source = machine_time(self.c, s, weights_on_chip=on_chip)
-            ctx = min(self.model.max_positions, ln + self.output_tokens // 2)
-            d = workloads.step(self.model, [ctx] * b, phase="decode")
-            td, _ = machine_time(self.c, d, weights_on_chip=on_chip)
-            t += self.output_tokens * td
-            tokens = b * (ln + self.output_tokens)
-        if self.chips > 1:
-            link = self.c.link_bandwidth_bytes_per_s
-            hop = tokens * self.model.d_model * 2 * (self.chips - 1) / link if link > 0 else math.inf
-            t = t + hop  # layers run in turn on the chips (pipeline stages)
-        return t
+            self._cache[key], self.source = replica_time(self.c, s, chips=self.chips, streaming=self.streaming,
+                                                         tokens=b * ln)
+        return self._cache[key]
 
     def batch_time(self, lengths) -> float:
         """Seconds for one batch of requests with these lengths (tokens)."""
@@ -317,24 +267,20 @@ class GenService:
 
 
 # ---------------------------------------------------------------------------------------
-# Serving (stand-in: a FIFO dynamic batcher on identical replicas)
+# Serving (ipusim.serving)
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Policy:
-    """A batching policy: up to ``max_batch`` requests, waiting at most ``max_delay_s``."""
+    """A batching policy of ``ipusim.policies`` (``obj``) with its kind and size for the search."""
 
-    kind: str  # "static" (waits for a full batch), "dynamic", or a serving policy's kind
-    max_batch: int
-    max_delay_s: float  # inf for static
-    obj: object = None  # the ipusim.policies object when the serving simulator runs it
+    kind: str  # "static", "dynamic", "token" or "continuous"
+    max_batch: int  # requests (sequences for continuous batching)
+    max_delay_s: float  # s the oldest request may wait for a batch to grow
+    obj: object = None  # the ipusim.policies object the serving simulator runs
 
     @property
     def label(self) -> str:
-        if self.obj is not None:
-            return self.obj.describe()
-        if self.kind == "static":
-            return f"static batch {self.max_batch}"
-        return f"dynamic, max batch {self.max_batch}, max delay {self.max_delay_s * 1e3:.3g} ms"
+        return self.obj.describe() if self.obj is not None else f"{self.kind}, max batch {self.max_batch}"
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "label": self.label, "max_batch": self.max_batch,
@@ -359,26 +305,13 @@ class ServingResult:
                 "mean_batch": self.mean_batch, "served": self.served, "source": self.source}
 
 
-SERVING_SOURCE = "FIFO dynamic batcher (checklist stand-in)"
+def simulate(arrivals, lengths, service, policy: Policy, servers: int) -> ServingResult:
+    """Serve requests (``arrivals`` s, ``lengths`` tokens) with ``policy`` on ``servers`` replicas."""
+    from .. import serving
 
-
-def serving_module():
-    """``(ipusim.serving, ipusim.policies)`` when the serving simulator is installed, else None."""
-    try:
-        from .. import policies, serving
-    except ImportError:
-        return None
-    return serving, policies
-
-
-def simulate(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
-    """Serve requests with ``policy`` on ``servers`` replicas: ``ipusim.serving`` if installed."""
-    mods = serving_module()
-    if mods is not None and policy.kind == "continuous":
-        return _simulate_generation(mods[0], arrivals, lengths, service, policy, servers)
-    if mods is not None and policy.obj is not None:
-        return _simulate_serving(mods[0], arrivals, lengths, service, policy, servers)
-    return simulate_standin(arrivals, lengths, service, policy, servers)
+    if policy.kind == "continuous":
+        return _simulate_generation(serving, arrivals, lengths, service, policy, servers)
+    return _simulate_serving(serving, arrivals, lengths, service, policy, servers)
 
 
 def _serving_service(serving, service: ServiceModel):
@@ -442,104 +375,6 @@ def _simulate_generation(serving, arrivals, lengths, service: GenService, policy
                          SERVING_MODULE_SOURCE + " (continuous batching)", saturated=not stable)
 
 
-def simulate_standin(arrivals, lengths, service: ServiceModel, policy: Policy, servers: int) -> ServingResult:
-    """Serve requests (arrival times ``arrivals``, s) with ``policy`` on ``servers`` replicas.
-
-    The checklist's own FIFO dynamic batcher (a Numba kernel), used until ``ipusim.serving``
-    is installed; ``simulate_reference`` is its plain-Python reference.
-    """
-    arrivals = np.ascontiguousarray(arrivals, dtype=np.float64)
-    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    lat = np.empty(arrivals.size)
-    busy, batches, last = _serve(arrivals, lengths, service.table(), service.mode == "packed",
-                                 policy.max_batch, policy.max_delay_s, servers, lat)
-    return _result(arrivals, lat, busy, batches, last, servers)
-
-
-def _result(arrivals, lat, busy, batches, last, servers):
-    n = arrivals.size
-    span = max(last - arrivals[0], 1e-12)
-    util = min(1.0, busy / (servers * span))
-    return ServingResult(float(np.percentile(lat, 50)), float(np.percentile(lat, 99)), float(lat.mean()),
-                         util, n / batches, n, SERVING_SOURCE, saturated=util >= MAX_UTILIZATION)
-
-
-@njit(cache=True)
-def _serve(arrivals, lengths, table, packed, max_batch, max_delay, servers, lat):
-    """FIFO dynamic batching on identical servers; writes each request's latency into ``lat``.
-
-    Preconditions: ``arrivals`` sorted (s), ``lengths`` >= 1 and <= table.shape[1],
-    ``max_batch`` <= table.shape[0], ``servers`` >= 1. A batch starts when a server is free
-    and either ``max_batch`` requests wait or the oldest has waited ``max_delay`` s
-    (inf: wait for a full batch; the trace's tail is flushed). Returns (busy s, batches, end s).
-    """
-    n = arrivals.size
-    free = np.zeros(servers)
-    busy = 0.0
-    batches = 0
-    last = 0.0
-    i = 0
-    while i < n:
-        srv = 0
-        for s in range(1, servers):
-            if free[s] < free[srv]:
-                srv = s
-        t0 = max(free[srv], arrivals[i])
-        t_fill = arrivals[i + max_batch - 1] if i + max_batch - 1 < n else np.inf
-        start = max(t0, min(t_fill, arrivals[i] + max_delay))
-        if start == np.inf:
-            start = max(t0, arrivals[n - 1])
-        k = i
-        top = min(i + max_batch, n)
-        longest = 0
-        total = 0
-        while k < top and (k == i or arrivals[k] <= start):
-            longest = max(longest, lengths[k])
-            total += lengths[k]
-            k += 1
-        b = k - i
-        ln = longest
-        if packed:
-            ln = (total + b - 1) // b
-        svc = table[b - 1, ln - 1]
-        done = start + svc
-        for r in range(i, k):
-            lat[r] = done - arrivals[r]
-        busy += svc
-        batches += 1
-        if done > last:
-            last = done
-        free[srv] = done
-        i = k
-    return busy, batches, last
-
-
-def simulate_reference(arrivals, lengths, batch_time, policy: Policy, servers: int) -> ServingResult:
-    """Plain-Python reference of ``simulate`` (a heap of servers; ``batch_time(lengths)``)."""
-    n = arrivals.size
-    B, D = policy.max_batch, policy.max_delay_s
-    free = [0.0] * servers
-    heapq.heapify(free)
-    lat = np.empty(n)
-    busy, batches, last, i = 0.0, 0, 0.0, 0
-    while i < n:
-        t0 = max(heapq.heappop(free), arrivals[i])
-        t_fill = arrivals[i + B - 1] if i + B - 1 < n else math.inf
-        start = max(t0, min(t_fill, arrivals[i] + D))
-        if math.isinf(start):
-            start = max(t0, arrivals[-1])
-        k = max(min(int(np.searchsorted(arrivals, start, side="right")), i + B, n), i + 1)
-        svc = batch_time(lengths[i:k])
-        done = start + svc
-        lat[i:k] = done - arrivals[i:k]
-        busy += svc
-        batches += 1
-        last = max(last, done)
-        heapq.heappush(free, done)
-        i = k
-    return _result(arrivals, lat, busy, batches, last, servers)
-
-
 def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
     gaps = np.random.default_rng(seed).exponential(1.0, n)
     return np.cumsum(gaps) / rate
@@ -547,6 +382,7 @@ def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
 
 def saturation_rate(lengths, service: ServiceModel, batch: int) -> float:
     """Requests/s one replica carries when every batch is full (``batch`` requests)."""
+    batch = min(batch, service.max_batch)
     k = max(1, lengths.size // batch)
     groups = np.resize(lengths, (k, batch)) if lengths.size >= batch else lengths[None, :]
     b = groups.shape[1]
@@ -566,7 +402,7 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
     unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
     # A finite run hides a slowly growing queue: cap the rate below what full batches can
     # carry (the saturation throughput), whatever the run's p99 says.
-    if policy.obj is None:  # the stand-in; the serving simulator flags a growing queue itself
+    if policy.kind != "continuous":
         sat = servers * saturation_rate(lengths, service, policy.max_batch)
         upper = min(upper, MAX_UTILIZATION * sat)
     lo, hi = upper / 1e4, upper
@@ -575,8 +411,8 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
         return simulate(unit / rate, lengths, service, policy, servers)
 
     def ok(r):
-        # A short run cannot show an unbounded queue; servers busy >= MAX_UTILIZATION of the
-        # time are treated as overloaded (a longer run would not meet the target).
+        # The serving simulator flags a queue that grew during the run; servers busy
+        # >= MAX_UTILIZATION of the time also count as overloaded.
         return r.p99_s <= slo_s and not r.saturated and math.isfinite(r.p99_s)
 
     r_lo = run(lo)
@@ -594,7 +430,3 @@ def capacity_at_slo(lengths, service, policy: Policy, slo_s: float, *, servers: 
         else:
             hi = mid
     return lo, best
-
-
-def is_tile(c) -> bool:
-    return isinstance(c, TileChip)

@@ -331,18 +331,10 @@ def named_lengths(name: str, seed: int = 0) -> np.ndarray:
     key = NAMED_LENGTHS.get(str(name).lower())
     if key is None:
         raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(NAMED_LENGTHS)} or a file path")
-    try:
-        from .. import lengths as _lengths  # ipusim.lengths (the packing module's sources)
-    except ImportError:
-        _lengths = None
-    if _lengths is not None and hasattr(_lengths, "dataset"):
-        counts = np.asarray(_lengths.dataset(key).counts)
-        return histogram_sample({i + 1: c for i, c in enumerate(counts.tolist()) if c}, seed=seed)
-    files = {"wikipedia-512": "wikipedia_bert_pretraining_len512.csv", "squad-384": "squad_v1_1_len384.csv"}
-    p = Path(__file__).resolve().parent.parent / "data" / files[key]
-    if not p.is_file():
-        raise ValueError(f"length histogram {name!r} is not installed ({p} missing)")
-    return read_lengths_file(p, seed=seed)
+    from .. import lengths as _lengths
+
+    counts = np.asarray(_lengths.dataset(key).counts)
+    return histogram_sample({i + 1: c for i, c in enumerate(counts.tolist()) if c}, seed=seed)
 
 
 def _chip_from(spec):

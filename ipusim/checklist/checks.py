@@ -148,38 +148,28 @@ class Context:
 
     # --- policies searched ------------------------------------------------------------
     def policies(self, cand, max_batch: int, svc=None) -> list:
+        """The ``ipusim.policies`` the search tries for a candidate (fewer under IPUSIM_QUICK)."""
+        from .. import policies as P
+
         slo = self.case.slo_p99_s
         bs = sweep_size((1, 2, 4, 8, 16, 32, 64, 128), (1, 4, 16, 64))
         delays = sweep_size((0.0, slo / 10, slo / 4), (slo / 5,))
-        out = []
-        mods = eng.serving_module()
-        if mods is not None and self.case.task == "generate":
-            P = mods[1]
+        if self.case.task == "generate":  # continuous batching; none if one request's KV does not fit
             need = self.case.max_len + self.case.output_tokens
-            kv = getattr(svc, "kv_tokens", 0) if svc is not None else 0
-            if kv >= need:
-                out += [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
-                        for b in bs]
-            return out
-        if mods is not None:
-            P = mods[1]
-            if cand.policy in ("auto", "dynamic"):
-                out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
-                        for b in bs if b <= max_batch for d in delays]
-            if cand.policy in ("auto", "static"):
-                out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
-                        for b in sweep_size((8, 32), (16,)) if b <= max_batch]
-            if cand.policy == "auto":
-                out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
-                        for t in sweep_size((2048, 8192), (4096,)) for d in delays[-1:]]
-        else:
-            if cand.policy in ("auto", "dynamic"):
-                out += [eng.Policy("dynamic", b, d) for b in bs if b <= max_batch for d in delays]
-            if cand.policy in ("auto", "static"):
-                out += [eng.Policy("static", b, math.inf) for b in sweep_size((8, 32), (16,)) if b <= max_batch]
-        if not out:
-            out = [eng.Policy("dynamic", 1, 0.0)]
-        return out
+            kv = getattr(svc, "kv_tokens", 0)
+            return [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
+                    for b in bs] if kv >= need else []
+        out = []
+        if cand.policy in ("auto", "dynamic"):
+            out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
+                    for b in bs if b <= max_batch for d in delays]
+        if cand.policy in ("auto", "static"):
+            out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
+                    for b in sweep_size((8, 32), (16,)) if b <= max_batch]
+        if cand.policy == "auto":
+            out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
+                    for t in sweep_size((2048, 8192), (4096,)) for d in delays[-1:]]
+        return out or [eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
 
     # --- fit --------------------------------------------------------------------------
     def working_set(self, c, batch: int = 1) -> dict:
@@ -241,8 +231,8 @@ class Context:
         return pl.chips
 
     def continuous(self) -> bool:
-        """Generation served by ``ipusim.serving``'s continuous batching."""
-        return self.case.task == "generate" and eng.serving_module() is not None
+        """Generation, served by ``ipusim.serving``'s continuous batching."""
+        return self.case.task == "generate"
 
     def modes(self, cand) -> tuple:
         if self.continuous():
@@ -459,34 +449,13 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
         miss = [r["candidate"] for r in rows if not r["meets_slo"]]
         reason = (f"{', '.join(miss)} cannot carry {fmt(case.rate_per_s, 'req/s')} within the target "
                   "with the chips given; the cost check scales each to the chips it needs")
-    mixed = mixed_sources(ctx)
-    if mixed:
-        reason += ". " + mixed
-        if status == "pass":
-            status = "warn"
     summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
                         f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
-    src = ctx.sources() + "; " + (eng.SERVING_MODULE_SOURCE if eng.serving_module() else eng.SERVING_SOURCE)
+    src = ctx.sources() + "; " + eng.SERVING_MODULE_SOURCE
     if ctx.continuous():
         src += " (continuous batching)"
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
                  {"throughput": rows}, src)
-
-
-def mixed_sources(ctx: Context) -> str:
-    """A warning when the chip kinds were timed by models of different kinds (bound vs simulator)."""
-    by_kind = {}
-    for (cand, _), deps in ctx._search.items():
-        for d in deps:
-            if d.service.source:
-                by_kind.setdefault(cand.chip.kind, set()).add(d.service.source)
-    bound = [k for k, v in by_kind.items() if any("roofline" in x for x in v)]
-    sim = [k for k, v in by_kind.items() if any("simulator" in x for x in v)]
-    if bound and sim:
-        return (f"CAUTION: the {'/'.join(bound)} chip is timed by the roofline lower bound (its simulator "
-                f"is not installed) and the {'/'.join(sim)} chip by its simulator; the comparison "
-                f"favours the {'/'.join(bound)} chip")
-    return ""
 
 
 # ---------------------------------------------------------------------------------------

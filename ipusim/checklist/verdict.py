@@ -21,7 +21,6 @@ POLICY = {
     "rate_points": -5,  # cheaper kind flips within 0.5x-2x of the offered rate
     "risk_factor": -0.5,  # points per software risk point
     "only_tile_points": 30,  # the tile chip meets the target and no GPU candidate does
-    "bound_points": -10,  # one chip kind timed by an optimistic bound, the other by a simulator
 }
 
 
@@ -89,8 +88,6 @@ def decide(case, checks: dict) -> Verdict:
                 reasons.append(Reason(POLICY["rate_points"],
                                       f"the cheaper kind flips within 2x of the offered rate ({c5.ev('rate_crossovers')})",
                                       ("C5",)))
-        if c2 is not None and "CAUTION" in c2.reason:
-            reasons.append(Reason(POLICY["bound_points"], c2.reason.split("CAUTION: ")[1], ("C2",)))
         if not has_tile_cand:
             veto = "no tile-chip candidate was given"
     if c6 is not None and c6.data:
