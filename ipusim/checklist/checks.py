@@ -1,0 +1,908 @@
+"""The eight checks. Each is a function ``check_x(case, ctx=None) -> Check``.
+
+A ``Check`` carries its evidence as numbers with units and the source (which model
+produced them), so that every number in the verdict can be traced back. Work shared by
+several checks (fitting each candidate, searching its batching policy) is done once by
+``Context`` and reused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import roofline, workloads
+from ..config import sweep_size
+from . import _engine as eng
+from .case import ANSWERS, ASSUMPTIONS, Case
+
+STATUSES = ("pass", "warn", "fail", "info", "skipped")
+HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number a check rests on: ``value`` in ``unit``, with a note on where it comes from."""
+
+    key: str
+    value: float | str
+    unit: str = ""
+    note: str = ""
+
+    def text(self) -> str:
+        return f"{fmt(self.value, self.unit)}"
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "value": self.value, "unit": self.unit, "note": self.note}
+
+
+@dataclass
+class Check:
+    """The result of one check: status, headline, reason, evidence, tables and sources."""
+
+    id: str  # "C1" ... "C8"
+    name: str
+    status: str  # one of STATUSES
+    summary: str  # the headline in one sentence
+    reason: str  # why this status
+    evidence: list = field(default_factory=list)  # Evidence records
+    tables: dict = field(default_factory=dict)  # title -> list of row dicts
+    source: str = ""  # which models produced the numbers
+    data: dict = field(default_factory=dict)  # machine-readable extras for the verdict
+
+    def ev(self, key: str):
+        for e in self.evidence:
+            if e.key == key:
+                return e.value
+        raise KeyError(f"{self.id} has no evidence {key!r}")
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "status": self.status, "summary": self.summary,
+                "reason": self.reason, "evidence": [e.to_dict() for e in self.evidence],
+                "tables": self.tables, "source": self.source}
+
+    def __repr__(self):
+        return f"Check({self.id} {self.name}: {self.status.upper()} - {self.summary})"
+
+
+def fmt(v, unit: str = "") -> str:
+    """A number with its unit, readable (3 significant figures, thousands separated)."""
+    if isinstance(v, str):
+        return v + (f" {unit}" if unit else "")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float) and math.isinf(v):
+        return "unbounded" if v > 0 else "-unbounded"
+    if unit == "%":
+        return f"{v:.1f}%"
+    if unit == "x":
+        return f"{v:.2f}x"
+    a = abs(v)
+    if isinstance(v, (int, np.integer)) or (a >= 100 and float(v).is_integer()):
+        s = f"{int(v):,}"
+    elif a >= 1000:
+        s = f"{v:,.0f}"
+    elif a >= 100:
+        s = f"{v:.0f}"
+    elif a >= 10:
+        s = f"{v:.1f}"
+    elif a >= 0.01 or a == 0:
+        s = f"{v:.2f}"
+    else:
+        s = f"{v:.2e}"
+    return f"{s} {unit}".strip()
+
+
+# ---------------------------------------------------------------------------------------
+# Shared work
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Placement:
+    """How a model sits on a chip kind: ``chips`` per replica, streaming or not."""
+
+    kind: str  # "on-chip", "spread", "streaming", "hbm"
+    chips: int
+    streaming: bool
+    max_batch: int  # largest batch whose working set fits the replica
+    tile: bool = True  # a tile chip (SRAM) or a GPU (HBM)
+    kv_tokens: int = 0  # KV-cache tokens the replica holds beside weights and activations
+
+    @property
+    def label(self) -> str:
+        if self.kind == "spread":
+            return f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips"
+        if self.kind == "streaming":
+            return "weights streamed from off-chip DRAM"
+        return "on-chip SRAM" if self.kind == "on-chip" else "HBM"
+
+
+@dataclass
+class Deployment:
+    """The best (placement, mode, policy) found for one candidate, and what it costs."""
+
+    placement: Placement
+    mode: str
+    policy: eng.Policy
+    capacity_per_replica: float  # req/s at the p99 target
+    service: eng.ServiceModel
+    at_capacity: object  # ServingResult at capacity
+    chips_needed: int = 0
+    usd_per_hour: float = 0.0
+    usd_per_million: float = math.inf
+    usd_per_million_at_capacity: float = math.inf  # chips fully used at the p99 target
+    offered: object = None  # ServingResult at the offered rate on the scaled deployment
+
+
+class Context:
+    """Per-case cache of the work several checks share (fit, policy search, lengths)."""
+
+    def __init__(self, case: Case):
+        self.case = case
+        self.n = sweep_size(8000, 2000)
+        self.lengths = eng.traffic_lengths(case, self.n)
+        self.quick_bisect = sweep_size(12, 7)
+        self._fit: dict = {}
+        self._search: dict = {}
+
+    # --- policies searched ------------------------------------------------------------
+    def policies(self, cand, max_batch: int, svc=None) -> list:
+        """The ``ipusim.policies`` the search tries for a candidate (fewer under IPUSIM_QUICK)."""
+        from .. import policies as P
+
+        slo = self.case.slo_p99_s
+        bs = sweep_size((1, 2, 4, 8, 16, 32, 64, 128), (1, 4, 16, 64))
+        delays = sweep_size((0.0, slo / 10, slo / 4), (slo / 5,))
+        if self.case.task == "generate":  # continuous batching; none if one request's KV does not fit
+            need = self.case.max_len + self.case.output_tokens
+            kv = getattr(svc, "kv_tokens", 0)
+            return [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
+                    for b in bs] if kv >= need else []
+        out = []
+        if cand.policy in ("auto", "dynamic"):
+            out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
+                    for b in bs if b <= max_batch for d in delays]
+        if cand.policy in ("auto", "static"):
+            out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
+                    for b in sweep_size((8, 32), (16,)) if b <= max_batch]
+        if cand.policy == "auto":
+            out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
+                    for t in sweep_size((2048, 8192), (4096,)) for d in delays[-1:]]
+        return out or [eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
+
+    # --- fit --------------------------------------------------------------------------
+    def working_set(self, c, batch: int = 1) -> dict:
+        """Bytes one replica must hold for a batch at the longest length (weights, act, KV)."""
+        case = self.case
+        m = case.model
+        gen = case.task == "generate"
+        ln = min(case.max_len, m.max_positions - (case.output_tokens if gen else 0))
+        ln = max(ln, 1)
+        s = workloads.step(m, [ln] * batch, phase="prefill" if gen else "forward")
+        weights = m.weight_bytes(s.dtype_bytes)
+        act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+        kv = m.kv_bytes_per_token(s.dtype_bytes) * batch * (ln + case.output_tokens) if gen else 0.0
+        return {"weights": weights, "activations": act, "kv": kv, "total": weights + act + kv,
+                "length": ln, "step": s}
+
+    def fit(self, cand) -> dict:
+        key = (cand.chip, cand.count)
+        if key in self._fit:
+            return self._fit[key]
+        c = cand.chip
+        ws = self.working_set(c, 1)
+        per_seq = ws["activations"] + ws["kv"]
+        cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
+        kv_per_tok = self.case.model.kv_bytes_per_token(2) if self.case.task == "generate" else 0
+        out = {"need": ws, "capacity": cap, "placements": [], "notes": []}
+        m_chips = max(1, math.ceil(ws["total"] / cap))
+        link_ok = c.link_bandwidth_bytes_per_s > 0
+        if m_chips == 1 or link_ok:
+            room = m_chips * cap - ws["weights"]
+            mb = int(max(1, min(256, room // per_seq))) if per_seq > 0 else 256
+            kind = ("on-chip" if c.kind == "tile" else "hbm") if m_chips == 1 else "spread"
+            kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+            out["placements"].append(Placement(kind, m_chips, False, mb, c.kind == "tile", kv_tok))
+        if c.kind == "tile" and m_chips > 1 and c.offchip_bytes > 0 and ws["weights"] <= c.offchip_bytes:
+            if per_seq <= cap:
+                mb = int(max(1, min(256, cap // per_seq)))
+                kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                out["placements"].append(Placement("streaming", 1, True, mb, True, kv_tok))
+            else:
+                out["notes"].append("streaming: one sequence's activations and KV do not fit the SRAM")
+        out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
+        out["chips_on_chip"] = m_chips
+        ws_w = ws["weights"]
+        if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
+            out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
+        self._fit[key] = out
+        return out
+
+    # --- policy search ----------------------------------------------------------------
+    def depth(self, pl: Placement) -> int:
+        """Batches a replica keeps in flight: one per pipeline stage, unless the KV cache
+        (shared by the stages' streams) cannot hold a request per stream."""
+        if pl.chips == 1:
+            return 1
+        if self.case.task == "generate":
+            need = self.case.max_len + self.case.output_tokens
+            return int(min(pl.chips, max(1, pl.kv_tokens // need)))
+        return pl.chips
+
+    def continuous(self) -> bool:
+        """Generation, served by ``ipusim.serving``'s continuous batching."""
+        return self.case.task == "generate"
+
+    def modes(self, cand) -> tuple:
+        if self.continuous():
+            return ("padded",)  # prompts padded per iteration; packing does not apply
+        return ("padded", "packed") if cand.mode == "auto" else (cand.mode,)
+
+    def service(self, cand, placement: Placement, mode: str):
+        if self.continuous():
+            return eng.GenService(cand.chip, self.case.model, chips=placement.chips,
+                                  streaming=placement.streaming, output_tokens=self.case.output_tokens,
+                                  max_batch=128, kv_tokens=placement.kv_tokens // self.depth(placement))
+        return eng.ServiceModel(cand.chip, self.case.model, self.case.task, mode,
+                                chips=placement.chips, streaming=placement.streaming,
+                                output_tokens=self.case.output_tokens,
+                                max_batch=min(128, placement.max_batch))
+
+    def search(self, cand, lengths=None, key_extra=None) -> list:
+        """Every (placement, mode) of a candidate with its best policy (capacity at SLO)."""
+        key = (cand, key_extra)
+        if key in self._search:
+            return self._search[key]
+        lengths = self.lengths if lengths is None else lengths
+        out = []
+        for pl in self.fit(cand)["placements"]:
+            for mode in self.modes(cand):
+                svc = self.service(cand, pl, mode)
+                out.append(self._best_policy(cand, pl, mode, svc, lengths))
+        self._search[key] = out
+        return out
+
+    def _best_policy(self, cand, pl, mode, svc, lengths):
+        slo = self.case.slo_p99_s
+        best = None
+        mean_len = float(np.mean(lengths))
+        pols = self.policies(cand, svc.max_batch, svc)
+        if not pols:  # e.g. no room for one request's KV cache
+            return Deployment(pl, mode, eng.Policy("continuous", 1, 0.0), 0.0, svc, None)
+        for pol in pols:
+            b = pol.max_batch
+            upper = 2.0 * b * self.depth(pl) / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
+            cap, res = eng.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed, servers=self.depth(pl),
+                                           iters=self.quick_bisect, upper=upper)
+            if best is None or cap > best.capacity_per_replica:
+                best = Deployment(pl, mode, pol, cap, svc, res)
+        return best
+
+    def cost(self, cand, dep: Deployment) -> Deployment:
+        """Chips to carry the offered rate at the SLO, and what they cost per hour."""
+        case = self.case
+        c = cand.chip
+        if dep.capacity_per_replica <= 0:
+            dep.chips_needed, dep.usd_per_million = 0, math.inf
+            return dep
+        reps = math.ceil(case.rate_per_s / dep.capacity_per_replica * (1 - 1e-9))
+        dep.chips_needed = reps * dep.placement.chips
+        dep.usd_per_hour = dep.chips_needed * self.chip_hour_usd(c)
+        dep.usd_per_million = dep.usd_per_hour / (case.rate_per_s * HOUR_S) * 1e6
+        per_chip = dep.capacity_per_replica / dep.placement.chips
+        dep.usd_per_million_at_capacity = self.chip_hour_usd(c) / (per_chip * HOUR_S) * 1e6
+        return dep
+
+    def chip_hour_usd(self, c) -> float:
+        """Price of one chip for one hour including its energy, USD."""
+        p = self.case.prices
+        return p.chip_hour(c) + c.power_w / 1e3 * p.usd_per_kwh
+
+    def best(self, cand) -> Deployment | None:
+        """The cheapest deployment of a candidate that meets the SLO (None if none does)."""
+        deps = [self.cost(cand, d) for d in self.search(cand)]
+        ok = [d for d in deps if d.capacity_per_replica > 0]
+        if not ok:
+            return None
+        return min(ok, key=lambda d: (d.usd_per_million, -d.capacity_per_replica))
+
+    def offered(self, cand, dep: Deployment, replicas: int):
+        """Latency at the offered rate (trace or Poisson) on ``replicas`` replicas."""
+        case = self.case
+        n = self.lengths.size
+        if case.arrivals is not None:
+            arr = case.arrivals[:n]
+            lens = self.lengths[: arr.size]
+        else:
+            arr = eng.poisson_arrivals(case.rate_per_s, n, case.seed + 1)
+            lens = self.lengths
+        return eng.simulate(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
+
+    def sources(self) -> str:
+        srcs = set()
+        for deps in self._search.values():
+            for d in deps:
+                if d.service.source:
+                    srcs.add(d.service.source)
+        return ", ".join(sorted(srcs))
+
+
+def _gb(x):
+    return x / 1e9
+
+
+# ---------------------------------------------------------------------------------------
+# C1 Fit
+# ---------------------------------------------------------------------------------------
+def check_fit(case: Case, ctx: Context | None = None) -> Check:
+    """C1: do weights, activations (and KV cache) fit on chip; if not, what it costs."""
+    ctx = ctx or Context(case)
+    rows, ev = [], []
+    any_fit, all_fit = False, True
+    for cand in case.candidates:
+        f = ctx.fit(cand)
+        c = cand.chip
+        ws = f["need"]
+        place = f["given"][0] if f["given"] else None
+        options = "; ".join(p.label for p in f["placements"]) or "none"
+        row = {
+            "candidate": cand.label, "memory": "tile SRAM (after code)" if c.kind == "tile" else "HBM",
+            "capacity_GB": _gb(f["capacity"]), "weights_GB": _gb(ws["weights"]),
+            "activations_GB": _gb(ws["activations"]), "kv_cache_GB": _gb(ws["kv"]),
+            "need_GB": _gb(ws["total"]), "chips_to_fit": f["chips_on_chip"],
+            "placement": place.label if place else "does not fit", "max_batch_fit": place.max_batch if place else 0,
+            "other_options": options,
+        }
+        if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
+            row["stream_ms_per_pass"] = f["stream_s_per_pass"] * 1e3
+        rows.append(row)
+        any_fit |= place is not None
+        all_fit &= place is not None
+        key = cand.label.replace(" ", "")
+        ev.append(Evidence(f"need.{key}", _gb(ws["total"]), "GB",
+                           f"weights + largest op's activations at {ws['length']} tokens"
+                           + (" + KV cache" if ws["kv"] else "")))
+        ev.append(Evidence(f"capacity.{key}", _gb(f["capacity"]), "GB", row["memory"]))
+        ev.append(Evidence(f"chips_to_fit.{key}", f["chips_on_chip"], "chips", "to hold everything in fast memory"))
+        if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
+            ev.append(Evidence(f"stream_time.{key}", f["stream_s_per_pass"] * 1e3, "ms",
+                               "to stream the weights once from off-chip DRAM (per forward pass)"))
+    if all_fit:
+        status, reason = "pass", "every candidate holds the model in its fast memory with the chips given"
+    elif any_fit:
+        status = "warn"
+        bad = [r["candidate"] for r in rows if r["placement"] == "does not fit"]
+        reason = (f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
+                  "the chips it would need (spread or streamed) instead")
+    else:
+        status = "fail"
+        reason = "the model fits none of the candidates as given"
+    if not any(ctx.fit(c)["placements"] for c in case.candidates):
+        status, reason = "fail", ("the model fits nowhere: no candidate can hold it, even spread over "
+                                  "more chips or streamed from off-chip DRAM")
+    summary = "; ".join(f"{r['candidate']}: {r['placement']} ({fmt(r['need_GB'], 'GB')} of "
+                        f"{fmt(r['capacity_GB'], 'GB')} per chip)" for r in rows)
+    return Check("C1", "Fit in on-chip memory", status, summary, reason, ev, {"fit": rows},
+                 "workloads.step op bytes, hardware presets (roofline.fits_on_chip formula)")
+
+
+# ---------------------------------------------------------------------------------------
+# C2 Throughput at the latency target
+# ---------------------------------------------------------------------------------------
+def check_throughput(case: Case, ctx: Context | None = None) -> Check:
+    """C2: the best batching policy of each candidate, its capacity at the p99 target."""
+    ctx = ctx or Context(case)
+    rows, ev = [], []
+    slo = case.slo_p99_s
+    fastest = math.inf
+    median = int(np.median(ctx.lengths))
+    for cand in case.candidates:
+        dep = ctx.best(cand)
+        f = ctx.fit(cand)
+        key = cand.label.replace(" ", "")
+        if f["placements"]:
+            pl = f["given"][0] if f["given"] else f["placements"][0]
+            svc = ctx.service(cand, pl, "packed")
+            fastest = min(fastest, svc.batch_time(np.array([median])))
+        if dep is None:
+            rows.append({"candidate": cand.label, "placement": "-", "mode": "-", "policy": "none meets the target",
+                         "capacity_req_s": 0.0, "replicas_given": 0, "p50_ms": math.nan,
+                         "p99_ms": math.nan, "utilization_%": math.nan, "meets_slo": False})
+            ev.append(Evidence(f"capacity.{key}", 0.0, "req/s", "no policy meets the p99 target"))
+            continue
+        given = [p for p in f["given"] if p.kind == dep.placement.kind]
+        replicas = cand.count // dep.placement.chips if given else 0
+        cap_given = replicas * dep.capacity_per_replica
+        if replicas:
+            r = ctx.offered(cand, dep, replicas)
+            dep.offered = r
+        else:
+            r = None
+        meets = r is not None and r.p99_s <= slo
+        rows.append({
+            "candidate": cand.label, "placement": dep.placement.label, "mode": dep.mode,
+            "policy": dep.policy.label, "capacity_req_s": cap_given, "replicas_given": replicas,
+            "p50_ms": r.p50_s * 1e3 if r else math.nan, "p99_ms": r.p99_s * 1e3 if r else math.nan,
+            "utilization_%": r.utilization * 100 if r else math.nan, "meets_slo": meets,
+        })
+        ev.append(Evidence(f"capacity_per_replica.{key}", dep.capacity_per_replica, "req/s",
+                           f"{dep.mode}, {dep.policy.label}, p99 <= {fmt(slo * 1e3, 'ms')}"))
+        ev.append(Evidence(f"capacity.{key}", cap_given, "req/s", f"{replicas} replica(s) as given"))
+        if r is not None:
+            ev.append(Evidence(f"p99_at_rate.{key}", r.p99_s * 1e3, "ms", f"at {fmt(case.rate_per_s, 'req/s')}"))
+            ev.append(Evidence(f"utilization.{key}", r.utilization * 100, "%", "busy share at the offered rate"))
+    ev.append(Evidence("fastest_single_request", fastest * 1e3, "ms",
+                       f"one request of the median length ({median} tokens) on the fastest candidate"))
+    ok = [r for r in rows if r["meets_slo"]]
+    if fastest > slo:
+        status = "fail"
+        reason = (f"impossible target: one request of the median length alone takes {fmt(fastest * 1e3, 'ms')} "
+                  f"on the fastest candidate, above the p99 target of {fmt(slo * 1e3, 'ms')}; no batching "
+                  "policy can meet it (raise the target or pick a faster chip)")
+    elif not any(r["capacity_req_s"] > 0 or r["policy"] != "none meets the target" for r in rows):
+        status, reason = "fail", "no candidate meets the p99 target with any policy searched"
+    elif len(ok) == len(rows):
+        status, reason = "pass", "every candidate carries the offered rate within the p99 target as given"
+    else:
+        status = "warn"
+        miss = [r["candidate"] for r in rows if not r["meets_slo"]]
+        reason = (f"{', '.join(miss)} cannot carry {fmt(case.rate_per_s, 'req/s')} within the target "
+                  "with the chips given; the cost check scales each to the chips it needs")
+    summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
+                        f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
+    src = ctx.sources() + "; " + eng.SERVING_MODULE_SOURCE
+    if ctx.continuous():
+        src += " (continuous batching)"
+    return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
+                 {"throughput": rows}, src)
+
+
+# ---------------------------------------------------------------------------------------
+# C3 Padding
+# ---------------------------------------------------------------------------------------
+def check_padding(case: Case, ctx: Context | None = None) -> Check:
+    """C3: how much padding wastes, and what bucketing and packing recover."""
+    ctx = ctx or Context(case)
+    lens = ctx.lengths
+    max_len = case.max_len
+    real = float(lens.sum())
+    pad_max = 1 - real / (lens.size * max_len)
+    rng = np.random.default_rng(case.seed)
+    b = 16
+    groups = rng.permutation(lens)[: (lens.size // b) * b].reshape(-1, b)
+    pad_batch = 1 - groups.sum() / (groups.max(axis=1).sum() * b)
+    buckets = np.array(sorted({128, 256, 384, max_len} & set(range(1, max_len + 1)) | {max_len}))
+    bucketed = buckets[np.searchsorted(buckets, lens)]
+    pad_bucket = 1 - real / float(bucketed.sum())
+    eff, packs, pack_src = eng.pack_efficiency(lens, max_len)
+    s_pad = workloads.step(case.model, lens[:64], pad_to=max_len)
+    s_real = workloads.step(case.model, lens[:64])
+    flop_ratio = s_pad.flops / s_real.flops
+    ev = [
+        Evidence("padding_to_max", pad_max * 100, "%", f"share of token slots that are padding at {max_len} tokens"),
+        Evidence("padding_per_batch", pad_batch * 100, "%", f"padding to the longest in random batches of {b}"),
+        Evidence("padding_bucketed", pad_bucket * 100, "%", f"padding with buckets at {', '.join(map(str, buckets))}"),
+        Evidence("packing_efficiency", eff * 100, "%", f"real tokens per pack slot ({pack_src})"),
+        Evidence("padded_flops_ratio", flop_ratio, "x", "FLOPs of a padded batch over the same batch unpadded"),
+        Evidence("mean_length", float(lens.mean()), "tokens", f"{lens.size} sampled requests"),
+    ]
+    rows = []
+    for cand in case.candidates:
+        deps = {d.mode: d for d in ctx.search(cand) if d.placement == (ctx.fit(cand)["placements"] or [None])[0]}
+        if {"padded", "packed"} <= set(deps):
+            cp, ck = deps["padded"].capacity_per_replica, deps["packed"].capacity_per_replica
+            gain = ck / cp if cp > 0 else math.inf
+            rows.append({"candidate": cand.label, "padded_req_s": cp, "packed_req_s": ck, "packing_gain_x": gain})
+            ev.append(Evidence(f"packing_gain.{cand.label.replace(' ', '')}", gain, "x",
+                               "capacity at the p99 target, packed over padded (per replica)"))
+    tables = {"waste": [
+        {"scheme": "pad to max length", "padding_%": pad_max * 100},
+        {"scheme": f"pad to longest in batch of {b}", "padding_%": pad_batch * 100},
+        {"scheme": "length buckets", "padding_%": pad_bucket * 100},
+        {"scheme": f"pack ({pack_src.split(' (')[0].removeprefix('ipusim.packing ')})", "padding_%": (1 - eff) * 100},
+    ]}
+    if rows:
+        tables["packing_gain"] = rows
+    status = "warn" if pad_max > 0.3 else "info"
+    reason = (f"padded to {max_len} tokens, {fmt(pad_max * 100, '%')} of the computed token slots are "
+              f"padding; packing leaves {fmt((1 - eff) * 100, '%')}")
+    summary = (f"padding wastes {fmt(pad_max * 100, '%')} of token slots at {max_len} tokens "
+               f"({fmt(flop_ratio, 'x')} the FLOPs); packing reaches {fmt(eff * 100, '%')} efficiency")
+    return Check("C3", "Padding and packing", status, summary, reason, ev, tables,
+                 f"workloads.step FLOPs; {pack_src}; capacities from C2")
+
+
+# ---------------------------------------------------------------------------------------
+# C4 Cost and energy
+# ---------------------------------------------------------------------------------------
+def check_cost(case: Case, ctx: Context | None = None) -> Check:
+    """C4: cost per million requests and energy per request, each candidate scaled to the rate."""
+    ctx = ctx or Context(case)
+    rows, ev = [], []
+    for cand in case.candidates:
+        dep = ctx.best(cand)
+        key = cand.label.replace(" ", "")
+        c = cand.chip
+        price = case.prices.chip_hour(c)
+        if dep is None:
+            rows.append({"candidate": cand.label, "kind": c.kind, "deployment": "none meets the target",
+                         "chips_needed": 0,
+                         "usd_per_chip_hour": price, "usd_per_hour": math.nan,
+                         "usd_per_million": math.inf, "usd_per_million_at_capacity": math.inf,
+                         "energy_j_per_request": math.nan,
+                         "busy_energy_j_per_request": math.nan, "price_assumed": case.prices.is_assumed(c.name)})
+            continue
+        r = dep.service
+        joules_all = dep.chips_needed * c.power_w / case.rate_per_s
+        mean_b = dep.at_capacity.mean_batch if dep.at_capacity else 1.0
+        busy_j = dep.placement.chips * c.power_w * r.batch_time(ctx.lengths[: max(1, int(round(mean_b)))]) / max(mean_b, 1)
+        rows.append({"candidate": cand.label, "kind": c.kind,
+                     "deployment": f"{c.name} x{dep.chips_needed} ({dep.placement.label}, {dep.mode})",
+                     "chips_needed": dep.chips_needed,
+                     "usd_per_chip_hour": price, "usd_per_hour": dep.usd_per_hour,
+                     "usd_per_million": dep.usd_per_million,
+                     "usd_per_million_at_capacity": dep.usd_per_million_at_capacity,
+                     "energy_j_per_request": joules_all,
+                     "busy_energy_j_per_request": busy_j, "price_assumed": case.prices.is_assumed(c.name)})
+        ev += [
+            Evidence(f"chips_needed.{key}", dep.chips_needed, "chips",
+                     f"to carry {fmt(case.rate_per_s, 'req/s')} at p99 <= {fmt(case.slo_p99_s * 1e3, 'ms')} (C2 capacity)"),
+            Evidence(f"usd_per_million.{key}", dep.usd_per_million, "USD",
+                     "per million requests, chips + energy" + (" (ASSUMED price)" if case.prices.is_assumed(c.name) else "")),
+            Evidence(f"usd_per_million_at_capacity.{key}", dep.usd_per_million_at_capacity, "USD",
+                     "per million requests if the chips ran at their C2 capacity (large deployments)"),
+            Evidence(f"energy_per_request.{key}", joules_all, "J", "board power x chips / rate"),
+        ]
+    tile = _best_of_kind(rows, "tile")
+    gpu = _best_of_kind(rows, "gpu")
+    data = {"tile": tile, "gpu": gpu}
+    if tile and gpu and math.isfinite(tile["usd_per_million"]) and math.isfinite(gpu["usd_per_million"]):
+        saving = 1 - tile["usd_per_million"] / gpu["usd_per_million"]
+        ev.append(Evidence("tile_saving", saving * 100, "%",
+                           f"{tile['deployment']} vs {gpu['deployment']}, cost per million requests"))
+        data["saving"] = saving
+        summary = (f"best tile deployment {tile['deployment']}: {fmt(tile['usd_per_million'], 'USD')}/M requests; "
+                   f"best GPU {gpu['deployment']}: {fmt(gpu['usd_per_million'], 'USD')}/M "
+                   f"({'tile cheaper' if saving > 0 else 'GPU cheaper'} by {fmt(abs(saving) * 100, '%')})")
+        status = "info"
+        reason = "each candidate is scaled to the chips it needs for the offered rate at the target, then priced"
+        minimal = [d for d in (ctx.best(c) for c in case.candidates) if d is not None
+                   and d.chips_needed == d.placement.chips and d.capacity_per_replica > 2 * case.rate_per_s]
+        if len(minimal) == len([r for r in rows if math.isfinite(r["usd_per_million"])]):
+            reason += (f"; at {fmt(case.rate_per_s, 'req/s')} every deployment is its smallest (one replica, "
+                       "under half used), so the cost per request is its hourly price over the traffic; with "
+                       f"the chips fully used it would be {fmt(tile['usd_per_million_at_capacity'], 'USD')} (tile) vs "
+                       f"{fmt(gpu['usd_per_million_at_capacity'], 'USD')} (GPU) per million")
+    else:
+        finite = [r for r in rows if math.isfinite(r["usd_per_million"])]
+        summary = "; ".join(f"{r['candidate']}: {fmt(r['usd_per_million'], 'USD')}/M" for r in finite) or \
+            "no candidate can serve the traffic at the target, so none has a cost"
+        status = "warn" if finite else "fail"
+        reason = "a tile/GPU comparison needs at least one candidate of each kind that meets the target"
+    ev.append(Evidence("usd_per_kwh", case.prices.usd_per_kwh, "USD/kWh",
+                       "ASSUMED" if case.prices.is_assumed("kwh") else "user value"))
+    return Check("C4", "Cost and energy", status, summary, reason + ". " + ASSUMPTIONS["prices"], ev,
+                 {"cost": rows}, "C2 capacities; chip power from hardware presets; prices from the case", data)
+
+
+def _best_of_kind(rows, kind):
+    ok = [r for r in rows if r["kind"] == kind and math.isfinite(r["usd_per_million"])]
+    return min(ok, key=lambda r: r["usd_per_million"]) if ok else None
+
+
+# ---------------------------------------------------------------------------------------
+# C5 Sensitivity
+# ---------------------------------------------------------------------------------------
+def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
+    """C5: how the cheaper chip kind changes with price ratio, arrival rate and long share."""
+    ctx = ctx or Context(case)
+    best = {}
+    for cand in case.candidates:
+        d = ctx.best(cand)
+        if d is not None:
+            k = cand.chip.kind
+            if k not in best or d.usd_per_million < best[k][1].usd_per_million:
+                best[k] = (cand, d)
+    if set(best) != {"tile", "gpu"}:
+        return Check("C5", "Sensitivity", "skipped",
+                     "needs one tile and one GPU candidate that meet the target",
+                     "no comparison to move", [], {}, "")
+    (tc, td), (gc, gd) = best["tile"], best["gpu"]
+    ev, tables = [], {}
+    # Price ratio: tile chip-hour price multiplied by k; cost is linear in k.
+    e_tile = tc.chip.power_w / 1e3 * case.prices.usd_per_kwh
+    p_tile = case.prices.chip_hour(tc.chip)
+    gpu_per_hour_per_req = gd.usd_per_hour / case.rate_per_s
+    k_star = (gpu_per_hour_per_req * case.rate_per_s / td.chips_needed - e_tile) / p_tile
+    ratio_now = p_tile / case.prices.chip_hour(gc.chip)
+    if k_star <= 0:  # the tile deployment's energy alone costs more than the GPU deployment
+        k_star = math.nan
+    ev.append(Evidence("price_crossover_usd_per_chip_hour", k_star * p_tile, "USD",
+                       f"{tc.chip.name} chip-hour price at which it costs the same per request as {gc.label}"
+                       + (" (none: its energy alone costs more)" if math.isnan(k_star) else "")))
+    ev.append(Evidence("price_crossover_factor", k_star, "x", f"of the current {tc.chip.name} price"))
+    ev.append(Evidence("price_ratio_now", ratio_now, "x", f"{tc.chip.name} / {gc.chip.name} chip-hour price"))
+    # Arrival rate: chips scale in whole replicas.
+    top = max(16 * case.rate_per_s, 4 * max(td.capacity_per_replica, gd.capacity_per_replica))
+    rates = np.unique(np.concatenate([np.geomspace(case.rate_per_s / 16, top, sweep_size(13, 9)),
+                                      [case.rate_per_s]]))
+    rate_rows = []
+    for r in rates:
+        cost = {}
+        for kind, (cand, d) in best.items():
+            reps = math.ceil(r / d.capacity_per_replica * (1 - 1e-9))
+            cost[kind] = reps * d.placement.chips * ctx.chip_hour_usd(cand.chip) / (r * HOUR_S) * 1e6
+        rate_rows.append({"rate_req_s": float(r), "tile_usd_per_million": cost["tile"],
+                          "gpu_usd_per_million": cost["gpu"],
+                          "cheaper": "tile" if cost["tile"] < cost["gpu"] else "gpu"})
+    tables["rate"] = rate_rows
+    rate_cross = _crossings(rate_rows, "rate_req_s")
+    ev.append(Evidence("rate_crossovers", ", ".join(fmt(x, "req/s") for x in rate_cross) or "none in range", "",
+                       f"rates from {fmt(rates[0], 'req/s')} to {fmt(rates[-1], 'req/s')} where the cheaper kind changes"))
+    # Long share: re-search the capacity with re-weighted lengths.
+    # Cost per request with the chips fully used (a large deployment), so that it does not
+    # hide behind whole-chip rounding at a small offered rate.
+    fracs = sweep_size((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), (0.0, 0.2, 0.5, 1.0))
+    long_rows = []
+    for fr in fracs:
+        lens = eng.traffic_lengths(case, ctx.n, long_fraction=fr)
+        cost = {}
+        for kind, (cand, d) in best.items():
+            res = ctx._best_policy(cand, d.placement, d.mode, d.service, lens)
+            if res.capacity_per_replica <= 0:
+                cost[kind] = math.inf
+                continue
+            per_chip = res.capacity_per_replica / d.placement.chips
+            cost[kind] = ctx.chip_hour_usd(cand.chip) / (per_chip * HOUR_S) * 1e6
+        long_rows.append({"long_share_%": fr * 100, "tile_usd_per_million": cost["tile"],
+                          "gpu_usd_per_million": cost["gpu"],
+                          "cheaper": "tile" if cost["tile"] < cost["gpu"] else "gpu"})
+    tables["long_share"] = long_rows
+    long_cross = _crossings(long_rows, "long_share_%")
+    ev.append(Evidence("long_share_crossovers", ", ".join(fmt(x, "%") for x in long_cross) or "none in range", "",
+                       "long-text shares where the cheaper kind changes (cost with the chips at capacity)"))
+    fragile = bool(0.8 <= k_star <= 1.25)
+    near_rate = any(case.rate_per_s / 2 <= x <= case.rate_per_s * 2 for x in rate_cross)
+    status = "warn" if (fragile or near_rate) else "pass"
+    winner_now = "tile" if td.usd_per_million < gd.usd_per_million else "GPU"
+    flip = (f"no {tc.chip.name} price flips it (its energy alone costs more)" if math.isnan(k_star) else
+            f"the answer flips if the {tc.chip.name} price moves to {fmt(k_star * p_tile, 'USD')}/chip-hour "
+            f"({fmt(k_star, 'x')} today's)")
+    reason = (f"the {winner_now} deployment is cheaper now; {flip}"
+              + ("; that is within 25% of today's price: a fragile answer" if fragile else "")
+              + (f"; it also flips at {', '.join(fmt(x, 'req/s') for x in rate_cross)}" if rate_cross else ""))
+    summary = ((f"no {tc.chip.name} price makes it cheaper" if math.isnan(k_star) else
+                f"price crossover {fmt(k_star * p_tile, 'USD')}/chip-hour for {tc.chip.name}") + "; rate crossovers: "
+               f"{', '.join(fmt(x, 'req/s') for x in rate_cross) or 'none'}; long-share crossovers: "
+               f"{', '.join(fmt(x, '%') for x in long_cross) or 'none'}")
+    data = {"k_star": k_star, "fragile": fragile, "near_rate": near_rate}
+    return Check("C5", "Sensitivity", status, summary, reason, ev, tables,
+                 "C2 policy search re-run per long share; C4 prices", data)
+
+
+def _crossings(rows, xkey):
+    out = []
+    for a, b in zip(rows, rows[1:], strict=False):
+        if a["cheaper"] != b["cheaper"]:
+            da = a["tile_usd_per_million"] - a["gpu_usd_per_million"]
+            db = b["tile_usd_per_million"] - b["gpu_usd_per_million"]
+            if math.isfinite(da) and math.isfinite(db) and da != db:
+                t = da / (da - db)
+                out.append(a[xkey] + t * (b[xkey] - a[xkey]))
+            else:
+                out.append((a[xkey] + b[xkey]) / 2)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# C6 Training
+# ---------------------------------------------------------------------------------------
+TRAINING_CLAIM = ("70B-175B parameter models trained on IPU clusters at 15-20% lower cost per dollar "
+                  "than GPU clusters")
+
+
+def training_chips(case: Case) -> list:
+    """One chip per kind for the training check: the case's candidates, else GC200 and A100-80GB."""
+    from .. import hardware
+
+    seen = {}
+    for cand in case.candidates:
+        seen.setdefault(cand.chip.kind, cand.chip)
+    seen.setdefault("tile", hardware.chip("gc200"))
+    seen.setdefault("gpu", hardware.chip("a100-80gb"))
+    return [seen["tile"], seen["gpu"]]
+
+
+def train_estimate(m, c, tr, prices) -> dict:
+    """Memory, chips, time and cost to train ``m`` on ``tr.token_budget`` tokens on chip ``c``."""
+    fp = workloads.training_footprint(m, seq_len=tr.seq_len, tokens_per_step=tr.seq_len, recompute=True)
+    states = fp.weight_bytes + fp.gradient_bytes + fp.optimizer_bytes
+    act = fp.activation_bytes  # one sequence, full recomputation
+    flops = 6.0 * m.params * tr.token_budget  # 6 x parameters per token (Kaplan et al. 2020)
+    s = workloads.step(m, [tr.seq_len], phase="train")
+    if c.kind == "tile":
+        chips_sram = math.ceil((states + act) / c.data_bytes)
+        if c.offchip_bytes > 0:
+            chips = max(math.ceil(states / c.offchip_bytes), math.ceil(act / c.data_bytes))
+            place = "states in off-chip DRAM"
+            if chips >= chips_sram:
+                chips, place = chips_sram, "all in SRAM"
+        else:
+            chips, place = chips_sram, "all in SRAM"
+        on_chip = place == "all in SRAM"
+    else:
+        chips = math.ceil((states + act) / c.hbm_bytes)
+        chips_sram, place, on_chip = chips, "HBM", True
+    bounds = roofline.step_bounds(c, s, weights_on_chip=on_chip)
+    roof_frac = (s.flops / c.peak_flops) / sum(b.time_s for b in bounds)
+    rate = c.peak_flops * roof_frac * tr.efficiency  # FLOP/s per chip
+    chip_s = flops / rate
+    usd = chip_s / HOUR_S * (prices.chip_hour(c) + c.power_w / 1e3 * prices.usd_per_kwh)
+    return {"model": m.name, "params_B": m.params / 1e9, "chip": c.name, "kind": c.kind,
+            "memory_GB": (states + act) / 1e9, "placement": place, "chips_min": chips,
+            "chips_all_on_chip": chips_sram, "roofline_fraction": roof_frac,
+            "days_on_min_chips": chip_s / chips / 86400,
+            "days_on_1024_chips": chip_s / max(1024, chips) / 86400 if chips <= 1024 else math.nan,
+            "chip_hours": chip_s / HOUR_S,
+            "energy_MWh": chip_s * c.power_w / 3.6e9, "usd": usd,
+            "flops_per_token_6N": 6.0 * m.params, "flops_per_token_step": s.flops / tr.seq_len}
+
+
+def check_training(case: Case, ctx: Context | None = None) -> Check:
+    """C6: footprint, chips, time and cost to train each model; the cost claim checked."""
+    tr = case.training
+    if tr is None:
+        return Check("C6", "Training", "skipped", "not asked (add a [training] section or --train)",
+                     "the case is about inference only", [], {}, "")
+    chips = training_chips(case)
+    rows = [train_estimate(m, c, tr, case.prices) for m in tr.models for c in chips]
+    ev, ratios = [], {}
+    for m in tr.models:
+        t = next(r for r in rows if r["model"] == m.name and r["kind"] == "tile")
+        g = next(r for r in rows if r["model"] == m.name and r["kind"] == "gpu")
+        ratio = t["usd"] / g["usd"]
+        ratios[m.name] = ratio
+        ev.append(Evidence(f"cost_ratio.{m.name}", ratio, "x", f"{t['chip']} / {g['chip']} cost to train"))
+        ev.append(Evidence(f"chips.{m.name}.{t['chip']}", t["chips_min"], "chips", t["placement"]))
+        ev.append(Evidence(f"chips.{m.name}.{g['chip']}", g["chips_min"], "chips", "HBM"))
+        ev.append(Evidence(f"memory.{m.name}", t["memory_GB"], "GB", "weights, grads, Adam state, one sequence's activations"))
+    tile_c, gpu_c = chips
+    # Price at which the tile chip would be 15% cheaper to train the largest model.
+    big = max(tr.models, key=lambda m: m.params)
+    t = next(r for r in rows if r["model"] == big.name and r["kind"] == "tile")
+    g = next(r for r in rows if r["model"] == big.name and r["kind"] == "gpu")
+    e_tile = tile_c.power_w / 1e3 * case.prices.usd_per_kwh
+    need_price = 0.85 * g["usd"] / t["chip_hours"] - e_tile
+    ev.append(Evidence("claim_price_needed", need_price, "USD",
+                       f"{tile_c.name} chip-hour price for 15% lower cost than {gpu_c.name} on {big.name}"))
+    big_ratios = [ratios[m.name] for m in tr.models if m.params >= 60e9] or [ratios[big.name]]
+    if all(r <= 0.85 for r in big_ratios):
+        verdict = "supported"
+    elif all(r > 1.0 for r in big_ratios):
+        verdict = "contradicted"
+    else:
+        verdict = "depends on price"
+    ev.append(Evidence("claim_verdict", verdict, "", TRAINING_CLAIM))
+    status = "pass" if verdict == "supported" else ("fail" if verdict == "contradicted" else "warn")
+    summary = (f"{tile_c.name} / {gpu_c.name} training cost ratio: "
+               + ", ".join(f"{k} {fmt(v, 'x')}" for k, v in ratios.items())
+               + f"; claim of 15-20% lower cost: {verdict}")
+    reason = (f"at the case prices, training {big.name} on {tile_c.name} costs {fmt(ratios[big.name], 'x')} "
+              f"what it costs on {gpu_c.name}; the claim needs {tile_c.name} at or below "
+              f"{fmt(need_price, 'USD')}/chip-hour (today {fmt(case.prices.chip_hour(tile_c), 'USD')}). "
+              + ASSUMPTIONS["training_efficiency"])
+    data = {"ratios": ratios, "verdict": verdict, "big": big.name}
+    return Check("C6", "Training", status, summary, reason, ev, {"training": rows},
+                 "workloads.training_footprint, roofline.step_bounds, hardware presets; 6N FLOPs/token", data)
+
+
+# ---------------------------------------------------------------------------------------
+# C7 Software readiness
+# ---------------------------------------------------------------------------------------
+# Risk points per answer (ASSUMPTION: a judgement that ranks answers) and the reason.
+QUESTIONS = {
+    "custom_ops": ("Does the model use custom operators (hand-written CUDA kernels, fused ops)?", {
+        "none": (0, "no custom operators to port"),
+        "few": (10, "each custom operator must be rewritten for the tile chip's SDK (as codelets)"),
+        "many": (25, "many custom operators: a porting project of its own"),
+        "unknown": (8, "not answered: assumed a few custom operators"),
+    }),
+    "dynamic_shapes": ("Do input shapes change at run time (lengths, batch sizes)?", {
+        "none": (0, "fixed shapes compile once"),
+        "bucketed": (8, "each bucket is a separately compiled graph: compile time and memory per bucket"),
+        "arbitrary": (25, "the tile chip compiles a static graph ahead of time and memory is allocated "
+                          "at compile time (out-of-memory is a compile error, GC-OOM); arbitrary shapes "
+                          "force padding, packing or recompilation"),
+        "unknown": (8, "not answered: assumed bucketed shapes"),
+    }),
+    "framework_support": ("Is your framework and version supported by the tile chip's SDK?", {
+        "yes": (0, "supported framework"),
+        "partly": (12, "part of the framework's operator set is missing or slower"),
+        "no": (30, "no framework support: a rewrite"),
+        "unknown": (10, "not answered: assumed partial support"),
+    }),
+    "library_support": ("Do the libraries you depend on (kernels, serving, quantisation) run on the tile chip?", {
+        "yes": (0, "libraries available"),
+        "partly": (10, "some libraries need replacements"),
+        "no": (20, "key libraries have no tile-chip version"),
+        "unknown": (8, "not answered: assumed some replacements"),
+    }),
+    "team_experience": ("Has the team shipped on the tile chip's SDK before?", {
+        "experienced": (0, "the team knows the SDK"),
+        "some": (5, "some experience"),
+        "none": (15, "a learning curve for the team"),
+        "unknown": (6, "not answered: assumed some experience"),
+    }),
+}
+RISK_LEVELS = ((20, "low"), (45, "medium"), (math.inf, "high"))
+
+assert set(QUESTIONS) == set(ANSWERS)
+
+
+def check_software(case: Case, ctx: Context | None = None) -> Check:
+    """C7: software readiness from the questionnaire answers (risk points, with reasons)."""
+    rows, ev, total = [], [], 0
+    for key, (question, answers) in QUESTIONS.items():
+        ans = case.answers.get(key, "unknown")
+        pts, why = answers[ans]
+        total += pts
+        rows.append({"question": question, "answer": ans, "risk_points": pts, "reason": why})
+        ev.append(Evidence(f"risk.{key}", pts, "points", f"answer '{ans}': {why}"))
+    level = next(name for bound, name in RISK_LEVELS if total < bound)
+    ev.append(Evidence("risk_total", total, "points", f"level {level} (low < 20 <= medium < 45 <= high)"))
+    unanswered = [r["question"] for r in rows if r["answer"] == "unknown"]
+    status = {"low": "pass", "medium": "warn", "high": "fail"}[level]
+    summary = f"software risk {level} ({total} points)" + (f"; {len(unanswered)} of {len(rows)} questions unanswered" if unanswered else "")
+    reason = "; ".join(f"{r['reason']} (+{r['risk_points']})" for r in sorted(rows, key=lambda r: -r["risk_points"]) if r["risk_points"]) or "no risk points"
+    return Check("C7", "Software readiness", status, summary, reason + ". " + ASSUMPTIONS["questionnaire_points"],
+                 ev, {"questionnaire": rows}, "questionnaire answers", {"points": total, "level": level})
+
+
+# ---------------------------------------------------------------------------------------
+# C8 What to measure in a proof of concept
+# ---------------------------------------------------------------------------------------
+def check_poc(case: Case, ctx: Context | None, checks: dict) -> Check:
+    """C8: the short list of experiments, each with the prediction it confirms or refutes."""
+    rows = []
+    c1, c2, c3, c4, c6, c7 = (checks.get(k) for k in ("C1", "C2", "C3", "C4", "C6", "C7"))
+    if c1 is not None and c1.tables.get("fit"):
+        for r in c1.tables["fit"]:
+            rows.append({"measure": f"memory occupancy on {r['candidate']}",
+                         "prediction": f"{fmt(r['need_GB'], 'GB')} needed per replica vs {fmt(r['capacity_GB'], 'GB')} per chip ({r['placement']})",
+                         "refuted_if": "the compiler reports out of memory, or more than 1.2x the predicted bytes",
+                         "from": "C1"})
+    if c2 is not None and c2.tables.get("throughput"):
+        for r in c2.tables["throughput"]:
+            if r["capacity_req_s"] > 0:
+                rows.append({"measure": f"throughput at p99 <= {fmt(case.slo_p99_s * 1e3, 'ms')} on {r['candidate']}",
+                             "prediction": f"{fmt(r['capacity_req_s'], 'req/s')} with {r['policy']}, {r['mode']}",
+                             "refuted_if": "measured below 0.7x the prediction (the machine model is optimistic) or above 1.3x",
+                             "from": "C2"})
+    if c3 is not None and c3.evidence:
+        rows.append({"measure": "padding waste and packing speed-up on your real traffic",
+                     "prediction": f"{fmt(c3.ev('padding_to_max'), '%')} padding at max length; packing efficiency {fmt(c3.ev('packing_efficiency'), '%')}",
+                     "refuted_if": "your logged length histogram gives a padding share more than 10 points away",
+                     "from": "C3"})
+    if c4 is not None and c4.tables.get("cost"):
+        for r in c4.tables["cost"]:
+            if math.isfinite(r["energy_j_per_request"]):
+                rows.append({"measure": f"energy per request on {r['candidate']} (board power meter)",
+                             "prediction": f"at most {fmt(r['energy_j_per_request'], 'J')} (board power all the time); busy-only {fmt(r['busy_energy_j_per_request'], 'J')}",
+                             "refuted_if": "measured energy above the first figure", "from": "C4"})
+    if c6 is not None and c6.status != "skipped":
+        for r in c6.tables["training"]:
+            if r["params_B"] == max(x["params_B"] for x in c6.tables["training"]):
+                rows.append({"measure": f"convergence speed for training on {r['chip']} (tokens/s and loss vs tokens)",
+                             "prediction": f"{fmt(r['chip_hours'] / (case.training.token_budget / 1e9), 'chip-hours')} per billion tokens for {r['model']}; same loss per token as the other machine at the same numerics",
+                             "refuted_if": "tokens/s per chip below 0.7x, or loss per token worse (numerics or packing change convergence)",
+                             "from": "C6"})
+    if c7 is not None and case.answers.get("dynamic_shapes", "unknown") in ("bucketed", "arbitrary", "unknown"):
+        rows.append({"measure": "compile time and memory per input shape (bucket)",
+                     "prediction": "one compiled graph per shape; padding or packing to a few shapes keeps it bounded",
+                     "refuted_if": "recompilation appears in the serving path", "from": "C7"})
+    ev = [Evidence("experiments", len(rows), "experiments", "each with a prediction from the check it names")]
+    return Check("C8", "What to measure in a proof of concept", "info",
+                 f"{len(rows)} experiments, each confirming or refuting a simulated prediction",
+                 "the simulation is a model: the proof of concept measures the numbers the verdict rests on",
+                 ev, {"experiments": rows}, "checks C1-C7")

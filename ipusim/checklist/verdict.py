@@ -1,0 +1,118 @@
+"""The verdict: migrate, pilot or stay, with the reasons ranked by weight.
+
+Each reason carries points (positive: for moving to the tile chip; negative: against) and
+the checks its numbers come from. The points and thresholds are this checklist's policy,
+a judgement (ASSUMPTION), listed in ``POLICY`` and printed in every report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .checks import fmt
+
+POLICY = {
+    "migrate_at": 25,  # points: migrate at or above (and software risk not high)
+    "pilot_at": 5,  # points: pilot at or above
+    "cost_points_per_pct": 1.0,  # points per % cost saving (tile vs GPU), capped
+    "cost_cap": 40,  # points
+    "fragile_points": -10,  # price crossover within 25% of today's price
+    "rate_points": -5,  # cheaper kind flips within 0.5x-2x of the offered rate
+    "risk_factor": -0.5,  # points per software risk point
+    "only_tile_points": 30,  # the tile chip meets the target and no GPU candidate does
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    weight: float  # points; > 0 favours migrating
+    text: str
+    checks: tuple  # ids of the checks the numbers come from
+
+    def to_dict(self) -> dict:
+        return {"weight": self.weight, "text": self.text, "checks": list(self.checks)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str  # "migrate", "pilot" or "stay"
+    score: float
+    reasons: tuple = field(default_factory=tuple)  # ranked by |weight|
+    veto: str = ""  # a reason that decides alone (e.g. nothing fits)
+
+    @property
+    def headline(self) -> str:
+        d = self.decision.upper()
+        return f"{d}: {self.veto}" if self.veto else f"{d} (score {self.score:+.0f} points)"
+
+    def to_dict(self) -> dict:
+        return {"decision": self.decision, "score": self.score, "veto": self.veto,
+                "reasons": [r.to_dict() for r in self.reasons], "policy": dict(POLICY)}
+
+
+def decide(case, checks: dict) -> Verdict:
+    """Weigh the checks' evidence into a verdict."""
+    reasons = []
+    veto = ""
+    c1, c2, c4, c5, c6, c7 = (checks.get(k) for k in ("C1", "C2", "C4", "C5", "C6", "C7"))
+    if case.inference and c4 is not None:
+        tile, gpu = c4.data.get("tile"), c4.data.get("gpu")
+        has_tile_cand = any(c.chip.kind == "tile" for c in case.candidates)
+        has_gpu_cand = any(c.chip.kind == "gpu" for c in case.candidates)
+        if c1 is not None and c1.status == "fail" and "fits nowhere" in c1.reason:
+            veto = "the model fits on no candidate, even spread or streamed"
+        elif c2 is not None and c2.status == "fail" and "impossible target" in c2.reason:
+            veto = "the p99 target is below the time of a single request on every candidate"
+        elif has_tile_cand and tile is None:
+            veto = "no tile-chip deployment meets the p99 target"
+        elif tile is not None and gpu is None and has_gpu_cand:
+            reasons.append(Reason(POLICY["only_tile_points"],
+                                  f"only the tile chip ({tile['deployment']}) meets the p99 target", ("C2", "C4")))
+        if "saving" in c4.data:
+            s = c4.data["saving"]
+            w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * s * 100))
+            reasons.append(Reason(round(w, 1),
+                                  f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
+                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']}"
+                                  + (f" ({'saves' if s > 0 else 'adds'} {fmt(abs(s) * 100, '%')})" if s > -1 else
+                                     f" ({fmt(1 - s, 'x')} the GPU cost)")
+                                  + (" at ASSUMED prices" if any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0])) else ""),
+                                  ("C2", "C4")))
+        if c5 is not None and c5.data:
+            if c5.data.get("fragile"):
+                reasons.append(Reason(POLICY["fragile_points"],
+                                      f"the cheaper kind flips at {fmt(c5.ev('price_crossover_factor'), 'x')} today's tile-chip price",
+                                      ("C5",)))
+            if c5.data.get("near_rate"):
+                reasons.append(Reason(POLICY["rate_points"],
+                                      f"the cheaper kind flips within 2x of the offered rate ({c5.ev('rate_crossovers')})",
+                                      ("C5",)))
+        if not has_tile_cand:
+            veto = "no tile-chip candidate was given"
+    if c6 is not None and c6.data:
+        big = c6.data["big"]
+        r = c6.data["ratios"][big]
+        w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * (1 - r) * 100))
+        reasons.append(Reason(round(w, 1),
+                              f"training {big} on the tile chip costs {fmt(r, 'x')} the GPU cost "
+                              f"(claim of 15-20% lower: {c6.data['verdict']})", ("C6",)))
+    if c7 is not None:
+        pts = c7.data["points"]
+        if pts:
+            reasons.append(Reason(round(POLICY["risk_factor"] * pts, 1),
+                                  f"software risk {c7.data['level']} ({pts} points): {c7.reason.split('.')[0]}",
+                                  ("C7",)))
+    score = sum(r.weight for r in reasons)
+    reasons.sort(key=lambda r: -abs(r.weight))
+    if veto:
+        decision = "stay"
+    elif score >= POLICY["migrate_at"] and (c7 is None or c7.data["level"] != "high"):
+        decision = "migrate"
+    elif score >= POLICY["pilot_at"]:
+        decision = "pilot"
+    else:
+        decision = "stay"
+    if math.isnan(score):
+        score = 0.0
+    return Verdict(decision, score, tuple(reasons), veto)

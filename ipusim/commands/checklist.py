@@ -1,0 +1,124 @@
+"""``ipusim checklist``: run the proof-of-concept migration checklist and print its report.
+
+With no options it runs the documented default case (BERT-base classification, 40% long
+texts, 300 req/s, p99 <= 50 ms, one GC200 against one A100-80GB). ``--config FILE`` reads
+a TOML or JSON case (see ``examples/*.toml``); the other options override it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+NAME = "checklist"
+HELP = "run the POC migration checklist on a model and traffic and print the report (verdict and evidence)"
+ORDER = 60
+
+
+def add_arguments(p):
+    p.add_argument("--config", metavar="FILE", help="TOML or JSON case file (examples/*.toml)")
+    p.add_argument("--model", help="model preset (e.g. bert-base, gpt2, llama-2-7b)")
+    p.add_argument("--rate", type=float, metavar="R", help="offered load, requests/s")
+    p.add_argument("--slo-ms", type=float, metavar="T", help="p99 latency target, ms")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--long-fraction", type=float, metavar="F", help="share of long texts, 0-1")
+    g.add_argument("--lengths", metavar="FILE",
+                   help="length histogram CSV (length,count), one length per line, or 'wikipedia'/'squad'")
+    p.add_argument("--arrivals", metavar="FILE", help="arrival trace: one time in seconds per line (sets the rate)")
+    p.add_argument("--candidates", metavar="LIST", help="e.g. gc200:4,a100-80gb:2 (CHIP[:COUNT[:MODE]])")
+    p.add_argument("--task", choices=("auto", "classify", "generate"), help="default: by model kind")
+    p.add_argument("--output-tokens", type=int, metavar="N", help="reply tokens per request (generate)")
+    p.add_argument("--price", action="append", metavar="CHIP=USD",
+                   help="price per chip-hour (repeatable); defaults are ASSUMPTIONS")
+    p.add_argument("--usd-per-kwh", type=float, metavar="USD", help="energy price (default is an ASSUMPTION)")
+    p.add_argument("--train", action="store_true", help="also run the training check (7B-175B)")
+    p.add_argument("--answer", action="append", metavar="ITEM=ANSWER",
+                   help="questionnaire answer, e.g. dynamic_shapes=bucketed (repeatable)")
+    p.add_argument("--seed", type=int, help="random seed (default 0)")
+    p.add_argument("--format", choices=("md", "html", "json"), default="md", help="report format (default md)")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_case(args):
+    """The case described by the parsed arguments (config file first, options on top)."""
+    from ..checklist import case as C
+
+    if args.config:
+        base = C.load_case(args.config)
+    else:
+        base = C.default_case()
+    changes = {}
+    if args.model:
+        changes["model"] = args.model
+    if args.rate is not None:
+        if args.rate <= 0:
+            raise ValueError(f"--rate must be > 0 requests/s, got {args.rate:g} (zero traffic has no cost per request)")
+        changes["rate_per_s"] = args.rate
+        changes["arrivals"] = None
+    if args.arrivals:
+        if args.rate is not None:
+            raise ValueError("give --rate or --arrivals, not both (a trace sets its own rate)")
+        changes["arrivals"] = C.read_arrivals(args.arrivals)
+    if args.slo_ms is not None:
+        if args.slo_ms <= 0:
+            raise ValueError(f"--slo-ms must be > 0, got {args.slo_ms:g}")
+        changes["slo_p99_s"] = args.slo_ms / 1e3
+    if args.long_fraction is not None:
+        changes["long_fraction"] = args.long_fraction
+        changes["lengths"] = None
+        changes["length_source"] = ""
+    if args.lengths:
+        seed = args.seed if args.seed is not None else base.seed
+        lens, src = C._lengths_from_name(args.lengths, Path.cwd(), seed)
+        changes["lengths"], changes["length_source"] = lens, src
+    if args.candidates:
+        changes["candidates"] = C.parse_candidates(args.candidates)
+    if args.task:
+        changes["task"] = args.task
+    elif args.model:
+        changes["task"] = "auto"
+    if args.output_tokens is not None:
+        changes["output_tokens"] = args.output_tokens
+    if args.price or args.usd_per_kwh is not None:
+        changes["prices"] = base.prices.with_prices(C.parse_prices(args.price), args.usd_per_kwh)
+    if args.train and base.training is None:
+        changes["training"] = C.Training()
+    if args.answer:
+        ans = dict(base.answers)
+        for a in args.answer:
+            if "=" not in a:
+                raise ValueError(f"--answer {a!r}: use ITEM=ANSWER, e.g. custom_ops=none")
+            k, v = a.split("=", 1)
+            ans[k.strip()] = v.strip()
+        changes["answers"] = ans
+    if args.seed is not None:
+        changes["seed"] = args.seed
+    if not changes:
+        return base
+    if not args.config:
+        changes["name"] = ""  # a new case: name it from its contents
+    if "model" in changes and "lengths" not in changes and base.lengths is not None:
+        changes["lengths"], changes["long_fraction"] = None, base.long_fraction or 0.4
+    return base.replace(**changes)
+
+
+def run(args) -> int:
+    from ..checklist import run_checklist
+
+    case = build_case(args)
+    fmt = "json" if args.json else args.format
+    report = run_checklist(case, show_progress=not args.no_progress)
+    if fmt == "json":
+        text = report.to_json()
+    elif fmt == "html":
+        text = report.to_html()
+    else:
+        text = report.to_markdown()
+    if args.out:
+        Path(args.out).write_text(text + ("\n" if not text.endswith("\n") else ""))
+        print(f"{report.verdict.headline}; report written to {args.out}", file=sys.stderr)
+    else:
+        print(text)
+    return 0

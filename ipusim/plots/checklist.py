@@ -1,0 +1,160 @@
+"""Figures of a checklist report. Each function takes the report and ``ax=None``, draws, returns the axes."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+TILE_COLOR, GPU_COLOR = "#1f77b4", "#d62728"
+
+
+def _ax(ax, size=(6, 4)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def _color(kind):
+    return TILE_COLOR if kind == "tile" else GPU_COLOR
+
+
+def plot_capacity(report, ax=None):
+    """C2: requests/s each candidate carries within the p99 target, against the offered rate."""
+    ax = _ax(ax)
+    c2 = report.checks["C2"]
+    rows = c2.tables.get("throughput", [])
+    kinds = {c.label: c.chip.kind for c in report.case.candidates}
+    names = [r["candidate"] for r in rows]
+    caps = [r["capacity_req_s"] for r in rows]
+    ax.bar(names, caps, color=[_color(kinds.get(n, "gpu")) for n in names])
+    ax.axhline(report.case.rate_per_s, color="k", ls="--", lw=1, label=f"offered {report.case.rate_per_s:g} req/s")
+    for i, (r, cap) in enumerate(zip(rows, caps, strict=True)):
+        ax.annotate(f"{cap:,.0f}\n{r['mode']}", (i, cap), ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("capacity at the p99 target (requests/s)")
+    ax.set_title(f"C2: throughput with p99 <= {report.case.slo_p99_s * 1e3:g} ms (chips as given)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.margins(y=0.2)
+    return ax
+
+
+def plot_cost(report, ax=None):
+    """C4: cost per million requests of each candidate scaled to the offered rate."""
+    ax = _ax(ax)
+    rows = [r for r in report.checks["C4"].tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
+    names = [f"{r['candidate'].split()[0]} x{r['chips_needed']}" for r in rows]
+    vals = [r["usd_per_million"] for r in rows]
+    ax.bar(names, vals, color=[_color(r["kind"]) for r in rows])
+    for i, v in enumerate(vals):
+        ax.annotate(f"${v:,.2f}", (i, v), ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("USD per million requests")
+    ax.set_title("C4: cost at the offered rate (ASSUMED prices)")
+    ax.margins(y=0.2)
+    return ax
+
+
+def plot_padding(report, ax=None):
+    """C3: share of token slots wasted by each padding scheme."""
+    ax = _ax(ax)
+    rows = report.checks["C3"].tables.get("waste", [])
+    names = [r["scheme"] for r in rows]
+    vals = [r["padding_%"] for r in rows]
+    ax.barh(names, vals, color="#7f7f7f")
+    for i, v in enumerate(vals):
+        ax.annotate(f"{v:.1f}%", (v, i), va="center", ha="left", fontsize=8)
+    ax.set_xlabel("padding (% of computed token slots)")
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()
+    ax.set_title("C3: waste of padded traffic")
+    return ax
+
+
+def plot_rate_sensitivity(report, ax=None):
+    """C5: cost per million requests against the arrival rate, both chip kinds."""
+    ax = _ax(ax)
+    rows = report.checks["C5"].tables.get("rate", [])
+    if not rows:
+        ax.text(0.5, 0.5, "C5 skipped", ha="center", transform=ax.transAxes)
+        return ax
+    r = np.array([x["rate_req_s"] for x in rows])
+    ax.loglog(r, [x["tile_usd_per_million"] for x in rows], "o-", color=TILE_COLOR, label="best tile deployment")
+    ax.loglog(r, [x["gpu_usd_per_million"] for x in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
+    ax.axvline(report.case.rate_per_s, color="k", ls="--", lw=1, label="offered rate")
+    ax.set_xlabel("arrival rate (requests/s)")
+    ax.set_ylabel("USD per million requests")
+    ax.set_title("C5: cost against traffic (whole chips)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_long_share(report, ax=None):
+    """C5: cost per million requests against the share of long texts."""
+    ax = _ax(ax)
+    rows = report.checks["C5"].tables.get("long_share", [])
+    if not rows:
+        ax.text(0.5, 0.5, "C5 skipped", ha="center", transform=ax.transAxes)
+        return ax
+    f = [x["long_share_%"] for x in rows]
+    ax.plot(f, [x["tile_usd_per_million"] for x in rows], "o-", color=TILE_COLOR, label="best tile deployment")
+    ax.plot(f, [x["gpu_usd_per_million"] for x in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
+    ax.set_xlabel("long texts (% of requests)")
+    ax.set_ylabel("USD per million requests (chips at capacity)")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
+    ax.set_title("C5: cost against the long-text share")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_training(report, ax=None):
+    """C6: cost to train each model on each chip kind (ASSUMED prices)."""
+    ax = _ax(ax)
+    rows = report.checks["C6"].tables.get("training", [])
+    if not rows:
+        ax.text(0.5, 0.5, "C6 skipped", ha="center", transform=ax.transAxes)
+        return ax
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    chips = list(dict.fromkeys((r["chip"], r["kind"]) for r in rows))
+    x = np.arange(len(models))
+    w = 0.8 / len(chips)
+    for i, (chip, kind) in enumerate(chips):
+        vals = [next(r["usd"] for r in rows if r["model"] == m and r["chip"] == chip) for m in models]
+        ax.bar(x + i * w - 0.4 + w / 2, vals, w, color=_color(kind), label=chip)
+    if len(chips) == 2:  # tile / GPU cost ratio over each pair of bars
+        for i, m in enumerate(models):
+            t, g = (next(r["usd"] for r in rows if r["model"] == m and r["chip"] == ch) for ch, _ in chips)
+            ax.annotate(f"{t / g:.2f}x", (x[i], max(t, g)), ha="center", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.margins(y=0.15)
+    ax.set_xticks(x, models)
+    ax.set_ylabel("USD to train the token budget")
+    ax.set_title(f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def report_figures(report) -> dict:
+    """The report's figures as {key: Figure}; keys are "overview" and check ids."""
+    figs = {}
+    if report.case.inference and report.checks["C2"].tables.get("throughput"):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        plot_capacity(report, axes[0])
+        plot_cost(report, axes[1])
+        fig.tight_layout()
+        figs["overview"] = fig
+        fig, ax = plt.subplots(figsize=(6, 3))
+        plot_padding(report, ax)
+        fig.tight_layout()
+        figs["C3"] = fig
+        if report.checks["C5"].tables:
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+            plot_rate_sensitivity(report, axes[0])
+            plot_long_share(report, axes[1])
+            fig.tight_layout()
+            figs["C5"] = fig
+    if report.checks["C6"].tables.get("training"):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        plot_training(report, ax)
+        fig.tight_layout()
+        figs["C6"] = fig
+    return figs

@@ -1,0 +1,330 @@
+"""The POC migration checklist: case input, each check against closed forms, verdict, report formats."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ipusim import hardware, workloads
+from ipusim.checklist import (
+    QUESTIONS,
+    Candidate,
+    Case,
+    Prices,
+    Training,
+    case_from_dict,
+    check_fit,
+    check_software,
+    default_case,
+    load_case,
+    parse_candidates,
+    run_checklist,
+    train_estimate,
+)
+from ipusim.checklist import _engine as eng
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
+
+
+@pytest.fixture(autouse=True)
+def _quick(monkeypatch):
+    monkeypatch.setenv("IPUSIM_QUICK", "1")
+
+
+@pytest.fixture(scope="module")
+def default_report():
+    import os
+
+    old = os.environ.get("IPUSIM_QUICK")
+    os.environ["IPUSIM_QUICK"] = "1"
+    try:
+        return run_checklist(default_case(), show_progress=False)
+    finally:
+        if old is None:
+            del os.environ["IPUSIM_QUICK"]
+        else:
+            os.environ["IPUSIM_QUICK"] = old
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("kwargs, words", [
+    ({"model": "bert-huge"}, "valid: bert-base"),
+    ({"rate_per_s": 0}, "zero traffic"),
+    ({"rate_per_s": -5}, "must be > 0"),
+    ({"slo_p99_s": 0}, "slo_p99_s"),
+    ({"long_fraction": 1.5}, "long_fraction"),
+    ({"candidates": ("tpu-v9:2",)}, "unknown chip preset"),
+    ({"task": "generate"}, "needs a decoder"),
+    ({"answers": {"vibes": "good"}}, "unknown questionnaire item"),
+    ({"answers": {"custom_ops": "lots"}}, "valid: unknown, none, few, many"),
+])
+def test_bad_case_input_says_what_is_wrong(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        Case(**kwargs)
+
+
+def test_custom_chip_needs_a_price():
+    chip = hardware.chip("gc200").replace(name="my-ipu")
+    with pytest.raises(ValueError, match="no price per chip-hour for chip 'my-ipu'"):
+        Case(candidates=(Candidate(chip, 1),))
+    case = Case(candidates=(Candidate(chip, 1),), prices=Prices().with_prices({"my-ipu": 1.0}))
+    assert case.prices.chip_hour(chip) == 1.0 and not case.prices.is_assumed("my-ipu")
+
+
+def test_parse_candidates():
+    cands = parse_candidates("gc200:4,a100-80gb:2:packed")
+    assert [(c.chip.name, c.count, c.mode) for c in cands] == [("gc200", 4, "auto"), ("a100-80gb", 2, "packed")]
+    with pytest.raises(ValueError, match="not a whole number"):
+        parse_candidates("gc200:four")
+
+
+def test_default_prices_are_marked_assumed():
+    p = Prices()
+    assert all(p.is_assumed(k) for k in p.usd_per_chip_hour) and p.is_assumed("kwh")
+    q = p.with_prices({"gc200": 1.0}, 0.1)
+    assert not q.is_assumed("gc200") and not q.is_assumed("kwh") and q.is_assumed("h200")
+
+
+# ------------------------------------------------------------------------------ config files
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_configs_load(path):
+    case = load_case(path)
+    assert case.name and (case.candidates or not case.inference)
+
+
+def test_toml_and_json_give_the_same_case(tmp_path):
+    import tomllib
+
+    d = tomllib.loads((ROOT / "examples" / "bert_base_mixed.toml").read_text())
+    j = tmp_path / "case.json"
+    j.write_text(json.dumps(d))
+    assert load_case(j).to_dict() == load_case(ROOT / "examples" / "bert_base_mixed.toml").to_dict()
+
+
+def test_config_errors_are_clear(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[traffic]\nrate = 3\n")
+    with pytest.raises(ValueError, match="unknown case/traffic key"):
+        load_case(bad)
+    bad.write_text("[trafic]\n")
+    with pytest.raises(ValueError, match="unknown config section"):
+        load_case(bad)
+    bad.write_text("not = toml = at all")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_case(bad)
+    with pytest.raises(ValueError, match="not found"):
+        load_case(tmp_path / "missing.toml")
+
+
+def test_lengths_file_histogram_and_custom_model(tmp_path):
+    hist = tmp_path / "h.csv"
+    hist.write_text("length,count\n10,3\n20,1\n")
+    case = case_from_dict({
+        "model": {"name": "tiny", "kind": "encoder", "layers": 2, "d_model": 64, "heads": 2,
+                  "d_ff": 256, "vocab": 1000, "max_positions": 64},
+        "traffic": {"rate_per_s": 10, "slo_p99_ms": 100, "lengths": str(hist)},
+    })
+    assert set(np.unique(case.lengths)) == {10, 20}
+    assert abs(np.mean(case.lengths == 10) - 0.75) < 0.02  # 20,000 draws: 3 std ~ 0.01
+    assert case.model.layers == 2
+
+
+def test_arrival_trace_sets_the_rate():
+    arr = np.arange(101) * 0.01  # 100 gaps of 10 ms
+    case = Case(arrivals=arr)
+    assert case.rate_per_s == pytest.approx(100.0)
+
+
+# ------------------------------------------------------------------------------ serving adapter
+def _service(mode="padded", chip="a100-80gb"):
+    return eng.ServiceModel(hardware.chip(chip), workloads.model("bert-base"), "classify", mode, max_batch=16)
+
+
+def _batch1():
+    from ipusim import policies as P
+
+    return eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))
+
+
+def test_md1_queue_matches_pollaczek_khinchine():
+    """Batch 1, no delay, constant service S: mean latency = S + rho S / (2 (1 - rho))."""
+    svc = _service()
+    lens = np.full(200_000, 128)
+    s = svc.batch_time(lens[:1])
+    for rho in (0.3, 0.7):
+        arr = eng.poisson_arrivals(rho / s, lens.size, seed=1)
+        r = eng.simulate(arr, lens, svc, _batch1(), 1)
+        expect = s + rho * s / (2 * (1 - rho))
+        assert r.mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error
+        assert r.utilization == pytest.approx(rho, rel=0.02)  # busy share = offered load
+        assert r.served == lens.size  # every request served once
+
+
+def test_serving_tables_are_the_checklist_tables():
+    from ipusim import serving
+
+    for mode in ("padded", "packed"):
+        svc = _service(mode)
+        sm = eng._serving_service(serving, svc)
+        if mode == "padded":
+            assert sm.time_s([100, 37, 12]) == pytest.approx(svc.table()[2, 99])  # 3 rows of the longest
+        else:  # 1,000 tokens = 2 rows of 512
+            assert sm.time_s([500, 300, 200]) == pytest.approx(svc.table()[1, 511])
+
+
+def test_capacity_search_respects_stability_bound():
+    svc = _service()
+    lens = np.full(2000, 128)
+    s = svc.batch_time(lens[:1])
+    cap, res = eng.capacity_at_slo(lens, svc, _batch1(), 20 * s, upper=10 / s, iters=12)
+    assert 0 < cap < 1 / s  # a single server of batch 1 cannot pass 1/S
+    assert res.p99_s <= 20 * s
+
+
+def test_service_table_is_the_machine_time_at_grid_points():
+    svc = _service("padded", "gc200")
+    for b in (1, 4, 16):
+        for ln in (8, 64, 512):
+            s = workloads.step("bert-base", [ln] * b)
+            t, _ = eng.machine_time(hardware.chip("gc200"), s)  # the machine model the table samples
+            assert svc.table()[b - 1, ln - 1] == pytest.approx(t, rel=1e-9)
+    t = svc.table()
+    assert np.all(np.diff(t, axis=0) >= -1e-15) and np.all(np.diff(t, axis=1) >= -1e-15)
+
+
+def test_packing_bounds():
+    rng = np.random.default_rng(3)
+    lens = rng.integers(1, 513, 500)
+    eff, packs, _ = eng.pack_efficiency(lens, 512)
+    assert packs >= math.ceil(lens.sum() / 512)  # cannot beat the volume bound
+    assert eff == pytest.approx(lens.sum() / (packs * 512))
+
+
+# ------------------------------------------------------------------------------ checks
+def test_fit_against_closed_form():
+    m = workloads.model("llama-2-70b")
+    case = Case(model=m, rate_per_s=1, slo_p99_s=60, candidates=(Candidate("gc200", 1), Candidate("a100-80gb", 2)))
+    c1 = check_fit(case)
+    rows = {r["candidate"]: r for r in c1.tables["fit"]}
+    weights_gb = 2 * m.params / 1e9
+    assert rows["gc200 x1"]["weights_GB"] == pytest.approx(weights_gb)
+    assert rows["gc200 x1"]["placement"] == "does not fit"
+    need = rows["gc200 x1"]["need_GB"] * 1e9
+    assert rows["gc200 x1"]["chips_to_fit"] == math.ceil(need / hardware.chip("gc200").data_bytes)
+    assert rows["a100-80gb x2"]["placement"] == "HBM over 2 chips"  # 138 GB of weights over two 80 GB chips
+    assert c1.status == "warn"
+
+
+def test_training_estimate_closed_form():
+    tr = Training(models=("gpt-3-175b",))
+    gpu = hardware.chip("a100-80gb")
+    r = train_estimate(workloads.model("gpt-3-175b"), gpu, tr, Prices())
+    fp = workloads.training_footprint("gpt-3-175b", seq_len=2048, tokens_per_step=2048, recompute=True)
+    assert r["chips_min"] == math.ceil(fp.total_bytes / gpu.hbm_bytes)
+    assert fp.total_bytes == pytest.approx(16 * fp.model.params + fp.activation_bytes)  # ZeRO: 16 B/param
+    chip_s = 6 * fp.model.params * tr.token_budget / (gpu.peak_flops * r["roofline_fraction"] * tr.efficiency)
+    assert r["chip_hours"] == pytest.approx(chip_s / 3600)
+    assert r["usd"] == pytest.approx(r["chip_hours"] * (2.0 + 0.4 * 0.15))
+
+
+@pytest.mark.parametrize("price, verdict", [(0.5, "supported"), (5.0, "contradicted")])
+def test_training_claim_follows_the_price(price, verdict):
+    case = Case(inference=False, training=Training(models=("llama-2-70b", "gpt-3-175b")),
+                prices=Prices().with_prices({"gc200": price}))
+    r = run_checklist(case, show_progress=False)
+    assert r["C6"].ev("claim_verdict") == verdict
+    assert r["C2"].status == "skipped"
+
+
+def test_questionnaire_moves_risk_monotonically():
+    best = {k: min(v[1], key=lambda a: v[1][a][0]) for k, v in QUESTIONS.items()}
+    worst = {k: max(v[1], key=lambda a: v[1][a][0]) for k, v in QUESTIONS.items()}
+    lo = check_software(Case(answers=best))
+    hi = check_software(Case(answers=worst))
+    mid = check_software(Case())
+    assert lo.data["points"] == 0 and lo.data["level"] == "low"
+    assert hi.data["level"] == "high"
+    assert lo.data["points"] < mid.data["points"] < hi.data["points"]
+    for key, (_, answers) in QUESTIONS.items():
+        for ans, (pts, _) in answers.items():
+            c = check_software(Case(answers={**best, key: ans}))
+            assert c.data["points"] == pts  # each answer moves the total by its own points
+
+
+# ------------------------------------------------------------------------------ verdict and report
+def test_default_report_is_traceable(default_report):
+    r = default_report
+    assert r.decision in ("migrate", "pilot", "stay")
+    ids = set(r.checks)
+    assert ids == {f"C{i}" for i in range(1, 9)}
+    for reason in r.verdict.reasons:
+        assert set(reason.checks) <= ids
+    # The cost reason's saving is C4's evidence, to the printed precision.
+    saving = r["C4"].ev("tile_saving")
+    cost_reason = next(x for x in r.verdict.reasons if "per million requests" in x.text)
+    assert f"{abs(saving):.1f}%" in cost_reason.text
+    assert r.verdict.score == pytest.approx(sum(x.weight for x in r.verdict.reasons))
+    assert [abs(x.weight) for x in r.verdict.reasons] == sorted((abs(x.weight) for x in r.verdict.reasons), reverse=True)
+
+
+def test_price_crossover_equalises_cost(default_report):
+    r = default_report
+    k_usd = r["C5"].ev("price_crossover_usd_per_chip_hour")
+    tile = r["C4"].data["tile"]["candidate"].split()[0]
+    case = r.case.replace(prices=r.case.prices.with_prices({tile: k_usd}))
+    again = run_checklist(case, show_progress=False)
+    assert again["C4"].ev("tile_saving") == pytest.approx(0.0, abs=1e-6)
+
+
+def test_report_formats(default_report):
+    r = default_report
+    md = r.to_markdown()
+    assert "Verdict:" in md and all(f"### C{i}" in md for i in range(1, 9)) and "ASSUMPTION" in md
+    d = json.loads(r.to_json())
+    assert d["verdict"]["decision"] == r.decision and len(d["checks"]) == 8
+    assert "ASSUMPTION" in d["assumptions"]["prices"]
+    html = r.to_html()
+    assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html
+    assert "src='http" not in html and 'src="http' not in html  # self-contained
+    assert "ASSUMPTION" in html
+    assert "<table>" in r._repr_html_()
+    assert "C4" in repr(r)
+
+
+def test_impossible_target_gives_a_report_not_a_crash():
+    r = run_checklist(default_case(slo_p99_s=1e-6), show_progress=False)
+    assert r.decision == "stay" and "p99 target is below" in r.verdict.veto
+    assert r["C2"].status == "fail" and "impossible target" in r["C2"].reason
+
+
+def test_model_that_fits_nowhere():
+    tiny = hardware.chip("gc200").replace(name="tiny-ipu", tiles=4, offchip_bytes=0.0,
+                                          offchip_bandwidth_bytes_per_s=0.0, link_bandwidth_bytes_per_s=0.0)
+    case = Case(model="llama-2-7b", rate_per_s=1, slo_p99_s=30, candidates=(Candidate(tiny, 2),),
+                prices=Prices().with_prices({"tiny-ipu": 1.0}))
+    r = run_checklist(case, show_progress=False)
+    assert r["C1"].status == "fail" and "fits nowhere" in r["C1"].reason
+    assert r.decision == "stay" and "fits on no candidate" in r.verdict.veto
+    assert "Verdict: STAY" in r.to_markdown()
+
+
+def test_seeded_runs_are_identical():
+    a = run_checklist(default_case(seed=3), show_progress=False).to_json()
+    b = run_checklist(default_case(seed=3), show_progress=False).to_json()
+    assert a == b
+
+
+def test_squad_histogram_padding_matches_published():
+    """SQuAD v1.1 at 384 tokens: 55.2% padding (hardware_facts.md §4.1, recomputed from GC-TUT)."""
+    from ipusim.checklist import check_padding
+    from ipusim.checklist.case import named_lengths
+
+    lens = named_lengths("squad")
+    case = Case(lengths=lens, length_source="squad-384")
+    c3 = check_padding(case)
+    assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram
