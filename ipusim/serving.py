@@ -7,8 +7,8 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 
 Service times. A ``ServiceModel`` is a table ``time[rows, j]`` in seconds: a batch of
 ``rows`` rows, each padded to ``j * len_step`` tokens. ``chip_service`` fills it by calling
-a machine model (``batch_step_time_s``: the tile / GPU simulators when they exist, the
-roofline bound until then) on representative batches; ``fixed_service`` and
+the machine model (``ipusim.machine.step_time_s``: the tile simulator for a tile chip, the
+GPU simulator for a GPU) on representative batches; ``fixed_service`` and
 ``exponential_service`` need no machine (for checks against queueing theory). A padded
 device runs ``batch size`` rows of the batch's longest request (rounded up to
 ``len_step``); a packed device runs ``ceil(tokens / pack_len)`` rows of ``pack_len``
@@ -92,23 +92,6 @@ def load_histogram(path) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------------------
 
 
-def batch_step_time_s(chip, step) -> tuple[float, str]:
-    """THE one place the serving simulator asks a machine model for a batch's time.
-
-    Uses ``ipusim.machine.step_time_s`` (tile / GPU simulators) when the chip's simulator
-    module exists, else the roofline lower bound. Returns (seconds, which model).
-    """
-    import importlib.util
-
-    from . import hardware, machine, roofline
-
-    c = hardware.chip(chip)
-    sim_module = "ipusim.tiles" if c.kind == "tile" else "ipusim.gpu"
-    if importlib.util.find_spec(sim_module) is not None:
-        return float(machine.step_time_s(c, step)), "machine"
-    return float(roofline.step_time_s(c, step)), "roofline"  # until the simulator is merged
-
-
 @dataclass(frozen=True)
 class ServiceModel:
     """How long a device takes for a batch; ``table[rows, j]`` seconds (row 0, column 0 unused).
@@ -172,22 +155,17 @@ _ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 5
 
 @functools.lru_cache(maxsize=64)
 def _chip_table(chip_name, model_name, max_rows, max_len, len_step, exact_rows):
-    from . import workloads
+    from . import machine, workloads
 
     n_len = -(-max_len // len_step)
     rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_rows} | {max_rows})
     tab = np.zeros((max_rows + 1, n_len + 1))
-    src = set()
     for j in range(1, n_len + 1):
         L = min(j * len_step, max_len)
-        vals = []
-        for r in rows_grid:
-            t, s = batch_step_time_s(chip_name, workloads.step(model_name, [L] * r, pad_to=L))
-            vals.append(t)
-            src.add(s)
+        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, pad_to=L)) for r in rows_grid]
         tab[1:, j] = np.interp(np.arange(1, max_rows + 1), rows_grid, vals)
     tab.setflags(write=False)
-    return tab, "+".join(sorted(src))
+    return tab
 
 
 def chip_service(
@@ -201,7 +179,7 @@ def chip_service(
     len_step: int = 16,
     exact_rows: bool | None = None,
 ) -> ServiceModel:
-    """Service-time table of ``model`` on ``chip`` from the machine model (see ``batch_step_time_s``).
+    """Service-time table of ``model`` on ``chip`` from ``ipusim.machine.step_time_s``.
 
     Each column is a padded length (multiples of ``len_step`` up to ``max_len``, default
     the model's ``max_positions``). Rows are computed for every count (``exact_rows``,
@@ -227,11 +205,11 @@ def chip_service(
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
         # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
-        tab, src = _chip_table(c.name, m.name, rows, pl, pl, True)
+        tab = _chip_table(c.name, m.name, rows, pl, pl, True)
         return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
-                            source=src)
-    tab, src = _chip_table(c.name, m.name, rows, max_len, step, exact_rows)
-    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source=src)
+                            source="machine")
+    tab = _chip_table(c.name, m.name, rows, max_len, step, exact_rows)
+    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source="machine")
 
 
 def _rows(tab, b):
@@ -248,7 +226,7 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     the direct call pads it to its longest request exactly, the table to the next multiple
     of ``len_step`` (and interpolates rows if the table was built on a grid).
     """
-    from . import workloads
+    from . import machine, workloads
 
     if service.packed or not service.len_step:
         raise ValueError("surrogate_error checks padded chip tables (from chip_service with packed=False)")
@@ -257,7 +235,7 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     for k in range(positive("samples", samples, integer=True)):
         r = int(rng.integers(1, service.max_rows + 1))
         lens = np.minimum(sample_lengths(r, long_fraction=long_fraction, seed=seed + k), service.max_len)
-        direct, _ = batch_step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
+        direct = machine.step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
         errs.append(service.time_s(lens) / direct - 1.0)
     e = np.abs(errs)
     return {"samples": len(errs), "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
@@ -1114,22 +1092,17 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
 @functools.lru_cache(maxsize=32)
 def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step, exact_rows):
-    from . import workloads
+    from . import machine, workloads
 
     n_ctx = -(-max_ctx // ctx_step)
     grid = list(range(1, max_batch + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
     tab = np.zeros((max_batch + 1, n_ctx + 1))
-    src = set()
     for j in range(1, n_ctx + 1):
         ctx = min(j * ctx_step, max_ctx)
-        vals = []
-        for r in grid:
-            t, s = batch_step_time_s(chip_name, workloads.step(model_name, [ctx] * r, phase="decode"))
-            vals.append(t)
-            src.add(s)
+        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [ctx] * r, phase="decode")) for r in grid]
         tab[1:, j] = np.interp(np.arange(1, max_batch + 1), grid, vals)
     tab.setflags(write=False)
-    return tab, "+".join(sorted(src))
+    return tab
 
 
 @dataclass(frozen=True)
@@ -1160,10 +1133,10 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
-    tab, src = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
-    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source=src)
-    dec, _ = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
-    return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source=src)
+    tab = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
+    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source="machine")
+    dec = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
+    return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source="machine")
 
 
 @njit(cache=True, error_model="numpy")
