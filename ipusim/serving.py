@@ -153,8 +153,13 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
 _ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-@functools.lru_cache(maxsize=64)
-def _chip_table(chip_name, model_name, max_rows, max_len, len_step, exact_rows):
+@functools.lru_cache(maxsize=96)
+def _time_table(chip_name, model_name, phase, max_rows, max_len, len_step, exact_rows):
+    """Seconds of one step, ``tab[rows, j]`` for ``rows`` sequences of ``j * len_step`` tokens.
+
+    ``phase`` "forward": every sequence padded to that length; "decode": one new token per
+    sequence with that much context. Rows on a grid are linearly interpolated.
+    """
     from . import machine, workloads
 
     n_len = -(-max_len // len_step)
@@ -162,7 +167,9 @@ def _chip_table(chip_name, model_name, max_rows, max_len, len_step, exact_rows):
     tab = np.zeros((max_rows + 1, n_len + 1))
     for j in range(1, n_len + 1):
         L = min(j * len_step, max_len)
-        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, pad_to=L)) for r in rows_grid]
+        pad = None if phase == "decode" else L
+        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, phase=phase, pad_to=pad))
+                for r in rows_grid]
         tab[1:, j] = np.interp(np.arange(1, max_rows + 1), rows_grid, vals)
     tab.setflags(write=False)
     return tab
@@ -205,10 +212,10 @@ def chip_service(
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
         # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
-        tab = _chip_table(c.name, m.name, rows, pl, pl, True)
+        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)
         return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
                             source="machine")
-    tab = _chip_table(c.name, m.name, rows, max_len, step, exact_rows)
+    tab = _time_table(c.name, m.name, "forward", rows, max_len, step, exact_rows)
     return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source="machine")
 
 
@@ -1090,21 +1097,6 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 # ----------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=32)
-def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step, exact_rows):
-    from . import machine, workloads
-
-    n_ctx = -(-max_ctx // ctx_step)
-    grid = list(range(1, max_batch + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
-    tab = np.zeros((max_batch + 1, n_ctx + 1))
-    for j in range(1, n_ctx + 1):
-        ctx = min(j * ctx_step, max_ctx)
-        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [ctx] * r, phase="decode")) for r in grid]
-        tab[1:, j] = np.interp(np.arange(1, max_batch + 1), grid, vals)
-    tab.setflags(write=False)
-    return tab
-
-
 @dataclass(frozen=True)
 class GenerationModel:
     """Iteration times of a decoder on a chip: prefill of new prompts + one decode step of the rest.
@@ -1133,9 +1125,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
-    tab = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
+    tab = _time_table(c.name, m.name, "forward", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
     pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source="machine")
-    dec = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
+    dec = _time_table(c.name, m.name, "decode", b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
     return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source="machine")
 
 
