@@ -676,8 +676,8 @@ def _run_nnlshp(counts, K, slack):
     keep = reps > 0
     comp_nn, reps_nn = comp[keep], reps[keep]
     left = counts - used
-    if left.sum() == 0:
-        comps_sp, reps_sp = np.zeros((0, K), np.int64), np.zeros(0, np.int64)
+    if left.sum() == 0:  # NNLS placed every sequence (e.g. one sequence filling one row)
+        comps_sp, reps_sp = np.zeros((0, 1), np.int64), np.zeros(0, np.int64)
     else:
         comps_sp, reps_sp = _run_spfhp(left, K)
     width = max(3 if comp_nn.size else 1, comps_sp.shape[1] if reps_sp.size else 1)

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ipusim import lengths, machine, packing, workloads
@@ -161,6 +161,7 @@ def _check_list_packing(x, L, k, p):
     k=st.integers(1, 6),
     strategy=st.sampled_from(packing.STRATEGIES),
 )
+@example(x=[64], k=4, strategy="nnlshp")  # NNLS packs everything, nothing left for SPFHP (was a crash)
 def test_packing_properties(x, k, strategy):
     p = packing.pack(x, 64, strategy, max_per_row=k)
     _check_list_packing(x, 64, k, p)
