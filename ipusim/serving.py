@@ -1,9 +1,10 @@
 """Serving simulation: requests through a batching policy onto one or more devices.
 
-The pipeline is ``arrivals`` (when requests come) + ``sample_lengths`` (how long each is)
--> a policy from ``ipusim.policies`` (when and how many leave the queue together) -> a
-``ServiceModel`` per device (how long a batch takes) -> a ``ServingResult`` (per-request
-start and finish, latency percentiles, throughput, utilization, padding waste).
+The pipeline is ``arrivals`` (when requests come) + ``sample_lengths`` (how long each is,
+drawn from ``ipusim.lengths``) -> a policy from ``ipusim.policies`` (when and how many leave
+the queue together) -> a ``ServiceModel`` per device (how long a batch takes) -> a
+``ServingResult`` (per-request start and finish, latency percentiles, throughput,
+utilization, padding waste).
 
 Service times. A ``ServiceModel`` is a table ``time[rows, j]`` in seconds: a batch of
 ``rows`` rows, each padded to ``j * len_step`` tokens. ``chip_service`` fills it by calling
@@ -30,14 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from . import lengths as _lengths
 from . import policies as P
-from ._validate import fraction, lengths_array, positive
+from ._validate import lengths_array, positive
 
 DEFAULT_SEED = 0
 _INF = np.inf
 
 # ----------------------------------------------------------------------------------------
-# Per-request lengths (may later fold into ipusim.lengths)
+# Per-request lengths (drawn from ipusim.lengths)
 # ----------------------------------------------------------------------------------------
 
 
@@ -45,46 +47,35 @@ def sample_lengths(
     n: int,
     *,
     long_fraction: float = 0.0,
-    short: tuple = (16, 128),
-    long: tuple = (256, 512),
+    short: tuple = _lengths.SHORT_RANGE,
+    long: tuple = _lengths.LONG_RANGE,
     histogram=None,
     seed: int = DEFAULT_SEED,
 ) -> np.ndarray:
-    """``n`` sequence lengths (tokens, int64).
+    """``n`` request lengths (tokens, int64), from ``ipusim.lengths``.
 
-    Either an "x% long texts" mix: each request is long with probability
-    ``long_fraction``, its length uniform in ``long`` (inclusive), else uniform in
-    ``short``; or draws from ``histogram``: a path to a ``length,count`` CSV or a pair
-    ``(lengths, counts)``.
+    Either the "x% long texts" mix (``lengths.sample_long_text_mix``: each request long
+    with probability ``long_fraction``, its length uniform on ``long``, else on ``short``,
+    both inclusive), or draws from ``histogram`` (``lengths.Histogram.sample``): a
+    ``lengths.Histogram``, a path to a ``length,count`` CSV (``lengths.load_histogram``)
+    or a pair ``(lengths, counts)`` of whole counts.
     """
-    n = positive("n", n, integer=True)
-    rng = np.random.default_rng(seed)
-    if histogram is not None:
-        lens, counts = load_histogram(histogram) if not isinstance(histogram, tuple) else histogram
+    if histogram is None:
+        return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
+    if isinstance(histogram, _lengths.Histogram):
+        h = histogram
+    elif isinstance(histogram, tuple):
+        lens, counts = histogram
         lens = lengths_array("histogram lengths", lens)
         counts = np.asarray(counts, dtype=np.float64)
-        if counts.shape != lens.shape or np.any(counts < 0) or counts.sum() <= 0:
-            raise ValueError("histogram counts must be >= 0, one per length, and not all 0")
-        return lens[rng.choice(lens.size, size=n, p=counts / counts.sum())]
-    lf = fraction("long_fraction", long_fraction)
-    for name, (lo, hi) in (("short", short), ("long", long)):
-        positive(f"{name}[0]", lo, integer=True)
-        if positive(f"{name}[1]", hi, integer=True) < lo:
-            raise ValueError(f"{name} range must be (low, high) with low <= high, got {(lo, hi)}")
-    is_long = rng.random(n) < lf
-    s = rng.integers(short[0], short[1] + 1, n)
-    lg = rng.integers(long[0], long[1] + 1, n)
-    return np.where(is_long, lg, s).astype(np.int64)
-
-
-def load_histogram(path) -> tuple[np.ndarray, np.ndarray]:
-    """Read a ``length,count`` CSV (header required) into two arrays."""
-    data = np.genfromtxt(path, delimiter=",", names=True)
-    names = data.dtype.names or ()
-    if "length" not in names or "count" not in names:
-        raise ValueError(f"histogram file {path} needs columns 'length' and 'count'; found {names}")
-    keep = data["count"] > 0
-    return data["length"][keep].astype(np.int64), data["count"][keep].astype(np.float64)
+        if counts.shape != lens.shape:
+            raise ValueError(f"histogram needs one count per length; got {counts.size} counts for {lens.size} lengths")
+        c = np.zeros(int(lens.max()))
+        np.add.at(c, lens - 1, counts)
+        h = _lengths.Histogram(c, "histogram")
+    else:
+        h = _lengths.load_histogram(histogram)
+    return h.sample(n, seed=seed)
 
 
 # ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipusim import arrivals as A
+from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 
@@ -212,6 +213,9 @@ def test_lengths_mix_and_histogram(tmp_path):
     h = S.sample_lengths(40_000, histogram=str(p), seed=2)
     assert set(np.unique(h)) == {5, 7}
     assert abs(np.mean(h == 7) - 0.75) < 0.01
+    # the same histogram given as a file, a (lengths, counts) pair or a Histogram: same draws
+    assert np.array_equal(h, S.sample_lengths(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
+    assert np.array_equal(h, S.sample_lengths(40_000, histogram=lengths.load_histogram(p), seed=2))
 
 
 def test_result_repr_and_dict(svc):
