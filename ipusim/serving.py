@@ -1143,8 +1143,6 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     t = 0.0
     iters = 0
     busy = 0.0
-    pre_rmax = pre_tab.shape[0] - 1
-    dec_rmax = dec_tab.shape[0] - 1
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
@@ -1167,20 +1165,10 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             nxt += 1
         dt = 0.0
         if nnew > 0:
-            j = (pmax + pre_step - 1) // pre_step
-            rows = nnew
-            while rows > pre_rmax:
-                dt += pre_tab[pre_rmax, j]
-                rows -= pre_rmax
-            dt += pre_tab[rows, j]
+            dt += _lookup(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
         if old > 0:
             mean_ctx = (ctx_sum + old - 1) // old + 1  # context including the new token
-            j = (mean_ctx + ctx_step - 1) // ctx_step
-            rows = old
-            while rows > dec_rmax:
-                dt += dec_tab[dec_rmax, j]
-                rows -= dec_rmax
-            dt += dec_tab[rows, j]
+            dt += _lookup(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step)
         t = t + dt
         busy += dt
         iters += 1
