@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import time
+from _timing import best_of
 
 from ipusim import gpu, hardware, step
-
-
-def _best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _wave_inputs(s, chip):
@@ -33,14 +24,14 @@ def rows(quick: bool) -> list[dict]:
     for name, lens, pad in cases:
         s = step("bert-base", lens, pad_to=pad)
         gpu.simulate(a100, s)  # compile / warm the kernel
-        k = _best_of(lambda s=s: gpu.simulate(a100, s), 3 if quick else 5)
-        ref = _best_of(lambda s=s: gpu.simulate(a100, s, use_kernel=False), 1 if quick else 3)
+        k = best_of(lambda s=s: gpu.simulate(a100, s), 3 if quick else 5)
+        ref = best_of(lambda s=s: gpu.simulate(a100, s, use_kernel=False), 1 if quick else 3)
         out.append({"name": f"gpu.simulate {name} on A100", "kernel_s": k, "reference_s": ref,
                     "goal": "whole step well under 10 ms (serving calls it per batch)",
                     "note": "every GEMM tile candidate simulated, fastest kept"})
         kernels, r = _wave_inputs(s, a100)
-        kw = _best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, True), 3 if quick else 5)
-        rw = _best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, False), 1 if quick else 3)
+        kw = best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, True), 3 if quick else 5)
+        rw = best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, False), 1 if quick else 3)
         blocks = sum(g[0] for kern in kernels for g in kern.groups)
         out.append({"name": f"gpu._waves alone, {name}", "kernel_s": kw, "reference_s": rw,
                     "goal": "the per-block loop", "note": f"{len(kernels)} kernels, {blocks:,} blocks"})

@@ -10,20 +10,10 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import best_of
 
 from ipusim import lengths, packing
-
-
-def _best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def rows(quick: bool) -> list[dict]:
@@ -32,14 +22,14 @@ def rows(quick: bool) -> list[dict]:
     packing._run_spfhp(counts, 3)  # compile
     out = [{
         "name": f"spfhp wikipedia-512 ({wiki.n / 1e6:.1f}M seqs), <=3/row",
-        "kernel_s": _best_of(lambda: packing.pack(wiki, 512, "spfhp", max_per_row=3), 5),
-        "reference_s": _best_of(lambda: packing._spfhp_reference(counts, 3), 1 if quick else 3),
+        "kernel_s": best_of(lambda: packing.pack(wiki, 512, "spfhp", max_per_row=3), 5),
+        "reference_s": best_of(lambda: packing._spfhp_reference(counts, 3), 1 if quick else 3),
         "goal": "well under 50 ms",
         "note": "public pack() incl. checks; reference: plain-Python SPFHP on the same counts",
     }, {
         "name": f"spfhp wikipedia-512 ({wiki.n / 1e6:.1f}M seqs), <=16/row",
-        "kernel_s": _best_of(lambda: packing._run_spfhp(counts, 16), 5),
-        "reference_s": _best_of(lambda: packing._spfhp_reference(counts, 16), 1 if quick else 3),
+        "kernel_s": best_of(lambda: packing._run_spfhp(counts, 16), 5),
+        "reference_s": best_of(lambda: packing._spfhp_reference(counts, 16), 1 if quick else 3),
         "goal": "well under 50 ms", "note": "",
     }]
 
@@ -49,7 +39,7 @@ def rows(quick: bool) -> list[dict]:
     packing.pack(big[:1000], 512, "ffd", max_per_row=3)  # compile
     out.append({
         "name": f"ffd {n_big:,} lengths (wikipedia sample), <=3/row",
-        "kernel_s": _best_of(lambda: packing.pack(big, 512, "ffd", max_per_row=3), 1 if quick else 3),
+        "kernel_s": best_of(lambda: packing.pack(big, 512, "ffd", max_per_row=3), 1 if quick else 3),
         "reference_s": None, "goal": "under 1 s (1M lengths)",
         "note": "public pack(): sort + kernel + row table; reference too slow at this size",
     })
@@ -60,15 +50,15 @@ def rows(quick: bool) -> list[dict]:
     srow = np.empty(n_small, np.int64)
     out.append({
         "name": f"ffd kernel vs plain-Python first fit, {n_small:,} lengths",
-        "kernel_s": _best_of(lambda: packing._ffd(srt, 512, 3, srow)),
-        "reference_s": _best_of(lambda: packing._ffd_reference(small_list, 512, 3), 1),
+        "kernel_s": best_of(lambda: packing._ffd(srt, 512, 3, srow)),
+        "reference_s": best_of(lambda: packing._ffd_reference(small_list, 512, 3), 1),
         "goal": "", "note": "same n for both; the reference scans every row",
     })
 
     packing.pack(lengths.dataset("squad-384"), 384, "nnlshp", max_per_row=3)  # compile
     out.append({
         "name": "nnlshp wikipedia-512, <=3/row (NNLS + SPFHP rest)",
-        "kernel_s": _best_of(lambda: packing.pack(wiki, 512, "nnlshp", max_per_row=3), 1 if quick else 3),
+        "kernel_s": best_of(lambda: packing.pack(wiki, 512, "nnlshp", max_per_row=3), 1 if quick else 3),
         "reference_s": None,
         "goal": "Krell et al. report 28.4 s for theirs",
         "note": f"{packing.NNLS_SWEEPS} coordinate-descent sweeps",

@@ -7,20 +7,10 @@ bounds it op by op with ``roofline.step_time_s``), the same function the tests c
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import best_of
 
 from ipusim import hardware, roofline
-
-
-def _best_of(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def rows(quick: bool) -> list[dict]:
@@ -31,8 +21,8 @@ def rows(quick: bool) -> list[dict]:
     for model, phase, max_len in (("bert-base", "forward", 512), ("llama-2-7b", "decode", 4096)):
         lens = np.unique(np.geomspace(16, max_len, n).round().astype(int))
         roofline.sweep(chips, model, batches[:2], lens[:2], phase=phase)  # compile / load the kernel
-        k = _best_of(lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p), 3)
-        r = _best_of(lambda m=model, p=phase, ls=lens: roofline._sweep_reference(chips, m, batches, ls, phase=p), 1)
+        k = best_of(lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p), 3)
+        r = best_of(lambda m=model, p=phase, ls=lens: roofline._sweep_reference(chips, m, batches, ls, phase=p), 1)
         pts = len(chips) * batches.size * lens.size
         out.append({
             "name": f"roofline sweep {model} {phase} ({pts:,} points)",

@@ -11,21 +11,12 @@ Rows (dynamic policy, BERT-base on GC200, 1,000 req/s Poisson, 30% long requests
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import numpy as np
+from _timing import best_of
 
 from ipusim import arrivals, policies, serving
-
-
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _inputs(n, seed=0):
@@ -43,7 +34,7 @@ def rows(quick: bool) -> list[dict]:
     arr, lens = _inputs(n_big)
     plan = serving._prepare(arr, lens, pol, [dev], None, 0, None)
     serving._run_kernel(serving._prepare(arr[:100], lens[:100], pol, [dev], None, 0, None))  # compile / load
-    k = _best(lambda: serving._run_kernel(plan), 1 if not quick else 3)
+    k = best_of(lambda: serving._run_kernel(plan), 1 if not quick else 3)
     out.append({"name": f"serving dynamic kernel, {n_big:,} requests", "kernel_s": k, "reference_s": None,
                 "goal": ">= 10M requests/s", "note": f"{n_big / k / 1e6:,.1f}M requests/s"})
     # 2. simpy and the Python reference on the same inputs
@@ -51,16 +42,14 @@ def rows(quick: bool) -> list[dict]:
     arr, lens = arr[:n], lens[:n]
     plan = serving._prepare(arr, lens, pol, [dev], None, 0, None)
     kept = {}
-    k = _best(lambda: kept.__setitem__("k", serving._run_kernel(plan)))
-    t0 = time.perf_counter()
-    st, fi, de, bi = serving.simpy_dynamic(arr, lens, pol, [dev])
-    s = time.perf_counter() - t0
+    k = best_of(lambda: kept.__setitem__("k", serving._run_kernel(plan)))
+    s = best_of(lambda: kept.__setitem__("simpy", serving.simpy_dynamic(arr, lens, pol, [dev])), 1)
+    st, fi, de, bi = kept["simpy"]
     same = np.array_equal(kept["k"][0], st) and np.array_equal(kept["k"][1], fi) and np.array_equal(kept["k"][3], bi)
     out.append({"name": f"serving dynamic kernel vs simpy, {n:,} requests", "kernel_s": k, "reference_s": s,
                 "goal": ">= 100x, identical results", "note": f"identical: {same}"})
-    t0 = time.perf_counter()
-    ref = serving._simulate_reference(plan)
-    r = time.perf_counter() - t0
+    r = best_of(lambda: kept.__setitem__("ref", serving._simulate_reference(plan)), 1)
+    ref = kept["ref"]
     same = np.array_equal(kept["k"][1], ref[1]) and np.array_equal(kept["k"][3], ref[3])
     out.append({"name": f"serving dynamic kernel vs Python reference, {n:,}", "kernel_s": k, "reference_s": r,
                 "goal": "identical results", "note": f"identical: {same}"})
@@ -73,10 +62,10 @@ def rows(quick: bool) -> list[dict]:
     pol_c = policies.Continuous(32, 10**6)
     serving.simulate_generation(arr_g[:50], pr[:50], outl[:50], pol_c, gen)  # compile / load
     kept_c = {}
-    k = _best(lambda: kept_c.__setitem__("k", serving.simulate_generation(arr_g, pr, outl, pol_c, gen)))
-    t0 = time.perf_counter()
-    ref_c = serving.simulate_generation(arr_g, pr, outl, pol_c, gen, engine="python")
-    r = time.perf_counter() - t0
+    k = best_of(lambda: kept_c.__setitem__("k", serving.simulate_generation(arr_g, pr, outl, pol_c, gen)))
+    r = best_of(lambda: kept_c.__setitem__("ref", serving.simulate_generation(arr_g, pr, outl, pol_c, gen,
+                                                                                engine="python")), 1)
+    ref_c = kept_c["ref"]
     same = np.array_equal(kept_c["k"].finish_s, ref_c.finish_s) and np.array_equal(
         kept_c["k"].first_token_s, ref_c.first_token_s)
     out.append({"name": f"serving continuous kernel vs reference, {ng:,}", "kernel_s": k, "reference_s": r,

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
+from _timing import best_of
 
 from ipusim import hardware, tiles, workloads
-
-
-def _best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _kernel_inputs(prof):
@@ -34,8 +25,8 @@ def rows(quick: bool) -> list[dict]:
     batch, seq = (8, 128) if quick else (32, 128)
     s = workloads.step("bert-base", [seq] * batch, pad_to=seq)
     tiles.simulate(c, s)  # compile the kernels and fill the matmul-plan cache
-    step_k = _best_of(lambda: tiles.simulate(c, s), 3 if quick else 7)
-    step_r = _best_of(lambda: tiles.simulate(c, s, engine="python"), 1 if quick else 3)
+    step_k = best_of(lambda: tiles.simulate(c, s), 3 if quick else 7)
+    step_r = best_of(lambda: tiles.simulate(c, s, engine="python"), 1 if quick else 3)
     out = [{
         "name": f"tiles: BERT-base forward b{batch} L{seq}, {c.tiles} tiles",
         "kernel_s": step_k, "reference_s": step_r,
@@ -50,8 +41,8 @@ def rows(quick: bool) -> list[dict]:
     tiles._superstep_cycles(*args, comp, exch, mx)
     out.append({
         "name": f"tiles: superstep kernel ({S} supersteps x {T} tiles)",
-        "kernel_s": _best_of(lambda: tiles._superstep_cycles(*args, comp, exch, mx), 20),
-        "reference_s": _best_of(lambda: tiles._superstep_cycles_reference(*args), 1 if quick else 3),
+        "kernel_s": best_of(lambda: tiles._superstep_cycles(*args, comp, exch, mx), 20),
+        "reference_s": best_of(lambda: tiles._superstep_cycles_reference(*args), 1 if quick else 3),
         "goal": ">= 50x reference", "note": "_superstep_cycles vs _superstep_cycles_reference",
     })
 
@@ -59,8 +50,8 @@ def rows(quick: bool) -> list[dict]:
     dist = np.zeros((T, 7))
     out.append({
         "name": f"tiles: distribute kernel ({pieces.shape[0]} pieces -> {T} tiles)",
-        "kernel_s": _best_of(lambda: (dist.fill(0), tiles._distribute(pieces, T, dist)), 20),
-        "reference_s": _best_of(lambda: tiles._distribute_reference(pieces, T), 1 if quick else 3),
+        "kernel_s": best_of(lambda: (dist.fill(0), tiles._distribute(pieces, T, dist)), 20),
+        "reference_s": best_of(lambda: tiles._distribute_reference(pieces, T), 1 if quick else 3),
         "goal": ">= 50x reference", "note": "_distribute vs _distribute_reference",
     })
 
@@ -74,7 +65,7 @@ def rows(quick: bool) -> list[dict]:
         for ch, m, b, L in grid:
             tiles.simulate(ch, workloads.step(m, [L] * b, pad_to=L))
 
-    sweep_s = _best_of(sweep, 1)
+    sweep_s = best_of(sweep, 1)
     out.append({
         "name": f"tiles: sweep of {len(grid):,} configurations",
         "kernel_s": sweep_s, "reference_s": None,

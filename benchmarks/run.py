@@ -5,8 +5,10 @@
 
 Each ``benchmarks/bench_*.py`` defines ``rows(quick: bool) -> list[dict]``; a row has
 ``name``, ``kernel_s``, ``reference_s`` (either may be None), ``goal`` and ``note``.
-Kernels are compiled (warmed up) before they are timed; the table prints the ratio
-reference / kernel. No row asserts a time: this is a report, not a test.
+Kernels are compiled (warmed up) before they are timed, every time with
+``_timing.best_of`` (``from _timing import best_of``; this folder is first on ``sys.path``
+when a script in it runs); the table prints the ratio reference / kernel. No row asserts
+a time: this is a report, not a test.
 """
 
 from __future__ import annotations
@@ -14,20 +16,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def best_of(fn, repeat: int = 3) -> float:
-    """Smallest wall time of ``repeat`` calls of ``fn()``, seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _load(path: Path):

@@ -195,24 +195,50 @@ SHORT_RANGE = (16, 128)
 LONG_RANGE = (256, 512)
 
 
+def _range(lo, hi, max_len: int | None = None) -> tuple[int, int]:
+    """A checked inclusive length range ``(lo, hi)``, tokens (``hi <= max_len`` if given)."""
+    lo = positive("range start", lo, integer=True)
+    hi = positive("range end", hi, integer=True)
+    if hi < lo or (max_len is not None and hi > max_len):
+        cap = "" if max_len is None else f" <= max_len={max_len}"
+        raise ValueError(f"length range ({lo}, {hi}) must satisfy 1 <= start <= end{cap}")
+    return lo, hi
+
+
 def long_text_mix(long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
                   max_len: int = 512, resolution: int = 1_000_000) -> Histogram:
     """The articles' "x% long texts" mix as a histogram (expected counts, no sampling).
 
     ``long_fraction`` of the sequences are uniform on ``long`` (inclusive), the rest
     uniform on ``short``. ``resolution`` is the total count the shares are rounded to.
+    ``sample_long_text_mix`` draws requests from the same mix one by one.
     """
     p = fraction("long_fraction", long_fraction)
     L = positive("max_len", max_len, integer=True)
     res = positive("resolution", resolution, integer=True)
     counts = np.zeros(L, np.int64)
     n_long = int(round(p * res))
-    for (lo, hi), n_part in ((short, res - n_long), (long, n_long)):
-        lo = positive("range start", lo, integer=True)
-        hi = positive("range end", hi, integer=True)
-        if hi < lo or hi > L:
-            raise ValueError(f"length range ({lo}, {hi}) must satisfy 1 <= start <= end <= max_len={L}")
+    for part, n_part in ((short, res - n_long), (long, n_long)):
+        lo, hi = _range(*part, L)
         width = hi - lo + 1  # spread n_part as evenly as whole counts allow
         counts[lo - 1: hi] += n_part // width
         counts[lo - 1: lo - 1 + n_part % width] += 1
     return Histogram(counts, f"{p:.0%} long texts")
+
+
+def sample_long_text_mix(n: int, long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
+                         seed: int = 0) -> np.ndarray:
+    """``n`` request lengths (tokens, int64) drawn one by one from the ``long_text_mix`` mix.
+
+    Each request is long with probability ``long_fraction`` (its length uniform on
+    ``long``, inclusive), else uniform on ``short``: the share of long requests varies
+    from draw to draw, as in live traffic, where ``long_text_mix`` holds it exact.
+    """
+    n = positive("n", n, integer=True)
+    p = fraction("long_fraction", long_fraction)
+    (s_lo, s_hi), (l_lo, l_hi) = _range(*short), _range(*long)
+    rng = np.random.default_rng(seed)
+    is_long = rng.random(n) < p
+    s = rng.integers(s_lo, s_hi + 1, n)
+    lg = rng.integers(l_lo, l_hi + 1, n)
+    return np.where(is_long, lg, s).astype(np.int64)

@@ -676,8 +676,8 @@ def _run_nnlshp(counts, K, slack):
     keep = reps > 0
     comp_nn, reps_nn = comp[keep], reps[keep]
     left = counts - used
-    if left.sum() == 0:
-        comps_sp, reps_sp = np.zeros((0, K), np.int64), np.zeros(0, np.int64)
+    if left.sum() == 0:  # NNLS placed every sequence (e.g. one sequence filling one row)
+        comps_sp, reps_sp = np.zeros((0, 1), np.int64), np.zeros(0, np.int64)
     else:
         comps_sp, reps_sp = _run_spfhp(left, K)
     width = max(3 if comp_nn.size else 1, comps_sp.shape[1] if reps_sp.size else 1)
@@ -711,37 +711,6 @@ def compare(source, max_len: int, *, max_per_row: int | None = 3,
 # ---------------------------------------------------------------------------------------------
 
 MODES = ("pad", "pad-batch", "unpadded", "packed")
-
-
-def _simulators_available() -> bool:
-    """True when both machine simulators (``ipusim.tiles`` and ``ipusim.gpu``) are installed."""
-    from importlib.util import find_spec
-
-    return all(find_spec(f"ipusim.{m}") is not None for m in ("tiles", "gpu"))
-
-
-def batch_time_s(chip, step) -> float:
-    """Seconds one step takes on ``chip``: the single place the machine model is called.
-
-    ``ipusim.machine.simulate`` (BSP supersteps on a tile chip, waves of thread blocks on a
-    GPU) when both simulators are present; otherwise the roofline bound
-    ``roofline.step_time_s`` for every chip, so that two machines are never compared under
-    different models.
-    """
-    if _simulators_available():
-        from . import machine
-
-        return machine.simulate(chip, step).time_s
-    from . import roofline
-
-    return roofline.step_time_s(chip, step)
-
-
-def batch_time_source() -> str:
-    """Which machine model ``batch_time_s`` uses, for notebook captions."""
-    if _simulators_available():
-        return "ipusim.machine.simulate (tile BSP simulator / GPU wave simulator)"
-    return "roofline lower bound (ipusim.roofline.step_time_s)"
 
 
 @dataclass(frozen=True)
@@ -784,6 +753,9 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
                        strategy: str = "spfhp", dtype_bytes: int = 2) -> Throughput:
     """Run ``lens`` (requests, in arrival order) through ``chip`` in batches; requests/s.
 
+    Each batch's time is ``ipusim.machine.step_time_s`` (the tile simulator on a tile chip,
+    the GPU simulator on a GPU); batches run back to back.
+
     Modes
     -----
     * ``"pad"``: batches of ``batch`` requests, each padded to ``max_len`` (a static-shape
@@ -797,6 +769,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
       matmuls as a filler sequence of its own.
     """
     from .hardware import chip as _chip
+    from .machine import step_time_s
     from .workloads import model as _model
     from .workloads import step
 
@@ -817,7 +790,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
             chunk = rows[i: i + B]
             seqs = [v for r in chunk for v in r] + [L - sum(r) for r in chunk if sum(r) < L]
             s = step(cfg, seqs, dtype_bytes=dtype_bytes)
-            t += batch_time_s(c, s)
+            t += step_time_s(c, s)
             flops += s.flops
             computed += L * len(chunk)
             nb += 1
@@ -826,7 +799,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
             chunk = arr[i: i + B]
             pad_to = {"pad": L, "pad-batch": int(chunk.max()), "unpadded": None}[mode]
             s = step(cfg, chunk, pad_to=pad_to, dtype_bytes=dtype_bytes)
-            t += batch_time_s(c, s)
+            t += step_time_s(c, s)
             flops += s.flops
             computed += s.tokens
             nb += 1

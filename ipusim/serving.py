@@ -1,14 +1,15 @@
 """Serving simulation: requests through a batching policy onto one or more devices.
 
-The pipeline is ``arrivals`` (when requests come) + ``sample_lengths`` (how long each is)
--> a policy from ``ipusim.policies`` (when and how many leave the queue together) -> a
-``ServiceModel`` per device (how long a batch takes) -> a ``ServingResult`` (per-request
-start and finish, latency percentiles, throughput, utilization, padding waste).
+The pipeline is ``arrivals`` (when requests come) + ``sample_lengths`` (how long each is,
+drawn from ``ipusim.lengths``) -> a policy from ``ipusim.policies`` (when and how many leave
+the queue together) -> a ``ServiceModel`` per device (how long a batch takes) -> a
+``ServingResult`` (per-request start and finish, latency percentiles, throughput,
+utilization, padding waste).
 
 Service times. A ``ServiceModel`` is a table ``time[rows, j]`` in seconds: a batch of
 ``rows`` rows, each padded to ``j * len_step`` tokens. ``chip_service`` fills it by calling
-a machine model (``batch_step_time_s``: the tile / GPU simulators when they exist, the
-roofline bound until then) on representative batches; ``fixed_service`` and
+the machine model (``ipusim.machine.step_time_s``: the tile simulator for a tile chip, the
+GPU simulator for a GPU) on representative batches; ``fixed_service`` and
 ``exponential_service`` need no machine (for checks against queueing theory). A padded
 device runs ``batch size`` rows of the batch's longest request (rounded up to
 ``len_step``); a packed device runs ``ceil(tokens / pack_len)`` rows of ``pack_len``
@@ -30,14 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from . import lengths as _lengths
 from . import policies as P
-from ._validate import fraction, lengths_array, positive
+from ._validate import lengths_array, positive
 
 DEFAULT_SEED = 0
 _INF = np.inf
 
 # ----------------------------------------------------------------------------------------
-# Per-request lengths (may later fold into ipusim.lengths)
+# Per-request lengths (drawn from ipusim.lengths)
 # ----------------------------------------------------------------------------------------
 
 
@@ -45,68 +47,40 @@ def sample_lengths(
     n: int,
     *,
     long_fraction: float = 0.0,
-    short: tuple = (16, 128),
-    long: tuple = (256, 512),
+    short: tuple = _lengths.SHORT_RANGE,
+    long: tuple = _lengths.LONG_RANGE,
     histogram=None,
     seed: int = DEFAULT_SEED,
 ) -> np.ndarray:
-    """``n`` sequence lengths (tokens, int64).
+    """``n`` request lengths (tokens, int64), from ``ipusim.lengths``.
 
-    Either an "x% long texts" mix: each request is long with probability
-    ``long_fraction``, its length uniform in ``long`` (inclusive), else uniform in
-    ``short``; or draws from ``histogram``: a path to a ``length,count`` CSV or a pair
-    ``(lengths, counts)``.
+    Either the "x% long texts" mix (``lengths.sample_long_text_mix``: each request long
+    with probability ``long_fraction``, its length uniform on ``long``, else on ``short``,
+    both inclusive), or draws from ``histogram`` (``lengths.Histogram.sample``): a
+    ``lengths.Histogram``, a path to a ``length,count`` CSV (``lengths.load_histogram``)
+    or a pair ``(lengths, counts)`` of whole counts.
     """
-    n = positive("n", n, integer=True)
-    rng = np.random.default_rng(seed)
-    if histogram is not None:
-        lens, counts = load_histogram(histogram) if not isinstance(histogram, tuple) else histogram
+    if histogram is None:
+        return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
+    if isinstance(histogram, _lengths.Histogram):
+        h = histogram
+    elif isinstance(histogram, tuple):
+        lens, counts = histogram
         lens = lengths_array("histogram lengths", lens)
         counts = np.asarray(counts, dtype=np.float64)
-        if counts.shape != lens.shape or np.any(counts < 0) or counts.sum() <= 0:
-            raise ValueError("histogram counts must be >= 0, one per length, and not all 0")
-        return lens[rng.choice(lens.size, size=n, p=counts / counts.sum())]
-    lf = fraction("long_fraction", long_fraction)
-    for name, (lo, hi) in (("short", short), ("long", long)):
-        positive(f"{name}[0]", lo, integer=True)
-        if positive(f"{name}[1]", hi, integer=True) < lo:
-            raise ValueError(f"{name} range must be (low, high) with low <= high, got {(lo, hi)}")
-    is_long = rng.random(n) < lf
-    s = rng.integers(short[0], short[1] + 1, n)
-    lg = rng.integers(long[0], long[1] + 1, n)
-    return np.where(is_long, lg, s).astype(np.int64)
-
-
-def load_histogram(path) -> tuple[np.ndarray, np.ndarray]:
-    """Read a ``length,count`` CSV (header required) into two arrays."""
-    data = np.genfromtxt(path, delimiter=",", names=True)
-    names = data.dtype.names or ()
-    if "length" not in names or "count" not in names:
-        raise ValueError(f"histogram file {path} needs columns 'length' and 'count'; found {names}")
-    keep = data["count"] > 0
-    return data["length"][keep].astype(np.int64), data["count"][keep].astype(np.float64)
+        if counts.shape != lens.shape:
+            raise ValueError(f"histogram needs one count per length; got {counts.size} counts for {lens.size} lengths")
+        c = np.zeros(int(lens.max()))
+        np.add.at(c, lens - 1, counts)
+        h = _lengths.Histogram(c, "histogram")
+    else:
+        h = _lengths.load_histogram(histogram)
+    return h.sample(n, seed=seed)
 
 
 # ----------------------------------------------------------------------------------------
 # Service models
 # ----------------------------------------------------------------------------------------
-
-
-def batch_step_time_s(chip, step) -> tuple[float, str]:
-    """THE one place the serving simulator asks a machine model for a batch's time.
-
-    Uses ``ipusim.machine.step_time_s`` (tile / GPU simulators) when the chip's simulator
-    module exists, else the roofline lower bound. Returns (seconds, which model).
-    """
-    import importlib.util
-
-    from . import hardware, machine, roofline
-
-    c = hardware.chip(chip)
-    sim_module = "ipusim.tiles" if c.kind == "tile" else "ipusim.gpu"
-    if importlib.util.find_spec(sim_module) is not None:
-        return float(machine.step_time_s(c, step)), "machine"
-    return float(roofline.step_time_s(c, step)), "roofline"  # until the simulator is merged
 
 
 @dataclass(frozen=True)
@@ -170,24 +144,26 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
 _ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-@functools.lru_cache(maxsize=64)
-def _chip_table(chip_name, model_name, max_rows, max_len, len_step, exact_rows):
-    from . import workloads
+@functools.lru_cache(maxsize=96)
+def _time_table(chip_name, model_name, phase, max_rows, max_len, len_step, exact_rows):
+    """Seconds of one step, ``tab[rows, j]`` for ``rows`` sequences of ``j * len_step`` tokens.
+
+    ``phase`` "forward": every sequence padded to that length; "decode": one new token per
+    sequence with that much context. Rows on a grid are linearly interpolated.
+    """
+    from . import machine, workloads
 
     n_len = -(-max_len // len_step)
     rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_rows} | {max_rows})
     tab = np.zeros((max_rows + 1, n_len + 1))
-    src = set()
     for j in range(1, n_len + 1):
         L = min(j * len_step, max_len)
-        vals = []
-        for r in rows_grid:
-            t, s = batch_step_time_s(chip_name, workloads.step(model_name, [L] * r, pad_to=L))
-            vals.append(t)
-            src.add(s)
+        pad = None if phase == "decode" else L
+        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, phase=phase, pad_to=pad))
+                for r in rows_grid]
         tab[1:, j] = np.interp(np.arange(1, max_rows + 1), rows_grid, vals)
     tab.setflags(write=False)
-    return tab, "+".join(sorted(src))
+    return tab
 
 
 def chip_service(
@@ -201,7 +177,7 @@ def chip_service(
     len_step: int = 16,
     exact_rows: bool | None = None,
 ) -> ServiceModel:
-    """Service-time table of ``model`` on ``chip`` from the machine model (see ``batch_step_time_s``).
+    """Service-time table of ``model`` on ``chip`` from ``ipusim.machine.step_time_s``.
 
     Each column is a padded length (multiples of ``len_step`` up to ``max_len``, default
     the model's ``max_positions``). Rows are computed for every count (``exact_rows``,
@@ -227,11 +203,11 @@ def chip_service(
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
         # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
-        tab, src = _chip_table(c.name, m.name, rows, pl, pl, True)
+        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)
         return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
-                            source=src)
-    tab, src = _chip_table(c.name, m.name, rows, max_len, step, exact_rows)
-    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source=src)
+                            source="machine")
+    tab = _time_table(c.name, m.name, "forward", rows, max_len, step, exact_rows)
+    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source="machine")
 
 
 def _rows(tab, b):
@@ -248,7 +224,7 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     the direct call pads it to its longest request exactly, the table to the next multiple
     of ``len_step`` (and interpolates rows if the table was built on a grid).
     """
-    from . import workloads
+    from . import machine, workloads
 
     if service.packed or not service.len_step:
         raise ValueError("surrogate_error checks padded chip tables (from chip_service with packed=False)")
@@ -257,7 +233,7 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     for k in range(positive("samples", samples, integer=True)):
         r = int(rng.integers(1, service.max_rows + 1))
         lens = np.minimum(sample_lengths(r, long_fraction=long_fraction, seed=seed + k), service.max_len)
-        direct, _ = batch_step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
+        direct = machine.step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
         errs.append(service.time_s(lens) / direct - 1.0)
     e = np.abs(errs)
     return {"samples": len(errs), "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
@@ -1112,26 +1088,6 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 # ----------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=32)
-def _decode_table(chip_name, model_name, max_batch, max_ctx, ctx_step, exact_rows):
-    from . import workloads
-
-    n_ctx = -(-max_ctx // ctx_step)
-    grid = list(range(1, max_batch + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_batch} | {max_batch})
-    tab = np.zeros((max_batch + 1, n_ctx + 1))
-    src = set()
-    for j in range(1, n_ctx + 1):
-        ctx = min(j * ctx_step, max_ctx)
-        vals = []
-        for r in grid:
-            t, s = batch_step_time_s(chip_name, workloads.step(model_name, [ctx] * r, phase="decode"))
-            vals.append(t)
-            src.add(s)
-        tab[1:, j] = np.interp(np.arange(1, max_batch + 1), grid, vals)
-    tab.setflags(write=False)
-    return tab, "+".join(sorted(src))
-
-
 @dataclass(frozen=True)
 class GenerationModel:
     """Iteration times of a decoder on a chip: prefill of new prompts + one decode step of the rest.
@@ -1160,10 +1116,10 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
-    tab, src = _chip_table(c.name, m.name, b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
-    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source=src)
-    dec, _ = _decode_table(c.name, m.name, b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
-    return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source=src)
+    tab = _time_table(c.name, m.name, "forward", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
+    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source="machine")
+    dec = _time_table(c.name, m.name, "decode", b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
+    return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source="machine")
 
 
 @njit(cache=True, error_model="numpy")
@@ -1187,8 +1143,6 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     t = 0.0
     iters = 0
     busy = 0.0
-    pre_rmax = pre_tab.shape[0] - 1
-    dec_rmax = dec_tab.shape[0] - 1
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
@@ -1211,20 +1165,10 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             nxt += 1
         dt = 0.0
         if nnew > 0:
-            j = (pmax + pre_step - 1) // pre_step
-            rows = nnew
-            while rows > pre_rmax:
-                dt += pre_tab[pre_rmax, j]
-                rows -= pre_rmax
-            dt += pre_tab[rows, j]
+            dt += _lookup(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
         if old > 0:
             mean_ctx = (ctx_sum + old - 1) // old + 1  # context including the new token
-            j = (mean_ctx + ctx_step - 1) // ctx_step
-            rows = old
-            while rows > dec_rmax:
-                dt += dec_tab[dec_rmax, j]
-                rows -= dec_rmax
-            dt += dec_tab[rows, j]
+            dt += _lookup(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step)
         t = t + dt
         busy += dt
         iters += 1

@@ -90,6 +90,28 @@ def test_long_text_mix_mean_is_the_closed_form(p):
     assert long_share == pytest.approx(p, abs=1e-6)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+def test_sampled_mix_is_seeded_and_matches_the_expected_mix(p):
+    a = lengths.sample_long_text_mix(50_000, p, seed=7)
+    assert a.dtype == np.int64 and np.array_equal(a, lengths.sample_long_text_mix(50_000, p, seed=7))
+    short, long = a[a < 256], a[a >= 256]
+    assert short.size + long.size == a.size
+    assert (short.min() if short.size else 16) >= 16 and (short.max() if short.size else 128) <= 128
+    assert (long.min() if long.size else 256) >= 256 and (long.max() if long.size else 512) <= 512
+    # binomial share: standard error sqrt(p (1 - p) / n) <= 0.0023; allow 5 of them
+    assert abs(long.size / a.size - p) < 0.012
+    # mean of the same mix as expected counts; the std of a length is <= 130 tokens, so the
+    # standard error of the mean is <= 0.6 tokens: allow 5 of them
+    assert a.mean() == pytest.approx(lengths.long_text_mix(p).mean, abs=3.0)
+
+
+def test_mix_ranges_are_checked():
+    with pytest.raises(ValueError, match="start <= end"):
+        lengths.sample_long_text_mix(10, 0.5, short=(100, 50))
+    with pytest.raises(ValueError, match="max_len=512"):
+        lengths.long_text_mix(0.5, long=(256, 600))
+
+
 def test_sample_is_seeded_and_follows_the_histogram():
     h = lengths.dataset("squad-384")
     a = h.sample(20_000, seed=3)

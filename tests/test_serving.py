@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipusim import arrivals as A
+from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 
@@ -174,7 +175,9 @@ def test_continuous_matches_reference_and_kv_limit():
         arr = A.poisson(30, n, seed=n)
         rng = np.random.default_rng(n)
         pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
-        for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000)):
+        # Continuous(40, ...) runs more sequences than the 16-row tables: whole tables in series
+        for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
+                    P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
             b = S.simulate_generation(arr, pr, out, pol, g, engine="python")
             assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.first_token_s, b.first_token_s)
@@ -212,6 +215,9 @@ def test_lengths_mix_and_histogram(tmp_path):
     h = S.sample_lengths(40_000, histogram=str(p), seed=2)
     assert set(np.unique(h)) == {5, 7}
     assert abs(np.mean(h == 7) - 0.75) < 0.01
+    # the same histogram given as a file, a (lengths, counts) pair or a Histogram: same draws
+    assert np.array_equal(h, S.sample_lengths(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
+    assert np.array_equal(h, S.sample_lengths(40_000, histogram=lengths.load_histogram(p), seed=2))
 
 
 def test_result_repr_and_dict(svc):

@@ -1,4 +1,4 @@
-"""Helpers shared by the sub-commands: JSON output and plain tables."""
+"""Helpers shared by the sub-commands: common arguments, JSON output and plain tables."""
 
 from __future__ import annotations
 
@@ -6,6 +6,24 @@ import json
 import math
 
 import numpy as np
+
+from .. import hardware, workloads
+
+
+def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) -> None:
+    """``--chip`` and ``--model``, listing the presets; each required unless given a default."""
+    p.add_argument("--chip", required=chip is None, default=chip, help=_presets("chip", hardware.PRESETS, chip))
+    p.add_argument("--model", required=model is None, default=model,
+                   help=_presets("model", workloads.MODELS, model))
+
+
+def _presets(what, names, default) -> str:
+    return f"{what} preset: {', '.join(names)}" + (f" (default {default})" if default else "")
+
+
+def add_json(p) -> None:
+    """``--json``: the command prints exactly one JSON object (with ``print_json``)."""
+    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _clean(obj):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import lengths, packing
-from ._common import format_table, print_json
+from ._common import add_json, format_table, print_json
 
 NAME = "pack"
 HELP = "pad, bucket or pack sequences into rows and count the padding they waste"
@@ -26,7 +26,7 @@ def add_arguments(p):
                    help="nnlshp: compositions may fall T tokens short of the row (default: 0)")
     p.add_argument("--model", default="bert-base",
                    help="model whose forward FLOPs are counted (default: bert-base)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(p)
 
 
 def run(args) -> int:

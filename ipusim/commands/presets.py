@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import hardware, workloads
-from ._common import format_table, print_json
+from ._common import add_json, format_table, print_json
 
 NAME = "presets"
 HELP = "list the chip and model presets"
@@ -11,7 +11,7 @@ ORDER = 10
 
 
 def add_arguments(p):
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(p)
     p.add_argument("--sources", action="store_true", help="show every chip number with its source")
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import arrivals, policies, serving
-from ._common import format_table, print_json
+from .. import arrivals, lengths, policies, serving
+from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
@@ -11,8 +11,7 @@ ORDER = 30
 
 
 def add_arguments(p):
-    p.add_argument("--chip", default="gc200", help="chip preset (see `ipusim presets`); default gc200")
-    p.add_argument("--model", default="bert-base", help="model preset; default bert-base")
+    add_chip_and_model(p, chip="gc200", model="bert-base")
     p.add_argument("--service", choices=("chip", "fixed", "exponential"), default="chip",
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
@@ -28,12 +27,13 @@ def add_arguments(p):
     p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--lengths", help="histogram CSV 'length,count' to draw request lengths from")
-    g.add_argument("--long-fraction", type=float, default=0.0,
-                   help="share of long requests (256-512 tokens; others 16-128); default 0")
+    g.add_argument("--lengths", metavar="FILE", help="histogram CSV 'length,count' to draw request lengths from")
+    (slo, shi), (llo, lhi) = lengths.SHORT_RANGE, lengths.LONG_RANGE
+    g.add_argument("--long-fraction", type=float, default=0.0, metavar="F",
+                   help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
     p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
     p.add_argument("--seed", type=int, default=0, help="random seed; default 0")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(p)
 
 
 def run(args) -> int:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import hardware, machine, workloads
 from .._validate import positive
-from ._common import format_table, print_json
+from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "simulate"
 HELP = "simulate one step (forward, prefill or decode) of a model on a chip"
@@ -14,15 +14,14 @@ ORDER = 20
 
 
 def add_arguments(p):
-    p.add_argument("--chip", required=True, help=f"chip preset: {', '.join(hardware.PRESETS)}")
-    p.add_argument("--model", required=True, help=f"model preset: {', '.join(workloads.MODELS)}")
+    add_chip_and_model(p)
     p.add_argument("--batch", type=int, required=True, help="sequences in the batch")
     p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence (context for decode)")
     p.add_argument("--phase", default="forward", choices=("forward", "prefill", "decode"),
                    help="step kind (default forward)")
     p.add_argument("--packed", action="store_true",
                    help="run unpadded/packed (default: every row padded to --seq-len)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(p)
 
 
 def run(args) -> int:
