@@ -81,12 +81,62 @@ def machine_time(c, s: workloads.Step, *, weights_on_chip: bool = True) -> tuple
     """Seconds for step ``s`` on one chip (``ipusim.machine``) and the name of the model.
 
     On a tile chip the checklist decides the placement (C1): weights in SRAM, or streamed
-    from off-chip DRAM.
+    from off-chip DRAM. A step that does not fit (``StepResult.fits`` False) takes
+    ``math.inf`` seconds (the fit rule of ``ipusim.machine``): its time is never used.
     """
     name = f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
     if c.kind == "tile":
-        return float(machine.step_time_s(c, s, weights="on_chip" if weights_on_chip else "stream")), name
-    return float(machine.step_time_s(c, s)), name
+        r = machine.simulate(c, s, weights="on_chip" if weights_on_chip else "stream")
+    else:
+        r = machine.simulate(c, s)
+    return (float(r.time_s) if r.fits else math.inf), name
+
+
+def step_fits(c, s: workloads.Step, *, streaming: bool = False) -> bool:
+    """Does step ``s`` fit one chip (``StepResult.fits``), weights on chip or streamed."""
+    return math.isfinite(machine_time(c, s, weights_on_chip=not streaming)[0])
+
+
+def stage_model(model: workloads.TransformerConfig, chips: int) -> workloads.TransformerConfig:
+    """The part of ``model`` one chip of a ``chips``-stage pipeline holds: ceil(layers / chips)
+    layers (and, conservatively, the embeddings)."""
+    if chips <= 1:
+        return model
+    import dataclasses
+
+    return dataclasses.replace(model, name=f"{model.name} stage of {chips}",
+                               layers=-(-model.layers // chips), published_params=0.0)
+
+
+def largest_fitting_batch(c, model, length: int, phases=("forward",), *, chips: int = 1,
+                          streaming: bool = False, cap: int = 256) -> int:
+    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica
+    in every phase of ``phases``; a replica of ``chips`` chips holds one stage per chip.
+
+    Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs: bisection on
+    ``StepResult.fits``. Assumes fitting is monotone in the batch (fewer sequences need
+    fewer bytes), which the checklist's tests check on the grid it uses.
+    """
+    from .. import tiles
+
+    m = stage_model(model, chips)
+    best = cap
+    for ph in phases:
+        s = workloads.step(m, [int(length)] * best, phase=ph)
+        if c.kind == "tile":
+            best = min(best, tiles.largest_batch_that_fits(c, s, weights_on_chip=not streaming))
+        else:
+            lo, hi = 0, best
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if step_fits(c, workloads.step(m, [int(length)] * mid, phase=ph)):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            best = lo
+        if best == 0:
+            return 0
+    return best
 
 
 def _pow2_grid(lo: int, hi: int) -> list[int]:
@@ -184,15 +234,20 @@ def _bilinear_log(bg, lg, grid, b, ln):
 def replica_time(c, s: workloads.Step, *, chips: int, streaming: bool, tokens: int) -> tuple[float, str]:
     """Seconds for step ``s`` on a replica of ``chips`` chips holding its layers in turn.
 
-    One batch passes the chips one after another (pipeline stages), so it takes what one chip
-    with enough memory would take, plus the activation hops over the links; the replica keeps
-    ``chips`` batches in flight (see ``Context.depth``). ASSUMPTION, see case.ASSUMPTIONS.
+    One batch passes the chips one after another (pipeline stages): each chip runs a stage
+    of ceil(layers / chips) layers (``stage_model``, simulated, so that its fit is the
+    stage's), the batch takes ``chips`` x the stage time plus the activation hops over the
+    links, and the replica keeps ``chips`` batches in flight (see ``Context.depth``).
+    ``math.inf`` if the stage does not fit. ASSUMPTION, see case.ASSUMPTIONS["multi_chip"].
     """
+    if chips > 1:
+        s = workloads.step(stage_model(s.model, chips), list(s.lengths), phase=s.phase,
+                           pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
     t, src = machine_time(c, s, weights_on_chip=not streaming)
     if chips > 1:
         link = c.link_bandwidth_bytes_per_s
         hop = tokens * s.model.d_model * s.dtype_bytes * (chips - 1) / link if link > 0 else math.inf
-        t = t + hop  # layers run in turn on the chips (pipeline stages)
+        t = chips * t + hop  # layers run in turn on the chips (pipeline stages)
     return t, src
 
 

@@ -158,7 +158,7 @@ class Context:
             need = self.case.max_len + self.case.output_tokens
             kv = getattr(svc, "kv_tokens", 0)
             return [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
-                    for b in bs] if kv >= need else []
+                    for b in bs if b <= max_batch] if kv >= need else []
         out = []
         if cand.policy in ("auto", "dynamic"):
             out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
@@ -167,8 +167,11 @@ class Context:
             out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
                     for b in sweep_size((8, 32), (16,)) if b <= max_batch]
         if cand.policy == "auto":
+            # A budget never asks for more rows of the longest length than fit (C1).
+            most = max_batch * self.case.model.max_positions
+            budgets = sorted({min(t, most) for t in sweep_size((2048, 8192), (4096,))})
             out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
-                    for t in sweep_size((2048, 8192), (4096,)) for d in delays[-1:]]
+                    for t in budgets for d in delays[-1:]]
         return out or [eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
 
     # --- fit --------------------------------------------------------------------------
@@ -196,21 +199,42 @@ class Context:
         cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
         kv_per_tok = self.case.model.kv_bytes_per_token(2) if self.case.task == "generate" else 0
         out = {"need": ws, "capacity": cap, "placements": [], "notes": []}
-        m_chips = max(1, math.ceil(ws["total"] / cap))
+        m_chips = max(1, math.ceil(ws["total"] / cap))  # chip-wide bytes: a lower bound
         link_ok = c.link_bandwidth_bytes_per_s > 0
-        if m_chips == 1 or link_ok:
-            room = m_chips * cap - ws["weights"]
-            mb = int(max(1, min(256, room // per_seq))) if per_seq > 0 else 256
-            kind = ("on-chip" if c.kind == "tile" else "hbm") if m_chips == 1 else "spread"
-            kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
-            out["placements"].append(Placement(kind, m_chips, False, mb, c.kind == "tile", kv_tok))
-        if c.kind == "tile" and m_chips > 1 and c.offchip_bytes > 0 and ws["weights"] <= c.offchip_bytes:
-            if per_seq <= cap:
-                mb = int(max(1, min(256, cap // per_seq)))
+        model = self.case.model
+        length = model.max_positions  # the service tables reach the model's longest sequence
+        phases = ("prefill", "decode") if self.case.task == "generate" else ("forward",)
+        # Fit by the machine models' fit rule (per tile on a tile chip, HBM on a GPU): the
+        # fewest chips whose stage of ceil(layers / m) layers takes one sequence of the
+        # longest length, and the largest batch that fits it (StepResult.fits).
+        tried = set()
+        for m in range(m_chips, model.layers + 1):
+            if m > 1 and not link_ok:
+                break
+            per_stage = -(-model.layers // m)
+            if per_stage in tried:
+                continue
+            tried.add(per_stage)
+            mb = eng.largest_fitting_batch(c, model, length, phases, chips=m)
+            if mb >= 1:
+                kind = ("on-chip" if c.kind == "tile" else "hbm") if m == 1 else "spread"
+                room = m * cap - ws["weights"]
+                kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                kv_tok = min(kv_tok, mb * m * length) if kv_per_tok else 0
+                out["placements"].append(Placement(kind, m, False, mb, c.kind == "tile", kv_tok))
+                m_chips = m
+                break
+        else:
+            m_chips = max(m_chips, model.layers + 1)
+        if (c.kind == "tile" and (m_chips > 1 or not out["placements"]) and c.offchip_bytes > 0
+                and ws["weights"] <= c.offchip_bytes):
+            mb = eng.largest_fitting_batch(c, model, length, phases, streaming=True)
+            if mb >= 1:
                 kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                kv_tok = min(kv_tok, mb * length) if kv_per_tok else 0
                 out["placements"].append(Placement("streaming", 1, True, mb, True, kv_tok))
             else:
-                out["notes"].append("streaming: one sequence's activations and KV do not fit the SRAM")
+                out["notes"].append("streaming: one sequence's activations (and KV) do not fit the tiles")
         out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
         out["chips_on_chip"] = m_chips
         ws_w = ws["weights"]
@@ -243,7 +267,7 @@ class Context:
         if self.continuous():
             return eng.GenService(cand.chip, self.case.model, chips=placement.chips,
                                   streaming=placement.streaming, output_tokens=self.case.output_tokens,
-                                  max_batch=128, kv_tokens=placement.kv_tokens // self.depth(placement))
+                                  max_batch=min(128, placement.max_batch), kv_tokens=placement.kv_tokens // self.depth(placement))
         return eng.ServiceModel(cand.chip, self.case.model, self.case.task, mode,
                                 chips=placement.chips, streaming=placement.streaming,
                                 output_tokens=self.case.output_tokens,
