@@ -98,14 +98,17 @@ def step_fits(c, s: workloads.Step, *, streaming: bool = False) -> bool:
 
 
 def stage_model(model: workloads.TransformerConfig, chips: int) -> workloads.TransformerConfig:
-    """The part of ``model`` one chip of a ``chips``-stage pipeline holds: ceil(layers / chips)
-    layers (and, conservatively, the embeddings)."""
+    """The part of ``model`` one chip of a ``chips``-stage pipeline runs: ceil(layers / chips)
+    transformer layers. ASSUMPTION (case.ASSUMPTIONS["multi_chip"]): the embedding table and
+    output head are left out of the stage (a 2-token vocabulary); they sit on the first and
+    last stages, whose extra bytes C1 counts chip-wide but the stage simulation does not."""
     if chips <= 1:
         return model
     import dataclasses
 
-    return dataclasses.replace(model, name=f"{model.name} stage of {chips}",
-                               layers=-(-model.layers // chips), published_params=0.0)
+    return dataclasses.replace(model, name=f"{model.name} stage of {chips}", layers=-(-model.layers // chips),
+                               vocab=2, type_vocab=0, learned_positions=False, tied_embeddings=True,
+                               published_params=0.0)
 
 
 def largest_fitting_batch(c, model, length: int, phases=("forward",), *, chips: int = 1,
@@ -227,8 +230,11 @@ def _bilinear_log(bg, lg, grid, b, ln):
     i1 = np.minimum(i + 1, bg.size - 1)
     j1 = np.minimum(j + 1, lg.size - 1)
     u, v = u[:, None], v[None, :]
-    return ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
-            + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+    with np.errstate(invalid="ignore"):
+        out = ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
+               + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+    # A cell next to a grid point that does not fit (inf) is unavailable too (0 x inf = nan).
+    return np.where(np.isnan(out), np.inf, out)
 
 
 def replica_time(c, s: workloads.Step, *, chips: int, streaming: bool, tokens: int) -> tuple[float, str]:
@@ -354,10 +360,12 @@ class ServingResult:
     served: int
     source: str
     saturated: bool = False  # the run's queue would grow without bound at this rate
+    busy_s: float = math.nan  # device-seconds the replicas were busy over the run
 
     def to_dict(self) -> dict:
         return {"p50_s": self.p50_s, "p99_s": self.p99_s, "mean_s": self.mean_s, "utilization": self.utilization,
-                "mean_batch": self.mean_batch, "served": self.served, "source": self.source}
+                "mean_batch": self.mean_batch, "served": self.served, "source": self.source,
+                "saturated": self.saturated, "busy_s": self.busy_s}
 
 
 def simulate(arrivals, lengths, service, policy: Policy, servers: int) -> ServingResult:
@@ -396,7 +404,8 @@ def _simulate_serving(serving, arrivals, lengths, service, policy, servers) -> S
     util = d["utilization"] if d["stable"] else 1.0
     return ServingResult(d["latency_p50_s"], d["latency_p99_s"] if d["stable"] else math.inf,
                          d["latency_mean_s"], util, d["mean_batch"], d["served"], SERVING_MODULE_SOURCE,
-                         saturated=not d["stable"] or util >= MAX_UTILIZATION)
+                         saturated=not d["stable"] or util >= MAX_UTILIZATION,
+                         busy_s=float(np.sum(r.device_busy_s)))
 
 
 SERVING_MODULE_SOURCE = "ipusim.serving simulator"
@@ -424,10 +433,11 @@ def _simulate_generation(serving, arrivals, lengths, service: GenService, policy
     p99 = float(np.nanpercentile(lat, 99)) if stable else math.inf
     # utilization here is the share of time with at least one request running (not a
     # capacity measure under continuous batching); stability comes from the simulator.
-    return ServingResult(float(np.nanpercentile(lat, 50)), p99, float(np.nanmean(lat)),
-                         min(1.0, busy / (servers * span)) if stable else 1.0,
+    util = min(1.0, busy / (servers * span)) if stable else 1.0
+    return ServingResult(float(np.nanpercentile(lat, 50)), p99, float(np.nanmean(lat)), util,
                          lat.size * service.output_tokens / max(iters, 1), int(lat.size),
-                         SERVING_MODULE_SOURCE + " (continuous batching)", saturated=not stable)
+                         SERVING_MODULE_SOURCE + " (continuous batching)",
+                         saturated=not stable or util >= MAX_UTILIZATION, busy_s=busy)
 
 
 def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:

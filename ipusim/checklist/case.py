@@ -66,9 +66,10 @@ ASSUMPTIONS = MappingProxyType({
     "training_efficiency": "ASSUMPTION: both machine kinds reach the same fraction (40%) of their "
     "roofline-attainable FLOP/s in training, so that it cancels in the cost ratio; "
     "communication between chips is not modelled.",
-    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip holds 1/m of the "
-    "layers, a batch takes what one chip with enough memory would take plus the activation hops "
-    "over the links, and m batches are in flight at once (m times the throughput, same latency).",
+    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip runs a stage of "
+    "ceil(layers / m) layers (simulated, embeddings and output head left to the first and last stage), "
+    "a batch takes m x the stage time plus the activation hops over the links, and m batches are in "
+    "flight at once.",
 })
 
 
@@ -137,16 +138,16 @@ class Prices:
 
 @dataclass(frozen=True)
 class Training:
-    """What to check for training: models, token budget, sequence and batch size.
+    """What to check for training: models, token budget and sequence length.
 
     Defaults follow GPT-3 (Brown et al. 2020, Table 2.1 and §2.2): 300B training tokens,
-    2,048-token context, 3.2M tokens per batch.
+    2,048-token context. (The global batch does not enter the estimate: cost is FLOPs over
+    attained FLOP/s, and memory holds one sequence's activations with full recomputation.)
     """
 
     models: tuple = ("llama-2-7b", "llama-2-70b", "gpt-3-175b")
     token_budget: float = 300e9  # tokens; Brown et al. 2020 trained GPT-3 on 300B tokens
     seq_len: int = 2048  # tokens; GPT-3 context (Brown et al. 2020)
-    tokens_per_step: int = 3_200_000  # tokens; GPT-3 175B batch of 3.2M tokens (Table 2.1)
     efficiency: float = 0.4  # ASSUMPTION (see ASSUMPTIONS["training_efficiency"])
 
     def __post_init__(self):
@@ -156,14 +157,13 @@ class Training:
         object.__setattr__(self, "models", ms)
         positive("training.token_budget", self.token_budget)
         positive("training.seq_len", self.seq_len, integer=True)
-        positive("training.tokens_per_step", self.tokens_per_step, integer=True)
         fraction("training.efficiency", self.efficiency)
         if self.efficiency == 0:
             raise ValueError("training.efficiency must be > 0")
 
     def to_dict(self) -> dict:
         return {"models": [m.name for m in self.models], "token_budget": self.token_budget,
-                "seq_len": self.seq_len, "tokens_per_step": self.tokens_per_step,
+                "seq_len": self.seq_len,
                 "efficiency": self.efficiency}
 
 
