@@ -402,13 +402,16 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
     else:
         status = "fail"
         reason = "the model fits none of the candidates as given"
-    if not any(ctx.fit(c)["placements"] for c in case.candidates):
+    fits_nowhere = not any(ctx.fit(c)["placements"] for c in case.candidates)
+    if fits_nowhere:
         status, reason = "fail", ("the model fits nowhere: no candidate can hold it, even spread over "
                                   "more chips or streamed from off-chip DRAM")
     summary = "; ".join(f"{r['candidate']}: {r['placement']} ({fmt(r['need_GB'], 'GB')} of "
                         f"{fmt(r['capacity_GB'], 'GB')} per chip)" for r in rows)
     return Check("C1", "Fit in on-chip memory", status, summary, reason, ev, {"fit": rows},
-                 "workloads.step op bytes, hardware presets (roofline.fits_on_chip formula)")
+                 "workloads.step op bytes (need, chip-wide); StepResult.fits of ipusim.tiles / ipusim.gpu "
+                 "(tiles.largest_batch_that_fits per tile) for the placements and batch limits",
+                 {"fits_nowhere": fits_nowhere})
 
 
 # ---------------------------------------------------------------------------------------
@@ -462,7 +465,8 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
     ev.append(Evidence("fastest_single_request", fastest * 1e3, "ms",
                        f"one request of the median length ({median} tokens) on the fastest candidate"))
     ok = [r for r in rows if r["meets_slo"]]
-    if fastest > slo:
+    impossible = fastest > slo
+    if impossible:
         status = "fail"
         reason = (f"impossible target: one request of the median length alone takes {fmt(fastest * 1e3, 'ms')} "
                   f"on the fastest candidate, above the p99 target of {fmt(slo * 1e3, 'ms')}; no batching "
@@ -482,7 +486,7 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
     if ctx.continuous():
         src += " (continuous batching)"
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
-                 {"throughput": rows}, src)
+                 {"throughput": rows}, src, {"impossible_target": impossible})
 
 
 # ---------------------------------------------------------------------------------------

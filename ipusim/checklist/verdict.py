@@ -60,9 +60,9 @@ def decide(case, checks: dict) -> Verdict:
         tile, gpu = c4.data.get("tile"), c4.data.get("gpu")
         has_tile_cand = any(c.chip.kind == "tile" for c in case.candidates)
         has_gpu_cand = any(c.chip.kind == "gpu" for c in case.candidates)
-        if c1 is not None and c1.status == "fail" and "fits nowhere" in c1.reason:
+        if c1 is not None and c1.data.get("fits_nowhere"):
             veto = "the model fits on no candidate, even spread or streamed"
-        elif c2 is not None and c2.status == "fail" and "impossible target" in c2.reason:
+        elif c2 is not None and c2.data.get("impossible_target"):
             veto = "the p99 target is below the time of a single request on every candidate"
         elif has_tile_cand and tile is None:
             veto = "no tile-chip deployment meets the p99 target"
