@@ -451,3 +451,30 @@ def test_interpolation_error_against_direct_machine_calls():
             errs.append(svc.table()[b - 1, ln - 1] / t - 1)
         errs = np.abs(errs)
         assert errs.mean() <= 0.10 and errs.max() <= 0.20, (chip, errs.mean(), errs.max())
+
+
+def _cost_reason(rep):
+    return next(r for r in rep.verdict.reasons if "C4" in r.checks)
+
+
+def test_cost_reason_weighs_capacity_and_can_go_either_way(default_report):
+    # Review 2a: at 300 req/s both are one chip, so the offered-rate saving is the price ratio only;
+    # the points come from the cost with the chips at capacity, and flip with the price.
+    c4 = default_report["C4"]
+    assert c4.data["minimal"]
+    r = _cost_reason(default_report)
+    assert "price ratio only" in r.text
+    assert r.weight == pytest.approx(max(-40, min(40, 100 * c4.data["saving_at_capacity"])), abs=0.06)
+    cheap = run_checklist(default_case(prices=Prices().with_prices({"gc200": 0.4})), show_progress=False)
+    assert cheap["C4"].data["saving_at_capacity"] > 0 and _cost_reason(cheap).weight > 0
+    dear = run_checklist(default_case(prices=Prices().with_prices({"gc200": 4.0})), show_progress=False)
+    assert dear["C4"].data["saving_at_capacity"] < 0 and _cost_reason(dear).weight < 0
+
+
+def test_verdict_says_how_far_it_is_from_flipping(default_report):
+    from ipusim.checklist.verdict import POLICY
+
+    v = default_report.verdict
+    assert "points" in v.margin and v.margin in v.headline
+    if v.decision == "stay":
+        assert f"{POLICY['pilot_at'] - v.score:.1f} points below PILOT" in v.margin

@@ -47,9 +47,11 @@ DEFAULT_USD_PER_CHIP_HOUR = MappingProxyType({
 DEFAULT_USD_PER_KWH = 0.15
 PRICE_ASSUMPTION = (
     "ASSUMPTION: chip-hour and energy prices are placeholders, not sourced (the project has no "
-    "price list; prices vary by vendor, contract and year). GC200 and A100-80GB are set close "
-    "together because the articles compare 'an IPU of similar price' to an A100. Replace them "
-    "with your own quotes (config [prices] or --price CHIP=USD, --usd-per-kwh)."
+    "price list; prices vary by vendor, contract and year). The articles compare 'an IPU of similar "
+    "price' to an A100 without a number; GC200 1.60 and A100-80GB 2.00 USD/chip-hour are 20% apart, "
+    "inside the articles' own 20-30% saving claims, so a cost reason at these prices can be the price "
+    "gap only (the verdict says when). Replace them with your own quotes (config [prices] or "
+    "--price CHIP=USD, --usd-per-kwh)."
 )
 
 ASSUMPTIONS = MappingProxyType({

@@ -609,9 +609,14 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
                       f"(tile costs {fmt(ratio, 'x')} the GPU)"))
         status = "info"
         reason = "each candidate is scaled to the chips it needs for the offered rate at the target, then priced"
+        cap_saving = 1 - tile["usd_per_million_at_capacity"] / gpu["usd_per_million_at_capacity"]
+        data["saving_at_capacity"] = cap_saving
+        ev.append(Evidence("tile_saving_at_capacity", cap_saving * 100, "%",
+                           "cost per million requests with the chips at their C2 capacity"))
         minimal = [d for d in (ctx.best(c) for c in case.candidates) if d is not None
                    and d.chips_needed == d.placement.chips and d.capacity_per_replica > 2 * case.rate_per_s]
-        if len(minimal) == len([r for r in rows if math.isfinite(r["usd_per_million"])]):
+        data["minimal"] = len(minimal) == len([r for r in rows if math.isfinite(r["usd_per_million"])])
+        if data["minimal"]:
             reason += (f"; at {fmt(case.rate_per_s, 'req/s')} every deployment is its smallest (one replica, "
                        "under half used), so the cost per request is its hourly price over the traffic; with "
                        f"the chips fully used it would be {fmt(tile['usd_per_million_at_capacity'], 'USD')} (tile) vs "
