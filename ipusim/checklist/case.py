@@ -198,6 +198,8 @@ class Case:
     def __post_init__(self):
         m = workloads.model(self.model)
         object.__setattr__(self, "model", m)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
         if self.arrivals is not None:
             arr = np.asarray(self.arrivals, dtype=float)
             if arr.ndim != 1 or arr.size < 2 or not np.all(np.isfinite(arr)):
@@ -347,7 +349,10 @@ def _chip_from(spec):
         kind = d.pop("kind", None)
         base = d.pop("base", None)
         if base is not None:
-            return hardware.chip(base).replace(**d)
+            try:
+                return hardware.chip(base).replace(**d)
+            except TypeError as err:
+                raise ValueError(f"custom chip based on {base!r}: {err}") from None
         cls = {"tile": hardware.TileChip, "gpu": hardware.GpuChip}.get(kind)
         if cls is None:
             raise ValueError("a custom chip needs kind = 'tile' or 'gpu' (or base = a preset name to modify)")
@@ -435,13 +440,25 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
     for k in ("name", "task", "rate_per_s", "slo_p99_s", "long_fraction", "output_tokens", "seed", "inference"):
         if k in merged:
             kw[k] = merged[k]
-    seed = int(kw.get("seed", 0))
+    try:
+        seed = int(kw.get("seed", 0))
+    except (TypeError, ValueError):
+        raise ValueError(f"seed must be a non-negative whole number, got {kw.get('seed')!r}") from None
+    if "seed" in kw:
+        kw["seed"] = seed
     lens = merged.get("lengths")
+    if lens is not None and "long_fraction" in merged:
+        raise ValueError("give long_fraction or lengths, not both (lengths would win silently)")
     if lens is not None:
         if isinstance(lens, str):
             kw["lengths"], kw["length_source"] = _lengths_from_name(lens, base_dir, seed)
         elif isinstance(lens, dict):
-            kw["lengths"], kw["length_source"] = histogram_sample({int(k): v for k, v in lens.items()}, seed=seed), "histogram"
+            try:
+                hist = {int(k): float(v) for k, v in lens.items()}
+            except (TypeError, ValueError):
+                raise ValueError("lengths histogram: keys must be whole token lengths and values counts, "
+                                 f"e.g. {{\"128\" = 10}}; got {dict(list(lens.items())[:3])!r}") from None
+            kw["lengths"], kw["length_source"] = histogram_sample(hist, seed=seed), "histogram"
         else:
             kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
     arr = merged.get("arrivals")
@@ -507,6 +524,9 @@ def load_case(path) -> Case:
         d = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"config file {str(path)!r} is not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {err}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"config file {str(path)!r}: the top level must be an object/table of sections "
+                         f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}")
     return case_from_dict(d, base_dir=p.parent)
 
 
