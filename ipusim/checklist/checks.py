@@ -199,7 +199,7 @@ class Context:
         cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
         kv_per_tok = self.case.model.kv_bytes_per_token(2) if self.case.task == "generate" else 0
         out = {"need": ws, "capacity": cap, "placements": [], "notes": []}
-        m_chips = max(1, math.ceil(ws["total"] / cap))  # chip-wide bytes: a lower bound
+        m_chips = m_lower = max(1, math.ceil(ws["total"] / cap))  # chip-wide bytes: a lower bound
         link_ok = c.link_bandwidth_bytes_per_s > 0
         model = self.case.model
         length = model.max_positions  # the service tables reach the model's longest sequence
@@ -236,7 +236,9 @@ class Context:
             else:
                 out["notes"].append("streaming: one sequence's activations (and KV) do not fit the tiles")
         out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
-        out["chips_on_chip"] = m_chips
+        out["chips_on_chip"] = m_lower  # chip-wide bytes over memory per chip (a lower bound)
+        on_chip = [p for p in out["placements"] if not p.streaming]
+        out["chips_fit_rule"] = on_chip[0].chips if on_chip else None  # fewest whose stages fit the tiles
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
@@ -375,6 +377,7 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
             "capacity_GB": _gb(f["capacity"]), "weights_GB": _gb(ws["weights"]),
             "activations_GB": _gb(ws["activations"]), "kv_cache_GB": _gb(ws["kv"]),
             "need_GB": _gb(ws["total"]), "chips_to_fit": f["chips_on_chip"],
+            "chips_by_fit_rule": f["chips_fit_rule"] if f["chips_fit_rule"] is not None else "none",
             "placement": place.label if place else "does not fit", "max_batch_fit": place.max_batch if place else 0,
             "other_options": options,
         }
@@ -388,7 +391,11 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
                            f"weights + largest op's activations at {ws['length']} tokens"
                            + (" + KV cache" if ws["kv"] else "")))
         ev.append(Evidence(f"capacity.{key}", _gb(f["capacity"]), "GB", row["memory"]))
-        ev.append(Evidence(f"chips_to_fit.{key}", f["chips_on_chip"], "chips", "to hold everything in fast memory"))
+        ev.append(Evidence(f"chips_to_fit.{key}", f["chips_on_chip"], "chips",
+                           "to hold everything in fast memory, chip-wide bytes (a lower bound)"))
+        ev.append(Evidence(f"chips_by_fit_rule.{key}",
+                           f["chips_fit_rule"] if f["chips_fit_rule"] is not None else "none", "chips",
+                           "fewest whose pipeline stages fit each tile / the HBM (StepResult.fits)"))
         if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
             ev.append(Evidence(f"stream_time.{key}", f["stream_s_per_pass"] * 1e3, "ms",
                                "to stream the weights once from off-chip DRAM (per forward pass)"))
@@ -682,7 +689,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
             cost[kind] = reps * d.placement.chips * ctx.chip_hour_usd(cand.chip) / (r * HOUR_S) * 1e6
         rate_rows.append({"rate_req_s": float(r), "tile_usd_per_million": cost["tile"],
                           "gpu_usd_per_million": cost["gpu"],
-                          "cheaper": "tile" if cost["tile"] < cost["gpu"] else "gpu"})
+                          "cheaper": _cheaper(cost["tile"], cost["gpu"])})
     tables["rate"] = rate_rows
     rate_cross = _crossings(rate_rows, "rate_req_s")
     ev.append(Evidence("rate_crossovers", ", ".join(fmt(x, "req/s") for x in rate_cross) or "none in range", "",
@@ -704,7 +711,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
             cost[kind] = ctx.chip_hour_usd(cand.chip) / (per_chip * HOUR_S) * 1e6
         long_rows.append({"long_share_%": fr * 100, "tile_usd_per_million": cost["tile"],
                           "gpu_usd_per_million": cost["gpu"],
-                          "cheaper": "tile" if cost["tile"] < cost["gpu"] else "gpu"})
+                          "cheaper": _cheaper(cost["tile"], cost["gpu"])})
     tables["long_share"] = long_rows
     long_cross = _crossings(long_rows, "long_share_%")
     ev.append(Evidence("long_share_crossovers", ", ".join(fmt(x, "%") for x in long_cross) or "none in range", "",
@@ -728,10 +735,36 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
                  "C2 policy search re-run per long share; C4 prices", data)
 
 
+TIE_BAND = 0.03  # relative cost difference below which neither kind counts as cheaper
+
+
+def _side(row) -> int:
+    """+1 tile cheaper, -1 GPU cheaper, 0 a tie (within TIE_BAND of each other)."""
+    t, g = row["tile_usd_per_million"], row["gpu_usd_per_million"]
+    if not (math.isfinite(t) or math.isfinite(g)):
+        return 0
+    if not math.isfinite(t) or not math.isfinite(g):
+        return 1 if math.isfinite(t) else -1
+    if abs(t - g) <= TIE_BAND * min(t, g):
+        return 0
+    return 1 if t < g else -1
+
+
+def _cheaper(t: float, g: float) -> str:
+    side = _side({"tile_usd_per_million": t, "gpu_usd_per_million": g})
+    return {1: "tile", -1: "gpu", 0: f"tie (within {TIE_BAND:.0%})"}[side]
+
+
 def _crossings(rows, xkey):
-    out = []
-    for a, b in zip(rows, rows[1:], strict=False):
-        if a["cheaper"] != b["cheaper"]:
+    """Where the cheaper kind changes, interpolated between the last clear side and the next
+    clear other side; costs within TIE_BAND of each other are ties and make no crossing."""
+    out, last = [], None
+    for b in rows:
+        sb = _side(b)
+        if sb == 0:
+            continue
+        if last is not None and _side(last) != sb:
+            a = last
             da = a["tile_usd_per_million"] - a["gpu_usd_per_million"]
             db = b["tile_usd_per_million"] - b["gpu_usd_per_million"]
             if math.isfinite(da) and math.isfinite(db) and da != db:
@@ -739,6 +772,7 @@ def _crossings(rows, xkey):
                 out.append(a[xkey] + t * (b[xkey] - a[xkey]))
             else:
                 out.append((a[xkey] + b[xkey]) / 2)
+        last = b
     return out
 
 
