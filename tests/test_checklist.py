@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ipusim import hardware, workloads
+from ipusim import arrivals, hardware, workloads
 from ipusim.checklist import (
     QUESTIONS,
     Candidate,
@@ -145,7 +145,7 @@ def _service(mode="padded", chip="a100-80gb"):
     c, m = hardware.chip(chip), workloads.model("bert-base")
     # The checklist sizes its tables to the largest batch that fits at the longest length (C1).
     mb = min(16, eng.largest_fitting_batch(c, m, m.max_positions))
-    return eng.ServiceModel(c, m, "classify", mode, max_batch=mb)
+    return eng.ServiceModel(c, m, mode, max_batch=mb)
 
 
 def _batch1():
@@ -160,7 +160,7 @@ def test_md1_queue_matches_pollaczek_khinchine():
     lens = np.full(200_000, 128)
     s = svc.batch_time(lens[:1])
     for rho in (0.3, 0.7):
-        arr = eng.poisson_arrivals(rho / s, lens.size, seed=1)
+        arr = arrivals.poisson(rho / s, lens.size, seed=1)
         r = eng.simulate(arr, lens, svc, _batch1(), 1)
         expect = s + rho * s / (2 * (1 - rho))
         assert r.mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error

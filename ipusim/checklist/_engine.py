@@ -18,24 +18,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import lengths as _lengths
 from .. import machine, workloads
 
-SHORT_RANGE = (16, 128)  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
-LONG_FROM = 256  # tokens, ASSUMPTION: a "long" text starts here
+SHORT_RANGE = _lengths.SHORT_RANGE  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
+LONG_FROM = _lengths.LONG_RANGE[0]  # tokens, ASSUMPTION: a "long" text starts here
 
 
 # ---------------------------------------------------------------------------------------
 # Lengths
 # ---------------------------------------------------------------------------------------
 def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np.ndarray:
-    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short."""
-    rng = np.random.default_rng(seed)
-    lo, hi = SHORT_RANGE[0], min(SHORT_RANGE[1], max_len)
-    short = rng.uniform(lo, hi, n)
-    long_lo = min(LONG_FROM, max_len)
-    long = rng.uniform(long_lo, max_len, n)
-    is_long = rng.random(n) < long_fraction
-    return np.clip(np.round(np.where(is_long, long, short)), 1, max_len).astype(np.int64)
+    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short
+    (``lengths.sample_long_text_mix`` with the ranges cut at ``max_len``)."""
+    s_hi = min(SHORT_RANGE[1], max_len)
+    short = (min(SHORT_RANGE[0], s_hi), s_hi)
+    long = (min(LONG_FROM, max_len), max_len)
+    return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
 
 
 def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int | None = None) -> np.ndarray:
@@ -54,10 +53,6 @@ def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int 
         return rng.choice(pool, size=n)
     pick_long = rng.random(n) < long_fraction
     return np.where(pick_long, rng.choice(longs, size=n), rng.choice(shorts, size=n))
-
-
-def long_share(case, lengths) -> float:
-    return float(np.mean(lengths >= min(LONG_FROM, int(np.max(lengths)))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,11 +160,9 @@ class ServiceModel:
 
     c: object
     model: workloads.TransformerConfig
-    task: str  # "classify"
     mode: str  # "padded" or "packed"
     chips: int = 1
     streaming: bool = False
-    output_tokens: int = 0  # unused for classification
     max_batch: int = 128
 
     def __post_init__(self):
@@ -438,11 +431,6 @@ def _simulate_generation(serving, arrivals, lengths, service: GenService, policy
                          lat.size * service.output_tokens / max(iters, 1), int(lat.size),
                          SERVING_MODULE_SOURCE + " (continuous batching)",
                          saturated=not stable or util >= MAX_UTILIZATION, busy_s=busy)
-
-
-def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
-    gaps = np.random.default_rng(seed).exponential(1.0, n)
-    return np.cumsum(gaps) / rate
 
 
 def saturation_rate(lengths, service: ServiceModel, batch: int) -> float:

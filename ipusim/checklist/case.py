@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import hardware, workloads
+from .. import lengths as _lengths
 from .._validate import choice, fraction, lengths_array, positive
 
 MODES = ("auto", "padded", "packed")
@@ -294,34 +294,31 @@ class Case:
 
 
 def histogram_sample(hist: dict, n: int = 20_000, seed: int = 0) -> np.ndarray:
-    """A seeded sample of ``n`` lengths drawn from a ``{length: count}`` histogram."""
-    ls = np.array([int(k) for k in hist], dtype=np.int64)
-    cs = np.array([float(v) for v in hist.values()], dtype=float)
-    if np.any(cs < 0) or cs.sum() <= 0:
-        raise ValueError("length histogram counts must be >= 0 and not all zero")
-    keep = cs > 0
-    rng = np.random.default_rng(seed)
-    return rng.choice(ls[keep], size=n, p=cs[keep] / cs[keep].sum())
+    """A seeded sample of ``n`` lengths from a ``{length: count}`` histogram (``lengths.Histogram.sample``)."""
+    try:
+        ls = np.array([int(k) for k in hist], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(f"length histogram keys must be whole token lengths, got {list(hist)[:3]!r}") from None
+    if ls.size == 0 or ls.min() < 1:
+        raise ValueError("length histogram needs lengths >= 1")
+    counts = np.zeros(int(ls.max()), dtype=float)
+    np.add.at(counts, ls - 1, np.array([float(v) for v in hist.values()]))
+    return _lengths.Histogram(counts).sample(n, seed=seed)
 
 
 def read_lengths_file(path, seed: int = 0) -> np.ndarray:
-    """Lengths from a file: a ``length,count`` histogram CSV, or one length per line."""
+    """Lengths from a file: a ``length,count`` histogram CSV (``lengths.load_histogram``, sampled),
+    or lengths one a line (``lengths.load_lengths``)."""
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"lengths file {str(path)!r} not found")
     rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if rows and not rows[0].replace(",", "").strip().isdigit():
-        rows = rows[1:]  # header
     if not rows:
         raise ValueError(f"lengths file {str(path)!r} holds no lengths")
     try:
-        if "," in rows[0]:
-            hist = {}
-            for r in rows:
-                a, b = r.split(",")[:2]
-                hist[int(a)] = hist.get(int(a), 0) + float(b)
-            return histogram_sample(hist, seed=seed)
-        return np.array([int(float(r)) for r in rows], dtype=np.int64)
+        if "," in rows[-1]:
+            return _lengths.load_histogram(p).sample(20_000, seed=seed)
+        return _lengths.load_lengths(p)
     except ValueError as err:
         raise ValueError(f"lengths file {str(path)!r}: expected 'length,count' rows or one length a line ({err})") from None
 
@@ -335,10 +332,7 @@ def named_lengths(name: str, seed: int = 0) -> np.ndarray:
     key = NAMED_LENGTHS.get(str(name).lower())
     if key is None:
         raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(NAMED_LENGTHS)} or a file path")
-    from .. import lengths as _lengths
-
-    counts = np.asarray(_lengths.dataset(key).counts)
-    return histogram_sample({i + 1: c for i, c in enumerate(counts.tolist()) if c}, seed=seed)
+    return _lengths.dataset(key).sample(20_000, seed=seed)
 
 
 def _chip_from(spec):
@@ -542,7 +536,3 @@ def default_case(**changes) -> Case:
                 name="Default: BERT-base classification, 40% long texts, 300 req/s, p99 <= 50 ms")
     base.update(changes)
     return Case(**base)
-
-
-def is_finite_number(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

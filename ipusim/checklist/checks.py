@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import roofline, workloads
+from .. import arrivals, roofline, workloads
 from ..config import sweep_size
 from . import _engine as eng
 from .case import ANSWERS, ASSUMPTIONS, Case
@@ -195,7 +195,6 @@ class Context:
             return self._fit[key]
         c = cand.chip
         ws = self.working_set(c, 1)
-        per_seq = ws["activations"] + ws["kv"]
         cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
         kv_per_tok = self.case.model.kv_bytes_per_token(2) if self.case.task == "generate" else 0
         out = {"need": ws, "capacity": cap, "placements": [], "notes": []}
@@ -270,9 +269,8 @@ class Context:
             return eng.GenService(cand.chip, self.case.model, chips=placement.chips,
                                   streaming=placement.streaming, output_tokens=self.case.output_tokens,
                                   max_batch=min(128, placement.max_batch), kv_tokens=placement.kv_tokens // self.depth(placement))
-        return eng.ServiceModel(cand.chip, self.case.model, self.case.task, mode,
+        return eng.ServiceModel(cand.chip, self.case.model, mode,
                                 chips=placement.chips, streaming=placement.streaming,
-                                output_tokens=self.case.output_tokens,
                                 max_batch=min(128, placement.max_batch))
 
     def search(self, cand, lengths=None, key_extra=None) -> list:
@@ -341,7 +339,7 @@ class Context:
             arr = case.arrivals[:n]
             lens = self.lengths[: arr.size]
         else:
-            arr = eng.poisson_arrivals(case.rate_per_s, n, case.seed + 1)
+            arr = arrivals.poisson(case.rate_per_s, n, seed=case.seed + 1)
             lens = self.lengths
         return eng.simulate(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
 
