@@ -493,3 +493,13 @@ def test_crossings_ignore_ties_within_the_band():
     # a tie between two clear sides does not hide the crossing
     got = _crossings([row(0, 0.8, 1.0), row(1, 1.0, 1.0 + TIE_BAND / 2), row(2, 1.2, 1.0)], "x")
     assert len(got) == 1 and 0 < got[0] < 2
+
+
+def test_html_tables_align_text_left_and_colour_status(default_report):
+    from ipusim.checklist.report import _html_table
+
+    t = _html_table([{"check": "C1 Fit", "status": "PASS", "value": 1.5}])
+    assert "<td class='txt'>C1 Fit</td>" in t and "<td class='num'>1.50</td>" in t
+    assert "<span class='status pass'>PASS</span>" in t
+    h = default_report.to_html(figures=False)
+    assert ".txt{text-align:left}" in h and default_report.verdict.margin in h

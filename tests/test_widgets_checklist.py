@@ -60,3 +60,13 @@ def test_form_rejects_unknown_defaults():
 
     with pytest.raises(ValueError, match="unknown control"):
         checklist_form(colour="red")
+
+
+def test_run_form_called_directly_matches_the_form():
+    from ipusim.widgets.checklist import checklist_form, run_form
+
+    direct = run_form("bert-base", 50.0, 20.0, 0.4, "gc200:1,a100-80gb:1", 1.6, 2.0, 0.15, False,
+                      show_figure=False)
+    w = checklist_form(show_figure=False, rate_per_s=50.0, slo_ms=20.0)
+    w.update()
+    assert direct.verdict.to_dict() == w.result.verdict.to_dict()

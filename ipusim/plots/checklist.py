@@ -51,7 +51,9 @@ def plot_cost(report, ax=None):
     """C4: cost per million requests of each candidate scaled to the offered rate."""
     ax = _ax(ax)
     rows = [r for r in report.checks["C4"].tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
-    names = [f"{r['candidate'].split()[0]} x{r['chips_needed']}" for r in rows]
+    # C2 labels the candidates as given ("gc200 x24"); here the chips needed for the rate, said so.
+    names = [f"{r['candidate'].split()[0]}\n{r['chips_needed']} chip{'s' if r['chips_needed'] != 1 else ''} needed"
+             for r in rows]
     vals = [r["usd_per_million"] for r in rows]
     ax.bar(names, vals, color=[_color(r["kind"]) for r in rows])
     for i, v in enumerate(vals):

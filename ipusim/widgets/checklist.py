@@ -19,8 +19,11 @@ from ..checklist import (
 from ..plots import checklist as plots
 
 
-def _run(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu_usd, usd_per_kwh,
-         train, show_figure=True, **answers):
+def run_form(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu_usd, usd_per_kwh,
+             train, show_figure=True, **answers):
+    """What the form's button runs: build the case from the controls' values, run the
+    checklist, show the verdict, the checks and (``show_figure``) the overview; returns the
+    ``Report``. Call it directly to see an error that ``interactive`` would swallow."""
     cands = parse_candidates(candidates)
     tile = next((c.chip.name for c in cands if c.chip.kind == "tile"), "gc200")
     gpu = next((c.chip.name for c in cands if c.chip.kind == "gpu"), "a100-80gb")
@@ -77,7 +80,7 @@ def checklist_form(**defaults):
         controls[k] = W.fixed(v) if k == "show_figure" else controls[k]
         if k != "show_figure":
             controls[k].value = v
-    w = W.interactive(_run, {"manual": True, "manual_name": "Run checklist"}, **controls)
+    w = W.interactive(run_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
     return w
 
 
