@@ -503,3 +503,9 @@ def test_html_tables_align_text_left_and_colour_status(default_report):
     assert "<span class='status pass'>PASS</span>" in t
     h = default_report.to_html(figures=False)
     assert ".txt{text-align:left}" in h and default_report.verdict.margin in h
+
+
+def test_every_grid_point_fits_for_generation_too():
+    # the chat example: prefill and decode tables of the A100 deployment (the GC200 fits nowhere)
+    bad, n = _reachable_grid_fits(load_case(ROOT / "examples" / "gpt_chat.toml"))
+    assert n > 0 and bad == []

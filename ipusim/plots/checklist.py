@@ -39,7 +39,8 @@ def plot_capacity(report, ax=None):
     ax.bar(names, caps, color=[_color(kinds.get(n, "gpu")) for n in names])
     ax.axhline(report.case.rate_per_s, color="k", ls="--", lw=1, label=f"offered {report.case.rate_per_s:g} req/s")
     for i, (r, cap) in enumerate(zip(rows, caps, strict=True)):
-        ax.annotate(f"{_sig3(cap)}\n{r['mode']}", (i, cap), ha="center", va="bottom", fontsize=8)
+        label = f"{_sig3(cap)}\n{r['mode']}" if cap > 0 else "none meets\nthe target"
+        ax.annotate(label, (i, cap), ha="center", va="bottom", fontsize=8)
     ax.set_ylabel("capacity at the p99 target (requests/s)")
     ax.set_title(f"C2: throughput with p99 <= {report.case.slo_p99_s * 1e3:g} ms (chips as given)")
     ax.legend(loc="upper right", fontsize=8)
