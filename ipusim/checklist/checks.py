@@ -401,9 +401,17 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         status, reason = "pass", "every candidate holds the model in its fast memory with the chips given"
     elif any_fit:
         status = "warn"
-        bad = [r["candidate"] for r in rows if r["placement"] == "does not fit"]
-        reason = (f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
-                  "the chips it would need (spread or streamed) instead")
+        nowhere = [c.label for c in case.candidates if not ctx.fit(c)["placements"]]
+        bad = [r["candidate"] for r in rows if r["placement"] == "does not fit" and r["candidate"] not in nowhere]
+        parts = []
+        if bad:
+            parts.append(f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
+                         "the chips it would need (spread or streamed) instead")
+        if nowhere:
+            parts.append(f"{', '.join(nowhere)}: no placement fits by the machine models' fit rule (no "
+                         f"pipeline of 1 to {case.model.layers} chips, nor streamed weights, holds one sequence of "
+                         f"{case.model.max_positions} tokens on each tile / in HBM), so it drops out of C2-C5")
+        reason = "; ".join(parts)
     else:
         status = "fail"
         reason = "the model fits none of the candidates as given"
