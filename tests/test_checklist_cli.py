@@ -113,3 +113,11 @@ def test_bad_config_files_are_one_line_exit_2(tmp_path, capsys, text, suffix, wo
     assert main(["checklist", "--no-progress", "--config", str(f)]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_arrival_trace_one_time_a_line_with_header(tmp_path, capsys):
+    f = tmp_path / "times.txt"
+    f.write_text("time_s\n" + "\n".join(f"{i * 0.01}" for i in range(201)))
+    assert main(["checklist", "--arrivals", str(f), "--json", "--no-progress"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["case"]["rate_per_s"] == pytest.approx(100.0)

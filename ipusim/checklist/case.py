@@ -479,17 +479,25 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
 
 
 def read_arrivals(path) -> np.ndarray:
-    """Arrival times (seconds) from a file: one per line, or the first column of a CSV."""
+    """Arrival times (seconds) from a file: an ``arrival_s,length`` trace CSV with a header
+    (``ipusim.arrivals.load_trace``; its times), or one time per line."""
+    from .. import arrivals
+
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"arrival trace file {str(path)!r} not found")
-    rows = [ln.split(",")[0].strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if rows and not rows[0].replace(".", "", 1).replace("e", "", 1).replace("-", "").isdigit():
-        rows = rows[1:]  # header
+    rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    if rows and "," in rows[0]:
+        return arrivals.load_trace(p)[0]
+    try:
+        float(rows[0]) if rows else None
+    except ValueError:
+        rows = rows[1:]  # a one-column header such as "time_s"
     try:
         return np.array([float(x) for x in rows])
     except ValueError:
-        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line") from None
+        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line, or a CSV "
+                         "with a header 'arrival_s,length'") from None
 
 
 def _resolve(p: str, base_dir: Path | None) -> Path:
