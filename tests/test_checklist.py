@@ -522,3 +522,25 @@ def test_every_grid_point_fits_for_generation_too():
     # the chat example: prefill and decode tables of the A100 deployment (the GC200 fits nowhere)
     bad, n = _reachable_grid_fits(load_case(ROOT / "examples" / "gpt_chat.toml"))
     assert n > 0 and bad == []
+
+
+def test_every_grid_point_fits_for_spread_and_streamed_placements():
+    # BERT-large on GC200s: a 2-chip pipeline (stages of 12 layers) and a streamed single chip
+    from ipusim import machine
+    from ipusim.checklist import Context
+
+    case = Case(model="bert-large", rate_per_s=100, slo_p99_s=0.2, candidates=(Candidate("gc200", 2),))
+    ctx = Context(case)
+    cand = case.candidates[0]
+    kinds = set()
+    for pl in ctx.fit(cand)["placements"]:
+        kinds.add(pl.kind)
+        svc = ctx.service(cand, pl, "padded")
+        model = eng.stage_model(case.model, pl.chips)
+        for b in svc.b_grid:
+            for ln in svc.l_grid:
+                s = workloads.step(model, [int(ln)] * int(b))
+                r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
+                assert r.fits, (pl.kind, int(b), int(ln))
+                assert math.isfinite(svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)])
+    assert kinds == {"spread", "streaming"}
