@@ -544,3 +544,11 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
                 assert r.fits, (pl.kind, int(b), int(ln))
                 assert math.isfinite(svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)])
     assert kinds == {"spread", "streaming"}
+
+
+def test_parity_price_at_capacity_equalises_the_cost(default_report):
+    c4 = default_report["C4"]
+    price = c4.data["parity_price_at_capacity"]
+    assert price > 0
+    again = run_checklist(default_case(prices=Prices().with_prices({"gc200": price})), show_progress=False)
+    assert again["C4"].data["saving_at_capacity"] == pytest.approx(0.0, abs=1e-9)

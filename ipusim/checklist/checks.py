@@ -626,6 +626,15 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         data["saving_at_capacity"] = cap_saving
         ev.append(Evidence("tile_saving_at_capacity", cap_saving * 100, "%",
                            "cost per million requests with the chips at their C2 capacity"))
+        # The tile chip-hour price at which the two cost the same per request at capacity
+        # (cost at capacity is linear in the price: (price + energy) / requests per chip-hour).
+        tc = next(c for c in case.candidates if c.label == tile["candidate"]).chip
+        e_tile = tc.power_w / 1e3 * case.prices.usd_per_kwh
+        per_chip_hour = (case.prices.chip_hour(tc) + e_tile) / tile["usd_per_million_at_capacity"]  # M req
+        parity = gpu["usd_per_million_at_capacity"] * per_chip_hour - e_tile
+        data["parity_price_at_capacity"] = parity
+        ev.append(Evidence("parity_price_at_capacity", parity, "USD",
+                           f"{tc.name} chip-hour price at which it costs the same per request as the GPU at capacity"))
         minimal = [d for d in (ctx.best(c) for c in case.candidates) if d is not None
                    and d.chips_needed == d.placement.chips and d.capacity_per_replica > 2 * case.rate_per_s]
         data["minimal"] = len(minimal) == len([r for r in rows if math.isfinite(r["usd_per_million"])])

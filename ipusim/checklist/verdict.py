@@ -98,12 +98,14 @@ def decide(case, checks: dict) -> Verdict:
             def _change(x):
                 return f"saves {fmt(x * 100, '%')}" if x > 0 else f"costs {fmt(1 - x, 'x')} what the GPU costs"
 
+            parity = c4.data.get("parity_price_at_capacity", 0)
             text = (f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
                     f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)}"
                     + ("; both are their smallest deployment, so this is the price ratio only" if minimal else "")
-                    + f"); with the chips at capacity the tile chip {_change(s_cap)}"
-                    + (" (weighed)" if minimal else " (the mean is weighed)")
-                    + (" at ASSUMED prices" if assumed else ""))
+                    + f"); with the chips at capacity the tile chip {_change(s_cap)} ("
+                    + ("weighed" if minimal else "the mean of both is weighed")
+                    + (f"; equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]}" if parity > 0 else "")
+                    + ")" + (", at ASSUMED prices" if assumed else ""))
             reasons.append(Reason(round(w, 1), text, ("C2", "C4")))
         if c5 is not None and c5.data:
             if c5.data.get("fragile"):
