@@ -267,7 +267,6 @@ class GenService:
     max_batch: int = 64
     kv_tokens: int = 0  # KV-cache capacity of the replica, tokens
     mode: str = "padded"
-    task: str = "generate"
     prompt_step: int = 32
     ctx_step: int = 64
 
