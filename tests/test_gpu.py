@@ -3,8 +3,10 @@ calibration against published TensorRT BERT-base latencies, and input checks."""
 
 from __future__ import annotations
 
+import hypothesis
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 from ipusim import gpu, hardware, roofline, step
 from ipusim.machine import simulate as machine_simulate
@@ -287,10 +289,6 @@ def test_format_rows():
     lines = text.splitlines()
     assert lines[0].split() == ["seq", "batch", "published_ms", "simulated_ms", "rel_error"]
     assert len(lines) == 9 and lines[1].strip().endswith("%")
-
-
-hypothesis = pytest.importorskip("hypothesis")
-st = hypothesis.strategies
 
 
 @hypothesis.settings(max_examples=60, deadline=None)
