@@ -108,8 +108,20 @@ GEMM_SPLIT_K = (1, 2, 4, 8, 16)
 """Split-k factors a GEMM may use. Split-k is tried only when the unsplit grid leaves SMs idle
 (fewer blocks than one wave holds), as a library heuristic would."""
 
-GEMM_K_TILE = 32  # k depth staged in shared memory per pipeline stage (CUTLASS default for FP16)
-GEMM_STAGES = 3  # pipeline stages of the shared-memory operand buffer (CUTLASS sm80 default)
+GEMM_K_TILE = 32
+"""k depth of the operand tiles staged in shared memory per pipeline stage.
+
+ASSUMPTION (the smaller of the two depths NVIDIA's own A100 FP16 GEMMs use). CUTLASS's default
+sm80 FP16 tensor-op configuration stages k = 64 (``GemmShape<128, 256, 64>``, NVIDIA/cutlass
+include/cutlass/gemm/device/default_gemm_configuration.h); cuBLAS's A100 kernels use 32 or 64
+(kernel names seen in public profiles: ``ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn``,
+``..._stages_64x3_tn``). Here it only sets a block's shared memory and so how many blocks share
+an SM (``blocks_per_sm``); the register limit binds first for the 128 x 128 tile."""
+GEMM_STAGES = 3
+"""Pipeline stages of the shared-memory operand buffer: CUTLASS's default for sm80 tensor-op
+GEMMs (``kStages = 3`` in default_gemm_configuration.h, as above). cuBLAS kernels use 3 to 6
+(names as above); with ``GEMM_K_TILE`` = 32 this is the smallest footprint of those, an
+ASSUMPTION that favours more resident blocks per SM."""
 ATTENTION_WHOLE_SEQUENCE_MAX_LEN = 512
 """Up to this many keys, fused attention runs one block per (head, sequence) that keeps the
 whole sequence's K and V in shared memory and loops over the queries: TensorRT's BERT fused
@@ -121,10 +133,24 @@ decoder_masked_multihead_attention.cu: "The grid has size (1, B, H)")."""
 ATTENTION_Q_TILE = 64  # longer sequences: query rows per block (ASSUMPTION, FlashAttention-2 style)
 ATTENTION_K_TILE = 64  # longer sequences: key rows staged per step (ASSUMPTION, FlashAttention-2)
 ATTENTION_Q_STAGE = 128  # query rows a whole-sequence block stages at a time (TensorRT, see above)
-MMA_GRANULE = 16  # tensor-core instructions work on 16-row/16-column fragments (mma.m16n8k16)
+MMA_GRANULE = 16
+"""Rows (and key columns) a fused-attention block's tensor-core work is padded to.
+
+The FP16 tensor-core instruction on sm80/sm90 is ``mma.sync.aligned.m16n8k16`` (PTX ISA,
+"Warp-level matrix multiply-accumulate instructions": shapes m16n8k8 and m16n8k16 for .f16);
+CUTLASS's sm80 default ``InstructionShape`` is ``GemmShape<16, 8, 16>``
+(default_gemm_configuration.h). Its m and k are 16; padding the n side to 16 as well (two
+m16n8 instructions side by side) is an ASSUMPTION (a warp tile is at least that wide)."""
 ELEMENTWISE_BLOCK_ELEMENTS = 4096  # outputs per element-wise block: 256 threads x 16 (ASSUMPTION)
-ELEMENTWISE_BLOCKS_PER_SM = 8  # 2,048 resident threads per SM / 256 threads per block
-MAX_BLOCKS_PER_SM = 32  # hardware limit on resident blocks per SM (sm80/sm90)
+ELEMENTWISE_BLOCKS_PER_SM = 8
+"""Resident element-wise blocks per SM: 2,048 resident threads per SM (CUDA C++ Programming
+Guide, "Technical Specifications per Compute Capability": maximum resident threads per SM
+2,048 for compute capability 8.0 (A100) and 9.0 (H100, H200)) / 256 threads per block (the
+ASSUMPTION of ``ELEMENTWISE_BLOCK_ELEMENTS``)."""
+MAX_BLOCKS_PER_SM = 32
+"""Most thread blocks resident on one SM: CUDA C++ Programming Guide, "Technical
+Specifications per Compute Capability": maximum resident blocks per SM 32 for compute
+capability 8.0 (A100) and 9.0 (H100, H200)."""
 
 FUSIONS = ("tensorrt", "none")
 
