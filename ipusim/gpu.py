@@ -651,6 +651,10 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     The result's ``split`` is {"compute", "memory", "launch"} and sums to ``time_s``;
     ``unit_busy_s`` is per SM; ``unit_memory_bytes`` is each SM's peak shared-memory use;
     ``extra["kernels"]`` lists every kernel (tile, blocks, waves, compute and memory time).
+    ``op_time_s`` / ``op_split`` charge each kernel's whole time to the op that is the kernel
+    (the GEMM of ``ffn_up``, ``attn_scores`` for the fused attention); ops fused into another
+    op's kernel (softmax, attention context, activation) get 0, and ``extra["op_kernel"]`` maps
+    every op to the kernel that runs it. Compare machines per kernel, not per fused-away op.
     ``energy_j`` is board power x time (an upper bound at TDP).
     """
     c = _resolve(chip)
@@ -687,18 +691,21 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     unit_busy = np.zeros(r.sms)
     unit_smem = np.zeros(r.sms)
     kernels = []
+    op_kernel = {}
     for i, (kname, ops) in enumerate(plan):
         idx = np.flatnonzero(owner == i)
         best = idx[np.argmin(t[idx])]  # the autotuner keeps the fastest candidate
         kern = cands[best]
         count = ops[0].count * reps
         parts = {"compute": comp[best] * count, "memory": mem[best] * count, "launch": launch * count}
-        # Share a fused kernel's time among its ops by their roofline times.
-        w = np.array([max(o.flops / c.peak_flops, o.bytes / c.hbm_bandwidth_bytes_per_s) for o in ops])
-        w = w / w.sum() if w.sum() > 0 else np.full(len(ops), 1.0 / len(ops))
-        for o, wi in zip(ops, w, strict=True):
-            for key, v in parts.items():
-                op_split[key][op_index[o.name]] += v * wi
+        # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
+        # attention op opening fused_mha): how a kernel's time divides among the ops fused
+        # into it is not observable, so no share is invented for them.
+        lead = op_index[ops[0].name]
+        for key, v in parts.items():
+            op_split[key][lead] += v
+        for o in ops:
+            op_kernel[o.name] = kname
         unit_busy += busy[best] * count
         used = min(sum(g[0] for g in kern.groups), r.sms)
         unit_smem[:used] = np.maximum(unit_smem[:used], kern.blocks_per_sm * kern.smem_per_block)
@@ -721,7 +728,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         unit_busy_s=unit_busy, unit_memory_bytes=unit_smem,
         memory_limit_bytes=float(c.smem_per_sm_bytes), fits=fits, fit_message=msg,
         energy_j=c.power_w * time_s,
-        extra={"kernels": kernels, "fusion": fusion, "hbm_need_bytes": need,
+        extra={"kernels": kernels, "op_kernel": op_kernel, "fusion": fusion, "hbm_need_bytes": need,
                "tensor_efficiency": teff, "hbm_efficiency": heff, "launch_per_kernel_s": launch},
     )
 

@@ -68,6 +68,28 @@ def test_split_sums_to_time_and_ops():
     assert r.split["launch"] == pytest.approx((7 * 12 + 2) * A100.kernel_launch_s)
 
 
+def test_fused_kernel_time_goes_to_its_lead_op():
+    """Each kernel's time lands on the op that is the kernel; ops fused into it get 0."""
+    s = step("bert-base", [128] * 8, pad_to=128)
+    r = gpu.simulate(A100, s)
+    t = dict(zip(r.op_names, r.op_time_s, strict=True))
+    by_kernel = {}
+    for k in r.extra["kernels"]:
+        by_kernel[k["kernel"]] = by_kernel.get(k["kernel"], 0.0) + k["time_s"]
+    assert t["ffn_up"] == pytest.approx(by_kernel["ffn_up"], rel=1e-12)
+    assert t["attn_scores"] == pytest.approx(by_kernel["fused_mha"], rel=1e-12)
+    assert t["activation"] == t["softmax"] == t["attn_context"] == 0.0
+    assert r.extra["op_kernel"]["activation"] == "ffn_up"
+    assert r.extra["op_kernel"]["softmax"] == "fused_mha"
+    for key in ("compute", "memory", "launch"):
+        assert r.op_split[key][r.op_names.index("softmax")] == 0.0
+    # unfused: one kernel per op, so every op carries exactly its own kernel's time
+    u = gpu.simulate(A100, s, fusion="none")
+    for k in u.extra["kernels"]:
+        assert u.op_time_s[u.op_names.index(k["kernel"])] == pytest.approx(k["time_s"], rel=1e-12)
+    assert all(u.extra["op_kernel"][n] == n for n in u.op_names)
+
+
 def test_machine_front_door_dispatches_to_gpu():
     s = step("bert-base", [128] * 2, pad_to=128)
     assert machine_simulate("a100-40gb", s).time_s == gpu.simulate(A100, s).time_s
