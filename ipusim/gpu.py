@@ -630,11 +630,12 @@ def _fit(c: GpuChip, s: Step):
     per_seq = var / s.batch
     b = int((cap - fixed) // per_seq) if fixed < cap and per_seq > 0 else 0
     if b >= 1:
-        msg += f"A batch of at most {b} fits on one GPU; or spread the step over at least {gpus} GPUs"
+        msg += (f"Largest batch that fits: {b} (of these sequences); or spread the step over at "
+                f"least {gpus} GPUs")
     else:
         what = "the weights" if s.phase != "train" else "the training state"
-        msg += (f"Even one sequence does not fit beside {what}: spread the model over at least "
-                f"{gpus} GPUs")
+        msg += (f"Largest batch that fits: none (not even one sequence fits beside {what}); "
+                f"spread the model over at least {gpus} GPUs")
     msg += " (tensor or pipeline parallel)."
     return False, msg, need
 
@@ -648,14 +649,24 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     default the chip's ``kernel_launch_s``); ``use_kernel`` (False runs the plain-Python
     reference loop, for tests).
 
-    The result's ``split`` is {"compute", "memory", "launch"} and sums to ``time_s``;
+    A step that does not fit in HBM (weights + activations + KV cache, or the training state)
+    follows the fit rule of ``machine.StepResult``: ``fits=False``, ``time_s = inf`` (so
+    ``energy_j`` is inf and the throughputs 0), ``fit_message`` says by how much it is short and
+    the largest batch that fits (or "none"); ``split``, ``op_time_s``, ``op_split`` and
+    ``extra["kernels"]`` then hold the estimate as if HBM were unlimited, whose total is
+    ``extra["time_if_unlimited_s"]`` (present for every step; equal to ``time_s`` when it fits).
+
+    The result's ``split`` is {"compute", "memory", "launch"} and sums to ``time_s`` (for a step
+    that fits);
     ``unit_busy_s`` is per SM; ``unit_memory_bytes`` is each SM's peak shared-memory use;
     ``extra["kernels"]`` lists every kernel (tile, blocks, waves, compute and memory time).
     ``op_time_s`` / ``op_split`` charge each kernel's whole time to the op that is the kernel
     (the GEMM of ``ffn_up``, ``attn_scores`` for the fused attention); ops fused into another
     op's kernel (softmax, attention context, activation) get 0, and ``extra["op_kernel"]`` maps
     every op to the kernel that runs it. Compare machines per kernel, not per fused-away op.
-    ``energy_j`` is board power x time (an upper bound at TDP).
+    ``energy_j = chip.power_w x time_s``: board power (TDP, hardware.py) times time, the
+    upper-bound estimate both machine kinds report (``machine.StepResult``); the bottom-up pJ
+    estimate is ``roofline.step_energy``.
     """
     c = _resolve(chip)
     if not isinstance(c, GpuChip):
@@ -718,9 +729,11 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
             "flops": float(kern.flops * count), "hbm_bytes": float(kern.hbm_bytes * count),
         })
     split = {k: float(v.sum()) for k, v in op_split.items()}
-    time_s = float(sum(split.values()))
+    estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
     fits, msg, need = _fit(c, s)
+    # The fit rule (machine.StepResult): a step that does not fit in HBM has no honest time.
+    time_s = estimate_s if fits else math.inf
     return StepResult(
         chip=c.name, kind="gpu", model=s.model.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
@@ -729,6 +742,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         memory_limit_bytes=float(c.smem_per_sm_bytes), fits=fits, fit_message=msg,
         energy_j=c.power_w * time_s,
         extra={"kernels": kernels, "op_kernel": op_kernel, "fusion": fusion, "hbm_need_bytes": need,
+               "time_if_unlimited_s": estimate_s,
                "tensor_efficiency": teff, "hbm_efficiency": heff, "launch_per_kernel_s": launch},
     )
 

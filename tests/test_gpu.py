@@ -3,6 +3,8 @@ calibration against published TensorRT BERT-base latencies, and input checks."""
 
 from __future__ import annotations
 
+import re
+
 import hypothesis
 import numpy as np
 import pytest
@@ -110,7 +112,9 @@ def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
     kernel from the ops' FLOPs and only the bytes that must still cross HBM.
     """
     s = step(model, lengths, phase=phase)
-    t = gpu.simulate(chip, s, fusion=fusion).time_s
+    r = gpu.simulate(chip, s, fusion=fusion)
+    assert r.fits  # a step that does not fit has time inf, which would pass trivially
+    t = r.time_s
     if fusion == "none":
         assert t >= roofline.step_time_s(chip, s)
     else:
@@ -232,17 +236,47 @@ def test_fit_message_when_hbm_is_too_small():
     r = gpu.simulate("a100-80gb", step("llama-2-70b", [128] * 4, phase="prefill"))
     assert not r.fits
     assert "short by" in r.fit_message and "GPUs" in r.fit_message
+    assert "Largest batch that fits: none" in r.fit_message
     ok = gpu.simulate(A100, step("bert-base", [128] * 4, pad_to=128))
     assert ok.fits and ok.fit_message == ""
+    assert ok.extra["time_if_unlimited_s"] == ok.time_s and np.isfinite(ok.time_s)
     big = gpu.simulate(hardware.chip("a100-40gb").replace(hbm_bytes=2e9),
                        step("llama-2-7b", [128] * 64, phase="prefill"))
     assert not big.fits
 
 
+@pytest.mark.parametrize("phase", ["prefill", "decode", "train"])
+def test_step_that_does_not_fit_has_no_time(phase):
+    """The fit rule (machine.StepResult): Llama-2-70B's 138 GB of FP16 weights in a 40 GB A100
+    fit nowhere, so time and energy are inf and the throughput 0; the as-if-unlimited estimate
+    stays available as a diagnostic."""
+    s = step("llama-2-70b", [512] * 2, phase=phase)
+    assert s.model.weight_bytes(2) > 40e9 * 3  # the premise: weights alone are > 3x the HBM
+    r = gpu.simulate(A100, s)
+    assert not r.fits and r.time_s == float("inf") and r.energy_j == float("inf")
+    assert r.throughput_seq_per_s == 0.0 and r.throughput_tokens_per_s == 0.0
+    assert "short by" in r.fit_message and "Largest batch that fits: none" in r.fit_message
+    est = r.extra["time_if_unlimited_s"]
+    assert 0 < est < float("inf")
+    assert sum(r.split.values()) == pytest.approx(est, rel=1e-12)
+    assert r.op_time_s.sum() == pytest.approx(est, rel=1e-12)
+    # the same step on a chip with room for it gets exactly that estimate as its time
+    roomy = gpu.simulate(A100.replace(hbm_bytes=2e12), s)
+    assert roomy.fits and roomy.time_s == pytest.approx(est, rel=1e-12)
+    assert machine_simulate(A100, s).time_s == float("inf")  # the front door does not raise
+
+
 def test_fit_suggests_smaller_batch():
+    """The largest batch the message names fits; one more sequence does not."""
     c = hardware.chip("a100-40gb").replace(hbm_bytes=1e9)
     r = gpu.simulate(c, step("bert-base", [512] * 512, pad_to=512))
-    assert not r.fits and "batch of at most" in r.fit_message
+    assert not r.fits and r.time_s == float("inf")
+    m = re.search(r"Largest batch that fits: (\d+)", r.fit_message)
+    assert m, r.fit_message
+    b = int(m.group(1))
+    assert 1 <= b < 512
+    assert gpu.simulate(c, step("bert-base", [512] * b, pad_to=512)).fits
+    assert not gpu.simulate(c, step("bert-base", [512] * (b + 1), pad_to=512)).fits
 
 
 def test_result_repr_and_dict():
