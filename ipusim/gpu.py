@@ -53,17 +53,25 @@ from .workloads import step as _make_step
 # how much each one matters.
 # --------------------------------------------------------------------------------------------
 
-TENSOR_EFFICIENCY = 0.70
+TENSOR_EFFICIENCY = 0.72
 """Fraction of the dense FP16 tensor peak a GEMM main loop sustains on an SM.
 
-ASSUMPTION. Tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach roughly 75-90% of
-the A100's 312 TFLOP/s; BERT-base's narrow shapes (k = 768 or 3,072, n = 768 to 3,072) and
-sustained-load clocks below the 1.41 GHz boost do worse. 0.70 was set once, from the
-large-batch TensorRT rows of hardware_facts.md §6.1 taken together (they are compute
-bound, so this one number sets their level); the other rows and the padding-removal
-speed-ups (§4.2) are not used to set it. It was kept unchanged when the pipeline fill and
-TensorRT's attention grid were added to the model. Tile quantization, waves and launches are
-modelled separately and are not part of this number.
+The one constant set from published latencies, by a stated rule on a declared subset
+(``fit_tensor_efficiency`` reproduces it; a test checks that it still gives this value):
+
+* in-sample: the four 128-token rows of hardware_facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16
+  on an A100 40GB, batch 1, 8, 32, 128; ``CALIBRATION_IN_SAMPLE_SEQ``);
+* rule: the value on the grid 0.50, 0.51, ..., 1.00 that minimises the sum over those rows of
+  ``log(simulated / published)**2``, every other constant at its default;
+* out of sample (never used to set anything): the 384-token rows of §6.1 and
+  FasterTransformer's absolute BERT-base FP16 latencies on an A100 80GB (§4.2, FT-GUIDE),
+  both in ``calibration_table``.
+
+Plausibility (not used to set it): tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach
+roughly 75-90% of the A100's 312 TFLOP/s; BERT-base's narrow shapes and sustained-load clocks
+below the 1.41 GHz boost do worse. Tile quantization, waves and launches are modelled
+separately and are not part of this number. The other efficiency constants below are
+ASSUMPTIONs chosen without looking at the §6.1 rows' errors.
 """
 
 HBM_EFFICIENCY = 0.85
@@ -758,23 +766,109 @@ TRT_BERT_BASE_A100_40GB_FP16_MS = (
 """(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
 A100 40GB (hardware_facts.md §6.1, source key TRT-BERT)."""
 
+FT_BERT_BASE_A100_80GB_FP16_MS = (
+    ("FT-GUIDE FT TF+XLA", 128, 1, 1.00), ("FT-GUIDE FT TF+XLA", 384, 8, 4.39),
+    ("FT-GUIDE FT TF+XLA", 128, 32, 4.81), ("FT-GUIDE FT TF+XLA", 384, 32, 14.67),
+    ("FT-GUIDE FT TorchScript", 128, 32, 4.81), ("FT-GUIDE FT TorchScript", 384, 32, 14.68),
+)
+"""(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
+with padding ("FT" column) on an A100 80GB (hardware_facts.md §4.2, FT-GUIDE; mclk 1593 MHz
+names the 80 GB part). Out of sample: not used to set any constant."""
+
+CALIBRATION_IN_SAMPLE_SEQ = 128
+"""The §6.1 rows of this sequence length set ``TENSOR_EFFICIENCY``; every other row is out of
+sample."""
+
+TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
+"""Candidate values ``fit_tensor_efficiency`` searches (0.50 to 1.00 in steps of 0.01)."""
+
 CALIBRATION_TOLERANCE = 0.30
 """Largest relative error |simulated - published| / published allowed for any §6.1 row."""
 
+BATCHED_TOLERANCE = 0.10
+"""Largest relative error allowed for a §6.1 row of batch >= 8 (in or out of sample)."""
 
-def calibration_table(chip="a100-40gb", **options) -> list[dict]:
-    """Simulated vs published TensorRT BERT-base FP16 latency on A100 40GB, one row per point.
+FT_TOLERANCE = 0.30
+"""Largest relative error allowed for a FasterTransformer (§4.2) row of batch >= 8. Looser than
+for TensorRT: FT's kernels are not TensorRT's (the model follows TensorRT's fusion), and its
+batch-1 row (1.00 ms, slower than TensorRT's 0.67 ms on a slower chip) carries framework cost
+the model has none of: that row is only held to ``FT_BATCH1_TOLERANCE``. Both FT tolerances
+were stated after the errors were seen: they record the size of the gap, they do not show the
+model is right there (the model is faster than FT on every row)."""
 
-    Rows: ``seq``, ``batch``, ``published_ms``, ``simulated_ms``, ``rel_error`` (signed:
-    (simulated - published) / published).
+FT_BATCH1_TOLERANCE = 0.55
+"""Largest relative error allowed for FasterTransformer's batch-1 row (see ``FT_TOLERANCE``)."""
+
+CALIBRATION_SOURCES = ("TRT-BERT", "FT-GUIDE")
+
+
+def _row_tolerance(source: str, batch: int) -> float:
+    if source == "TRT-BERT":
+        return BATCHED_TOLERANCE if batch >= 8 else CALIBRATION_TOLERANCE
+    return FT_TOLERANCE if batch >= 8 else FT_BATCH1_TOLERANCE
+
+
+def _calibration_points(sources):
+    """(source, chip, seq, batch, published ms, sample) for the chosen sources."""
+    out = []
+    if "TRT-BERT" in sources:
+        for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
+            sample = "in" if seq == CALIBRATION_IN_SAMPLE_SEQ else "out"
+            out.append(("TRT-BERT", "a100-40gb", seq, batch, ms, sample))
+    if "FT-GUIDE" in sources:
+        for src, seq, batch, ms in FT_BERT_BASE_A100_80GB_FP16_MS:
+            out.append((src, "a100-80gb", seq, batch, ms, "out"))
+    return out
+
+
+def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[dict]:
+    """Simulated vs published BERT-base FP16 latency (padded batches), one row per point.
+
+    ``sources``: "TRT-BERT" (TensorRT, A100 40GB, facts §6.1; the default) and/or "FT-GUIDE"
+    (FasterTransformer with padding, A100 80GB, facts §4.2). Each row runs on the chip its
+    source measured unless ``chip`` is given (then every row runs on ``chip``).
+
+    Rows: ``source``, ``chip``, ``seq``, ``batch``, ``published_ms``, ``simulated_ms``,
+    ``rel_error`` (signed: (simulated - published) / published), ``sample`` ("in": the row
+    helped set ``TENSOR_EFFICIENCY``; "out": it did not) and ``tolerance`` (the largest
+    |rel_error| the tests allow for that row).
     """
+    if isinstance(sources, str):
+        sources = (sources,)
+    sources = tuple(choice("sources", x, CALIBRATION_SOURCES) for x in sources)
+    if not sources:
+        raise ValueError(f"sources must name at least one of {', '.join(CALIBRATION_SOURCES)}")
     rows = []
-    for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
+    for src, home, seq, batch, ms, sample in _calibration_points(sources):
+        where = home if chip is None else chip
         s = _make_step("bert-base", [seq] * batch, pad_to=seq)
-        sim = simulate(chip, s, **options).time_s * 1e3
-        rows.append({"seq": seq, "batch": batch, "published_ms": ms, "simulated_ms": sim,
-                     "rel_error": (sim - ms) / ms})
+        r = simulate(where, s, **options)
+        sim = r.time_s * 1e3
+        key = "TRT-BERT" if src == "TRT-BERT" else "FT-GUIDE"
+        rows.append({"source": src, "chip": r.chip, "seq": seq, "batch": batch, "published_ms": ms,
+                     "simulated_ms": sim, "rel_error": (sim - ms) / ms, "sample": sample,
+                     "tolerance": _row_tolerance(key, batch)})
     return rows
+
+
+def fit_tensor_efficiency(grid=TENSOR_EFFICIENCY_GRID, **options) -> float:
+    """Re-run the rule that set ``TENSOR_EFFICIENCY``: the grid value minimising the sum of
+    ``log(simulated / published)**2`` over the in-sample rows (§6.1, 128 tokens, A100 40GB).
+
+    ``options`` go to ``simulate`` (not ``tensor_efficiency``). Ties go to the smaller value.
+    """
+    if "tensor_efficiency" in options:
+        raise ValueError("fit_tensor_efficiency chooses tensor_efficiency itself; do not pass it")
+    points = [p for p in _calibration_points(("TRT-BERT",)) if p[5] == "in"]
+    steps = [(p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4]) for p in points]
+    best, best_cost = None, math.inf
+    for e in grid:
+        e = _efficiency("tensor_efficiency", e)
+        cost = sum(math.log(simulate(c, st, tensor_efficiency=e, **options).time_s * 1e3 / ms) ** 2
+                   for c, st, ms in steps)
+        if cost < best_cost:
+            best, best_cost = e, cost
+    return best
 
 
 PADDING_REMOVAL_SPEEDUPS = (
@@ -838,6 +932,8 @@ def format_rows(rows: list[dict]) -> str:
     def fmt(k, v):
         if k == "rel_error":
             return f"{v:+.1%}"
+        if k == "tolerance":
+            return f"±{v:.0%}"
         return f"{v:,.3f}" if isinstance(v, float) else str(v)
 
     cells = [[fmt(k, r[k]) for k in keys] for r in rows]

@@ -87,8 +87,9 @@ def wave_staircase(chip="a100-40gb", ax=None, *, block_flops: float = 2 * 128 * 
 def calibration(rows, ax=None, *, tolerance: float | None = None):
     """Published vs simulated latency (log-log) with the y = x line and a +-tolerance band.
 
-    ``rows`` are ``ipusim.gpu.calibration_table()`` rows; ``tolerance`` defaults to
-    ``ipusim.gpu.CALIBRATION_TOLERANCE``.
+    ``rows`` are ``ipusim.gpu.calibration_table()`` rows (any sources); ``tolerance`` defaults to
+    ``ipusim.gpu.CALIBRATION_TOLERANCE``. Filled markers are in-sample rows (they set
+    ``TENSOR_EFFICIENCY``), hollow ones out of sample; circles 128 tokens, squares 384.
     """
     if tolerance is None:
         from ..gpu import CALIBRATION_TOLERANCE as tolerance
@@ -100,21 +101,31 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     ax.plot(line, line, color="black", lw=1, label="simulated = published")
     ax.fill_between(line, line * (1 - tolerance), line * (1 + tolerance), color="gray", alpha=0.2,
                     label=f"±{tolerance:.0%} tolerance")
-    for seq, marker in ((128, "o"), (384, "s")):
-        sel = [i for i, r in enumerate(rows) if r["seq"] == seq]
-        if not sel:
-            continue
-        ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3, label=f"sequence length {seq}")
-        for i in sel:
-            ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
-                        xytext=(5, -10), fontsize=8)
+    colors = {"TRT-BERT": "tab:blue", "FT-GUIDE": "tab:red"}
+    names = {"TRT-BERT": "TensorRT 8.4.3, A100 40GB", "FT-GUIDE": "FasterTransformer, A100 80GB"}
+    fams = ["TRT-BERT" if r.get("source", "TRT-BERT") == "TRT-BERT" else "FT-GUIDE" for r in rows]
+    for fam in dict.fromkeys(fams):
+        for seq, marker in ((128, "o"), (384, "s")):
+            for sample in ("in", "out"):
+                sel = [i for i, r in enumerate(rows) if r["seq"] == seq and fams[i] == fam
+                       and r.get("sample", "in") == sample]
+                if not sel:
+                    continue
+                filled = sample == "in"
+                ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3,
+                           facecolors=colors[fam] if filled else "none", edgecolors=colors[fam],
+                           label=f"{names[fam]}, {seq} tokens, {'in' if filled else 'out of'} sample")
+                for i in sel:
+                    ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
+                                xytext=(5, -10), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("published latency (ms), TensorRT 8.4.3 BERT-base FP16, A100 40GB")
+    ax.set_xlabel("published latency (ms), BERT-base FP16, padded batches")
     ax.set_ylabel("simulated latency (ms)")
-    ax.set_title("GPU model vs published TensorRT latencies")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("GPU model vs published latencies (filled: set TENSOR_EFFICIENCY; hollow: out of sample)",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")
     return ax
