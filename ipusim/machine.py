@@ -98,6 +98,10 @@ class StepResult:
         }
 
     def __repr__(self):
+        if not np.isfinite(self.time_s):
+            t = self.extra.get("time_if_unlimited_s", float("nan"))
+            return (f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: DOES NOT FIT, "
+                    f"time inf (as if memory were unlimited: {t * 1e3:,.3f} ms))")
         parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if self.time_s)
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (
