@@ -34,7 +34,6 @@ def test_show_step_draws_tile_views():
 
 
 def test_show_step_on_a_gpu_uses_machine_simulate():
-    pytest.importorskip("ipusim.gpu")
     r = wt.show_step("a100-80gb", "bert-base", 2, 32)
     assert r.kind == "gpu"
     plt.close("all")
