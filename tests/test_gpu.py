@@ -108,8 +108,9 @@ def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
     """The roofline (peak FLOP/s, full HBM bandwidth, no overheads) is a lower bound.
 
     Unfused, every op's bytes cross HBM: ``roofline.step_time_s`` is the bound. Fused, the
-    attention scores and the activation never reach HBM, so the bound is taken per fused
-    kernel from the ops' FLOPs and only the bytes that must still cross HBM.
+    attention scores and the activation never reach HBM, so the bound is
+    ``roofline.step_time_s(..., fused=True)``: per fused kernel, from the ops' FLOPs and only
+    the bytes that must still cross HBM.
     """
     s = step(model, lengths, phase=phase)
     r = gpu.simulate(chip, s, fusion=fusion)
@@ -118,33 +119,8 @@ def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
     if fusion == "none":
         assert t >= roofline.step_time_s(chip, s)
     else:
-        assert t >= _fused_roofline_s(hardware.chip(chip), s)
+        assert t >= roofline.step_time_s(chip, s, fused=True)
     assert t >= s.flops / hardware.chip(chip).peak_flops
-
-
-def _fused_roofline_s(c, s):
-    """Sum over TensorRT-style kernels of max(FLOPs / peak, bytes that must cross HBM / bw)."""
-    ops = {o.name: o for o in s.ops}
-    dt = s.dtype_bytes
-    h = s.model.heads
-    area = float(np.sum(s.lengths.astype(float) ** 2)) if not s.row_len else s.batch * s.row_len**2
-    if s.phase == "decode":
-        area = float(s.lengths.sum())
-    scores = ops["attn_scores"].count * h * area * dt  # l x l scores per head, all layers
-    groups = {"attn": ("attn_scores", "softmax", "attn_context"), "ffn": ("ffn_up", "activation")}
-    grouped = {n for g in groups.values() for n in g}
-    total = 0.0
-    for name, members in groups.items():
-        flops = sum(ops[n].flops for n in members)
-        if name == "attn":
-            b = ops["attn_scores"].bytes + ops["attn_context"].bytes - 2 * scores
-        else:
-            b = ops["ffn_up"].bytes
-        total += max(flops / c.peak_flops, b / c.hbm_bandwidth_bytes_per_s)
-    for o in s.ops:
-        if o.name not in grouped:
-            total += max(o.flops / c.peak_flops, o.bytes / c.hbm_bandwidth_bytes_per_s)
-    return total
 
 
 def test_monotone_in_batch_and_length():
