@@ -354,6 +354,11 @@ def test_plots_draw_and_return_axes():
     ax = pg.wave_staircase(max_waves=2)
     y = ax.lines[0].get_ydata()
     assert y[A100.sms] > 1.9 * y[A100.sms - 1]  # block 109 doubles the time
+    oom = gpu.simulate(A100, step("llama-2-70b", [128], phase="prefill"))
+    ax = pg.kernel_times(oom)
+    assert "DOES NOT FIT" in ax.get_title() and "inf" not in ax.get_title()
+    heights = sum(p.get_height() for p in ax.patches)
+    assert heights == pytest.approx(oom.extra["time_if_unlimited_s"] * 1e3, rel=1e-9)
     with pytest.raises(ValueError, match="GPU StepResult"):
         pg.kernel_times(object())
     with pytest.raises(ValueError, match="style"):

@@ -19,7 +19,8 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
     extra wait for HBM and pipeline fill, launch), bars add up to the step time.
     ``style="paired"``: compute time beside the pure HBM transfer time (bytes / bandwidth) for
     each kernel, the per-kernel roofline view: the taller bar says what bounds the kernel.
-    ``result`` comes from ``ipusim.gpu.simulate`` (kernels in ``result.extra["kernels"]``).
+    ``result`` comes from ``ipusim.gpu.simulate`` (kernels in ``result.extra["kernels"]``). For a
+    step that does not fit, the bars are the as-if-unlimited estimate and the title says so.
     """
     if getattr(result, "kind", None) != "gpu" or "kernels" not in getattr(result, "extra", {}):
         raise ValueError("kernel_times needs a GPU StepResult (from ipusim.gpu.simulate)")
@@ -48,8 +49,12 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
                label="HBM transfer (bytes / achievable bandwidth)")
     ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(f"time over all layers ({unit})")
-    ax.set_title(f"{result.model} {result.phase}, batch {result.batch} on {result.chip}: "
-                 f"{result.time_s * 1e3:,.2f} ms per step")
+    if result.fits:
+        when = f"{result.time_s * 1e3:,.2f} ms per step"
+    else:  # fit rule: no time; the bars are the as-if-unlimited-HBM estimate
+        est = result.extra.get("time_if_unlimited_s", float("nan"))
+        when = f"DOES NOT FIT in HBM (bars: as if it did, {est * 1e3:,.2f} ms)"
+    ax.set_title(f"{result.model} {result.phase}, batch {result.batch} on {result.chip}: {when}")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return ax
