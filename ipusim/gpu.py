@@ -70,8 +70,13 @@ The one constant set from published latencies, by a stated rule on a declared su
 Plausibility (not used to set it): tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach
 roughly 75-90% of the A100's 312 TFLOP/s; BERT-base's narrow shapes and sustained-load clocks
 below the 1.41 GHz boost do worse. Tile quantization, waves and launches are modelled
-separately and are not part of this number. The other efficiency constants below are
-ASSUMPTIONs chosen without looking at the §6.1 rows' errors.
+separately and are not part of this number.
+
+What "out of sample" does not cover: the other constants below are sourced values or
+ASSUMPTIONs that no rule fits, but the model's structure was built with all §6.1 rows in
+view (TensorRT's attention grid, taken from TensorRT's source, was added when the batch-1 rows
+were off by -43%; ``WAVE_FILL_CYCLES`` was added in the same period). The 384-token rows are
+out of sample for this constant, not for every modelling choice.
 """
 
 HBM_EFFICIENCY = 0.85
