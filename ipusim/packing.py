@@ -603,6 +603,10 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     """
     max_len = positive("max_len", max_len, integer=True)
     choice("strategy", strategy, STRATEGIES)
+    sl = positive("slack", slack, integer=True, allow_zero=True)
+    if sl >= max_len:
+        raise ValueError(f"slack must lie in 0..{max_len - 1} (tokens an NNLSHP composition may fall short of "
+                         f"max_len {max_len}), got {sl}")
     hist, arr = _as_source(source, max_len)
     if max_per_row is None:
         K = max_len
@@ -639,7 +643,7 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     if strategy in ("spfhp", "bfhp"):
         comps, reps = _run_spfhp(hist.counts, K, shortest_first=strategy == "spfhp")
     else:
-        comps, reps = _run_nnlshp(hist.counts, K, positive("slack", slack, integer=True, allow_zero=True))
+        comps, reps = _run_nnlshp(hist.counts, K, sl)
     width = max(1, int((comps > 0).sum(axis=1).max()))
     comps = np.ascontiguousarray(comps[:, :width])
     seq_row = _assign(comps, reps, arr) if arr is not None else None
