@@ -37,6 +37,13 @@ from ._validate import lengths_array, positive
 
 DEFAULT_SEED = 0
 _INF = np.inf
+# The CLI's cap on requests per run. A run holds about 100 bytes per request (arrival, length,
+# start, finish, device, batch id and the summary's temporaries; measured in
+# tests/test_serving.py::test_ten_million_requests_stay_within_100_bytes_each), so 20 million
+# requests need about 2 GB: the most a laptop-sized machine holds without being OOM-killed.
+MAX_REQUESTS = 20_000_000
+BYTES_PER_REQUEST = 100
+MAX_LENGTH = 2**31 - 1  # tokens per request, at most (so a batch's token sum cannot overflow int64)
 
 # ----------------------------------------------------------------------------------------
 # Per-request lengths (drawn from ipusim.lengths)
@@ -104,7 +111,7 @@ class ServiceModel:
 
     @property
     def max_len(self) -> int:
-        return (self.table.shape[1] - 1) * self.len_step if self.len_step else 2**31 - 1
+        return (self.table.shape[1] - 1) * self.len_step if self.len_step else MAX_LENGTH
 
     def time_s(self, lengths, *, rows: int | None = None) -> float:
         """Service time of one batch with these request lengths (mean for ``random='exp'``)."""
@@ -280,7 +287,7 @@ class _Plan:
     """Everything the kernel and the reference read, as arrays (built by ``_prepare``)."""
 
     arrival: np.ndarray  # float64 [n], sorted
-    lengths: np.ndarray  # int32 [n]
+    lengths: np.ndarray  # int64 [n] (kept wide: a cast to int32 would wrap lengths >= 2**31 negative)
     mult: np.ndarray  # float64 [n] (exp service) or [0]
     qidx: np.ndarray  # int64 [n] request ids by queue then arrival, or [0] for one queue
     qoff: np.ndarray  # int64 [nq + 1]
@@ -732,9 +739,9 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
         raise ValueError("arrival_s must be sorted ascending (results are per request in arrival order)")
     n = arr.size
     if np.isscalar(lengths) or np.ndim(lengths) == 0:
-        lens = np.full(n, positive("lengths", lengths, integer=True), dtype=np.int32)
+        lens = np.full(n, positive("lengths", lengths, integer=True), dtype=np.int64)
     else:
-        lens = lengths_array("lengths", lengths).astype(np.int32)
+        lens = lengths_array("lengths", lengths)  # int64: no narrowing, so 1e12 tokens is rejected below
         if lens.size != n:
             raise ValueError(f"lengths has {lens.size} entries, arrival_s has {n}: give one length per request")
     devs = _as_devices(devices)
@@ -743,6 +750,9 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
     if not isinstance(policy, (P.Static, P.Dynamic, P.TokenBudget, P.LengthBuckets, P.Adaptive)):
         raise ValueError(f"policy must be one of ipusim.policies' objects, got {policy!r}")
     lmax = int(lens.max())
+    if lmax > MAX_LENGTH:
+        raise ValueError(f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
+                         "token sums per batch must stay far from int64 overflow")
     for d in devs:
         if d.len_step and lmax > d.max_len:
             raise ValueError(f"a request of {lmax} tokens is longer than device {d.name!r} handles ({d.max_len})")
@@ -944,6 +954,11 @@ class ServingResult:
             stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
                                      f"last arrived; offered {offered:,.0f} req/s vs capacity about "
                                      f"{cap:,.0f} req/s")
+        elif ns and offered > cap:
+            # offered load beyond what the devices serve per busy second: no steady state, whatever
+            # the run length (a short run only hides the queue it would build)
+            stable, reason = False, (f"offered {offered:,.0f} req/s exceeds capacity about {cap:,.0f} req/s "
+                                     f"(requests served per busy device-second)")
         out = {
             "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
             "batches": self.batches,

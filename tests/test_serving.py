@@ -263,3 +263,22 @@ def test_daily_ramp_and_bursts_run_through_the_simulator():
                 A.daily_ramp(300, 4000, period_s=10.0, seed=3)):
         r = S.simulate(arr, 1, P.Dynamic(16, 0.001), dev)
         assert r.served == 4000 and np.all(r.start_s >= r.arrival_s)
+
+
+def test_huge_length_is_refused_not_wrapped():
+    """Review B1: int32 narrowing made 1e12 tokens negative; it must be a ValueError."""
+    for dev in (S.fixed_service(0.01), S.chip_service("gc200", "bert-base", max_batch=4)):
+        with pytest.raises(ValueError, match="tokens"):
+            S.simulate([0.0, 0.1], [64, 10**12], P.Dynamic(4, 0.0), dev)
+        with pytest.raises(ValueError, match="tokens"):
+            S.simulate([0.0, 0.1], [64, 2**31 + 5], P.Dynamic(4, 0.0), dev)
+
+
+def test_short_overloaded_run_is_unstable():
+    """Review A5: 838k req/s offered to a 100 req/s server is unstable even with 99 requests."""
+    arr = A.poisson(1e6, 99, seed=0)
+    r = S.simulate(arr, 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
+    assert r.offered_rps > 100 * r.capacity_rps and not r.stable and "exceeds capacity" in r.unstable_reason
+    for n in (5, 20, 99):  # and at any length, a load below capacity stays stable
+        ok = S.simulate(A.poisson(10.0, n, seed=1), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
+        assert ok.stable, ok.unstable_reason

@@ -72,3 +72,31 @@ def test_serve_trace_replay_and_bursty(tmp_path, capsys):
 def test_serve_needs_rate_or_trace(capsys):
     code, _, err = _run(capsys)
     assert code == 2 and "--rate" in err
+
+
+def test_serve_caps_requests_and_refuses_huge_lengths(tmp_path, capsys):
+    code, _, err = _run(capsys, "--rate", "10", "--requests", "2000000000")
+    assert code == 2 and f"{serving.MAX_REQUESTS:,}" in err and "bytes per request" in err
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,length\n0.1,64\n0.2,1000000000000\n")
+    for extra in ((), ("--service", "fixed")):
+        out = subprocess.run([sys.executable, "-m", "ipusim", "serve", "--trace", str(p), *extra],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert out.returncode == 2 and "Traceback" not in out.stderr and "tokens" in out.stderr
+
+
+def test_serve_short_trace_row_and_sparse_bursty(tmp_path, capsys):
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,length\n0.1,64\n0.2\n")
+    code, _, err = _run(capsys, "--trace", str(p))
+    assert code == 2 and "line 3" in err
+    code, out, _ = _run(capsys, "--rate", "1e-9", "--arrivals", "bursty", "--requests", "5", "--service", "fixed",
+                        "--json")
+    assert code == 0 and json.loads(out)["served"] == 5
+
+
+def test_serve_short_overload_is_unstable(capsys):
+    code, out, _ = _run(capsys, "--rate", "1e6", "--requests", "99", "--service", "fixed", "--service-ms", "10",
+                        "--max-batch", "1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["stable"] is False and "exceeds capacity" in d["unstable_reason"]
