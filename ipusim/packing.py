@@ -34,6 +34,8 @@ with attention counted per sequence under a block-diagonal mask for packed rows.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -773,7 +775,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
       matmuls as a filler sequence of its own.
     """
     from .hardware import chip as _chip
-    from .machine import step_time_s
+    from .machine import simulate as _simulate
     from .workloads import model as _model
     from .workloads import step
 
@@ -783,6 +785,14 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
     B = positive("batch", batch, integer=True)
     L = positive("max_len", max_len, integer=True)
     arr = lengths_array("lengths", lens, max_len=L)
+
+    def step_time_s(c, s):  # the fit rule: a step that does not fit has no time, so refuse it
+        r = _simulate(c, s)
+        if not r.fits or not math.isfinite(r.time_s):
+            raise ValueError(f"{mode}: a batch of {s.batch} rows ({s.tokens:,} tokens) of {cfg.name} does not fit "
+                             f"{c.name}: {r.fit_message or 'no time'}; use a smaller batch")
+        return r.time_s
+
     t = 0.0
     flops = 0.0
     computed = 0
