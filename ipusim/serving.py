@@ -151,26 +151,103 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
 _ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
+def _step_eval(chip_name, model_name, phase, rows, length, memo):
+    """(seconds, regime) of one step; seconds = inf when the step does not fit (fit rule).
+
+    ``regime`` is (fits, streams weights from DRAM): times are smooth within a regime and
+    jump between regimes (a memory cliff), so the tables never interpolate across one.
+    """
+    key = (rows, length)
+    if key not in memo:
+        from . import machine, workloads
+
+        pad = None if phase == "decode" else length
+        res = machine.simulate(chip_name, workloads.step(model_name, [length] * rows, phase=phase, pad_to=pad))
+        ok = bool(res.fits) and math.isfinite(res.time_s)
+        streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
+        memo[key] = (res.time_s if ok else _INF, (ok, streams))
+    return memo[key]
+
+
+def _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, length, memo):
+    """Seconds for 1..max_rows rows at ``length``: grid rows computed, rows between two grid
+    rows of the same regime interpolated linearly, rows between regimes computed exactly."""
+    col = np.empty(max_rows + 1)
+    col[0] = 0.0
+    for r in rows_grid:
+        col[r] = _step_eval(chip_name, model_name, phase, r, length, memo)[0]
+    for a, b in zip(rows_grid[:-1], rows_grid[1:], strict=True):
+        if b - a < 2:
+            continue
+        ta, ga = _step_eval(chip_name, model_name, phase, a, length, memo)
+        tb, gb = _step_eval(chip_name, model_name, phase, b, length, memo)
+        if ga == gb and math.isfinite(ta) and math.isfinite(tb):
+            col[a + 1:b] = np.interp(np.arange(a + 1, b), [a, b], [ta, tb])
+        elif ga == gb:  # both do not fit: rows in between need at least a's memory
+            col[a + 1:b] = _INF
+        else:
+            for r in range(a + 1, b):
+                col[r] = _step_eval(chip_name, model_name, phase, r, length, memo)[0]
+    return col
+
+
 @functools.lru_cache(maxsize=96)
 def _time_table(chip_name, model_name, phase, max_rows, max_len, len_step, exact_rows):
-    """Seconds of one step, ``tab[rows, j]`` for ``rows`` sequences of ``j * len_step`` tokens.
+    """Seconds of one step, ``tab[rows, j]``; ``inf`` where the step does not fit.
 
-    ``phase`` "forward": every sequence padded to that length; "decode": one new token per
-    sequence with that much context. Rows on a grid are linearly interpolated.
+    ``phase`` "decode": one new token per sequence with ``j * len_step`` tokens of context
+    (columns every ``len_step``). ``phase`` "forward"/"prefill": every sequence padded to
+    ``L`` tokens, with one column per token length ``L`` (so ``len_step`` of the result is
+    1): the machine model is run on the lengths ``len_step, 2 len_step, ...`` plus, for each
+    grid row count, the last length before each memory cliff (found by bisection where the
+    regime changes between two grid lengths); a length is charged the time of the next
+    length computed, which is never on the other side of a cliff. Rows on a grid are
+    linearly interpolated within a regime and computed exactly across one.
     """
-    from . import machine, workloads
-
-    n_len = -(-max_len // len_step)
+    memo: dict = {}
     rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_rows} | {max_rows})
-    tab = np.zeros((max_rows + 1, n_len + 1))
-    for j in range(1, n_len + 1):
-        L = min(j * len_step, max_len)
-        pad = None if phase == "decode" else L
-        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, phase=phase, pad_to=pad))
-                for r in rows_grid]
-        tab[1:, j] = np.interp(np.arange(1, max_rows + 1), rows_grid, vals)
+    n_len = -(-max_len // len_step)
+    grid = sorted({min(j * len_step, max_len) for j in range(1, n_len + 1)})
+    if phase == "decode":
+        tab = np.zeros((max_rows + 1, n_len + 1))
+        for j in range(1, n_len + 1):
+            tab[:, j] = _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, min(j * len_step, max_len), memo)
+        tab.setflags(write=False)
+        return tab
+    cols = set(grid)
+    for r in rows_grid:
+        prev = None
+        for L in grid:
+            g = _step_eval(chip_name, model_name, phase, r, L, memo)[1]
+            if prev is not None and g != prev[1]:
+                lo, hi = prev[0], L  # regime(lo) = prev regime, regime(hi) differs
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _step_eval(chip_name, model_name, phase, r, mid, memo)[1] == prev[1]:
+                        lo = mid
+                    else:
+                        hi = mid
+                cols.add(lo)
+            prev = (L, g)
+    cols = sorted(cols)
+    vals = {L: _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, L, memo) for L in cols}
+    tab = np.zeros((max_rows + 1, max_len + 1))
+    ci = 0
+    for L in range(1, max_len + 1):
+        while cols[ci] < L:
+            ci += 1
+        tab[:, L] = vals[cols[ci]]
     tab.setflags(write=False)
     return tab
+
+
+def largest_batch(service: ServiceModel, length: int) -> int:
+    """Most rows of ``length`` tokens (padded) that fit the device in one step; 0 if none."""
+    if not service.len_step:
+        return service.max_rows
+    j = 1 if service.packed else -(-int(length) // service.len_step)
+    bad = np.flatnonzero(~np.isfinite(service.table[1:, j]))
+    return int(bad[0]) if bad.size else service.max_rows
 
 
 def chip_service(
@@ -186,8 +263,11 @@ def chip_service(
 ) -> ServiceModel:
     """Service-time table of ``model`` on ``chip`` from ``ipusim.machine.step_time_s``.
 
-    Each column is a padded length (multiples of ``len_step`` up to ``max_len``, default
-    the model's ``max_positions``). Rows are computed for every count (``exact_rows``,
+    Each column is a padded length in tokens (1 to ``max_len``, default the model's
+    ``max_positions``); the machine model runs at multiples of ``len_step`` and at the last
+    length before each memory cliff, and a length is charged the next length computed (see
+    ``_time_table``). Cells whose step does not fit are ``inf`` (``largest_batch`` reads
+    the fit limit); ``simulate`` refuses a policy whose batches would land on them. Rows are computed for every count (``exact_rows``,
     the default for GPU chips, whose wave quantization makes interpolation up to ~10%
     off) or on a grid (1, 2, 3, 4, 6, 8, 12, ...) and linearly interpolated (the default
     for tile chips, whose simulator costs ~10 ms a call). Tables are built for at least
@@ -210,11 +290,11 @@ def chip_service(
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
         # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
-        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)
+        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)[:, :2]
         return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
                             source="machine")
     tab = _time_table(c.name, m.name, "forward", rows, max_len, step, exact_rows)
-    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source="machine")
+    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), 1, source="machine")
 
 
 def _rows(tab, b):
@@ -228,23 +308,33 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     """Relative error of a padded ``service`` table against direct machine-model calls.
 
     Each sample is a batch of random size (1..max_rows) of mixed lengths (``sample_lengths``);
-    the direct call pads it to its longest request exactly, the table to the next multiple
-    of ``len_step`` (and interpolates rows if the table was built on a grid).
+    the direct call pads it to its longest request exactly, the table to the next length it
+    computed (and interpolates rows if the table was built on a grid). Batches that do not
+    fit are counted (``refused`` when both agree, ``fit_mismatches`` when they do not) and
+    left out of the error statistics.
     """
     from . import machine, workloads
 
     if service.packed or not service.len_step:
         raise ValueError("surrogate_error checks padded chip tables (from chip_service with packed=False)")
     rng = np.random.default_rng(seed)
-    errs = []
+    errs, refused, mismatch = [], 0, 0
     for k in range(positive("samples", samples, integer=True)):
         r = int(rng.integers(1, service.max_rows + 1))
         lens = np.minimum(sample_lengths(r, long_fraction=long_fraction, seed=seed + k), service.max_len)
-        direct = machine.step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
-        errs.append(service.time_s(lens) / direct - 1.0)
-    e = np.abs(errs)
-    return {"samples": len(errs), "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
-            "mean_signed_error": float(np.mean(errs))}
+        res = machine.simulate(chip, workloads.step(model, lens, pad_to=int(lens.max())))
+        fits = bool(res.fits) and math.isfinite(res.time_s)
+        tab = service.time_s(lens)
+        if fits != math.isfinite(tab):
+            mismatch += 1  # the table and the machine disagree on whether the batch fits
+        elif not fits:
+            refused += 1  # both say it does not fit: no time to compare
+        else:
+            errs.append(tab / res.time_s - 1.0)
+    e = np.abs(errs) if errs else np.array([math.nan])
+    return {"samples": int(samples), "compared": len(errs), "refused": refused, "fit_mismatches": mismatch,
+            "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
+            "mean_signed_error": float(np.mean(errs)) if errs else math.nan}
 
 
 # ----------------------------------------------------------------------------------------
@@ -813,6 +903,7 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
     else:
         kind, B, D = _ADAPTIVE, policy.max_batch, 0.0
         ad = (policy.latency_target_s, policy.utilization_target, policy.window)
+    _check_fit(policy, B, devs, lens, qid, nq, serves)
     mw = n if max_waiting is None else positive("max_waiting", max_waiting, integer=True)
     return _Plan(
         arrival=arr, lengths=lens, mult=mult, qidx=qidx, qoff=qoff, serves=serves,
@@ -824,6 +915,41 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
         pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
         ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
     )
+
+
+def _check_fit(policy, B, devs, lens, qid, nq, serves):
+    """Refuse a policy whose full batch at a queue's longest request does not fit a device.
+
+    A batch of ``B`` requests padded to the longest one is the largest step the policy can
+    send (a static policy always sends it); if the machine model says it does not fit,
+    there is no honest time for it (the fit rule), so the configuration is an error that
+    names the largest batch that fits. Token-budget and packed batches are checked batch
+    by batch after the run (``_refuse_unfit``).
+    """
+    if isinstance(policy, P.TokenBudget):
+        return
+    for k in range(nq):
+        ql = lens if qid is None else lens[qid == k]
+        if ql.size == 0:
+            continue
+        L = int(ql.max())
+        for d, dev in enumerate(devs):
+            if not serves[d, k] or dev.packed or not dev.len_step:
+                continue
+            if not math.isfinite(dev.time_s([L] * B)):
+                raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
+                                 f"model has no time for it); largest batch that fits at {L} tokens: "
+                                 f"{largest_batch(dev, L)}. Lower the policy's max batch or route long requests "
+                                 "elsewhere")
+
+
+def _refuse_unfit(plan, finish, devs):
+    """After a run: a batch whose step did not fit has an infinite finish time; refuse it."""
+    bad = np.flatnonzero(np.isinf(finish))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
+                         f"(the machine model has no time for it); lower the policy's batch or token budget")
 
 
 def _run_kernel(plan: _Plan):
@@ -869,6 +995,7 @@ def simulate(
     plan = _prepare(arrival_s, lengths, policy, devs, router, seed, max_waiting)
     out = _run_kernel(plan) if engine == "numba" else _simulate_reference(plan)
     start, finish, device, batch_id, busy, real, comp, info = out
+    _refuse_unfit(plan, finish, devs)
     return ServingResult(
         policy=policy.describe(), devices=tuple(d.name for d in devs), arrival_s=plan.arrival,
         lengths=plan.lengths, start_s=start, finish_s=finish, device=device.astype(np.int16),
@@ -1131,8 +1258,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
-    tab = _time_table(c.name, m.name, "forward", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
-    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source="machine")
+    # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
+    tab = _time_table(c.name, m.name, "prefill", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
+    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, 1, source="machine")
     dec = _time_table(c.name, m.name, "decode", b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
     return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source="machine")
 
@@ -1286,6 +1414,9 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy: P.Conti
         start, first, finish, iters = _continuous_reference(arr, pr, out, gen, B, policy.kv_capacity_tokens)
     else:
         raise ValueError(f"unknown engine {engine!r}; valid: numba, python")
+    if np.isinf(finish).any() or np.isinf(first).any():
+        raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
+                         "for it; prefill writes the KV cache too): lower the policy's max_batch")
     busy = _busy_from_iterations(start, finish)
     return ServingResult(
         policy=policy.describe(), devices=(gen.name,), arrival_s=arr, lengths=pr, start_s=start, finish_s=finish,

@@ -21,13 +21,15 @@ def svc():
 
 
 def _cases(svc):
+    # GC200 batches stay at 16 or fewer: 18 rows of BERT-base at 512 tokens is the most that fits
+    # (test_a_batch_that_does_not_fit_is_refused); 32 would be refused
     return [
         ("static", P.Static(8, 0.005), [svc["gc200"]], None),
-        ("dynamic", P.Dynamic(32, 0.002), [svc["gc200"]], None),
-        ("dynamic-pref-2dev", P.Dynamic(32, 0.002, (4, 8)), [svc["gc200"], svc["a100"]], None),
+        ("dynamic", P.Dynamic(16, 0.002), [svc["gc200"]], None),
+        ("dynamic-pref-2dev", P.Dynamic(16, 0.002, (4, 8)), [svc["gc200"], svc["a100"]], None),
         ("token", P.TokenBudget(4096, 0.002, 64), [svc["packed"]], None),
         ("buckets", P.LengthBuckets((128, 256, 512), 16, 0.003), [svc["gc200"], svc["a100"]], None),
-        ("adaptive", P.Adaptive(0.02, 32), [svc["gc200"]], None),
+        ("adaptive", P.Adaptive(0.02, 16), [svc["gc200"]], None),
         ("router", P.Dynamic(16, 0.002), [svc["gc200"], svc["a100"]], S.Router(200, (1,), (0,))),
         ("exp-service", P.Dynamic(4, 0.001), [S.exponential_service(0.002, max_batch=4)], None),
     ]
@@ -51,7 +53,7 @@ def test_kernel_matches_reference_every_policy(svc, n, rate):
         assert a.batches == b.batches, name
 
 
-@pytest.mark.parametrize("pol", [P.Dynamic(32, 0.002), P.Dynamic(8, 0.0), P.Dynamic(32, 0.003, (4, 8))])
+@pytest.mark.parametrize("pol", [P.Dynamic(16, 0.002), P.Dynamic(8, 0.0), P.Dynamic(16, 0.003, (4, 8))])
 def test_kernel_matches_simpy_model(svc, pol):
     arr = A.poisson(2000, 5000, seed=1)
     lens = S.sample_lengths(5000, long_fraction=0.3, seed=1)
@@ -282,3 +284,38 @@ def test_short_overloaded_run_is_unstable():
     for n in (5, 20, 99):  # and at any length, a load below capacity stays stable
         ok = S.simulate(A.poisson(10.0, n, seed=1), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
         assert ok.stable, ok.unstable_reason
+
+
+def test_a_batch_that_does_not_fit_is_refused(svc):
+    """Review A1: GC200 BERT-base at 32 rows x 512 tokens does not fit: no time, no silent number."""
+    dev = svc["gc200"]
+    assert S.largest_batch(dev, 512) == 18 and S.largest_batch(dev, 128) == 32
+    assert not np.isfinite(dev.time_s([512] * 32)) and np.isfinite(dev.time_s([512] * 18))
+    with pytest.raises(ValueError, match="largest batch that fits at 512 tokens: 18"):
+        S.simulate([0.0, 0.001], [512, 512], P.Dynamic(32, 0.002), dev)
+    with pytest.raises(ValueError, match="largest batch that fits"):
+        S.simulate([0.0, 0.001], [64, 512], P.Static(32, 0.002), dev)
+    # a token budget that lands on an unfit step is refused after the run
+    tb = S.chip_service("gc200", "bert-base", max_batch=64)
+    with pytest.raises(ValueError, match="does not fit"):
+        S.simulate(np.zeros(40), [512] * 40, P.TokenBudget(40 * 512, 0.01, 40), tb)
+    # every table cell is inf exactly when the direct machine call does not fit (sampled)
+    from ipusim import machine, workloads
+    for rows, L in ((18, 512), (19, 512), (30, 304), (31, 304), (12, 504), (12, 508)):
+        res = machine.simulate("gc200", workloads.step("bert-base", [L] * rows, pad_to=L))
+        fits = res.fits and np.isfinite(res.time_s)
+        assert np.isfinite(dev.time_s([L] * rows)) == fits
+
+
+def test_table_is_honest_at_the_weight_streaming_cliff(svc):
+    """12 rows of BERT-base on GC200: on chip up to 504 tokens, weights stream from 505-508.
+    The old 16-token columns charged 12 x 502 the 512-token (streaming) time, 43% over; the
+    table now computes the last length before the cliff, so every length 480..512 is charged
+    the next length computed, in the same regime: never lower, and at most 15 tokens of padding
+    more (3.1% of 482 tokens; 4% bound), where the old table was 43% over at 502."""
+    from ipusim import machine, workloads
+    dev = svc["gc200"]
+    for L in range(480, 513, 2):
+        direct = machine.step_time_s("gc200", workloads.step("bert-base", [L] * 12, pad_to=L))
+        ratio = dev.time_s([L] * 12) / direct
+        assert 1 - 1e-12 <= ratio < 1.04, (L, ratio)

@@ -48,7 +48,8 @@ def test_serve_overload_reports_unstable(capsys):
 def test_serve_text_output_and_lengths_file(tmp_path, capsys):
     p = tmp_path / "h.csv"
     p.write_text("length,count\n64,5\n300,1\n")
-    code, out, _ = _run(capsys, "--rate", "200", "--requests", "500", "--lengths", str(p), "--policy", "buckets")
+    code, out, _ = _run(capsys, "--rate", "200", "--requests", "500", "--lengths", str(p), "--policy", "buckets",
+                            "--max-batch", "16")
     assert code == 0 and "p99" in out and "length buckets" in out
 
 
@@ -100,3 +101,10 @@ def test_serve_short_overload_is_unstable(capsys):
                         "--max-batch", "1", "--json")
     d = json.loads(out)
     assert code == 0 and d["stable"] is False and "exceeds capacity" in d["unstable_reason"]
+
+
+def test_serve_refuses_a_model_that_does_not_fit(capsys):
+    """Review A1: Llama-2-70B (138 GB of weights) on a 40 GB A100 has no time: exit 2, one line."""
+    code, out, err = _run(capsys, "--model", "llama-2-70b", "--chip", "a100-40gb", "--rate", "100",
+                          "--requests", "100", "--max-batch", "2")
+    assert code == 2 and "does not fit" in err and err.strip().count("\n") == 0 and not out
