@@ -11,9 +11,10 @@ Service times. A ``ServiceModel`` is a table ``time[rows, j]`` in seconds: a bat
 the machine model (``ipusim.machine.step_time_s``: the tile simulator for a tile chip, the
 GPU simulator for a GPU) on representative batches; ``fixed_service`` and
 ``exponential_service`` need no machine (for checks against queueing theory). A padded
-device runs ``batch size`` rows of the batch's longest request (rounded up to
-``len_step``); a packed device runs ``ceil(tokens / pack_len)`` rows of ``pack_len``
-tokens (ideal packing; attention over each packed row with a block mask, as PackedBERT).
+device runs ``batch size`` rows of the batch's longest request; a packed device packs
+the batch's requests first-fit decreasing (``ipusim.packing``) into rows of ``pack_len``
+tokens and runs those rows (attention over each packed row with a block mask, as
+PackedBERT). Cells whose step does not fit are ``inf``; ``simulate`` refuses them.
 
 The event loop (``_simulate_kernel``) is a Numba kernel; ``_simulate_reference`` is an
 independent event-driven plain-Python model of the same policies, and ``simpy_dynamic``
@@ -32,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from . import lengths as _lengths
+from . import packing as _pk
 from . import policies as P
 from ._validate import lengths_array, positive
 
@@ -118,6 +120,8 @@ class ServiceModel:
         lens = np.asarray(lengths, dtype=np.int64)
         r, j, _ = _batch_shape(self.len_step, self.packed, self.pack_len, lens.size if rows is None else rows,
                                int(lens.max()), int(lens.sum()))
+        if self.packed:  # first-fit decreasing, as the simulator packs a batch
+            r = _pk._ffd(np.sort(lens)[::-1].copy(), self.pack_len, self.pack_len, np.empty(lens.size, np.int64))
         return _lookup(self.table, r, j)
 
     def throughput_rps(self, length: int, batch: int) -> float:
@@ -347,8 +351,9 @@ def _batch_shape(len_step, packed, pack_len, size, max_len, tokens):
     """(rows, length column, computed tokens) of a batch. Preconditions: size >= 1."""
     if len_step == 0:
         return size, 1, tokens
-    if packed:
-        rows = (tokens + pack_len - 1) // pack_len
+    if packed:  # ``size`` requests of ``max_len`` tokens each: pack_len // max_len to a row (first fit)
+        per = pack_len // max_len
+        rows = (size + per - 1) // per
         return rows, 1, rows * pack_len
     j = (max_len + len_step - 1) // len_step
     return size, j, size * j * len_step
@@ -475,6 +480,12 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             if serves[d, k]:
                 n_serving[k] += 1
     free = np.zeros(nd)
+    qmax = 1
+    for k in range(nq):
+        if q_batch[k] > qmax:
+            qmax = q_batch[k]
+    pbuf = np.empty(qmax, dtype=np.int64)  # lengths of a packed batch
+    prow = np.empty(qmax, dtype=np.int64)
     one = qidx.shape[0] == 0  # a single queue: queue position = request id
     dispatched = 0
     nb = 0
@@ -579,6 +590,12 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
         mi = dev_model[d]
         rows_req = B if (kind == _STATIC and pad_full) else size
         rows, j, computed = _batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok)
+        if m_packed[mi]:  # a real packing of this batch: first-fit decreasing into pack_len rows
+            for m in range(h, h + size):
+                pbuf[m - h] = lengths[m if one else qidx[qoff[k] + m]]
+            srt = np.sort(pbuf[:size])[::-1].copy()
+            rows = _pk._ffd(srt, m_pack_len[mi], m_pack_len[mi], prow[:size])
+            computed = rows * m_pack_len[mi]
         rmax = m_rows[mi]
         if rows <= rmax:
             s = tables[mi, rows, j]
@@ -617,13 +634,14 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
 # ----------------------------------------------------------------------------------------
 
 
-def _ref_service(plan, mi, rows, mx, tok):
+def _ref_service(plan, mi, rows, mx, tok, batch_lens=None):
+    """(seconds, computed tokens) of a batch; ``batch_lens`` (the requests' lengths) for a packed device."""
     step = int(plan.m_len_step[mi])
     if step == 0:
         r, j, comp = rows, 1, tok
     elif plan.m_packed[mi]:
         pl = int(plan.m_pack_len[mi])
-        r = (tok + pl - 1) // pl
+        r = _pk._ffd_reference(list(batch_lens), pl, pl)[1]  # first-fit decreasing into rows of pl tokens
         j, comp = 1, r * pl
     else:
         j = (mx + step - 1) // step
@@ -684,10 +702,10 @@ def _simulate_reference(plan: _Plan):
         B = int(plan.q_batch[k])
         b = B
         for c in range(1, B + 1):
-            if c / _ref_service(plan, mi, c, L, c * L)[0] >= need:
+            if c / _ref_service(plan, mi, c, L, c * L, [L] * c)[0] >= need:
                 b = c
                 break
-        return b, max(0.0, plan.ad_target - _ref_service(plan, mi, b, L, b * L)[0])
+        return b, max(0.0, plan.ad_target - _ref_service(plan, mi, b, L, b * L, [L] * b)[0])
 
     def delay(k):
         return adaptive_plan(k)[1] if kind == _ADAPTIVE else float(plan.q_delay[k])
@@ -761,7 +779,7 @@ def _simulate_reference(plan: _Plan):
             mi = int(plan.dev_model[d])
             mx, tok = max(lens[i] for i in batch), sum(lens[i] for i in batch)
             rows = B if (kind == _STATIC and plan.pad_full) else len(batch)
-            s, c = _ref_service(plan, mi, rows, mx, tok)
+            s, c = _ref_service(plan, mi, rows, mx, tok, [lens[i] for i in batch])
             if plan.m_rand[mi]:
                 s = s * float(plan.mult[batch[0]])
             fin = t + s
@@ -1190,7 +1208,8 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
     def run_batch(d, t, batch):
         mi = int(plan.dev_model[d])
-        s, _ = _ref_service(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch))
+        s, _ = _ref_service(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch),
+                            [lens[i] for i in batch])
         if plan.m_rand[mi]:
             s = s * float(plan.mult[batch[0]])
         fin = t + s

@@ -319,3 +319,27 @@ def test_table_is_honest_at_the_weight_streaming_cliff(svc):
         direct = machine.step_time_s("gc200", workloads.step("bert-base", [L] * 12, pad_to=L))
         ratio = dev.time_s([L] * 12) / direct
         assert 1 - 1e-12 <= ratio < 1.04, (L, ratio)
+
+
+def test_packed_batches_use_a_real_packing(svc):
+    """Review E2: a packed batch runs the rows first-fit decreasing needs (ipusim.packing's FFD,
+    checked here with the packer's own front door), never fewer than ceil(tokens / pack_len)."""
+    from ipusim import packing
+    dev = svc["packed"]
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        lens = rng.integers(100, 400, rng.integers(2, 30))
+        rows = packing.pack(lens, dev.pack_len, "ffd").rows
+        assert rows >= -(-int(lens.sum()) // dev.pack_len)
+        assert dev.time_s(lens) == S._lookup(dev.table, rows, 1)
+    # three 300-token requests: ideal packing says 2 rows of 512, a real packing needs 3
+    assert dev.time_s([300, 300, 300]) == dev.table[3, 1] > dev.table[2, 1]
+    arr = A.poisson(3000, 3000, seed=2)
+    lens = S.sample_lengths(3000, long_fraction=0.3, seed=2)
+    r = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev)
+    ref = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev, engine="python")
+    assert _same(r, ref)
+    for b in np.unique(r.batch_id)[:100]:
+        idx = np.flatnonzero(r.batch_id == b)
+        rows = packing.pack(r.lengths[idx], dev.pack_len, "ffd").rows
+        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(S._lookup(dev.table, rows, 1), rel=1e-12)
