@@ -1099,11 +1099,17 @@ class ServingResult:
             stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
                                      f"last arrived; offered {offered:,.0f} req/s vs capacity about "
                                      f"{cap:,.0f} req/s")
-        elif ns and offered > cap:
-            # offered load beyond what the devices serve per busy second: no steady state, whatever
-            # the run length (a short run only hides the queue it would build)
-            stable, reason = False, (f"offered {offered:,.0f} req/s exceeds capacity about {cap:,.0f} req/s "
-                                     f"(requests served per busy device-second)")
+        elif ns and self.first_token_s is None and np.any(busy * offered / ns > 1.0):
+            # A device given a share per_dev/ns of the offered rate serves per_dev/busy requests per
+            # busy second; it keeps up only if share x offered <= per_dev / busy, i.e. busy x
+            # offered / ns <= 1. Beyond that there is no steady state, whatever the run length (a short
+            # run only hides the queue it would build); per device, so one overloaded pool of a
+            # router counts. Not for generation: there "busy" is the time any sequence runs, which
+            # nears 100% well below capacity.
+            d = int(np.argmax(busy * offered / ns))
+            off_d, cap_d = offered * per_dev[d] / ns, per_dev[d] / busy[d]
+            stable, reason = False, (f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
+                                     f"{cap_d:,.0f} req/s (requests served per busy second)")
         out = {
             "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
             "batches": self.batches,

@@ -280,7 +280,7 @@ def test_short_overloaded_run_is_unstable():
     """Review A5: 838k req/s offered to a 100 req/s server is unstable even with 99 requests."""
     arr = A.poisson(1e6, 99, seed=0)
     r = S.simulate(arr, 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
-    assert r.offered_rps > 100 * r.capacity_rps and not r.stable and "exceeds capacity" in r.unstable_reason
+    assert r.offered_rps > 100 * r.capacity_rps and not r.stable and "exceeds its capacity" in r.unstable_reason
     for n in (5, 20, 99):  # and at any length, a load below capacity stays stable
         ok = S.simulate(A.poisson(10.0, n, seed=1), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
         assert ok.stable, ok.unstable_reason
@@ -343,3 +343,16 @@ def test_packed_batches_use_a_real_packing(svc):
         idx = np.flatnonzero(r.batch_id == b)
         rows = packing.pack(r.lengths[idx], dev.pack_len, "ffd").rows
         assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(S._lookup(dev.table, rows, 1), rel=1e-12)
+
+
+def test_one_overloaded_pool_makes_the_run_unstable(svc):
+    """A router's long pool on one device can be overloaded while the pool total looks fine:
+    the stability check is per device (busy x offered / served <= 1 for each)."""
+    fast = S.fixed_service(0.001, max_batch=4)
+    slow = S.fixed_service(0.010, max_batch=4)  # 400 req/s at batch 4
+    arr = A.poisson(2000.0, 99, seed=3)
+    lens = np.where(np.arange(99) % 2 == 0, 64, 300)  # half go to the slow device: ~1000 req/s > 400
+    r = S.simulate(arr, lens, P.Dynamic(4, 0.0), [fast, slow], router=S.Router(128, (0,), (1,)))
+    assert not r.stable and "fixed 10 ms" in r.unstable_reason
+    ok = S.simulate(A.poisson(200.0, 99, seed=3), lens, P.Dynamic(4, 0.0), [fast, slow], router=S.Router(128, (0,), (1,)))
+    assert ok.stable, ok.unstable_reason

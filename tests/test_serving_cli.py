@@ -100,7 +100,7 @@ def test_serve_short_overload_is_unstable(capsys):
     code, out, _ = _run(capsys, "--rate", "1e6", "--requests", "99", "--service", "fixed", "--service-ms", "10",
                         "--max-batch", "1", "--json")
     d = json.loads(out)
-    assert code == 0 and d["stable"] is False and "exceeds capacity" in d["unstable_reason"]
+    assert code == 0 and d["stable"] is False and "exceeds its capacity" in d["unstable_reason"]
 
 
 def test_serve_refuses_a_model_that_does_not_fit(capsys):
