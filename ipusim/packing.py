@@ -35,7 +35,6 @@ with attention counted per sequence under a block-diagonal mask for packed rows.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from functools import lru_cache
 
