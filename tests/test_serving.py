@@ -356,3 +356,23 @@ def test_one_overloaded_pool_makes_the_run_unstable(svc):
     assert not r.stable and "fixed 10 ms" in r.unstable_reason
     ok = S.simulate(A.poisson(200.0, 99, seed=3), lens, P.Dynamic(4, 0.0), [fast, slow], router=S.Router(128, (0,), (1,)))
     assert ok.stable, ok.unstable_reason
+
+
+def test_generation_prefill_table_uses_the_prefill_phase():
+    """Review E1: the prefill table is built with phase="prefill" (KV-cache writes count in the fit
+    check). GPT-2, 32 prompts of 256 tokens on a GC200: a forward pass fits, a prefill does not."""
+    from ipusim import machine, workloads
+    gen = S.generation_model("gc200", "gpt2", max_batch=32, max_ctx=256)
+    for rows, L in ((32, 256), (8, 256), (4, 128)):
+        pre = machine.simulate("gc200", workloads.step("gpt2", [L] * rows, phase="prefill", pad_to=L))
+        fits = pre.fits and np.isfinite(pre.time_s)
+        assert np.isfinite(gen.prefill.table[rows, L]) == fits
+        if fits:
+            assert gen.prefill.table[rows, L] == pytest.approx(pre.time_s, rel=1e-12)
+    fwd = machine.simulate("gc200", workloads.step("gpt2", [256] * 32, phase="forward", pad_to=256))
+    pre = machine.simulate("gc200", workloads.step("gpt2", [256] * 32, phase="prefill", pad_to=256))
+    assert fwd.fits and not pre.fits  # the case the old forward-phase table hid
+    # an iteration that lands on such a cell is refused, not timed
+    n = 64
+    with pytest.raises(ValueError, match="does not fit"):
+        S.simulate_generation(np.zeros(n), np.full(n, 200), np.full(n, 8), P.Continuous(32, 10**6), gen)
