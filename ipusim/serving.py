@@ -957,7 +957,7 @@ def _check_fit(policy, B, devs, lens, qid, nq, serves):
             if not math.isfinite(dev.time_s([L] * B)):
                 most = largest_batch(dev, L)
                 fix = ("Lower the policy's max batch or route long requests elsewhere" if most else
-                       "not even one request fits: use a chip with more memory")
+                       "Not even one request fits: use a chip with more memory")
                 raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
                                  f"model has no time for it); largest batch that fits at {L} tokens: "
                                  f"{most or 'none'}. {fix}")
