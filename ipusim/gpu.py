@@ -53,17 +53,30 @@ from .workloads import step as _make_step
 # how much each one matters.
 # --------------------------------------------------------------------------------------------
 
-TENSOR_EFFICIENCY = 0.70
+TENSOR_EFFICIENCY = 0.72
 """Fraction of the dense FP16 tensor peak a GEMM main loop sustains on an SM.
 
-ASSUMPTION. Tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach roughly 75-90% of
-the A100's 312 TFLOP/s; BERT-base's narrow shapes (k = 768 or 3,072, n = 768 to 3,072) and
-sustained-load clocks below the 1.41 GHz boost do worse. 0.70 was set once, from the
-large-batch TensorRT rows of hardware_facts.md §6.1 taken together (they are compute
-bound, so this one number sets their level); the other rows and the padding-removal
-speed-ups (§4.2) are not used to set it. It was kept unchanged when the pipeline fill and
-TensorRT's attention grid were added to the model. Tile quantization, waves and launches are
-modelled separately and are not part of this number.
+The one constant set from published latencies, by a stated rule on a declared subset
+(``fit_tensor_efficiency`` reproduces it; a test checks that it still gives this value):
+
+* in-sample: the four 128-token rows of hardware_facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16
+  on an A100 40GB, batch 1, 8, 32, 128; ``CALIBRATION_IN_SAMPLE_SEQ``);
+* rule: the value on the grid 0.50, 0.51, ..., 1.00 that minimises the sum over those rows of
+  ``log(simulated / published)**2``, every other constant at its default;
+* out of sample (never used to set anything): the 384-token rows of §6.1 and
+  FasterTransformer's absolute BERT-base FP16 latencies on an A100 80GB (§4.2, FT-GUIDE),
+  both in ``calibration_table``.
+
+Plausibility (not used to set it): tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach
+roughly 75-90% of the A100's 312 TFLOP/s; BERT-base's narrow shapes and sustained-load clocks
+below the 1.41 GHz boost do worse. Tile quantization, waves and launches are modelled
+separately and are not part of this number.
+
+What "out of sample" does not cover: the other constants below are sourced values or
+ASSUMPTIONs that no rule fits, but the model's structure was built with all §6.1 rows in
+view (TensorRT's attention grid, taken from TensorRT's source, was added when the batch-1 rows
+were off by -43%; ``WAVE_FILL_CYCLES`` was added in the same period). The 384-token rows are
+out of sample for this constant, not for every modelling choice.
 """
 
 HBM_EFFICIENCY = 0.85
@@ -108,8 +121,20 @@ GEMM_SPLIT_K = (1, 2, 4, 8, 16)
 """Split-k factors a GEMM may use. Split-k is tried only when the unsplit grid leaves SMs idle
 (fewer blocks than one wave holds), as a library heuristic would."""
 
-GEMM_K_TILE = 32  # k depth staged in shared memory per pipeline stage (CUTLASS default for FP16)
-GEMM_STAGES = 3  # pipeline stages of the shared-memory operand buffer (CUTLASS sm80 default)
+GEMM_K_TILE = 32
+"""k depth of the operand tiles staged in shared memory per pipeline stage.
+
+ASSUMPTION (the smaller of the two depths NVIDIA's own A100 FP16 GEMMs use). CUTLASS's default
+sm80 FP16 tensor-op configuration stages k = 64 (``GemmShape<128, 256, 64>``, NVIDIA/cutlass
+include/cutlass/gemm/device/default_gemm_configuration.h); cuBLAS's A100 kernels use 32 or 64
+(kernel names seen in public profiles: ``ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn``,
+``..._stages_64x3_tn``). Here it only sets a block's shared memory and so how many blocks share
+an SM (``blocks_per_sm``); the register limit binds first for the 128 x 128 tile."""
+GEMM_STAGES = 3
+"""Pipeline stages of the shared-memory operand buffer: CUTLASS's default for sm80 tensor-op
+GEMMs (``kStages = 3`` in default_gemm_configuration.h, as above). cuBLAS kernels use 3 to 6
+(names as above); with ``GEMM_K_TILE`` = 32 this is the smallest footprint of those, an
+ASSUMPTION that favours more resident blocks per SM."""
 ATTENTION_WHOLE_SEQUENCE_MAX_LEN = 512
 """Up to this many keys, fused attention runs one block per (head, sequence) that keeps the
 whole sequence's K and V in shared memory and loops over the queries: TensorRT's BERT fused
@@ -121,10 +146,24 @@ decoder_masked_multihead_attention.cu: "The grid has size (1, B, H)")."""
 ATTENTION_Q_TILE = 64  # longer sequences: query rows per block (ASSUMPTION, FlashAttention-2 style)
 ATTENTION_K_TILE = 64  # longer sequences: key rows staged per step (ASSUMPTION, FlashAttention-2)
 ATTENTION_Q_STAGE = 128  # query rows a whole-sequence block stages at a time (TensorRT, see above)
-MMA_GRANULE = 16  # tensor-core instructions work on 16-row/16-column fragments (mma.m16n8k16)
+MMA_GRANULE = 16
+"""Rows (and key columns) a fused-attention block's tensor-core work is padded to.
+
+The FP16 tensor-core instruction on sm80/sm90 is ``mma.sync.aligned.m16n8k16`` (PTX ISA,
+"Warp-level matrix multiply-accumulate instructions": shapes m16n8k8 and m16n8k16 for .f16);
+CUTLASS's sm80 default ``InstructionShape`` is ``GemmShape<16, 8, 16>``
+(default_gemm_configuration.h). Its m and k are 16; padding the n side to 16 as well (two
+m16n8 instructions side by side) is an ASSUMPTION (a warp tile is at least that wide)."""
 ELEMENTWISE_BLOCK_ELEMENTS = 4096  # outputs per element-wise block: 256 threads x 16 (ASSUMPTION)
-ELEMENTWISE_BLOCKS_PER_SM = 8  # 2,048 resident threads per SM / 256 threads per block
-MAX_BLOCKS_PER_SM = 32  # hardware limit on resident blocks per SM (sm80/sm90)
+ELEMENTWISE_BLOCKS_PER_SM = 8
+"""Resident element-wise blocks per SM: 2,048 resident threads per SM (CUDA C++ Programming
+Guide, "Technical Specifications per Compute Capability": maximum resident threads per SM
+2,048 for compute capability 8.0 (A100) and 9.0 (H100, H200)) / 256 threads per block (the
+ASSUMPTION of ``ELEMENTWISE_BLOCK_ELEMENTS``)."""
+MAX_BLOCKS_PER_SM = 32
+"""Most thread blocks resident on one SM: CUDA C++ Programming Guide, "Technical
+Specifications per Compute Capability": maximum resident blocks per SM 32 for compute
+capability 8.0 (A100) and 9.0 (H100, H200)."""
 
 FUSIONS = ("tensorrt", "none")
 
@@ -604,11 +643,12 @@ def _fit(c: GpuChip, s: Step):
     per_seq = var / s.batch
     b = int((cap - fixed) // per_seq) if fixed < cap and per_seq > 0 else 0
     if b >= 1:
-        msg += f"A batch of at most {b} fits on one GPU; or spread the step over at least {gpus} GPUs"
+        msg += (f"Largest batch that fits: {b} (of these sequences); or spread the step over at "
+                f"least {gpus} GPUs")
     else:
         what = "the weights" if s.phase != "train" else "the training state"
-        msg += (f"Even one sequence does not fit beside {what}: spread the model over at least "
-                f"{gpus} GPUs")
+        msg += (f"Largest batch that fits: none (not even one sequence fits beside {what}); "
+                f"spread the model over at least {gpus} GPUs")
     msg += " (tensor or pipeline parallel)."
     return False, msg, need
 
@@ -622,10 +662,24 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     default the chip's ``kernel_launch_s``); ``use_kernel`` (False runs the plain-Python
     reference loop, for tests).
 
-    The result's ``split`` is {"compute", "memory", "launch"} and sums to ``time_s``;
+    A step that does not fit in HBM (weights + activations + KV cache, or the training state)
+    follows the fit rule of ``machine.StepResult``: ``fits=False``, ``time_s = inf`` (so
+    ``energy_j`` is inf and the throughputs 0), ``fit_message`` says by how much it is short and
+    the largest batch that fits (or "none"); ``split``, ``op_time_s``, ``op_split`` and
+    ``extra["kernels"]`` then hold the estimate as if HBM were unlimited, whose total is
+    ``extra["time_if_unlimited_s"]`` (present for every step; equal to ``time_s`` when it fits).
+
+    The result's ``split`` is {"compute", "memory", "launch"} and sums to ``time_s`` (for a step
+    that fits);
     ``unit_busy_s`` is per SM; ``unit_memory_bytes`` is each SM's peak shared-memory use;
     ``extra["kernels"]`` lists every kernel (tile, blocks, waves, compute and memory time).
-    ``energy_j`` is board power x time (an upper bound at TDP).
+    ``op_time_s`` / ``op_split`` charge each kernel's whole time to the op that is the kernel
+    (the GEMM of ``ffn_up``, ``attn_scores`` for the fused attention); ops fused into another
+    op's kernel (softmax, attention context, activation) get 0, and ``extra["op_kernel"]`` maps
+    every op to the kernel that runs it. Compare machines per kernel, not per fused-away op.
+    ``energy_j = chip.power_w x time_s``: board power (TDP, hardware.py) times time, the
+    upper-bound estimate both machine kinds report (``machine.StepResult``); the bottom-up pJ
+    estimate is ``roofline.step_energy``.
     """
     c = _resolve(chip)
     if not isinstance(c, GpuChip):
@@ -661,18 +715,21 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     unit_busy = np.zeros(r.sms)
     unit_smem = np.zeros(r.sms)
     kernels = []
+    op_kernel = {}
     for i, (kname, ops) in enumerate(plan):
         idx = np.flatnonzero(owner == i)
         best = idx[np.argmin(t[idx])]  # the autotuner keeps the fastest candidate
         kern = cands[best]
         count = ops[0].count * reps
         parts = {"compute": comp[best] * count, "memory": mem[best] * count, "launch": launch * count}
-        # Share a fused kernel's time among its ops by their roofline times.
-        w = np.array([max(o.flops / c.peak_flops, o.bytes / c.hbm_bandwidth_bytes_per_s) for o in ops])
-        w = w / w.sum() if w.sum() > 0 else np.full(len(ops), 1.0 / len(ops))
-        for o, wi in zip(ops, w, strict=True):
-            for key, v in parts.items():
-                op_split[key][op_index[o.name]] += v * wi
+        # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
+        # attention op opening fused_mha): how a kernel's time divides among the ops fused
+        # into it is not observable, so no share is invented for them.
+        lead = op_index[ops[0].name]
+        for key, v in parts.items():
+            op_split[key][lead] += v
+        for o in ops:
+            op_kernel[o.name] = kname
         unit_busy += busy[best] * count
         used = min(sum(g[0] for g in kern.groups), r.sms)
         unit_smem[:used] = np.maximum(unit_smem[:used], kern.blocks_per_sm * kern.smem_per_block)
@@ -685,9 +742,11 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
             "flops": float(kern.flops * count), "hbm_bytes": float(kern.hbm_bytes * count),
         })
     split = {k: float(v.sum()) for k, v in op_split.items()}
-    time_s = float(sum(split.values()))
+    estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
     fits, msg, need = _fit(c, s)
+    # The fit rule (machine.StepResult): a step that does not fit in HBM has no honest time.
+    time_s = estimate_s if fits else math.inf
     return StepResult(
         chip=c.name, kind="gpu", model=s.model.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
@@ -695,7 +754,8 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         unit_busy_s=unit_busy, unit_memory_bytes=unit_smem,
         memory_limit_bytes=float(c.smem_per_sm_bytes), fits=fits, fit_message=msg,
         energy_j=c.power_w * time_s,
-        extra={"kernels": kernels, "fusion": fusion, "hbm_need_bytes": need,
+        extra={"kernels": kernels, "op_kernel": op_kernel, "fusion": fusion, "hbm_need_bytes": need,
+               "time_if_unlimited_s": estimate_s,
                "tensor_efficiency": teff, "hbm_efficiency": heff, "launch_per_kernel_s": launch},
     )
 
@@ -711,23 +771,109 @@ TRT_BERT_BASE_A100_40GB_FP16_MS = (
 """(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
 A100 40GB (hardware_facts.md §6.1, source key TRT-BERT)."""
 
+FT_BERT_BASE_A100_80GB_FP16_MS = (
+    ("FT-GUIDE FT TF+XLA", 128, 1, 1.00), ("FT-GUIDE FT TF+XLA", 384, 8, 4.39),
+    ("FT-GUIDE FT TF+XLA", 128, 32, 4.81), ("FT-GUIDE FT TF+XLA", 384, 32, 14.67),
+    ("FT-GUIDE FT TorchScript", 128, 32, 4.81), ("FT-GUIDE FT TorchScript", 384, 32, 14.68),
+)
+"""(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
+with padding ("FT" column) on an A100 80GB (hardware_facts.md §4.2, FT-GUIDE; mclk 1593 MHz
+names the 80 GB part). Out of sample: not used to set any constant."""
+
+CALIBRATION_IN_SAMPLE_SEQ = 128
+"""The §6.1 rows of this sequence length set ``TENSOR_EFFICIENCY``; every other row is out of
+sample."""
+
+TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
+"""Candidate values ``fit_tensor_efficiency`` searches (0.50 to 1.00 in steps of 0.01)."""
+
 CALIBRATION_TOLERANCE = 0.30
 """Largest relative error |simulated - published| / published allowed for any §6.1 row."""
 
+BATCHED_TOLERANCE = 0.10
+"""Largest relative error allowed for a §6.1 row of batch >= 8 (in or out of sample)."""
 
-def calibration_table(chip="a100-40gb", **options) -> list[dict]:
-    """Simulated vs published TensorRT BERT-base FP16 latency on A100 40GB, one row per point.
+FT_TOLERANCE = 0.30
+"""Largest relative error allowed for a FasterTransformer (§4.2) row of batch >= 8. Looser than
+for TensorRT: FT's kernels are not TensorRT's (the model follows TensorRT's fusion), and its
+batch-1 row (1.00 ms, slower than TensorRT's 0.67 ms on a slower chip) carries framework cost
+the model has none of: that row is only held to ``FT_BATCH1_TOLERANCE``. Both FT tolerances
+were stated after the errors were seen: they record the size of the gap, they do not show the
+model is right there (the model is faster than FT on every row)."""
 
-    Rows: ``seq``, ``batch``, ``published_ms``, ``simulated_ms``, ``rel_error`` (signed:
-    (simulated - published) / published).
+FT_BATCH1_TOLERANCE = 0.55
+"""Largest relative error allowed for FasterTransformer's batch-1 row (see ``FT_TOLERANCE``)."""
+
+CALIBRATION_SOURCES = ("TRT-BERT", "FT-GUIDE")
+
+
+def _row_tolerance(source: str, batch: int) -> float:
+    if source == "TRT-BERT":
+        return BATCHED_TOLERANCE if batch >= 8 else CALIBRATION_TOLERANCE
+    return FT_TOLERANCE if batch >= 8 else FT_BATCH1_TOLERANCE
+
+
+def _calibration_points(sources):
+    """(source, chip, seq, batch, published ms, sample) for the chosen sources."""
+    out = []
+    if "TRT-BERT" in sources:
+        for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
+            sample = "in" if seq == CALIBRATION_IN_SAMPLE_SEQ else "out"
+            out.append(("TRT-BERT", "a100-40gb", seq, batch, ms, sample))
+    if "FT-GUIDE" in sources:
+        for src, seq, batch, ms in FT_BERT_BASE_A100_80GB_FP16_MS:
+            out.append((src, "a100-80gb", seq, batch, ms, "out"))
+    return out
+
+
+def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[dict]:
+    """Simulated vs published BERT-base FP16 latency (padded batches), one row per point.
+
+    ``sources``: "TRT-BERT" (TensorRT, A100 40GB, facts §6.1; the default) and/or "FT-GUIDE"
+    (FasterTransformer with padding, A100 80GB, facts §4.2). Each row runs on the chip its
+    source measured unless ``chip`` is given (then every row runs on ``chip``).
+
+    Rows: ``source``, ``chip``, ``seq``, ``batch``, ``published_ms``, ``simulated_ms``,
+    ``rel_error`` (signed: (simulated - published) / published), ``sample`` ("in": the row
+    helped set ``TENSOR_EFFICIENCY``; "out": it did not) and ``tolerance`` (the largest
+    |rel_error| the tests allow for that row).
     """
+    if isinstance(sources, str):
+        sources = (sources,)
+    sources = tuple(choice("sources", x, CALIBRATION_SOURCES) for x in sources)
+    if not sources:
+        raise ValueError(f"sources must name at least one of {', '.join(CALIBRATION_SOURCES)}")
     rows = []
-    for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
+    for src, home, seq, batch, ms, sample in _calibration_points(sources):
+        where = home if chip is None else chip
         s = _make_step("bert-base", [seq] * batch, pad_to=seq)
-        sim = simulate(chip, s, **options).time_s * 1e3
-        rows.append({"seq": seq, "batch": batch, "published_ms": ms, "simulated_ms": sim,
-                     "rel_error": (sim - ms) / ms})
+        r = simulate(where, s, **options)
+        sim = r.time_s * 1e3
+        key = "TRT-BERT" if src == "TRT-BERT" else "FT-GUIDE"
+        rows.append({"source": src, "chip": r.chip, "seq": seq, "batch": batch, "published_ms": ms,
+                     "simulated_ms": sim, "rel_error": (sim - ms) / ms, "sample": sample,
+                     "tolerance": _row_tolerance(key, batch)})
     return rows
+
+
+def fit_tensor_efficiency(grid=TENSOR_EFFICIENCY_GRID, **options) -> float:
+    """Re-run the rule that set ``TENSOR_EFFICIENCY``: the grid value minimising the sum of
+    ``log(simulated / published)**2`` over the in-sample rows (§6.1, 128 tokens, A100 40GB).
+
+    ``options`` go to ``simulate`` (not ``tensor_efficiency``). Ties go to the smaller value.
+    """
+    if "tensor_efficiency" in options:
+        raise ValueError("fit_tensor_efficiency chooses tensor_efficiency itself; do not pass it")
+    points = [p for p in _calibration_points(("TRT-BERT",)) if p[5] == "in"]
+    steps = [(p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4]) for p in points]
+    best, best_cost = None, math.inf
+    for e in grid:
+        e = _efficiency("tensor_efficiency", e)
+        cost = sum(math.log(simulate(c, st, tensor_efficiency=e, **options).time_s * 1e3 / ms) ** 2
+                   for c, st, ms in steps)
+        if cost < best_cost:
+            best, best_cost = e, cost
+    return best
 
 
 PADDING_REMOVAL_SPEEDUPS = (
@@ -791,6 +937,8 @@ def format_rows(rows: list[dict]) -> str:
     def fmt(k, v):
         if k == "rel_error":
             return f"{v:+.1%}"
+        if k == "tolerance":
+            return f"±{v:.0%}"
         return f"{v:,.3f}" if isinstance(v, float) else str(v)
 
     cells = [[fmt(k, r[k]) for k in keys] for r in rows]

@@ -28,6 +28,24 @@ class StepResult:
     "exchange" (and "streaming" when weights come from off-chip DRAM); for a GPU they
     are "compute", "memory" (time an HBM-bound kernel waits beyond its compute) and
     "launch".
+
+    The fit rule (both kinds follow it; consumers rely on it):
+
+    * ``fits=True``: the step fits (tile chip: on chip, or by streaming weights and
+      whatever else does not fit from off-chip DRAM; GPU: in HBM). ``time_s`` is finite.
+    * ``fits=False``: the step fits nowhere. ``time_s = math.inf`` (and so
+      ``energy_j = inf`` and the throughputs are 0): no honest time exists.
+      ``fit_message`` says what does not fit, by how much, and what would fit (the
+      largest batch that fits, or "none"). ``split``, ``op_time_s`` and ``op_split``
+      hold the diagnostic estimate as if memory were unlimited (they do NOT sum to
+      ``time_s``); that estimate's total is ``extra["time_if_unlimited_s"]``.
+    * ``simulate`` never raises for a step that does not fit: callers test ``fits``
+      (or ``math.isfinite(time_s)``) and refuse or mask the cell.
+
+    ``energy_j = chip.power_w * time_s``: board power (TDP; sourced in
+    ``ipusim.hardware``) times time, an upper-bound estimate since a chip rarely draws
+    its full board power. The bottom-up estimate from the pJ table in
+    ``ipusim.energy`` is separate (``roofline.step_energy``).
     """
 
     chip: str
@@ -52,10 +70,12 @@ class StepResult:
 
     @property
     def throughput_seq_per_s(self) -> float:
+        """Sequences per second (0 for a step that does not fit)."""
         return self.batch / self.time_s
 
     @property
     def throughput_tokens_per_s(self) -> float:
+        """Real (non-padding) tokens per second (0 for a step that does not fit)."""
         return self.real_tokens / self.time_s
 
     @property
@@ -78,6 +98,10 @@ class StepResult:
         }
 
     def __repr__(self):
+        if not np.isfinite(self.time_s):
+            t = self.extra.get("time_if_unlimited_s", float("nan"))
+            return (f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: DOES NOT FIT, "
+                    f"time inf (as if memory were unlimited: {t * 1e3:,.3f} ms))")
         parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if self.time_s)
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (

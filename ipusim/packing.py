@@ -34,6 +34,7 @@ with attention counted per sequence under a block-diagonal mask for packed rows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -603,6 +604,10 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     """
     max_len = positive("max_len", max_len, integer=True)
     choice("strategy", strategy, STRATEGIES)
+    sl = positive("slack", slack, integer=True, allow_zero=True)
+    if sl >= max_len:
+        raise ValueError(f"slack must lie in 0..{max_len - 1} (tokens an NNLSHP composition may fall short of "
+                         f"max_len {max_len}), got {sl}")
     hist, arr = _as_source(source, max_len)
     if max_per_row is None:
         K = max_len
@@ -639,7 +644,7 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     if strategy in ("spfhp", "bfhp"):
         comps, reps = _run_spfhp(hist.counts, K, shortest_first=strategy == "spfhp")
     else:
-        comps, reps = _run_nnlshp(hist.counts, K, positive("slack", slack, integer=True, allow_zero=True))
+        comps, reps = _run_nnlshp(hist.counts, K, sl)
     width = max(1, int((comps > 0).sum(axis=1).max()))
     comps = np.ascontiguousarray(comps[:, :width])
     seq_row = _assign(comps, reps, arr) if arr is not None else None
@@ -769,7 +774,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
       matmuls as a filler sequence of its own.
     """
     from .hardware import chip as _chip
-    from .machine import step_time_s
+    from .machine import simulate as _simulate
     from .workloads import model as _model
     from .workloads import step
 
@@ -779,6 +784,14 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
     B = positive("batch", batch, integer=True)
     L = positive("max_len", max_len, integer=True)
     arr = lengths_array("lengths", lens, max_len=L)
+
+    def step_time_s(c, s):  # the fit rule: a step that does not fit has no time, so refuse it
+        r = _simulate(c, s)
+        if not r.fits or not math.isfinite(r.time_s):
+            raise ValueError(f"{mode}: a batch of {s.batch} rows ({s.tokens:,} tokens) of {cfg.name} does not fit "
+                             f"{c.name}: {r.fit_message or 'no time'}; use a smaller batch")
+        return r.time_s
+
     t = 0.0
     flops = 0.0
     computed = 0

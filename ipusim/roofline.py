@@ -5,12 +5,30 @@ A roofline bound is a *lower* bound on time: an op needs at least
 bytes that must cross the memory level the operands live in. It ignores every overhead
 (sync, exchange, launch, imbalance); the simulators in ``tiles`` and ``gpu`` add those.
 
-Where an op's bytes come from (``op_bytes_by_level``):
+Two bounds, and which simulator each one bounds:
+
+* **unfused** (``fused=False``, the default): every op of ``workloads.step`` reads its
+  inputs from and writes its output to memory, including the ``l x l`` attention scores
+  and the activation (GELU) output. It is a lower bound of ``tiles.simulate`` in the same
+  weight placement (a tile chip runs every op as its own superstep) and of an unfused GPU
+  (``gpu.simulate(..., fusion="none")``), NOT of the default fused GPU simulator.
+* **fused** (``fused=True``): attention scores, softmax and context form one kernel whose
+  scores never leave the chip (FlashAttention, TensorRT's fused MHA) and the activation
+  rides in the up-projection's epilogue; each fused group is bounded as one kernel,
+  ``max(sum of FLOPs / peak, bytes that must cross memory / bandwidth)``. It is a lower
+  bound of the default (fused) ``gpu.simulate`` and, being no larger than the unfused
+  bound, of ``tiles.simulate`` too.
+
+Where an op's bytes come from (``op_bytes_by_level``, placement by ``placement``):
 
 * GPU: everything from HBM (each byte once: perfect on-chip reuse).
 * Tile chip whose step fits in tile SRAM: everything from tile SRAM.
-* Tile chip whose step does not fit: weights stream from off-chip DRAM, activations stay
-  in SRAM; the two transfers overlap at best, so the bound is the slower of the two.
+* Tile chip whose step does not fit (with off-chip DRAM): weights stream from off-chip
+  DRAM; the KV cache too when it does not fit in SRAM beside the live activations, and
+  the activations too when they alone do not fit. What crosses DRAM and what stays in SRAM
+  overlap at best, so the bound is the slower of the two transfers.
+* Tile chip with no off-chip DRAM whose step does not fit: bounded as if it fit (it cannot
+  run at all; ``fits_on_chip`` says so).
 
 Public entry points: ``memory_levels``, ``memory_capacities``, ``arithmetic_intensity``,
 ``attainable_flops``, ``attainable_flops_by_level``, ``op_bound``, ``step_bounds``,
@@ -103,10 +121,19 @@ def attainable_flops(c: TileChip | GpuChip, intensity, bandwidth: float | None =
     ``intensity`` may be a number or an array; ``bandwidth`` defaults to the main memory.
     """
     c = _chip(c)
-    bw = main_memory_bandwidth(c) if bandwidth is None else bandwidth
+    bw = main_memory_bandwidth(c) if bandwidth is None else positive("bandwidth", bandwidth)
     if np.ndim(intensity):
-        return np.minimum(c.peak_flops, np.asarray(intensity, dtype=np.float64) * bw)
-    return min(c.peak_flops, intensity * bw)
+        a = np.asarray(intensity, dtype=np.float64)
+        if np.any(np.isnan(a)) or np.any(a < 0):
+            raise ValueError("intensity must hold numbers >= 0 FLOP/byte (inf allowed), got NaN or a negative")
+        return np.minimum(c.peak_flops, a * bw)
+    try:
+        x = float(intensity)
+    except (TypeError, ValueError):
+        raise ValueError(f"intensity must be a number >= 0 FLOP/byte, got {intensity!r}") from None
+    if math.isnan(x) or x < 0:
+        raise ValueError(f"intensity must be a number >= 0 FLOP/byte (inf allowed), got {intensity!r}")
+    return min(c.peak_flops, x * bw)
 
 
 def attainable_flops_by_level(c: TileChip | GpuChip, intensity) -> dict[str, float]:
@@ -126,14 +153,71 @@ def ridge_points(c: TileChip | GpuChip) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 
-def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True) -> dict[str, float]:
-    """Bytes ``op`` reads from each memory level of chip ``c`` (compulsory traffic only)."""
+def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> dict[str, bool]:
+    """Which of a step's tensors a roofline bound keeps on chip: ``{"weights", "kv",
+    "activations"} -> bool`` (True: tile SRAM, or HBM on a GPU).
+
+    Tile chip with off-chip DRAM whose step does not fit: the weights go off chip first,
+    then the KV cache if it still does not fit beside the largest op's live activations,
+    then the activations if they alone exceed the SRAM. ``weights_on_chip`` forces the
+    weights' place; forced on chip, everything stays on chip (the "it was sharded" view).
+    """
+    c = _chip(c)
+    on = {"weights": True, "kv": True, "activations": True}
+    if isinstance(c, GpuChip) or c.offchip_bandwidth_bytes_per_s <= 0:
+        return on
+    fits = fits_on_chip(c, s)
+    woc = fits if weights_on_chip is None else bool(weights_on_chip)
+    if woc:
+        return on
+    live, kv = _live_act_bytes(s), _kv_need_bytes(s)
+    return {"weights": False, "kv": kv == 0 or live + kv <= c.data_bytes, "activations": live <= c.data_bytes}
+
+
+def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True,
+                      kv_on_chip: bool = True, activations_on_chip: bool = True) -> dict[str, float]:
+    """Bytes ``op`` reads and writes at each memory level of chip ``c`` (compulsory traffic only).
+
+    On a tile chip with off-chip DRAM, the weights, the KV cache and the other activations
+    each cross the DRAM link when their flag says they are not on chip.
+    """
     c = _chip(c)
     if isinstance(c, GpuChip):
         return {"HBM": op.bytes}
-    if not weights_on_chip and c.offchip_bandwidth_bytes_per_s > 0:
-        return {"streaming DRAM": op.weight_bytes, "tile SRAM": op.bytes - op.weight_bytes}
+    if c.offchip_bandwidth_bytes_per_s > 0 and not (weights_on_chip and kv_on_chip and activations_on_chip):
+        act = op.act_read_bytes + op.act_write_bytes
+        off = ((0.0 if weights_on_chip else op.weight_bytes) + (0.0 if kv_on_chip else op.kv_bytes)
+               + (0.0 if activations_on_chip else act))
+        return {"streaming DRAM": off, "tile SRAM": op.bytes - off}
     return {"tile SRAM": op.bytes}
+
+
+FUSED_GROUPS = (
+    ("fused_attention", ("attn_scores", "softmax", "attn_context")),
+    ("ffn_up+activation", ("ffn_up", "activation")),
+)
+"""Ops the fused bound runs as one kernel (TensorRT's fused MHA and GEMM + GELU epilogue,
+NVIDIA/TensorRT demo/BERT plugins; FlashAttention, Dao et al. 2022, keeps the scores on chip)."""
+
+
+def _fused_group_bytes(ops: list[Op]) -> list[Op]:
+    """The ops of one fused group with the bytes that stay on chip removed: the attention
+    scores (written by attn_scores, read and written by softmax, read by attn_context) and
+    the activation's input and output (it runs in the up-projection's epilogue)."""
+    import dataclasses
+
+    by = {o.name: o for o in ops}
+    out = []
+    scores = by["attn_scores"].act_write_bytes if "attn_scores" in by else 0.0
+    for o in ops:
+        if o.name == "attn_scores":
+            o = dataclasses.replace(o, act_write_bytes=0.0)
+        elif o.name in ("softmax", "activation"):
+            o = dataclasses.replace(o, act_read_bytes=0.0, act_write_bytes=0.0)
+        elif o.name == "attn_context":
+            o = dataclasses.replace(o, act_read_bytes=max(0.0, o.act_read_bytes - scores))
+        out.append(o)
+    return out
 
 
 @dataclass(frozen=True)
@@ -170,44 +254,90 @@ class OpBound:
                 "level": self.level}
 
 
-def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True) -> OpBound:
-    """Lower-bound time of ``op`` on chip ``c``.
-
-    On a tile chip whose weights stream from off-chip DRAM, the weight bytes cross the
-    DRAM link and the activations stay in SRAM; the two overlap at best.
-    """
-    c = _chip(c)
-    compute = op.flops / c.peak_flops
+def _group_bound(c, name: str, kind: str, ops: list[Op], moved: list[Op], place: dict) -> OpBound:
+    """One kernel running ``ops`` (with ``moved``'s bytes crossing memory): compute is all
+    their FLOPs at peak, memory the slowest level's bytes over its bandwidth."""
+    flops = sum(o.flops for o in ops)
+    compute = flops / c.peak_flops
     bws = memory_levels(c)
+    per_level: dict[str, float] = {}
+    for o in moved:
+        for lvl, b in op_bytes_by_level(c, o, weights_on_chip=place["weights"], kv_on_chip=place["kv"],
+                                        activations_on_chip=place["activations"]).items():
+            per_level[lvl] = per_level.get(lvl, 0.0) + b
     memory, level = 0.0, ""
-    for lvl, b in op_bytes_by_level(c, op, weights_on_chip=weights_on_chip).items():
+    for lvl, b in per_level.items():
         t = b / bws[lvl]
         if t > memory or not level:
             memory, level = t, lvl
-    return OpBound(op.name, op.kind, compute, memory, "compute" if compute >= memory else "memory",
-                   flops=op.flops, bytes=op.bytes, level=level)
+    return OpBound(name, kind, compute, memory, "compute" if compute >= memory else "memory",
+                   flops=flops, bytes=float(sum(o.bytes for o in moved)), level=level)
 
 
-def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> list[OpBound]:
-    """Per-op lower bounds of a step. ``weights_on_chip`` defaults to "do they fit?"."""
+def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True, kv_on_chip: bool = True,
+             activations_on_chip: bool = True) -> OpBound:
+    """Lower-bound time of ``op`` on chip ``c`` (unfused: all its bytes cross memory).
+
+    On a tile chip whose weights (or KV cache, or activations) live in off-chip DRAM, those
+    bytes cross the DRAM link and the rest stay in SRAM; the two overlap at best.
+    """
     c = _chip(c)
-    if weights_on_chip is None:
-        weights_on_chip = fits_on_chip(c, s)
-    return [op_bound(c, o, weights_on_chip=weights_on_chip) for o in s.ops]
+    place = {"weights": weights_on_chip, "kv": kv_on_chip, "activations": activations_on_chip}
+    return _group_bound(c, op.name, op.kind, [op], [op], place)
 
 
-def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> float:
-    """Lower bound on the time of a whole step: the sum of its ops' bounds, seconds."""
-    return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip)))
+def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
+                fused: bool = False) -> list[OpBound]:
+    """Lower bounds of a step, op by op (``fused=False``: one per op, step order) or kernel
+    by kernel (``fused=True``: the ``FUSED_GROUPS`` as one bound each, in place of their
+    first op, every other op as itself). Placement of weights, KV cache and activations by
+    ``placement`` (``weights_on_chip`` defaults to "does the step fit?").
+    """
+    c = _chip(c)
+    place = placement(c, s, weights_on_chip=weights_on_chip)
+    if not fused:
+        return [_group_bound(c, o.name, o.kind, [o], [o], place) for o in s.ops]
+    by = {o.name: o for o in s.ops}
+    first = {}
+    for gname, members in FUSED_GROUPS:
+        if all(m in by for m in members):
+            for m in members:
+                first[m] = (gname, members, m == members[0])
+    out = []
+    for o in s.ops:
+        if o.name not in first:
+            out.append(_group_bound(c, o.name, o.kind, [o], [o], place))
+        elif first[o.name][2]:
+            gname, members = first[o.name][:2]
+            ops = [by[m] for m in members]
+            out.append(_group_bound(c, gname, ops[0].kind, ops, _fused_group_bytes(ops), place))
+    return out
+
+
+def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
+                fused: bool = False) -> float:
+    """Lower bound on the time of a whole step: the sum of its ops' (or fused kernels')
+    bounds, seconds. ``fused=False`` bounds ``tiles.simulate`` and an unfused GPU;
+    ``fused=True`` bounds the default (fused) ``gpu.simulate`` and everything else."""
+    return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip, fused=fused)))
+
+
+def _live_act_bytes(s: Step) -> float:
+    """The largest op's activation bytes of one instance (one layer)."""
+    return float(max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops))
+
+
+def _kv_need_bytes(s: Step) -> float:
+    """KV cache a prefill/decode step holds, bytes (0 for other phases)."""
+    if s.phase not in ("prefill", "decode"):
+        return 0.0
+    return float(s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum()))
 
 
 def step_need_bytes(s: Step) -> float:
     """Bytes a step must hold at once: weights + the largest op's live activations (one
     layer) + the KV cache of prefill/decode."""
-    model_bytes = s.model.weight_bytes(s.dtype_bytes)
-    live_act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
-    kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum()) if s.phase in ("prefill", "decode") else 0.0
-    return model_bytes + live_act + kv
+    return float(s.model.weight_bytes(s.dtype_bytes)) + _live_act_bytes(s) + _kv_need_bytes(s)
 
 
 def fits_on_chip(c: TileChip | GpuChip, s: Step) -> bool:
@@ -221,13 +351,16 @@ def fits_on_chip(c: TileChip | GpuChip, s: Step) -> bool:
 
 
 def step_energy(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> _energy.Energy:
-    """Energy of a step's FLOPs and compulsory bytes, joules (table in ``ipusim.energy``)."""
+    """Energy of a step's FLOPs and compulsory (unfused) bytes, joules: the bottom-up
+    estimate from the pJ table in ``ipusim.energy``. (``StepResult.energy_j`` is the other,
+    top-down estimate: board power x simulated time, an upper bound.)"""
     c = _chip(c)
-    if weights_on_chip is None:
-        weights_on_chip = fits_on_chip(c, s)
+    place = placement(c, s, weights_on_chip=weights_on_chip)
     total = _energy.Energy(0.0, {})
     for o in s.ops:
-        total = total + _energy.energy(o.flops, op_bytes_by_level(c, o, weights_on_chip=weights_on_chip))
+        total = total + _energy.energy(o.flops, op_bytes_by_level(
+            c, o, weights_on_chip=place["weights"], kv_on_chip=place["kv"],
+            activations_on_chip=place["activations"]))
     return total
 
 
@@ -247,6 +380,8 @@ class StepRoofline:
     need_bytes: float  # what must be held at once, bytes
     capacity_bytes: float  # tile SRAM data room or HBM, bytes
     energy: _energy.Energy = field(repr=False)
+    placement: dict = field(default_factory=lambda: {"weights": True, "kv": True, "activations": True})
+    fused: bool = False  # bounds are per fused kernel (see the module docstring)
 
     @property
     def time_s(self) -> float:
@@ -273,9 +408,14 @@ class StepRoofline:
         """Where the weights are read from."""
         if isinstance(self.chip, GpuChip):
             return "HBM"
-        if self.fits or self.chip.offchip_bandwidth_bytes_per_s == 0:
-            return "tile SRAM"
-        return "streaming DRAM"
+        return "tile SRAM" if self.placement["weights"] else "streaming DRAM"
+
+    @property
+    def offchip(self) -> tuple:
+        """Tensors read from off-chip DRAM on a tile chip (weights, kv, activations)."""
+        if isinstance(self.chip, GpuChip):
+            return ()
+        return tuple(k for k, on in self.placement.items() if not on)
 
     @property
     def tokens_per_s(self) -> float:
@@ -294,6 +434,7 @@ class StepRoofline:
             "memory_bound_share": self.memory_bound_share, "attained_flops": self.attained_flops,
             "peak_flops": self.chip.peak_flops, "tokens_per_s": self.tokens_per_s,
             "seq_per_s": self.seq_per_s, "fits": self.fits, "weights_in": self.where,
+            "offchip": list(self.offchip), "fused": self.fused,
             "need_bytes": self.need_bytes, "capacity_bytes": self.capacity_bytes,
             "energy": self.energy.to_dict(), "ops": [b.to_dict() for b in self.bounds],
         }
@@ -324,16 +465,17 @@ class StepRoofline:
         )
 
 
-def analyze(c, s: Step, *, weights_on_chip: bool | None = None) -> StepRoofline:
+def analyze(c, s: Step, *, weights_on_chip: bool | None = None, fused: bool = False) -> StepRoofline:
     """Roofline analysis of step ``s`` on chip ``c`` (preset name or chip object)."""
     c = _chip(c)
     if not isinstance(s, Step):
         raise ValueError(f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
     fits = fits_on_chip(c, s)
-    woc = fits if weights_on_chip is None else weights_on_chip
+    place = placement(c, s, weights_on_chip=weights_on_chip)
     cap = float(c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes)
-    return StepRoofline(c, s, tuple(step_bounds(c, s, weights_on_chip=woc)), fits, step_need_bytes(s), cap,
-                        step_energy(c, s, weights_on_chip=woc))
+    return StepRoofline(c, s, tuple(step_bounds(c, s, weights_on_chip=weights_on_chip, fused=bool(fused))),
+                        fits, step_need_bytes(s), cap, step_energy(c, s, weights_on_chip=weights_on_chip),
+                        place, bool(fused))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,15 +575,16 @@ def _features(b, ln):
 
 
 def _op_quantities(s: Step) -> np.ndarray:
-    """Per op: FLOPs, weight bytes, other bytes, live activation bytes of one instance."""
-    return np.array([[o.flops, o.weight_bytes, o.bytes - o.weight_bytes,
-                      (o.act_read_bytes + o.act_write_bytes) / o.count] for o in s.ops])
+    """Per op: FLOPs, weight bytes, activation bytes, live activation bytes of one
+    instance, KV-cache bytes."""
+    return np.array([[o.flops, o.weight_bytes, o.act_read_bytes + o.act_write_bytes,
+                      (o.act_read_bytes + o.act_write_bytes) / o.count, o.kv_bytes] for o in s.ops])
 
 
 def step_coefficients(model_or_name, phase: str = "forward", dtype_bytes: int = 2) -> np.ndarray:
     """Coefficients ``C[op, quantity, 4]`` with quantity = C . (1, B, B l, B l^2) for a batch
     of B sequences of l tokens (context length for decode), quantity in (FLOPs, weight bytes,
-    other bytes, live activation bytes per instance).
+    activation bytes, live activation bytes per instance, KV-cache bytes).
 
     Every op of ``workloads.step`` is linear in those four features; this solves for the
     coefficients from four steps and checks them on a fifth (an error if the op list ever
@@ -468,7 +611,7 @@ def _sweep_kernel(batches, seq_lens, coef, fixed_need, kv_per_token, peak, bw_fa
     """Step lower bounds over a (chip, batch, seq_len) grid.
 
     Preconditions: ``batches`` and ``seq_lens`` are float64 arrays of whole numbers >= 1;
-    ``coef`` is float64 (ops, 4 quantities, 4 features) from ``step_coefficients``;
+    ``coef`` is float64 (ops, 5 quantities, 4 features) from ``step_coefficients``;
     ``peak``, ``bw_fast`` (> 0), ``bw_weights`` (>= 0; 0 means "no off-chip weight stream")
     and ``cap`` are float64 arrays of one value per chip; ``out_time`` (float64) and
     ``out_fits`` (bool) have shape (chips, batches, seq_lens).
@@ -486,17 +629,26 @@ def _sweep_kernel(batches, seq_lens, coef, fixed_need, kv_per_token, peak, bw_fa
                     v = coef[o, 3, 0] + coef[o, 3, 1] * f1 + coef[o, 3, 2] * f2 + coef[o, 3, 3] * f3
                     if v > live:
                         live = v
-                fits = fixed_need + live + kv_per_token * f2 <= cap[c]
+                kv_need = kv_per_token * f2
+                fits = fixed_need + live + kv_need <= cap[c]
+                kv_on = live + kv_need <= cap[c]  # placement(): weights off first, then KV,
+                act_on = live <= cap[c]  # then activations
                 t = 0.0
                 for o in range(n_ops):
                     fl = coef[o, 0, 0] + coef[o, 0, 1] * f1 + coef[o, 0, 2] * f2 + coef[o, 0, 3] * f3
                     w = coef[o, 1, 0] + coef[o, 1, 1] * f1 + coef[o, 1, 2] * f2 + coef[o, 1, 3] * f3
                     a = coef[o, 2, 0] + coef[o, 2, 1] * f1 + coef[o, 2, 2] * f2 + coef[o, 2, 3] * f3
+                    kv = coef[o, 4, 0] + coef[o, 4, 1] * f1 + coef[o, 4, 2] * f2 + coef[o, 4, 3] * f3
                     comp = fl / peak[c]
                     if fits or bw_weights[c] <= 0.0:
-                        mem = (w + a) / bw_fast[c]
+                        mem = (w + a + kv) / bw_fast[c]
                     else:
-                        mem = max(w / bw_weights[c], a / bw_fast[c])
+                        off = w
+                        if not kv_on:
+                            off += kv
+                        if not act_on:
+                            off += a
+                        mem = max(off / bw_weights[c], (w + a + kv - off) / bw_fast[c])
                     t += max(comp, mem)
                 out_time[c, i, j] = t
                 out_fits[c, i, j] = fits
@@ -560,8 +712,9 @@ def sweep(chips, model_or_name, batches, seq_lens, *, phase: str = "forward", dt
     """Lower-bound step time of ``model`` for every chip x batch x sequence length (Numba).
 
     Each grid point is a batch of ``batch`` sequences of ``seq_len`` tokens (for decode: one
-    new token each against a context of ``seq_len``), bounded as ``step_time_s`` bounds it:
-    weights from tile SRAM when the step fits, else streamed from off-chip DRAM.
+    new token each against a context of ``seq_len``), bounded as ``step_time_s`` bounds it
+    (unfused): everything from tile SRAM when the step fits, else the weights (and the KV
+    cache, and activations, when they do not fit either: ``placement``) from off-chip DRAM.
     """
     m, cs, b, lens = _sweep_inputs(chips, model_or_name, batches, seq_lens)
     choice("phase", phase, workloads.PHASES)

@@ -11,9 +11,10 @@ Service times. A ``ServiceModel`` is a table ``time[rows, j]`` in seconds: a bat
 the machine model (``ipusim.machine.step_time_s``: the tile simulator for a tile chip, the
 GPU simulator for a GPU) on representative batches; ``fixed_service`` and
 ``exponential_service`` need no machine (for checks against queueing theory). A padded
-device runs ``batch size`` rows of the batch's longest request (rounded up to
-``len_step``); a packed device runs ``ceil(tokens / pack_len)`` rows of ``pack_len``
-tokens (ideal packing; attention over each packed row with a block mask, as PackedBERT).
+device runs ``batch size`` rows of the batch's longest request; a packed device packs
+the batch's requests first-fit decreasing (``ipusim.packing``) into rows of ``pack_len``
+tokens and runs those rows (attention over each packed row with a block mask, as
+PackedBERT). Cells whose step does not fit are ``inf``; ``simulate`` refuses them.
 
 The event loop (``_simulate_kernel``) is a Numba kernel; ``_simulate_reference`` is an
 independent event-driven plain-Python model of the same policies, and ``simpy_dynamic``
@@ -32,11 +33,19 @@ import numpy as np
 from numba import njit
 
 from . import lengths as _lengths
+from . import packing as _pk
 from . import policies as P
 from ._validate import lengths_array, positive
 
 DEFAULT_SEED = 0
 _INF = np.inf
+# The CLI's cap on requests per run. A run holds about 100 bytes per request (arrival, length,
+# start, finish, device, batch id and the summary's temporaries; measured in
+# tests/test_serving.py::test_ten_million_requests_stay_within_100_bytes_each), so 20 million
+# requests need about 2 GB: the most a laptop-sized machine holds without being OOM-killed.
+MAX_REQUESTS = 20_000_000
+BYTES_PER_REQUEST = 100
+MAX_LENGTH = 2**31 - 1  # tokens per request, at most (so a batch's token sum cannot overflow int64)
 
 # ----------------------------------------------------------------------------------------
 # Per-request lengths (drawn from ipusim.lengths)
@@ -104,13 +113,15 @@ class ServiceModel:
 
     @property
     def max_len(self) -> int:
-        return (self.table.shape[1] - 1) * self.len_step if self.len_step else 2**31 - 1
+        return (self.table.shape[1] - 1) * self.len_step if self.len_step else MAX_LENGTH
 
     def time_s(self, lengths, *, rows: int | None = None) -> float:
         """Service time of one batch with these request lengths (mean for ``random='exp'``)."""
         lens = np.asarray(lengths, dtype=np.int64)
         r, j, _ = _batch_shape(self.len_step, self.packed, self.pack_len, lens.size if rows is None else rows,
                                int(lens.max()), int(lens.sum()))
+        if self.packed:  # first-fit decreasing, as the simulator packs a batch
+            r = _pk._ffd(np.sort(lens)[::-1].copy(), self.pack_len, self.pack_len, np.empty(lens.size, np.int64))
         return _lookup(self.table, r, j)
 
     def throughput_rps(self, length: int, batch: int) -> float:
@@ -144,26 +155,103 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
 _ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
+def _step_eval(chip_name, model_name, phase, rows, length, memo):
+    """(seconds, regime) of one step; seconds = inf when the step does not fit (fit rule).
+
+    ``regime`` is (fits, streams weights from DRAM): times are smooth within a regime and
+    jump between regimes (a memory cliff), so the tables never interpolate across one.
+    """
+    key = (rows, length)
+    if key not in memo:
+        from . import machine, workloads
+
+        pad = None if phase == "decode" else length
+        res = machine.simulate(chip_name, workloads.step(model_name, [length] * rows, phase=phase, pad_to=pad))
+        ok = bool(res.fits) and math.isfinite(res.time_s)
+        streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
+        memo[key] = (res.time_s if ok else _INF, (ok, streams))
+    return memo[key]
+
+
+def _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, length, memo):
+    """Seconds for 1..max_rows rows at ``length``: grid rows computed, rows between two grid
+    rows of the same regime interpolated linearly, rows between regimes computed exactly."""
+    col = np.empty(max_rows + 1)
+    col[0] = 0.0
+    for r in rows_grid:
+        col[r] = _step_eval(chip_name, model_name, phase, r, length, memo)[0]
+    for a, b in zip(rows_grid[:-1], rows_grid[1:], strict=True):
+        if b - a < 2:
+            continue
+        ta, ga = _step_eval(chip_name, model_name, phase, a, length, memo)
+        tb, gb = _step_eval(chip_name, model_name, phase, b, length, memo)
+        if ga == gb and math.isfinite(ta) and math.isfinite(tb):
+            col[a + 1:b] = np.interp(np.arange(a + 1, b), [a, b], [ta, tb])
+        elif ga == gb:  # both do not fit: rows in between need at least a's memory
+            col[a + 1:b] = _INF
+        else:
+            for r in range(a + 1, b):
+                col[r] = _step_eval(chip_name, model_name, phase, r, length, memo)[0]
+    return col
+
+
 @functools.lru_cache(maxsize=96)
 def _time_table(chip_name, model_name, phase, max_rows, max_len, len_step, exact_rows):
-    """Seconds of one step, ``tab[rows, j]`` for ``rows`` sequences of ``j * len_step`` tokens.
+    """Seconds of one step, ``tab[rows, j]``; ``inf`` where the step does not fit.
 
-    ``phase`` "forward": every sequence padded to that length; "decode": one new token per
-    sequence with that much context. Rows on a grid are linearly interpolated.
+    ``phase`` "decode": one new token per sequence with ``j * len_step`` tokens of context
+    (columns every ``len_step``). ``phase`` "forward"/"prefill": every sequence padded to
+    ``L`` tokens, with one column per token length ``L`` (so ``len_step`` of the result is
+    1): the machine model is run on the lengths ``len_step, 2 len_step, ...`` plus, for each
+    grid row count, the last length before each memory cliff (found by bisection where the
+    regime changes between two grid lengths); a length is charged the time of the next
+    length computed, which is never on the other side of a cliff. Rows on a grid are
+    linearly interpolated within a regime and computed exactly across one.
     """
-    from . import machine, workloads
-
-    n_len = -(-max_len // len_step)
+    memo: dict = {}
     rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in _ROW_GRID if r < max_rows} | {max_rows})
-    tab = np.zeros((max_rows + 1, n_len + 1))
-    for j in range(1, n_len + 1):
-        L = min(j * len_step, max_len)
-        pad = None if phase == "decode" else L
-        vals = [machine.step_time_s(chip_name, workloads.step(model_name, [L] * r, phase=phase, pad_to=pad))
-                for r in rows_grid]
-        tab[1:, j] = np.interp(np.arange(1, max_rows + 1), rows_grid, vals)
+    n_len = -(-max_len // len_step)
+    grid = sorted({min(j * len_step, max_len) for j in range(1, n_len + 1)})
+    if phase == "decode":
+        tab = np.zeros((max_rows + 1, n_len + 1))
+        for j in range(1, n_len + 1):
+            tab[:, j] = _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, min(j * len_step, max_len), memo)
+        tab.setflags(write=False)
+        return tab
+    cols = set(grid)
+    for r in rows_grid:
+        prev = None
+        for L in grid:
+            g = _step_eval(chip_name, model_name, phase, r, L, memo)[1]
+            if prev is not None and g != prev[1]:
+                lo, hi = prev[0], L  # regime(lo) = prev regime, regime(hi) differs
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _step_eval(chip_name, model_name, phase, r, mid, memo)[1] == prev[1]:
+                        lo = mid
+                    else:
+                        hi = mid
+                cols.add(lo)
+            prev = (L, g)
+    cols = sorted(cols)
+    vals = {L: _fill_rows(chip_name, model_name, phase, max_rows, rows_grid, L, memo) for L in cols}
+    tab = np.zeros((max_rows + 1, max_len + 1))
+    ci = 0
+    for L in range(1, max_len + 1):
+        while cols[ci] < L:
+            ci += 1
+        tab[:, L] = vals[cols[ci]]
     tab.setflags(write=False)
     return tab
+
+
+def largest_batch(service: ServiceModel, length: int) -> int:
+    """Most rows of ``length`` tokens (padded) that fit the device in one step; 0 if none."""
+    if not service.len_step:
+        return service.max_rows
+    j = 1 if service.packed else -(-int(length) // service.len_step)
+    bad = np.flatnonzero(~np.isfinite(service.table[1:, j]))
+    return int(bad[0]) if bad.size else service.max_rows
 
 
 def chip_service(
@@ -179,8 +267,11 @@ def chip_service(
 ) -> ServiceModel:
     """Service-time table of ``model`` on ``chip`` from ``ipusim.machine.step_time_s``.
 
-    Each column is a padded length (multiples of ``len_step`` up to ``max_len``, default
-    the model's ``max_positions``). Rows are computed for every count (``exact_rows``,
+    Each column is a padded length in tokens (1 to ``max_len``, default the model's
+    ``max_positions``); the machine model runs at multiples of ``len_step`` and at the last
+    length before each memory cliff, and a length is charged the next length computed (see
+    ``_time_table``). Cells whose step does not fit are ``inf`` (``largest_batch`` reads
+    the fit limit); ``simulate`` refuses a policy whose batches would land on them. Rows are computed for every count (``exact_rows``,
     the default for GPU chips, whose wave quantization makes interpolation up to ~10%
     off) or on a grid (1, 2, 3, 4, 6, 8, 12, ...) and linearly interpolated (the default
     for tile chips, whose simulator costs ~10 ms a call). Tables are built for at least
@@ -203,11 +294,11 @@ def chip_service(
         if pl > m.max_positions:
             raise ValueError(f"pack_len {pl} exceeds {m.name}'s max_positions {m.max_positions}")
         # one column: every packed row has pack_len tokens; a batch of r rows of pack_len tokens
-        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)
+        tab = _time_table(c.name, m.name, "forward", rows, pl, pl, True)[:, :2]
         return ServiceModel(f"{c.name} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
                             source="machine")
     tab = _time_table(c.name, m.name, "forward", rows, max_len, step, exact_rows)
-    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), step, source="machine")
+    return ServiceModel(f"{c.name} {m.name} padded", _rows(tab, b), 1, source="machine")
 
 
 def _rows(tab, b):
@@ -221,23 +312,33 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     """Relative error of a padded ``service`` table against direct machine-model calls.
 
     Each sample is a batch of random size (1..max_rows) of mixed lengths (``sample_lengths``);
-    the direct call pads it to its longest request exactly, the table to the next multiple
-    of ``len_step`` (and interpolates rows if the table was built on a grid).
+    the direct call pads it to its longest request exactly, the table to the next length it
+    computed (and interpolates rows if the table was built on a grid). Batches that do not
+    fit are counted (``refused`` when both agree, ``fit_mismatches`` when they do not) and
+    left out of the error statistics.
     """
     from . import machine, workloads
 
     if service.packed or not service.len_step:
         raise ValueError("surrogate_error checks padded chip tables (from chip_service with packed=False)")
     rng = np.random.default_rng(seed)
-    errs = []
+    errs, refused, mismatch = [], 0, 0
     for k in range(positive("samples", samples, integer=True)):
         r = int(rng.integers(1, service.max_rows + 1))
         lens = np.minimum(sample_lengths(r, long_fraction=long_fraction, seed=seed + k), service.max_len)
-        direct = machine.step_time_s(chip, workloads.step(model, lens, pad_to=int(lens.max())))
-        errs.append(service.time_s(lens) / direct - 1.0)
-    e = np.abs(errs)
-    return {"samples": len(errs), "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
-            "mean_signed_error": float(np.mean(errs))}
+        res = machine.simulate(chip, workloads.step(model, lens, pad_to=int(lens.max())))
+        fits = bool(res.fits) and math.isfinite(res.time_s)
+        tab = service.time_s(lens)
+        if fits != math.isfinite(tab):
+            mismatch += 1  # the table and the machine disagree on whether the batch fits
+        elif not fits:
+            refused += 1  # both say it does not fit: no time to compare
+        else:
+            errs.append(tab / res.time_s - 1.0)
+    e = np.abs(errs) if errs else np.array([math.nan])
+    return {"samples": int(samples), "compared": len(errs), "refused": refused, "fit_mismatches": mismatch,
+            "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
+            "mean_signed_error": float(np.mean(errs)) if errs else math.nan}
 
 
 # ----------------------------------------------------------------------------------------
@@ -250,8 +351,9 @@ def _batch_shape(len_step, packed, pack_len, size, max_len, tokens):
     """(rows, length column, computed tokens) of a batch. Preconditions: size >= 1."""
     if len_step == 0:
         return size, 1, tokens
-    if packed:
-        rows = (tokens + pack_len - 1) // pack_len
+    if packed:  # ``size`` requests of ``max_len`` tokens each: pack_len // max_len to a row (first fit)
+        per = pack_len // max_len
+        rows = (size + per - 1) // per
         return rows, 1, rows * pack_len
     j = (max_len + len_step - 1) // len_step
     return size, j, size * j * len_step
@@ -280,7 +382,7 @@ class _Plan:
     """Everything the kernel and the reference read, as arrays (built by ``_prepare``)."""
 
     arrival: np.ndarray  # float64 [n], sorted
-    lengths: np.ndarray  # int32 [n]
+    lengths: np.ndarray  # int64 [n] (kept wide: a cast to int32 would wrap lengths >= 2**31 negative)
     mult: np.ndarray  # float64 [n] (exp service) or [0]
     qidx: np.ndarray  # int64 [n] request ids by queue then arrival, or [0] for one queue
     qoff: np.ndarray  # int64 [nq + 1]
@@ -378,6 +480,12 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             if serves[d, k]:
                 n_serving[k] += 1
     free = np.zeros(nd)
+    qmax = 1
+    for k in range(nq):
+        if q_batch[k] > qmax:
+            qmax = q_batch[k]
+    pbuf = np.empty(qmax, dtype=np.int64)  # lengths of a packed batch
+    prow = np.empty(qmax, dtype=np.int64)
     one = qidx.shape[0] == 0  # a single queue: queue position = request id
     dispatched = 0
     nb = 0
@@ -482,6 +590,12 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
         mi = dev_model[d]
         rows_req = B if (kind == _STATIC and pad_full) else size
         rows, j, computed = _batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok)
+        if m_packed[mi]:  # a real packing of this batch: first-fit decreasing into pack_len rows
+            for m in range(h, h + size):
+                pbuf[m - h] = lengths[m if one else qidx[qoff[k] + m]]
+            srt = np.sort(pbuf[:size])[::-1].copy()
+            rows = _pk._ffd(srt, m_pack_len[mi], m_pack_len[mi], prow[:size])
+            computed = rows * m_pack_len[mi]
         rmax = m_rows[mi]
         if rows <= rmax:
             s = tables[mi, rows, j]
@@ -520,13 +634,14 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
 # ----------------------------------------------------------------------------------------
 
 
-def _ref_service(plan, mi, rows, mx, tok):
+def _ref_service(plan, mi, rows, mx, tok, batch_lens=None):
+    """(seconds, computed tokens) of a batch; ``batch_lens`` (the requests' lengths) for a packed device."""
     step = int(plan.m_len_step[mi])
     if step == 0:
         r, j, comp = rows, 1, tok
     elif plan.m_packed[mi]:
         pl = int(plan.m_pack_len[mi])
-        r = (tok + pl - 1) // pl
+        r = _pk._ffd_reference(list(batch_lens), pl, pl)[1]  # first-fit decreasing into rows of pl tokens
         j, comp = 1, r * pl
     else:
         j = (mx + step - 1) // step
@@ -587,10 +702,10 @@ def _simulate_reference(plan: _Plan):
         B = int(plan.q_batch[k])
         b = B
         for c in range(1, B + 1):
-            if c / _ref_service(plan, mi, c, L, c * L)[0] >= need:
+            if c / _ref_service(plan, mi, c, L, c * L, [L] * c)[0] >= need:
                 b = c
                 break
-        return b, max(0.0, plan.ad_target - _ref_service(plan, mi, b, L, b * L)[0])
+        return b, max(0.0, plan.ad_target - _ref_service(plan, mi, b, L, b * L, [L] * b)[0])
 
     def delay(k):
         return adaptive_plan(k)[1] if kind == _ADAPTIVE else float(plan.q_delay[k])
@@ -664,7 +779,7 @@ def _simulate_reference(plan: _Plan):
             mi = int(plan.dev_model[d])
             mx, tok = max(lens[i] for i in batch), sum(lens[i] for i in batch)
             rows = B if (kind == _STATIC and plan.pad_full) else len(batch)
-            s, c = _ref_service(plan, mi, rows, mx, tok)
+            s, c = _ref_service(plan, mi, rows, mx, tok, [lens[i] for i in batch])
             if plan.m_rand[mi]:
                 s = s * float(plan.mult[batch[0]])
             fin = t + s
@@ -732,9 +847,9 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
         raise ValueError("arrival_s must be sorted ascending (results are per request in arrival order)")
     n = arr.size
     if np.isscalar(lengths) or np.ndim(lengths) == 0:
-        lens = np.full(n, positive("lengths", lengths, integer=True), dtype=np.int32)
+        lens = np.full(n, positive("lengths", lengths, integer=True), dtype=np.int64)
     else:
-        lens = lengths_array("lengths", lengths).astype(np.int32)
+        lens = lengths_array("lengths", lengths)  # int64: no narrowing, so 1e12 tokens is rejected below
         if lens.size != n:
             raise ValueError(f"lengths has {lens.size} entries, arrival_s has {n}: give one length per request")
     devs = _as_devices(devices)
@@ -743,6 +858,9 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
     if not isinstance(policy, (P.Static, P.Dynamic, P.TokenBudget, P.LengthBuckets, P.Adaptive)):
         raise ValueError(f"policy must be one of ipusim.policies' objects, got {policy!r}")
     lmax = int(lens.max())
+    if lmax > MAX_LENGTH:
+        raise ValueError(f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
+                         "token sums per batch must stay far from int64 overflow")
     for d in devs:
         if d.len_step and lmax > d.max_len:
             raise ValueError(f"a request of {lmax} tokens is longer than device {d.name!r} handles ({d.max_len})")
@@ -803,6 +921,7 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
     else:
         kind, B, D = _ADAPTIVE, policy.max_batch, 0.0
         ad = (policy.latency_target_s, policy.utilization_target, policy.window)
+    _check_fit(policy, B, devs, lens, qid, nq, serves)
     mw = n if max_waiting is None else positive("max_waiting", max_waiting, integer=True)
     return _Plan(
         arrival=arr, lengths=lens, mult=mult, qidx=qidx, qoff=qoff, serves=serves,
@@ -814,6 +933,43 @@ def _prepare(arrival_s, lengths, policy, devices, router, seed, max_waiting) -> 
         pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
         ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
     )
+
+
+def _check_fit(policy, B, devs, lens, qid, nq, serves):
+    """Refuse a policy whose full batch at a queue's longest request does not fit a device.
+
+    A batch of ``B`` requests padded to the longest one is the largest step the policy can
+    send (a static policy always sends it); if the machine model says it does not fit,
+    there is no honest time for it (the fit rule), so the configuration is an error that
+    names the largest batch that fits. Token-budget and packed batches are checked batch
+    by batch after the run (``_refuse_unfit``).
+    """
+    if isinstance(policy, P.TokenBudget):
+        return
+    for k in range(nq):
+        ql = lens if qid is None else lens[qid == k]
+        if ql.size == 0:
+            continue
+        L = int(ql.max())
+        for d, dev in enumerate(devs):
+            if not serves[d, k] or dev.packed or not dev.len_step:
+                continue
+            if not math.isfinite(dev.time_s([L] * B)):
+                most = largest_batch(dev, L)
+                fix = ("Lower the policy's max batch or route long requests elsewhere" if most else
+                       "Not even one request fits: use a chip with more memory")
+                raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
+                                 f"model has no time for it); largest batch that fits at {L} tokens: "
+                                 f"{most or 'none'}. {fix}")
+
+
+def _refuse_unfit(plan, finish, devs):
+    """After a run: a batch whose step did not fit has an infinite finish time; refuse it."""
+    bad = np.flatnonzero(np.isinf(finish))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
+                         f"(the machine model has no time for it); lower the policy's batch or token budget")
 
 
 def _run_kernel(plan: _Plan):
@@ -859,6 +1015,7 @@ def simulate(
     plan = _prepare(arrival_s, lengths, policy, devs, router, seed, max_waiting)
     out = _run_kernel(plan) if engine == "numba" else _simulate_reference(plan)
     start, finish, device, batch_id, busy, real, comp, info = out
+    _refuse_unfit(plan, finish, devs)
     return ServingResult(
         policy=policy.describe(), devices=tuple(d.name for d in devs), arrival_s=plan.arrival,
         lengths=plan.lengths, start_s=start, finish_s=finish, device=device.astype(np.int16),
@@ -944,6 +1101,17 @@ class ServingResult:
             stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
                                      f"last arrived; offered {offered:,.0f} req/s vs capacity about "
                                      f"{cap:,.0f} req/s")
+        elif ns and self.first_token_s is None and np.any(busy * offered / ns > 1.0):
+            # A device given a share per_dev/ns of the offered rate serves per_dev/busy requests per
+            # busy second; it keeps up only if share x offered <= per_dev / busy, i.e. busy x
+            # offered / ns <= 1. Beyond that there is no steady state, whatever the run length (a short
+            # run only hides the queue it would build); per device, so one overloaded pool of a
+            # router counts. Not for generation: there "busy" is the time any sequence runs, which
+            # nears 100% well below capacity.
+            d = int(np.argmax(busy * offered / ns))
+            off_d, cap_d = offered * per_dev[d] / ns, per_dev[d] / busy[d]
+            stable, reason = False, (f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
+                                     f"{cap_d:,.0f} req/s (requests served per busy second)")
         out = {
             "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
             "batches": self.batches,
@@ -1048,7 +1216,8 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
     def run_batch(d, t, batch):
         mi = int(plan.dev_model[d])
-        s, _ = _ref_service(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch))
+        s, _ = _ref_service(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch),
+                            [lens[i] for i in batch])
         if plan.m_rand[mi]:
             s = s * float(plan.mult[batch[0]])
         fin = t + s
@@ -1116,8 +1285,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
-    tab = _time_table(c.name, m.name, "forward", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
-    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, prompt_step, source="machine")
+    # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
+    tab = _time_table(c.name, m.name, "prefill", b, max_ctx, positive("prompt_step", prompt_step, integer=True), exact)
+    pre = ServiceModel(f"{c.name} {m.name} prefill", tab, 1, source="machine")
     dec = _time_table(c.name, m.name, "decode", b, max_ctx, positive("ctx_step", ctx_step, integer=True), exact)
     return GenerationModel(f"{c.name} {m.name}", pre, dec, ctx_step, source="machine")
 
@@ -1271,6 +1441,9 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy: P.Conti
         start, first, finish, iters = _continuous_reference(arr, pr, out, gen, B, policy.kv_capacity_tokens)
     else:
         raise ValueError(f"unknown engine {engine!r}; valid: numba, python")
+    if np.isinf(finish).any() or np.isinf(first).any():
+        raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
+                         "for it; prefill writes the KV cache too): lower the policy's max_batch")
     busy = _busy_from_iterations(start, finish)
     return ServingResult(
         policy=policy.describe(), devices=(gen.name,), arrival_s=arr, lengths=pr, start_s=start, finish_s=finish,

@@ -13,7 +13,9 @@ The model, in the order a step is simulated:
    rows it owns, the KV cache) and, while an op runs, *temporary* bytes (its input and
    output blocks, gathered weight blocks, attention scores). Peak = always-live + the
    largest temporary. More than ``sram_per_tile_bytes`` is an out-of-memory error, reported
-   with the tile, the excess and what would make it fit; nothing is placed silently.
+   with the tile, the excess and what would make it fit; nothing is placed silently. A step
+   that fits neither on chip nor by streaming its weights has ``fits=False`` and
+   ``time_s = inf`` (the fit rule in ``machine.StepResult``).
 3. **Supersteps.** A superstep is sync, then the exchange that brings an op its inputs,
    then the op's compute (read cyclically, this is Graphcore's compute -> sync -> exchange
    order, facts §1.4 GC-MPO2). Compute cycles per tile are ``vertex overhead x pieces +
@@ -417,9 +419,26 @@ def _map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan
     return plan
 
 
+def _tile_chip(c, fn: str) -> TileChip:
+    """``c`` as a TileChip, or a ValueError naming the function and the chip."""
+    c = _chip(c)
+    if not isinstance(c, TileChip):
+        raise ValueError(f"tiles.{fn} needs a tile chip, got {c.name!r} ({type(c).__name__}); "
+                         "use ipusim.machine.simulate for any chip")
+    return c
+
+
+def _step_arg(s) -> Step:
+    if not isinstance(s, Step):
+        raise ValueError(f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+    return s
+
+
 def map_step(c, s: Step, *, seed: int = 0, engine: str = "numba") -> list[OpPlan]:
     """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op)."""
-    c = _chip(c)
+    c = _tile_chip(c, "map_step")
+    _step_arg(s)
+    choice("engine", engine, ENGINES)
     ref = engine == "python"
     cfg, dt = s.model, s.dtype_bytes
     plans, r = [], None
@@ -528,8 +547,9 @@ class TileProfile:
 
     @property
     def idle_s(self) -> np.ndarray:
-        """Seconds each tile waits (at syncs, for the slowest tile) over the step."""
-        return self.result.time_s - self.result.unit_busy_s
+        """Seconds each tile waits (at syncs, for the slowest tile) over the step (for a step
+        that does not fit: over its as-if-unlimited-memory time)."""
+        return self.result.extra.get("time_if_unlimited_s", self.result.time_s) - self.result.unit_busy_s
 
     def fullest_tiles(self, n: int = 5) -> list[dict]:
         """The ``n`` tiles with the most bytes: tile, bytes, always-live, temporary, op at peak."""
@@ -575,7 +595,8 @@ def largest_batch_that_fits(c, s: Step, *, weights_on_chip: bool = True, seed: i
     Bisection over the batch, mapping each candidate (temporaries do not scale linearly with
     tokens, because the planner changes partitions).
     """
-    c = _chip(c)
+    c = _tile_chip(c, "largest_batch_that_fits")
+    _step_arg(s)
 
     def fits(b):
         sb = _sub_step(s, b)
@@ -631,12 +652,8 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     is reported as such); "stream" always streams. ``seed`` draws the embedding token ids.
     ``engine``: "numba" (default) or "python" (the plain reference loops, for tests).
     """
-    c = _chip(c)
-    if not isinstance(c, TileChip):
-        raise ValueError(f"tiles.simulate needs a tile chip, got {c.name!r} ({c.kind}); "
-                         "use ipusim.machine.simulate for any chip")
-    if not isinstance(s, Step):
-        raise ValueError(f"s must be a workloads.Step, got {type(s).__name__}")
+    c = _tile_chip(c, "simulate")
+    _step_arg(s)
     choice("weights", weights, WEIGHT_MODES)
     choice("engine", engine, ENGINES)
     if s.phase == "train":
@@ -658,7 +675,7 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
         can_stream = c.offchip_bytes >= cfg.weight_bytes(dt)
         if onchip_peak > c.sram_per_tile_bytes and stream_fits and can_stream:
             mode = "stream"
-        else:
+        else:  # fits on chip, or fits nowhere (then time_s = inf below)
             mode = "on_chip"
     streamed = mode == "stream"
     always = np.full(T, base) + (0.0 if streamed else placed)
@@ -677,13 +694,15 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
         op_split["streaming"] = np.array([p.stream_bytes * p.op.count for p in plans]) / c.offchip_bandwidth_bytes_per_s
     op_time = sum(op_split.values())
     split = {k: float(v.sum()) for k, v in op_split.items()}
-    time_s = float(op_time.sum())
+    time_if_unlimited = float(op_time.sum())
     busy = ((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz
 
     prof = TileProfile(c, s, plans, prog, "streamed" if streamed else "on-chip", always, temporary, peak_op,
                        weight_bytes=np.zeros(T) if streamed else placed)
     mem = always + temporary
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
+    # The fit rule (machine.StepResult): a step that fits nowhere has no honest time.
+    time_s = time_if_unlimited if fits else math.inf
     if not fits:
         msg = _fit_message(c, s, prof, stream_s_if)
     elif streamed:
@@ -700,8 +719,8 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
         op_names=tuple(p.op.name for p in plans), op_time_s=op_time, op_split=op_split,
         unit_busy_s=busy, unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=fits, fit_message=msg,
-        extra={"weights": prof.weights, "cycles": time_s * hz,
+        fits=fits, fit_message=msg, energy_j=c.power_w * time_s,
+        extra={"weights": prof.weights, "cycles": time_s * hz, "time_if_unlimited_s": time_if_unlimited,
                "supersteps": int(prog.count.sum()),
                "memory_always_live_max_bytes": float(always.max()),
                "memory_temporary_max_bytes": float(temporary.max())},
@@ -722,23 +741,30 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     from ._validate import positive
     from .workloads import _matmul
 
-    c = _chip(c)
+    c = _tile_chip(c, "matmul")
     m, k, n = (positive(nm, v, integer=True) for nm, v in (("m", m), ("k", k), ("n", n)))
+    dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
+    choice("engine", engine, ENGINES)
     op = _matmul("matmul", 1, m, k, n, dtype_bytes)
     plan = _map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
     hz = c.clock_hz
     split = {"compute": prog.slowest[:, 0].sum() / hz, "sync": len(prog.phases) * c.sync_cycles / hz,
              "exchange": prog.slowest[:, 1].sum() / hz}
-    t = sum(split.values())
+    t_unlimited = float(sum(split.values()))
     always = c.code_bytes_per_tile + plan.weights
+    mem = always + plan.temp
+    fits = bool(mem.max() <= c.sram_per_tile_bytes)
+    t = t_unlimited if fits else math.inf  # the fit rule (machine.StepResult)
+    msg = "" if fits else (f"Out of memory: {mem.max():,.0f} bytes on the fullest tile, tiles have "
+                           f"{c.sram_per_tile_bytes:,}; a smaller m, k or n (or more chips) would fit.")
     res = StepResult(
         chip=c.name, kind="tile", model=f"matmul {m}x{k}x{n}", phase="forward", batch=1,
         real_tokens=m, tokens=m, time_s=t, split=split, op_names=("matmul",),
-        op_time_s=np.array([t]), op_split={k_: np.array([v]) for k_, v in split.items()},
+        op_time_s=np.array([t_unlimited]), op_split={k_: np.array([v]) for k_, v in split.items()},
         unit_busy_s=(prog.comp + prog.exch).sum(axis=0) / hz,
-        unit_memory_bytes=always + plan.temp, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=bool((always + plan.temp).max() <= c.sram_per_tile_bytes),
-        extra={"partition": plan.partition, "cycles": t * hz})
+        unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
+        fits=fits, fit_message=msg, energy_j=c.power_w * t,
+        extra={"partition": plan.partition, "cycles": t * hz, "time_if_unlimited_s": t_unlimited})
     return TileProfile(c, None, [plan], prog, "on-chip", always, plan.temp,
                        np.zeros(c.tiles, int), res)

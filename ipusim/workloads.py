@@ -502,6 +502,7 @@ def training_footprint(
     cfg = model(model_or_name)
     seq_len = positive("seq_len", seq_len, integer=True)
     tokens_per_step = positive("tokens_per_step", tokens_per_step, integer=True)
+    dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
     if seq_len > cfg.max_positions:
         raise ValueError(f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}")
     p = float(cfg.params)

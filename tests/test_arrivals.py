@@ -66,3 +66,30 @@ def test_bad_trace_raises(tmp_path):
     p.write_text("foo,bar\n1,2\n")
     with pytest.raises(ValueError, match="arrival_s"):
         A.load_trace(p)
+
+
+def test_short_trace_row_names_its_line(tmp_path):
+    p = tmp_path / "short.csv"
+    p.write_text("arrival_s,length\n0.1,64\n0.2\n")
+    with pytest.raises(ValueError, match="line 3"):
+        A.load_trace(p)
+    p.write_text("arrival_s,length\n0.1,64\n0.2,abc\n")
+    with pytest.raises(ValueError, match="line 3"):
+        A.load_trace(p)
+
+
+def test_sparse_two_rate_is_fast_and_matches_the_period_by_period_draw(monkeypatch):
+    """Rate 1e-9/s: the old loop drew ~1e9 empty periods for 5 requests. The sparse path
+    skips empty cycles; it must give the same process as the period-by-period draw."""
+    t = A.on_off(2e-9, 5, seed=0)  # returns at once (no wall-clock limit here: the old code never returned)
+    assert t.size == 5 and np.all(np.diff(t) >= 0) and t[0] > 1e6  # ~1e9 s between arrivals
+    rh, rl, mh, ml, n = 0.3, 0.1, 0.5, 2.0, 200_000  # 0.35 arrivals per cycle: the sparse path
+    assert rh * mh + rl * ml < A.SPARSE_ARRIVALS_PER_CYCLE
+    sparse = np.diff(A.two_rate(rh, rl, n, mean_high_s=mh, mean_low_s=ml, seed=1))
+    monkeypatch.setattr(A, "SPARSE_ARRIVALS_PER_CYCLE", 0.0)  # force the period-by-period draw
+    dense = np.diff(A.two_rate(rh, rl, n, mean_high_s=mh, mean_low_s=ml, seed=1))
+    expect = (rh * mh + rl * ml) / (mh + ml)
+    # 2e5 arrivals over ~6e4 cycles: rate and gap CV within 2% of each other and of the closed form
+    assert 1 / sparse.mean() == pytest.approx(expect, rel=0.02)
+    assert 1 / dense.mean() == pytest.approx(expect, rel=0.02)
+    assert sparse.std() / sparse.mean() == pytest.approx(dense.std() / dense.mean(), rel=0.02)

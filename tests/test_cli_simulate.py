@@ -41,6 +41,11 @@ def test_a_step_that_does_not_fit_says_so(capsys):
     d = json.loads(out)
     assert code == 0 and d["fits"] is False
     assert "Out of memory on tile" in d["fit_message"]
+    assert d["time_s"] is None and d["energy_j"] is None  # inf (the fit rule) prints as null
+    assert d["time_if_unlimited_s"] > 0 and d["throughput_seq_per_s"] == 0
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "8", "--seq-len", "1024",
+                        "--phase", "prefill")
+    assert code == 0 and "step time   none: the step DOES NOT FIT" in out and "inf" not in out
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -54,7 +59,6 @@ def test_bad_values_exit_2_with_one_line(capsys, argv, needle):
 
 
 def test_gpu_chip_goes_through_machine_simulate(capsys):
-    pytest.importorskip("ipusim.gpu")
     code, out, _ = _run(capsys, "--chip", "a100-80gb", "--model", "bert-base", "--batch", "8",
                         "--seq-len", "128", "--json")
     assert code == 0 and json.loads(out)["kind"] == "gpu"

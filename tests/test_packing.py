@@ -289,3 +289,11 @@ def test_encoder_throughput_modes_add_up():
 def test_encoder_throughput_rejects_bad_mode():
     with pytest.raises(ValueError, match="unknown mode"):
         packing.encoder_throughput("gc200", [10, 20], "squeeze")
+
+
+def test_encoder_throughput_refuses_a_batch_that_does_not_fit():
+    """Review A1: GC200 BERT-base at 32 rows x 512 tokens does not fit: a ValueError, not a number."""
+    with pytest.raises(ValueError, match="does not fit"):
+        packing.encoder_throughput("gc200", [512] * 32, "pad", batch=32, max_len=512)
+    t = packing.encoder_throughput("gc200", [512] * 16, "pad", batch=16, max_len=512)
+    assert np.isfinite(t.time_s) and t.time_s > 0

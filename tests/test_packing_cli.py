@@ -45,3 +45,9 @@ def test_error_is_one_line_status_2(tmp_path):
                          capture_output=True, text=True, check=False)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "900 tokens is longer than the row" in out.stderr
+
+
+def test_slack_is_range_checked(capsys):
+    assert cli.main(["pack", "--dataset", "squad-384", "--max-len", "384", "--strategy", "nnlshp",
+                     "--slack", "1000000"]) == 2
+    assert "slack must lie in 0..383" in capsys.readouterr().err

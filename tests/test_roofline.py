@@ -202,6 +202,10 @@ def test_capacity_validates():
         roofline.capacity("gc200", "bert-base", batch=0)
     with pytest.raises(ValueError, match="max_positions"):
         roofline.capacity("gc200", "bert-base", seq_len=4096)
+    for mode in ("training", "inference"):
+        for bad in (-2, 0):
+            with pytest.raises(ValueError, match="dtype_bytes"):
+                roofline.capacity("gc200", "bert-base", mode=mode, dtype_bytes=bad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,6 +281,98 @@ def test_sweep_covers_both_sides_of_the_capacity_wall():
     assert g.fits[0, :, 0].tolist() == ref.fits[0, :, 0].tolist()
     assert g.fits[0, 0, 0] and not g.fits[0, -1, 0]
     np.testing.assert_allclose(g.time_s, ref.time_s, rtol=1e-9)
+
+
+def test_kv_cache_that_does_not_fit_is_read_from_dram():
+    """Review A2: GPT-2 decode, 256 sequences of 1,024 tokens on GC200. The KV cache alone
+    (2 x 12 layers x 768 x 2 bytes x 262,144 tokens = 9.66 GB) is 10x the 0.9 GB of tile SRAM,
+    so it cannot be read from SRAM: the bound must be at least (weights + KV read) over the
+    64 GB/s DRAM link, closed form from the model's shape (the old code gave 4.08 ms).
+    Tolerance: the bound adds compute-bound ops, so >= with 1e-12, and within 10 % above."""
+    s = workloads.step("gpt2", [1024] * 256, phase="decode")
+    c = hardware.chip("gc200")
+    m = s.model
+    kv_read = 2 * m.layers * m.d_model * 2 * 256 * 1024
+    assert kv_read == pytest.approx(9.66e9, rel=1e-3)
+    place = roofline.placement(c, s)
+    assert place == {"weights": False, "kv": False, "activations": True}
+    closed = (m.weight_bytes(2) - m.vocab * m.d_model * 2 + kv_read) / c.offchip_bandwidth_bytes_per_s
+    t = roofline.step_time_s(c, s)
+    assert t >= closed * (1 - 1e-12) and t < closed * 1.10
+    r = roofline.analyze(c, s)
+    assert r.offchip == ("weights", "kv") and r.time_s == pytest.approx(t, rel=1e-12)
+    # the sweep kernel and its reference agree on it, on both sides of the wall
+    g = roofline.sweep(["gc200"], "gpt2", [1, 8, 64, 256], [1024], phase="decode")
+    ref = roofline._sweep_reference(["gc200"], "gpt2", [1, 8, 64, 256], [1024], phase="decode")
+    np.testing.assert_allclose(g.time_s, ref.time_s, rtol=1e-9)
+    assert g.time_s[0, -1, 0] == pytest.approx(t, rel=1e-9)
+    # a batch whose KV cache fits beside the activations keeps it in SRAM (weights still stream)
+    s8 = workloads.step("gpt2", [1024] * 8, phase="decode")
+    assert roofline.placement(c, s8) == {"weights": True, "kv": True, "activations": True}  # fits outright
+    s_big = workloads.step("llama-2-7b", [512], phase="decode")
+    assert roofline.placement(c, s_big) == {"weights": False, "kv": True, "activations": True}
+
+
+def test_activations_that_do_not_fit_alone_go_to_dram_too():
+    """BERT-large 256 x 512 forward: one layer's attention scores (16 heads x 256 x 512^2 x 2 bytes
+    = 2.1 GB) exceed GC200's SRAM, so activations cross DRAM too (no KV cache in a forward
+    pass): every byte of the step crosses the 64 GB/s link, so the bound is at least
+    step bytes / 64 GB/s (each op's bytes once; rel 1e-12)."""
+    s = workloads.step("bert-large", [512] * 256)
+    c = hardware.chip("gc200")
+    assert roofline.placement(c, s) == {"weights": False, "kv": True, "activations": False}
+    t = roofline.step_time_s(c, s)
+    assert t >= s.bytes / c.offchip_bandwidth_bytes_per_s * (1 - 1e-12)
+
+
+def _fused_closed_form(c, s):
+    """Hand-written fused bound on a GPU: attention (scores, softmax, context) as one kernel
+    whose l x l scores never reach HBM, GELU in ffn_up's epilogue, everything else as is."""
+    ops = {o.name: o for o in s.ops}
+    bw, peak = c.hbm_bandwidth_bytes_per_s, c.peak_flops
+    scores = ops["attn_scores"].count * s.model.heads * float(np.sum(s.lengths.astype(float) ** 2)) * s.dtype_bytes
+    att_f = sum(ops[n].flops for n in ("attn_scores", "softmax", "attn_context"))
+    att_b = ops["attn_scores"].bytes + ops["attn_context"].bytes - 2 * scores
+    ffn_f = ops["ffn_up"].flops + ops["activation"].flops
+    rest = sum(max(o.flops / peak, o.bytes / bw) for o in s.ops
+               if o.name not in ("attn_scores", "softmax", "attn_context", "ffn_up", "activation"))
+    return max(att_f / peak, att_b / bw) + max(ffn_f / peak, ops["ffn_up"].bytes / bw) + rest
+
+
+@pytest.mark.parametrize("name", ["a100-40gb", "h100-sxm", "h200"])
+@pytest.mark.parametrize(("model", "L", "phase"), [("bert-large", 512, "forward"), ("gpt2", 512, "prefill"),
+                                                   ("bert-base", 128, "forward")])
+def test_fused_bound_closed_form_and_below_the_unfused_one(name, model, L, phase):
+    """fused=True equals the hand-written fused bound (rel 1e-12) and never exceeds the
+    unfused bound; BERT-large 32 x 512 on H100: 12.4 ms fused vs 22.1 ms unfused."""
+    c = hardware.chip(name)
+    s = workloads.step(model, [L] * 32, phase=phase)
+    fused = roofline.step_time_s(c, s, fused=True)
+    assert fused == pytest.approx(_fused_closed_form(c, s), rel=1e-12)
+    assert fused <= roofline.step_time_s(c, s) * (1 + 1e-12)
+    names = [b.op for b in roofline.step_bounds(c, s, fused=True)]
+    assert "fused_attention" in names and "softmax" not in names and "activation" not in names
+    assert roofline.analyze(c, s, fused=True).time_s == pytest.approx(fused, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec=step_st, name=st.sampled_from(CHIPS))
+def test_fused_bound_never_exceeds_unfused(spec, name):
+    model, lens, phase = spec
+    s = workloads.step(model, lens, phase=phase)
+    assert roofline.step_time_s(name, s, fused=True) <= roofline.step_time_s(name, s) * (1 + 1e-12)
+    assert roofline.step_time_s(name, s, fused=True) >= s.flops / hardware.chip(name).peak_flops * (1 - 1e-12)
+
+
+def test_attainable_flops_rejects_nan_and_negative():
+    for bad in (float("nan"), -5, "x"):
+        with pytest.raises(ValueError, match="intensity"):
+            roofline.attainable_flops("gc200", bad)
+    with pytest.raises(ValueError, match="intensity"):
+        roofline.attainable_flops("gc200", np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="bandwidth"):
+        roofline.attainable_flops("gc200", 1.0, bandwidth=-1)
+    assert roofline.attainable_flops("gc200", math.inf) == hardware.chip("gc200").peak_flops
 
 
 def test_sweep_result_helpers():

@@ -48,7 +48,8 @@ def test_serve_overload_reports_unstable(capsys):
 def test_serve_text_output_and_lengths_file(tmp_path, capsys):
     p = tmp_path / "h.csv"
     p.write_text("length,count\n64,5\n300,1\n")
-    code, out, _ = _run(capsys, "--rate", "200", "--requests", "500", "--lengths", str(p), "--policy", "buckets")
+    code, out, _ = _run(capsys, "--rate", "200", "--requests", "500", "--lengths", str(p), "--policy", "buckets",
+                            "--max-batch", "16")
     assert code == 0 and "p99" in out and "length buckets" in out
 
 
@@ -72,3 +73,38 @@ def test_serve_trace_replay_and_bursty(tmp_path, capsys):
 def test_serve_needs_rate_or_trace(capsys):
     code, _, err = _run(capsys)
     assert code == 2 and "--rate" in err
+
+
+def test_serve_caps_requests_and_refuses_huge_lengths(tmp_path, capsys):
+    code, _, err = _run(capsys, "--rate", "10", "--requests", "2000000000")
+    assert code == 2 and f"{serving.MAX_REQUESTS:,}" in err and "bytes per request" in err
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,length\n0.1,64\n0.2,1000000000000\n")
+    for extra in ((), ("--service", "fixed")):
+        out = subprocess.run([sys.executable, "-m", "ipusim", "serve", "--trace", str(p), *extra],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert out.returncode == 2 and "Traceback" not in out.stderr and "tokens" in out.stderr
+
+
+def test_serve_short_trace_row_and_sparse_bursty(tmp_path, capsys):
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,length\n0.1,64\n0.2\n")
+    code, _, err = _run(capsys, "--trace", str(p))
+    assert code == 2 and "line 3" in err
+    code, out, _ = _run(capsys, "--rate", "1e-9", "--arrivals", "bursty", "--requests", "5", "--service", "fixed",
+                        "--json")
+    assert code == 0 and json.loads(out)["served"] == 5
+
+
+def test_serve_short_overload_is_unstable(capsys):
+    code, out, _ = _run(capsys, "--rate", "1e6", "--requests", "99", "--service", "fixed", "--service-ms", "10",
+                        "--max-batch", "1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["stable"] is False and "exceeds its capacity" in d["unstable_reason"]
+
+
+def test_serve_refuses_a_model_that_does_not_fit(capsys):
+    """Review A1: Llama-2-70B (138 GB of weights) on a 40 GB A100 has no time: exit 2, one line."""
+    code, out, err = _run(capsys, "--model", "llama-2-70b", "--chip", "a100-40gb", "--rate", "100",
+                          "--requests", "100", "--max-batch", "2")
+    assert code == 2 and "does not fit" in err and err.strip().count("\n") == 0 and not out

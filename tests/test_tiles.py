@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ipusim import hardware, machine, tiles, workloads
+from ipusim import hardware, machine, roofline, tiles, workloads
 
 GC200 = hardware.chip("gc200")
 
@@ -135,9 +139,14 @@ def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
     assert r.fits and r.extra["weights"] == "on-chip"
     assert r.unit_memory_bytes.max() <= GC200.sram_per_tile_bytes
     # weights on chip: always-live bytes hold at least the model's weights, spread over tiles
-    weights = workloads.model("bert-base").weight_bytes(2)
-    assert prof.always_live.sum() >= weights
+    m = workloads.model("bert-base")
+    weights = m.weight_bytes(2)
     assert prof.always_live.sum() == pytest.approx(weights + GC200.tiles * GC200.code_bytes_per_tile, rel=1e-9)
+    # the bytes placed as weights, summed over tiles, are (closed form from the op list and the
+    # model's shape) every matmul's weights plus the word, position and type tables; exact
+    tables = (m.vocab + m.max_positions + m.type_vocab) * m.d_model * 2
+    matmuls = sum(o.weight_bytes for o in _bert().ops if o.kind == "matmul")
+    assert prof.weight_bytes.sum() == pytest.approx(matmuls + tables, rel=1e-12)
     mb = prof.memory_breakdown()
     assert mb["code"]["max"] == GC200.code_bytes_per_tile
     assert mb["weights"]["mean"] * GC200.tiles <= weights  # matrices and tables; the rest is "other"
@@ -150,7 +159,8 @@ def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
 def test_model_that_does_not_fit_is_reported_not_placed():
     s = workloads.step("llama-2-7b", [128], phase="prefill")
     r = tiles.simulate("gc200", s, weights="on_chip")
-    assert not r.fits
+    assert not r.fits and r.time_s == math.inf and r.energy_j == math.inf  # the fit rule
+    assert r.throughput_seq_per_s == 0 and "DOES NOT FIT" in repr(r)
     assert r.unit_memory_bytes.max() > GC200.sram_per_tile_bytes
     assert "Out of memory on tile" in r.fit_message and "chips" in r.fit_message
     assert "Streaming weights" in r.fit_message
@@ -183,6 +193,17 @@ def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
 def test_input_checks():
     with pytest.raises(ValueError, match="tile chip"):
         tiles.simulate("a100-80gb", _bert(2, 16))
+    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.largest_batch_that_fits, (_bert(2, 16),)),
+                     (tiles.map_step, (_bert(2, 16),)), (tiles.profile, (_bert(2, 16),))):
+        with pytest.raises(ValueError, match=r"needs a tile chip, got 'a100-80gb'"):
+            fn("a100-80gb", *args)
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ValueError, match="dtype_bytes"):
+            tiles.matmul("gc200", 64, 64, 64, dtype_bytes=bad)
+    with pytest.raises(ValueError, match="engine"):
+        tiles.matmul("gc200", 64, 64, 64, engine="bogus")
+    with pytest.raises(ValueError, match="engine"):
+        tiles.map_step("gc200", _bert(2, 16), engine="bogus")
     with pytest.raises(ValueError, match="train"):
         tiles.simulate("gc200", workloads.step("bert-base", [16], phase="train"))
     with pytest.raises(ValueError, match="weights"):
@@ -197,3 +218,71 @@ def test_machine_dispatches_tile_chips_here():
     s = _bert(4, 32)
     assert machine.simulate("gc200", s).time_s == tiles.simulate("gc200", s).time_s
     assert machine.simulate("gc200", s).split.keys() == {"compute", "sync", "exchange"}
+
+
+# -- the simulator against the roofline bound, and the fit rule ----------------------------
+
+tile_step_st = st.tuples(
+    st.sampled_from(["bert-base", "bert-large", "gpt2", "llama-2-7b"]),
+    st.lists(st.integers(1, 512), min_size=1, max_size=48),
+    st.sampled_from(["forward", "prefill", "decode"]),
+    st.sampled_from(["gc200", "gc2", "bow"]),
+)
+
+
+def _same_mode_bound(c, s, r):
+    """Unfused roofline bound with the weights where the simulator put them (KV cache and
+    activations stay in tile SRAM in the tile simulator)."""
+    woc = r.extra["weights"] == "on-chip"
+    return sum(roofline.op_bound(c, o, weights_on_chip=woc).time_s for o in s.ops)
+
+
+@settings(max_examples=30, deadline=None)
+@given(spec=tile_step_st)
+def test_simulated_time_never_beats_the_roofline_bound(spec):
+    """A step that fits takes at least the unfused roofline bound in the same weight placement
+    (the roofline ignores sync, exchange, imbalance and vertex overheads, so it can only be
+    lower; tolerance 1e-9 relative). A step that fits nowhere follows the fit rule: not
+    fits, time inf, energy inf, a message, and a finite as-if-unlimited estimate."""
+    model, lens, phase, name = spec
+    c = hardware.chip(name)
+    lens = [min(n, workloads.model(model).max_positions) for n in lens]
+    s = workloads.step(model, lens, phase=phase)
+    r = tiles.simulate(c, s)
+    if r.fits:
+        assert math.isfinite(r.time_s)
+        assert r.time_s >= _same_mode_bound(c, s, r) * (1 - 1e-9)
+        assert r.energy_j == pytest.approx(c.power_w * r.time_s, rel=1e-12)
+    else:
+        assert r.time_s == math.inf and r.energy_j == math.inf and r.throughput_tokens_per_s == 0
+        assert r.fit_message.startswith("Out of memory") and ("Would fit with" in r.fit_message
+                                                            or "No batch" in r.fit_message)
+        assert math.isfinite(r.extra["time_if_unlimited_s"]) and r.extra["time_if_unlimited_s"] > 0
+        assert r.unit_memory_bytes.max() > c.sram_per_tile_bytes
+
+
+def test_out_of_memory_steps_from_the_review_get_no_time():
+    """The review's cases: GC200, BERT-base 32 x 400 tokens (fits with 15 sequences or
+    fewer) and Llama-2-7B 32 x 8 (fits nowhere: its as-if-unlimited time, 20.4 ms, beat
+    the 206.5 ms streaming bound by 10x). Both now have time inf; the smaller batch that
+    fits gets a finite time at or above its roofline bound."""
+    big = workloads.step("bert-base", [400] * 32)
+    r = tiles.simulate("gc200", big)
+    assert not r.fits and r.time_s == math.inf
+    best = tiles.largest_batch_that_fits("gc200", big)
+    assert 0 < best < 32 and f"Would fit with {best} sequences" in r.fit_message
+    ok = workloads.step("bert-base", [400] * best)
+    r_ok = tiles.simulate("gc200", ok)
+    assert r_ok.fits and roofline.step_time_s("gc200", ok) <= r_ok.time_s < math.inf
+    llama = tiles.simulate("gc200", workloads.step("llama-2-7b", [8] * 32))
+    assert not llama.fits and llama.time_s == math.inf
+    assert llama.extra["time_if_unlimited_s"] < roofline.step_time_s("gc200", workloads.step("llama-2-7b", [8] * 32))
+    assert machine.simulate("gc200", big).time_s == math.inf  # the front door does not raise
+
+
+def test_matmul_that_does_not_fit_follows_the_fit_rule():
+    small = tiles.matmul("gc200", 256, 256, 256)
+    assert small.result.fits and math.isfinite(small.result.time_s)
+    assert small.result.energy_j == pytest.approx(GC200.power_w * small.result.time_s, rel=1e-12)
+    huge = tiles.matmul("gc200", 8192, 16384, 16384)  # 512 MiB of weights + 768 MiB of operands > 900 MB SRAM
+    assert not huge.result.fits and huge.result.time_s == math.inf and "Out of memory" in huge.result.fit_message

@@ -4,9 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets  # noqa: E402, F401  (a core dependency: import it plainly, never skip)
 import pytest  # noqa: E402
-
-pytest.importorskip("ipywidgets")
 
 from ipusim import lengths, packing  # noqa: E402
 from ipusim.widgets import packing as wp  # noqa: E402

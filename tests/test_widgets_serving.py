@@ -19,3 +19,9 @@ def test_explorer_reacts_to_controls():
     assert "token budget" in w.result.policy
     kw["rate (req/s)"].value = 10**4.5  # far past capacity
     assert not w.result.stable
+
+    kw["rate (req/s)"].value = 100
+    kw["policy"].value = "dynamic"
+    kw["max batch"].value = 64
+    kw["long share"].value = 1.0  # 64 rows of up to 512 tokens do not fit a GC200: refused, not timed
+    assert isinstance(w.result, str) and "largest batch that fits" in w.result

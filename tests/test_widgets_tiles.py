@@ -34,7 +34,6 @@ def test_show_step_draws_tile_views():
 
 
 def test_show_step_on_a_gpu_uses_machine_simulate():
-    pytest.importorskip("ipusim.gpu")
     r = wt.show_step("a100-80gb", "bert-base", 2, 32)
     assert r.kind == "gpu"
     plt.close("all")
@@ -56,4 +55,14 @@ def test_profiler_views_draw_what_they_say():
     ax = pt.throughput_sweep([1, 2, 3], {"a": [1.0, 2.0, 3.0]}, fits={"a": [True, True, False]})
     assert "a: does not fit (time if it did)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert np.isnan(ax.lines[0].get_ydata()[2])  # a step that does not fit breaks the line
+    plt.close("all")
+
+
+def test_show_step_that_does_not_fit_says_so():
+    """BERT-base 96 x 128 on GC200 does not fit (tests/test_tiles.py): the result follows the
+    fit rule and the per-op panel says DOES NOT FIT instead of plotting an inf time."""
+    r = wt.show_step("gc200", "bert-base", 96, 128)
+    fig = plt.gcf()
+    assert not r.fits and r.time_s == float("inf")
+    assert any("DOES NOT FIT" in a.get_title() for a in fig.axes)
     plt.close("all")

@@ -324,3 +324,9 @@ def test_training_footprint_validates():
         workloads.training_footprint("bert-base", seq_len=0, tokens_per_step=10)
     with pytest.raises(ValueError, match="max_positions"):
         workloads.training_footprint("bert-base", seq_len=1024, tokens_per_step=1024)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, float("nan")])
+def test_training_footprint_rejects_bad_dtype_bytes(bad):
+    with pytest.raises(ValueError, match="dtype_bytes"):
+        workloads.training_footprint("gpt2", seq_len=128, tokens_per_step=128, dtype_bytes=bad)

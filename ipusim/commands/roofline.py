@@ -17,6 +17,9 @@ def add_arguments(p):
                    help="tokens per sequence (for --phase decode: context length)")
     p.add_argument("--phase", default="forward", help=f"one of {', '.join(workloads.PHASES)} (default forward)")
     p.add_argument("--pad-to", type=int, default=None, help="pad every sequence to this many tokens")
+    p.add_argument("--fused", action="store_true",
+                   help="bound fused kernels (attention scores and GELU kept on chip): the bound of a "
+                        "fused-kernel GPU; default: the unfused bound (of the tile simulator)")
     add_json(p)
 
 
@@ -39,7 +42,7 @@ def run(args) -> int:
     if args.seq_len > m.max_positions:
         raise ValueError(f"--seq-len {args.seq_len} exceeds {m.name}'s max_positions {m.max_positions}")
     s = workloads.step(m, [args.seq_len] * args.batch, phase=args.phase, pad_to=args.pad_to)
-    r = roofline.analyze(c, s)
+    r = roofline.analyze(c, s, fused=bool(getattr(args, "fused", False)))
     mode = "training" if args.phase == "train" else "inference"
     cap = roofline.capacity(c, m, mode=mode, batch=args.batch, seq_len=max(args.seq_len, args.pad_to or 0))
     if args.json:
@@ -55,12 +58,13 @@ def run(args) -> int:
         ("memory_us", "memory us", ",.2f"), ("time_us", "bound us", ",.2f"), ("bound", "limit", ""),
         ("level", "bytes from", ""),
     ]))
-    print(f"total: >= {r.time_s * 1e6:,.1f} us per step (compute alone {r.compute_s * 1e6:,.1f} us; "
+    print(f"total ({'fused' if r.fused else 'unfused'} bound): >= {r.time_s * 1e6:,.1f} us per step (compute alone {r.compute_s * 1e6:,.1f} us; "
           f"{r.memory_bound_share:.0%} of the bound in memory-bound ops); <= {_num(r.seq_per_s)} seq/s, "
           f"{_num(r.tokens_per_s)} tokens/s")
     fit = "fits" if r.fits else "does NOT fit"
     print(f"memory: step {fit} in {'tile SRAM' if c.kind == 'tile' else 'HBM'} "
           f"({r.need_bytes / 1e9:,.3f} of {r.capacity_bytes / 1e9:,.3f} GB); weights read from {r.where}"
+          + (f"; from off-chip DRAM: {', '.join(r.offchip)}" if r.offchip else "")
           + ("" if r.fits or c.kind == "tile" else " (the bound is one chip running the whole step as if it fit)"))
     print(f"{mode} capacity: needs {cap.need_bytes / 1e9:,.3f} GB; chips needed: "
           + ", ".join(f"{k} {v}" for k, v in cap.chips_needed.items()))

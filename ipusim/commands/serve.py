@@ -21,7 +21,9 @@ def add_arguments(p):
                    help="arrival process at the mean --rate: Poisson (default); bursty (on/off, on 1 s at "
                         "twice the rate, off 1 s); ramp (one sinusoidal 'day' over the run, swing 0.8)")
     p.add_argument("--trace", help="CSV of requests (columns arrival_s,length) to replay instead of --rate")
-    p.add_argument("--requests", type=int, default=10_000, help="requests to simulate; default 10000")
+    p.add_argument("--requests", type=int, default=10_000,
+                   help=f"requests to simulate; default 10000, at most {serving.MAX_REQUESTS:,} (memory: about "
+                        f"{serving.BYTES_PER_REQUEST} bytes each)")
     p.add_argument("--policy", choices=[x for x in policies.POLICIES if x != "continuous"], default="dynamic")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
     p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
@@ -38,8 +40,9 @@ def add_arguments(p):
 
 def run(args) -> int:
     n = args.requests
-    if n < 1:
-        raise ValueError(f"--requests must be >= 1, got {n}")
+    if not 1 <= n <= serving.MAX_REQUESTS:
+        raise ValueError(f"--requests must lie in 1..{serving.MAX_REQUESTS:,}, got {n:,} (the simulator keeps "
+                         f"about {serving.BYTES_PER_REQUEST} bytes per request in memory; split longer runs)")
     if args.trace:
         arr, lens = arrivals.load_trace(args.trace)
         n = arr.size

@@ -19,7 +19,8 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
     extra wait for HBM and pipeline fill, launch), bars add up to the step time.
     ``style="paired"``: compute time beside the pure HBM transfer time (bytes / bandwidth) for
     each kernel, the per-kernel roofline view: the taller bar says what bounds the kernel.
-    ``result`` comes from ``ipusim.gpu.simulate`` (kernels in ``result.extra["kernels"]``).
+    ``result`` comes from ``ipusim.gpu.simulate`` (kernels in ``result.extra["kernels"]``). For a
+    step that does not fit, the bars are the as-if-unlimited estimate and the title says so.
     """
     if getattr(result, "kind", None) != "gpu" or "kernels" not in getattr(result, "extra", {}):
         raise ValueError("kernel_times needs a GPU StepResult (from ipusim.gpu.simulate)")
@@ -48,8 +49,12 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
                label="HBM transfer (bytes / achievable bandwidth)")
     ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(f"time over all layers ({unit})")
-    ax.set_title(f"{result.model} {result.phase}, batch {result.batch} on {result.chip}: "
-                 f"{result.time_s * 1e3:,.2f} ms per step")
+    if result.fits:
+        when = f"{result.time_s * 1e3:,.2f} ms per step"
+    else:  # fit rule: no time; the bars are the as-if-unlimited-HBM estimate
+        est = result.extra.get("time_if_unlimited_s", float("nan"))
+        when = f"DOES NOT FIT in HBM (bars: as if it did, {est * 1e3:,.2f} ms)"
+    ax.set_title(f"{result.model} {result.phase}, batch {result.batch} on {result.chip}: {when}")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return ax
@@ -87,8 +92,9 @@ def wave_staircase(chip="a100-40gb", ax=None, *, block_flops: float = 2 * 128 * 
 def calibration(rows, ax=None, *, tolerance: float | None = None):
     """Published vs simulated latency (log-log) with the y = x line and a +-tolerance band.
 
-    ``rows`` are ``ipusim.gpu.calibration_table()`` rows; ``tolerance`` defaults to
-    ``ipusim.gpu.CALIBRATION_TOLERANCE``.
+    ``rows`` are ``ipusim.gpu.calibration_table()`` rows (any sources); ``tolerance`` defaults to
+    ``ipusim.gpu.CALIBRATION_TOLERANCE``. Filled markers are in-sample rows (they set
+    ``TENSOR_EFFICIENCY``), hollow ones out of sample; circles 128 tokens, squares 384.
     """
     if tolerance is None:
         from ..gpu import CALIBRATION_TOLERANCE as tolerance
@@ -100,21 +106,31 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     ax.plot(line, line, color="black", lw=1, label="simulated = published")
     ax.fill_between(line, line * (1 - tolerance), line * (1 + tolerance), color="gray", alpha=0.2,
                     label=f"±{tolerance:.0%} tolerance")
-    for seq, marker in ((128, "o"), (384, "s")):
-        sel = [i for i, r in enumerate(rows) if r["seq"] == seq]
-        if not sel:
-            continue
-        ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3, label=f"sequence length {seq}")
-        for i in sel:
-            ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
-                        xytext=(5, -10), fontsize=8)
+    colors = {"TRT-BERT": "tab:blue", "FT-GUIDE": "tab:red"}
+    names = {"TRT-BERT": "TensorRT 8.4.3, A100 40GB", "FT-GUIDE": "FasterTransformer, A100 80GB"}
+    fams = ["TRT-BERT" if r.get("source", "TRT-BERT") == "TRT-BERT" else "FT-GUIDE" for r in rows]
+    for fam in dict.fromkeys(fams):
+        for seq, marker in ((128, "o"), (384, "s")):
+            for sample in ("in", "out"):
+                sel = [i for i, r in enumerate(rows) if r["seq"] == seq and fams[i] == fam
+                       and r.get("sample", "in") == sample]
+                if not sel:
+                    continue
+                filled = sample == "in"
+                ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3,
+                           facecolors=colors[fam] if filled else "none", edgecolors=colors[fam],
+                           label=f"{names[fam]}, {seq} tokens, {'in' if filled else 'out of'} sample")
+                for i in sel:
+                    ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
+                                xytext=(5, -10), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("published latency (ms), TensorRT 8.4.3 BERT-base FP16, A100 40GB")
+    ax.set_xlabel("published latency (ms), BERT-base FP16, padded batches")
     ax.set_ylabel("simulated latency (ms)")
-    ax.set_title("GPU model vs published TensorRT latencies")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("GPU model vs published latencies (filled: set TENSOR_EFFICIENCY; hollow: out of sample)",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")
     return ax

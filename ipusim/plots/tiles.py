@@ -115,19 +115,34 @@ def bsp_trace(prof, ax=None, groups: int = 32, ops=None):
     return ax
 
 
+def _diagnostic_time(result) -> float:
+    """The step's time, or for a step that does not fit (time inf, the fit rule in
+    ``machine.StepResult``) its as-if-unlimited-memory estimate."""
+    if np.isfinite(result.time_s):
+        return result.time_s
+    return float(result.extra.get("time_if_unlimited_s", np.nan))
+
+
 def op_proportions(result, ax=None):
-    """Share of the step's time per op, split by phase (works for tile and GPU results)."""
+    """Share of the step's time per op, split by phase (works for tile and GPU results).
+
+    A step that does not fit shows the shares of its as-if-unlimited-memory estimate, and
+    the title says it does not fit."""
     ax = _ax(ax, (6, 4))
     names = list(result.op_names)
     y = np.arange(len(names))[::-1]
     left = np.zeros(len(names))
+    total = _diagnostic_time(result)
     for k, v in result.op_split.items():
-        share = np.asarray(v) / result.time_s * 100
+        share = np.asarray(v) / total * 100
         ax.barh(y, share, left=left, color=PHASE_COLORS.get(k), label=k)
         left += share
     ax.set_yticks(y, names)
     ax.set_xlabel("share of step time (%)")
-    ax.set_title(f"{result.chip}: {result.time_s * 1e3:,.2f} ms per step")
+    if result.fits:
+        ax.set_title(f"{result.chip}: {result.time_s * 1e3:,.2f} ms per step")
+    else:
+        ax.set_title(f"{result.chip}: DOES NOT FIT (as if it did: {total * 1e3:,.2f} ms)")
     ax.legend(fontsize=8, loc="lower right")
     return ax
 
@@ -154,7 +169,8 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
         if log:
             v = np.where(v > 0, v, np.nan)  # zero (e.g. no exchange on one tile) has no place on a log axis
         ax.plot(x, v, marker="o", ms=3, color=PHASE_COLORS.get(k), label=k)
-    ax.plot(x, [r.time_s * 1e6 for r in results], "k--", lw=1.5, label="total")
+    tot = np.array([r.time_s if np.isfinite(r.time_s) else np.nan for r in results]) * 1e6
+    ax.plot(x, tot, "k--", lw=1.5, label="total (gaps: does not fit)" if np.isnan(tot).any() else "total")
     if log:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -169,8 +185,10 @@ def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "
                      fits: dict | None = None, streamed: dict | None = None):
     """Throughput curves against ``x``.
 
-    Points that do not fit are left off the line and drawn hollow (the time the step would
-    take if it fitted); points whose weights stream from off-chip DRAM are crossed.
+    Points that do not fit are left off the line and drawn hollow at the value given in
+    ``curves`` (pass the as-if-it-fitted throughput there, e.g. from
+    ``extra["time_if_unlimited_s"]``; zero or inf values are not drawn); points whose weights
+    stream from off-chip DRAM are crossed.
     """
     ax = _ax(ax)
     for label, y in curves.items():
@@ -185,8 +203,10 @@ def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "
             sel = np.asarray(marks[label], bool)
             if what.startswith("does not fit"):
                 sel = ~sel
+            yv = np.asarray(y, float)
+            sel &= np.isfinite(yv) & (yv > 0)
             if sel.any():
-                ax.plot(np.asarray(x)[sel], np.asarray(y)[sel], ls="none", mec=line.get_color(),
+                ax.plot(np.asarray(x)[sel], yv[sel], ls="none", mec=line.get_color(),
                         color=line.get_color(), label=f"{label}: {what}", **kw)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

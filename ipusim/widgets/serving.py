@@ -13,7 +13,9 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
     """Build the interactive explorer; returns the ``ipywidgets.interactive`` object.
 
     Each change runs one simulation of ``n`` Poisson requests and draws the latency
-    distribution and the batch sizes, with the headline numbers in the title.
+    distribution and the batch sizes, with the headline numbers in the title. A setting the
+    simulator refuses (a batch that does not fit the chip) shows the reason instead; the
+    result is then that message.
     """
 
     def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
@@ -23,7 +25,14 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
         packed = policy == "token"
         rows = getattr(pol, "max_batch", max_batch)
         dev = serving.chip_service(chip, model, max_batch=rows, packed=packed)
-        r = serving.simulate(arr, lens, pol, dev, max_waiting=n // 5)
+        try:
+            r = serving.simulate(arr, lens, pol, dev, max_waiting=n // 5)
+        except ValueError as e:  # e.g. a batch that does not fit the chip: say so, draw nothing
+            fig, ax = plt.subplots(figsize=(11, 1.2))
+            ax.axis("off")
+            ax.set_title(f"{chip}: not simulated: {e}"[:160], fontsize=9, loc="left", wrap=True)
+            plt.show()
+            return str(e)
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
         plots.latency_cdf({policy: r}, ax=axes[0], target_s=r.latency_target_s)
         plots.batch_sizes(r, ax=axes[1])
