@@ -392,7 +392,8 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         ev.append(Evidence(f"chips_to_fit.{key}", f["chips_on_chip"], "chips",
                            "to hold everything in fast memory, chip-wide bytes (a lower bound)"))
         ev.append(Evidence(f"chips_by_fit_rule.{key}",
-                           f["chips_fit_rule"] if f["chips_fit_rule"] is not None else "none", "chips",
+                           f["chips_fit_rule"] if f["chips_fit_rule"] is not None else "none",
+                           "chips" if f["chips_fit_rule"] is not None else "",
                            "fewest whose pipeline stages fit each tile / the HBM (StepResult.fits)"))
         if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
             ev.append(Evidence(f"stream_time.{key}", f["stream_s_per_pass"] * 1e3, "ms",
