@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import os
-import time
 
-
-def _best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from _timing import best_of
 
 
 def rows(quick: bool) -> list[dict]:
@@ -22,7 +14,7 @@ def rows(quick: bool) -> list[dict]:
     os.environ["IPUSIM_QUICK"] = "1"
     try:
         run_checklist(default_case(), show_progress=False)  # compile every kernel it reaches
-        whole = _best_of(lambda: run_checklist(default_case(), show_progress=False), 1 if quick else 3)
+        whole = best_of(lambda: run_checklist(default_case(), show_progress=False), 1 if quick else 3)
     finally:
         if old is None:
             del os.environ["IPUSIM_QUICK"]

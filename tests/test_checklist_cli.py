@@ -76,6 +76,9 @@ def test_arrival_trace(tmp_path, capsys):
     (["--lengths", "/no/such/file.csv"], "neither a file nor a named histogram"),
     (["--config", "/no/such.toml"], "not found"),
     (["--answer", "custom_ops=lots"], "valid: unknown, none, few, many"),
+    (["--rate", "-1"], "--rate must be a finite number > 0"),
+    (["--seed", "-1"], "--seed must be a non-negative"),
+    (["--out", "/nonexistent/dir/r.md"], "does not exist"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, words, capsys):
     assert main(["checklist", "--no-progress", *argv]) == 2
@@ -92,3 +95,29 @@ def test_module_entry_point_runs_from_a_shell(tmp_path):
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"]["decision"] in ("migrate", "pilot", "stay")
+
+
+@pytest.mark.parametrize("text, suffix, words", [
+    ('[[candidates]]\nchip = {base = "gc200", nonsense = 1}\n', ".toml", "custom chip based on 'gc200'"),
+    ("[1, 2]", ".json", "top level must be an object"),
+    ('"hello"', ".json", "top level must be an object"),
+    ("[]", ".json", "top level must be an object"),
+    ('[case]\nseed = "abc"\n', ".toml", "seed must be a non-negative whole number"),
+    ('[traffic]\nlengths = {"abc" = 1}\n', ".toml", "lengths histogram: keys must be whole token lengths"),
+    ('[traffic]\nlong_fraction = 0.4\nlengths = {"128" = 1}\n', ".toml", "not both"),
+])
+def test_bad_config_files_are_one_line_exit_2(tmp_path, capsys, text, suffix, words):
+    # Review section 4: each of these crashed, ran the default case, or gave a cryptic message.
+    f = tmp_path / f"bad{suffix}"
+    f.write_text(text)
+    assert main(["checklist", "--no-progress", "--config", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_arrival_trace_one_time_a_line_with_header(tmp_path, capsys):
+    f = tmp_path / "times.txt"
+    f.write_text("time_s\n" + "\n".join(f"{i * 0.01}" for i in range(201)))
+    assert main(["checklist", "--arrivals", str(f), "--json", "--no-progress"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["case"]["rate_per_s"] == pytest.approx(100.0)

@@ -44,8 +44,29 @@ def test_form_prices_are_user_values():
     assert p.chip_hour("a100-80gb") == 3.0
 
 
+def test_form_default_prices_stay_assumed():
+    from ipusim.checklist.case import DEFAULT_USD_PER_CHIP_HOUR, DEFAULT_USD_PER_KWH
+    from ipusim.widgets.checklist import checklist_form
+
+    w = checklist_form(show_figure=False, tile_usd=DEFAULT_USD_PER_CHIP_HOUR["gc200"],
+                       gpu_usd=DEFAULT_USD_PER_CHIP_HOUR["a100-80gb"], usd_per_kwh=DEFAULT_USD_PER_KWH)
+    w.update()
+    p = w.result.case.prices
+    assert p.is_assumed("gc200") and p.is_assumed("a100-80gb") and p.is_assumed("kwh")
+
+
 def test_form_rejects_unknown_defaults():
     from ipusim.widgets.checklist import checklist_form
 
     with pytest.raises(ValueError, match="unknown control"):
         checklist_form(colour="red")
+
+
+def test_run_form_called_directly_matches_the_form():
+    from ipusim.widgets.checklist import checklist_form, run_form
+
+    direct = run_form("bert-base", 50.0, 20.0, 0.4, "gc200:1,a100-80gb:1", 1.6, 2.0, 0.15, False,
+                      show_figure=False)
+    w = checklist_form(show_figure=False, rate_per_s=50.0, slo_ms=20.0)
+    w.update()
+    assert direct.verdict.to_dict() == w.result.verdict.to_dict()

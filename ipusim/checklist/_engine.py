@@ -18,24 +18,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import lengths as _lengths
 from .. import machine, workloads
 
-SHORT_RANGE = (16, 128)  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
-LONG_FROM = 256  # tokens, ASSUMPTION: a "long" text starts here
+SHORT_RANGE = _lengths.SHORT_RANGE  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
+LONG_FROM = _lengths.LONG_RANGE[0]  # tokens, ASSUMPTION: a "long" text starts here
 
 
 # ---------------------------------------------------------------------------------------
 # Lengths
 # ---------------------------------------------------------------------------------------
 def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np.ndarray:
-    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short."""
-    rng = np.random.default_rng(seed)
-    lo, hi = SHORT_RANGE[0], min(SHORT_RANGE[1], max_len)
-    short = rng.uniform(lo, hi, n)
-    long_lo = min(LONG_FROM, max_len)
-    long = rng.uniform(long_lo, max_len, n)
-    is_long = rng.random(n) < long_fraction
-    return np.clip(np.round(np.where(is_long, long, short)), 1, max_len).astype(np.int64)
+    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short
+    (``lengths.sample_long_text_mix`` with the ranges cut at ``max_len``)."""
+    s_hi = min(SHORT_RANGE[1], max_len)
+    short = (min(SHORT_RANGE[0], s_hi), s_hi)
+    long = (min(LONG_FROM, max_len), max_len)
+    return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
 
 
 def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int | None = None) -> np.ndarray:
@@ -54,10 +53,6 @@ def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int 
         return rng.choice(pool, size=n)
     pick_long = rng.random(n) < long_fraction
     return np.where(pick_long, rng.choice(longs, size=n), rng.choice(shorts, size=n))
-
-
-def long_share(case, lengths) -> float:
-    return float(np.mean(lengths >= min(LONG_FROM, int(np.max(lengths)))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,12 +76,65 @@ def machine_time(c, s: workloads.Step, *, weights_on_chip: bool = True) -> tuple
     """Seconds for step ``s`` on one chip (``ipusim.machine``) and the name of the model.
 
     On a tile chip the checklist decides the placement (C1): weights in SRAM, or streamed
-    from off-chip DRAM.
+    from off-chip DRAM. A step that does not fit (``StepResult.fits`` False) takes
+    ``math.inf`` seconds (the fit rule of ``ipusim.machine``): its time is never used.
     """
     name = f"ipusim.{'tiles' if c.kind == 'tile' else 'gpu'} simulator"
     if c.kind == "tile":
-        return float(machine.step_time_s(c, s, weights="on_chip" if weights_on_chip else "stream")), name
-    return float(machine.step_time_s(c, s)), name
+        r = machine.simulate(c, s, weights="on_chip" if weights_on_chip else "stream")
+    else:
+        r = machine.simulate(c, s)
+    return (float(r.time_s) if r.fits else math.inf), name
+
+
+def step_fits(c, s: workloads.Step, *, streaming: bool = False) -> bool:
+    """Does step ``s`` fit one chip (``StepResult.fits``), weights on chip or streamed."""
+    return math.isfinite(machine_time(c, s, weights_on_chip=not streaming)[0])
+
+
+def stage_model(model: workloads.TransformerConfig, chips: int) -> workloads.TransformerConfig:
+    """The part of ``model`` one chip of a ``chips``-stage pipeline runs: ceil(layers / chips)
+    transformer layers. ASSUMPTION (case.ASSUMPTIONS["multi_chip"]): the embedding table and
+    output head are left out of the stage (a 2-token vocabulary); they sit on the first and
+    last stages, whose extra bytes C1 counts chip-wide but the stage simulation does not."""
+    if chips <= 1:
+        return model
+    import dataclasses
+
+    return dataclasses.replace(model, name=f"{model.name} stage of {chips}", layers=-(-model.layers // chips),
+                               vocab=2, type_vocab=0, learned_positions=False, tied_embeddings=True,
+                               published_params=0.0)
+
+
+def largest_fitting_batch(c, model, length: int, phases=("forward",), *, chips: int = 1,
+                          streaming: bool = False, cap: int = 256) -> int:
+    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica
+    in every phase of ``phases``; a replica of ``chips`` chips holds one stage per chip.
+
+    Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs: bisection on
+    ``StepResult.fits``. Assumes fitting is monotone in the batch (fewer sequences need
+    fewer bytes), which the checklist's tests check on the grid it uses.
+    """
+    from .. import tiles
+
+    m = stage_model(model, chips)
+    best = cap
+    for ph in phases:
+        s = workloads.step(m, [int(length)] * best, phase=ph)
+        if c.kind == "tile":
+            best = min(best, tiles.largest_batch_that_fits(c, s, weights_on_chip=not streaming))
+        else:
+            lo, hi = 0, best
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if step_fits(c, workloads.step(m, [int(length)] * mid, phase=ph)):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            best = lo
+        if best == 0:
+            return 0
+    return best
 
 
 def _pow2_grid(lo: int, hi: int) -> list[int]:
@@ -112,11 +160,9 @@ class ServiceModel:
 
     c: object
     model: workloads.TransformerConfig
-    task: str  # "classify"
     mode: str  # "padded" or "packed"
     chips: int = 1
     streaming: bool = False
-    output_tokens: int = 0  # unused for classification
     max_batch: int = 128
 
     def __post_init__(self):
@@ -177,22 +223,30 @@ def _bilinear_log(bg, lg, grid, b, ln):
     i1 = np.minimum(i + 1, bg.size - 1)
     j1 = np.minimum(j + 1, lg.size - 1)
     u, v = u[:, None], v[None, :]
-    return ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
-            + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+    with np.errstate(invalid="ignore"):
+        out = ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
+               + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+    # A cell next to a grid point that does not fit (inf) is unavailable too (0 x inf = nan).
+    return np.where(np.isnan(out), np.inf, out)
 
 
 def replica_time(c, s: workloads.Step, *, chips: int, streaming: bool, tokens: int) -> tuple[float, str]:
     """Seconds for step ``s`` on a replica of ``chips`` chips holding its layers in turn.
 
-    One batch passes the chips one after another (pipeline stages), so it takes what one chip
-    with enough memory would take, plus the activation hops over the links; the replica keeps
-    ``chips`` batches in flight (see ``Context.depth``). ASSUMPTION, see case.ASSUMPTIONS.
+    One batch passes the chips one after another (pipeline stages): each chip runs a stage
+    of ceil(layers / chips) layers (``stage_model``, simulated, so that its fit is the
+    stage's), the batch takes ``chips`` x the stage time plus the activation hops over the
+    links, and the replica keeps ``chips`` batches in flight (see ``Context.depth``).
+    ``math.inf`` if the stage does not fit. ASSUMPTION, see case.ASSUMPTIONS["multi_chip"].
     """
+    if chips > 1:
+        s = workloads.step(stage_model(s.model, chips), list(s.lengths), phase=s.phase,
+                           pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
     t, src = machine_time(c, s, weights_on_chip=not streaming)
     if chips > 1:
         link = c.link_bandwidth_bytes_per_s
         hop = tokens * s.model.d_model * s.dtype_bytes * (chips - 1) / link if link > 0 else math.inf
-        t = t + hop  # layers run in turn on the chips (pipeline stages)
+        t = chips * t + hop  # layers run in turn on the chips (pipeline stages)
     return t, src
 
 
@@ -213,7 +267,6 @@ class GenService:
     max_batch: int = 64
     kv_tokens: int = 0  # KV-cache capacity of the replica, tokens
     mode: str = "padded"
-    task: str = "generate"
     prompt_step: int = 32
     ctx_step: int = 64
 
@@ -299,10 +352,12 @@ class ServingResult:
     served: int
     source: str
     saturated: bool = False  # the run's queue would grow without bound at this rate
+    busy_s: float = math.nan  # device-seconds the replicas were busy over the run
 
     def to_dict(self) -> dict:
         return {"p50_s": self.p50_s, "p99_s": self.p99_s, "mean_s": self.mean_s, "utilization": self.utilization,
-                "mean_batch": self.mean_batch, "served": self.served, "source": self.source}
+                "mean_batch": self.mean_batch, "served": self.served, "source": self.source,
+                "saturated": self.saturated, "busy_s": self.busy_s}
 
 
 def simulate(arrivals, lengths, service, policy: Policy, servers: int) -> ServingResult:
@@ -341,7 +396,8 @@ def _simulate_serving(serving, arrivals, lengths, service, policy, servers) -> S
     util = d["utilization"] if d["stable"] else 1.0
     return ServingResult(d["latency_p50_s"], d["latency_p99_s"] if d["stable"] else math.inf,
                          d["latency_mean_s"], util, d["mean_batch"], d["served"], SERVING_MODULE_SOURCE,
-                         saturated=not d["stable"] or util >= MAX_UTILIZATION)
+                         saturated=not d["stable"] or util >= MAX_UTILIZATION,
+                         busy_s=float(np.sum(r.device_busy_s)))
 
 
 SERVING_MODULE_SOURCE = "ipusim.serving simulator"
@@ -369,15 +425,11 @@ def _simulate_generation(serving, arrivals, lengths, service: GenService, policy
     p99 = float(np.nanpercentile(lat, 99)) if stable else math.inf
     # utilization here is the share of time with at least one request running (not a
     # capacity measure under continuous batching); stability comes from the simulator.
-    return ServingResult(float(np.nanpercentile(lat, 50)), p99, float(np.nanmean(lat)),
-                         min(1.0, busy / (servers * span)) if stable else 1.0,
+    util = min(1.0, busy / (servers * span)) if stable else 1.0
+    return ServingResult(float(np.nanpercentile(lat, 50)), p99, float(np.nanmean(lat)), util,
                          lat.size * service.output_tokens / max(iters, 1), int(lat.size),
-                         SERVING_MODULE_SOURCE + " (continuous batching)", saturated=not stable)
-
-
-def poisson_arrivals(rate: float, n: int, seed: int) -> np.ndarray:
-    gaps = np.random.default_rng(seed).exponential(1.0, n)
-    return np.cumsum(gaps) / rate
+                         SERVING_MODULE_SOURCE + " (continuous batching)",
+                         saturated=not stable or util >= MAX_UTILIZATION, busy_s=busy)
 
 
 def saturation_rate(lengths, service: ServiceModel, batch: int) -> float:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import hardware, workloads
+from .. import lengths as _lengths
 from .._validate import choice, fraction, lengths_array, positive
 
 MODES = ("auto", "padded", "packed")
@@ -47,9 +47,11 @@ DEFAULT_USD_PER_CHIP_HOUR = MappingProxyType({
 DEFAULT_USD_PER_KWH = 0.15
 PRICE_ASSUMPTION = (
     "ASSUMPTION: chip-hour and energy prices are placeholders, not sourced (the project has no "
-    "price list; prices vary by vendor, contract and year). GC200 and A100-80GB are set close "
-    "together because the articles compare 'an IPU of similar price' to an A100. Replace them "
-    "with your own quotes (config [prices] or --price CHIP=USD, --usd-per-kwh)."
+    "price list; prices vary by vendor, contract and year). The articles compare 'an IPU of similar "
+    "price' to an A100 without a number; GC200 1.60 and A100-80GB 2.00 USD/chip-hour are 20% apart, "
+    "inside the articles' own 20-30% saving claims, so a cost reason at these prices can be the price "
+    "gap only (the verdict says when). Replace them with your own quotes (config [prices] or "
+    "--price CHIP=USD, --usd-per-kwh)."
 )
 
 ASSUMPTIONS = MappingProxyType({
@@ -66,9 +68,10 @@ ASSUMPTIONS = MappingProxyType({
     "training_efficiency": "ASSUMPTION: both machine kinds reach the same fraction (40%) of their "
     "roofline-attainable FLOP/s in training, so that it cancels in the cost ratio; "
     "communication between chips is not modelled.",
-    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip holds 1/m of the "
-    "layers, a batch takes what one chip with enough memory would take plus the activation hops "
-    "over the links, and m batches are in flight at once (m times the throughput, same latency).",
+    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip runs a stage of "
+    "ceil(layers / m) layers (simulated, embeddings and output head left to the first and last stage), "
+    "a batch takes m x the stage time plus the activation hops over the links, and m batches are in "
+    "flight at once.",
 })
 
 
@@ -137,16 +140,16 @@ class Prices:
 
 @dataclass(frozen=True)
 class Training:
-    """What to check for training: models, token budget, sequence and batch size.
+    """What to check for training: models, token budget and sequence length.
 
     Defaults follow GPT-3 (Brown et al. 2020, Table 2.1 and §2.2): 300B training tokens,
-    2,048-token context, 3.2M tokens per batch.
+    2,048-token context. (The global batch does not enter the estimate: cost is FLOPs over
+    attained FLOP/s, and memory holds one sequence's activations with full recomputation.)
     """
 
     models: tuple = ("llama-2-7b", "llama-2-70b", "gpt-3-175b")
     token_budget: float = 300e9  # tokens; Brown et al. 2020 trained GPT-3 on 300B tokens
     seq_len: int = 2048  # tokens; GPT-3 context (Brown et al. 2020)
-    tokens_per_step: int = 3_200_000  # tokens; GPT-3 175B batch of 3.2M tokens (Table 2.1)
     efficiency: float = 0.4  # ASSUMPTION (see ASSUMPTIONS["training_efficiency"])
 
     def __post_init__(self):
@@ -156,14 +159,13 @@ class Training:
         object.__setattr__(self, "models", ms)
         positive("training.token_budget", self.token_budget)
         positive("training.seq_len", self.seq_len, integer=True)
-        positive("training.tokens_per_step", self.tokens_per_step, integer=True)
         fraction("training.efficiency", self.efficiency)
         if self.efficiency == 0:
             raise ValueError("training.efficiency must be > 0")
 
     def to_dict(self) -> dict:
         return {"models": [m.name for m in self.models], "token_budget": self.token_budget,
-                "seq_len": self.seq_len, "tokens_per_step": self.tokens_per_step,
+                "seq_len": self.seq_len,
                 "efficiency": self.efficiency}
 
 
@@ -196,6 +198,8 @@ class Case:
     def __post_init__(self):
         m = workloads.model(self.model)
         object.__setattr__(self, "model", m)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
         if self.arrivals is not None:
             arr = np.asarray(self.arrivals, dtype=float)
             if arr.ndim != 1 or arr.size < 2 or not np.all(np.isfinite(arr)):
@@ -290,34 +294,31 @@ class Case:
 
 
 def histogram_sample(hist: dict, n: int = 20_000, seed: int = 0) -> np.ndarray:
-    """A seeded sample of ``n`` lengths drawn from a ``{length: count}`` histogram."""
-    ls = np.array([int(k) for k in hist], dtype=np.int64)
-    cs = np.array([float(v) for v in hist.values()], dtype=float)
-    if np.any(cs < 0) or cs.sum() <= 0:
-        raise ValueError("length histogram counts must be >= 0 and not all zero")
-    keep = cs > 0
-    rng = np.random.default_rng(seed)
-    return rng.choice(ls[keep], size=n, p=cs[keep] / cs[keep].sum())
+    """A seeded sample of ``n`` lengths from a ``{length: count}`` histogram (``lengths.Histogram.sample``)."""
+    try:
+        ls = np.array([int(k) for k in hist], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(f"length histogram keys must be whole token lengths, got {list(hist)[:3]!r}") from None
+    if ls.size == 0 or ls.min() < 1:
+        raise ValueError("length histogram needs lengths >= 1")
+    counts = np.zeros(int(ls.max()), dtype=float)
+    np.add.at(counts, ls - 1, np.array([float(v) for v in hist.values()]))
+    return _lengths.Histogram(counts).sample(n, seed=seed)
 
 
 def read_lengths_file(path, seed: int = 0) -> np.ndarray:
-    """Lengths from a file: a ``length,count`` histogram CSV, or one length per line."""
+    """Lengths from a file: a ``length,count`` histogram CSV (``lengths.load_histogram``, sampled),
+    or lengths one a line (``lengths.load_lengths``)."""
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"lengths file {str(path)!r} not found")
     rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if rows and not rows[0].replace(",", "").strip().isdigit():
-        rows = rows[1:]  # header
     if not rows:
         raise ValueError(f"lengths file {str(path)!r} holds no lengths")
     try:
-        if "," in rows[0]:
-            hist = {}
-            for r in rows:
-                a, b = r.split(",")[:2]
-                hist[int(a)] = hist.get(int(a), 0) + float(b)
-            return histogram_sample(hist, seed=seed)
-        return np.array([int(float(r)) for r in rows], dtype=np.int64)
+        if "," in rows[-1]:
+            return _lengths.load_histogram(p).sample(20_000, seed=seed)
+        return _lengths.load_lengths(p)
     except ValueError as err:
         raise ValueError(f"lengths file {str(path)!r}: expected 'length,count' rows or one length a line ({err})") from None
 
@@ -331,10 +332,7 @@ def named_lengths(name: str, seed: int = 0) -> np.ndarray:
     key = NAMED_LENGTHS.get(str(name).lower())
     if key is None:
         raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(NAMED_LENGTHS)} or a file path")
-    from .. import lengths as _lengths
-
-    counts = np.asarray(_lengths.dataset(key).counts)
-    return histogram_sample({i + 1: c for i, c in enumerate(counts.tolist()) if c}, seed=seed)
+    return _lengths.dataset(key).sample(20_000, seed=seed)
 
 
 def _chip_from(spec):
@@ -345,7 +343,10 @@ def _chip_from(spec):
         kind = d.pop("kind", None)
         base = d.pop("base", None)
         if base is not None:
-            return hardware.chip(base).replace(**d)
+            try:
+                return hardware.chip(base).replace(**d)
+            except TypeError as err:
+                raise ValueError(f"custom chip based on {base!r}: {err}") from None
         cls = {"tile": hardware.TileChip, "gpu": hardware.GpuChip}.get(kind)
         if cls is None:
             raise ValueError("a custom chip needs kind = 'tile' or 'gpu' (or base = a preset name to modify)")
@@ -433,13 +434,25 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
     for k in ("name", "task", "rate_per_s", "slo_p99_s", "long_fraction", "output_tokens", "seed", "inference"):
         if k in merged:
             kw[k] = merged[k]
-    seed = int(kw.get("seed", 0))
+    try:
+        seed = int(kw.get("seed", 0))
+    except (TypeError, ValueError):
+        raise ValueError(f"seed must be a non-negative whole number, got {kw.get('seed')!r}") from None
+    if "seed" in kw:
+        kw["seed"] = seed
     lens = merged.get("lengths")
+    if lens is not None and "long_fraction" in merged:
+        raise ValueError("give long_fraction or lengths, not both (lengths would win silently)")
     if lens is not None:
         if isinstance(lens, str):
             kw["lengths"], kw["length_source"] = _lengths_from_name(lens, base_dir, seed)
         elif isinstance(lens, dict):
-            kw["lengths"], kw["length_source"] = histogram_sample({int(k): v for k, v in lens.items()}, seed=seed), "histogram"
+            try:
+                hist = {int(k): float(v) for k, v in lens.items()}
+            except (TypeError, ValueError):
+                raise ValueError("lengths histogram: keys must be whole token lengths and values counts, "
+                                 f"e.g. {{\"128\" = 10}}; got {dict(list(lens.items())[:3])!r}") from None
+            kw["lengths"], kw["length_source"] = histogram_sample(hist, seed=seed), "histogram"
         else:
             kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
     arr = merged.get("arrivals")
@@ -466,17 +479,25 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
 
 
 def read_arrivals(path) -> np.ndarray:
-    """Arrival times (seconds) from a file: one per line, or the first column of a CSV."""
+    """Arrival times (seconds) from a file: an ``arrival_s,length`` trace CSV with a header
+    (``ipusim.arrivals.load_trace``; its times), or one time per line."""
+    from .. import arrivals
+
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"arrival trace file {str(path)!r} not found")
-    rows = [ln.split(",")[0].strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if rows and not rows[0].replace(".", "", 1).replace("e", "", 1).replace("-", "").isdigit():
-        rows = rows[1:]  # header
+    rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    if rows and "," in rows[0]:
+        return arrivals.load_trace(p)[0]
+    try:
+        float(rows[0]) if rows else None
+    except ValueError:
+        rows = rows[1:]  # a one-column header such as "time_s"
     try:
         return np.array([float(x) for x in rows])
     except ValueError:
-        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line") from None
+        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line, or a CSV "
+                         "with a header 'arrival_s,length'") from None
 
 
 def _resolve(p: str, base_dir: Path | None) -> Path:
@@ -505,6 +526,9 @@ def load_case(path) -> Case:
         d = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"config file {str(path)!r} is not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {err}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"config file {str(path)!r}: the top level must be an object/table of sections "
+                         f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}")
     return case_from_dict(d, base_dir=p.parent)
 
 
@@ -520,7 +544,3 @@ def default_case(**changes) -> Case:
                 name="Default: BERT-base classification, 40% long texts, 300 req/s, p99 <= 50 ms")
     base.update(changes)
     return Case(**base)
-
-
-def is_finite_number(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -82,16 +82,26 @@ def _html_table(rows: list[dict]) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
-    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r.get(c, '')))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
+    # Text columns left-aligned, numbers right-aligned; a status cell is coloured by its status.
+    text_col = {c: any(isinstance(r.get(c), str) for r in rows) for c in cols}
+    head = "".join(f"<th class='{'txt' if text_col[c] else 'num'}'>{html.escape(c.replace('_', ' '))}</th>"
+                   for c in cols)
+    marks = {m: k for k, m in STATUS_MARK.items()}
+
+    def td(c, v):
+        text = html.escape(_cell(v))
+        if c == "status" and v in marks:
+            text = f"<span class='status {marks[v]}'>{text}</span>"
+        return f"<td class='{'txt' if text_col[c] else 'num'}'>{text}</td>"
+
+    body = "".join("<tr>" + "".join(td(c, r.get(c, "")) for c in cols) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+th{background:#f3f3f3}.txt{text-align:left}.num{text-align:right}
 .verdict{font-size:1.3em;padding:.6em 1em;border-radius:6px;margin:1em 0}
 .migrate{background:#dff3df}.pilot{background:#fff3cd}.stay{background:#f8dada}
 .status{font-weight:bold;padding:1px 6px;border-radius:4px;font-size:.85em}
@@ -136,8 +146,8 @@ class Report:
         v = self.verdict
         case = self.case
         out = [f"# POC migration checklist: {case.name}", ""]
-        out += [f"**Verdict: {v.decision.upper()}**" + (f" - {v.veto}" if v.veto else f" (score {v.score:+.0f} points; "
-                f"migrate at >= {POLICY['migrate_at']}, pilot at >= {POLICY['pilot_at']})"), ""]
+        out += [f"**Verdict: {v.decision.upper()}**" + (f" - {v.veto}" if v.veto else f" (score {v.score:+.1f} points; "
+                f"migrate at >= {POLICY['migrate_at']}, pilot at >= {POLICY['pilot_at']}; {v.margin})"), ""]
         if v.reasons:
             out += ["Reasons, ranked by weight (points > 0 favour moving to the tile chip):", ""]
             out += [f"{i}. ({r.weight:+.0f}) {r.text} [{', '.join(r.checks)}]" for i, r in enumerate(v.reasons, 1)]
@@ -190,8 +200,8 @@ class Report:
         case = self.case
         parts = [f"<h1>POC migration checklist</h1><p>{html.escape(case.name)}</p>",
                  f"<div class='verdict {v.decision}'><b>Verdict: {v.decision.upper()}</b> "
-                 + (html.escape(f"- {v.veto}") if v.veto else f"(score {v.score:+.0f} points; migrate at &ge; "
-                    f"{POLICY['migrate_at']}, pilot at &ge; {POLICY['pilot_at']})") + "</div>"]
+                 + (html.escape(f"- {v.veto}") if v.veto else f"(score {v.score:+.1f} points; migrate at &ge; "
+                    f"{POLICY['migrate_at']}, pilot at &ge; {POLICY['pilot_at']}; {html.escape(v.margin)})") + "</div>"]
         if v.reasons:
             parts.append("<p>Reasons, ranked by weight (points &gt; 0 favour moving to the tile chip):</p><ol>"
                          + "".join(f"<li>({r.weight:+.0f}) {html.escape(r.text)} [{_links(r.checks)}]</li>"

@@ -15,7 +15,9 @@ from .checks import fmt
 POLICY = {
     "migrate_at": 25,  # points: migrate at or above (and software risk not high)
     "pilot_at": 5,  # points: pilot at or above
-    "cost_points_per_pct": 1.0,  # points per % cost saving (tile vs GPU), capped
+    "cost_points_per_pct": 1.0,  # points per % cost saving (tile vs GPU), capped; the saving weighed is
+    # the mean of the saving at the offered rate and with the chips at capacity, or only the latter
+    # when both deployments are their smallest (then the offered-rate saving is the price ratio only)
     "cost_cap": 40,  # points
     "fragile_points": -10,  # price crossover within 25% of today's price
     "rate_points": -5,  # cheaper kind flips within 0.5x-2x of the offered rate
@@ -42,12 +44,28 @@ class Verdict:
     veto: str = ""  # a reason that decides alone (e.g. nothing fits)
 
     @property
+    def margin(self) -> str:
+        """How far the score is from the nearest threshold, in points (review 2e)."""
+        if self.veto:
+            return "decided by a veto"
+        up = [(POLICY[k], name) for k, name in (("pilot_at", "PILOT"), ("migrate_at", "MIGRATE")) if POLICY[k] > self.score]
+        down = [(POLICY[k], name) for k, name in (("pilot_at", "STAY"), ("migrate_at", "PILOT")) if POLICY[k] <= self.score]
+        parts = []
+        if up:
+            t, name = min(up)
+            parts.append(f"{t - self.score:.1f} points below {name}")
+        if down:
+            t, name = max(down)
+            parts.append(f"{self.score - t:.1f} points above {name}")
+        return "; ".join(parts)
+
+    @property
     def headline(self) -> str:
         d = self.decision.upper()
-        return f"{d}: {self.veto}" if self.veto else f"{d} (score {self.score:+.0f} points)"
+        return f"{d}: {self.veto}" if self.veto else f"{d} (score {self.score:+.1f} points; {self.margin})"
 
     def to_dict(self) -> dict:
-        return {"decision": self.decision, "score": self.score, "veto": self.veto,
+        return {"decision": self.decision, "score": self.score, "veto": self.veto, "margin": self.margin,
                 "reasons": [r.to_dict() for r in self.reasons], "policy": dict(POLICY)}
 
 
@@ -60,9 +78,9 @@ def decide(case, checks: dict) -> Verdict:
         tile, gpu = c4.data.get("tile"), c4.data.get("gpu")
         has_tile_cand = any(c.chip.kind == "tile" for c in case.candidates)
         has_gpu_cand = any(c.chip.kind == "gpu" for c in case.candidates)
-        if c1 is not None and c1.status == "fail" and "fits nowhere" in c1.reason:
+        if c1 is not None and c1.data.get("fits_nowhere"):
             veto = "the model fits on no candidate, even spread or streamed"
-        elif c2 is not None and c2.status == "fail" and "impossible target" in c2.reason:
+        elif c2 is not None and c2.data.get("impossible_target"):
             veto = "the p99 target is below the time of a single request on every candidate"
         elif has_tile_cand and tile is None:
             veto = "no tile-chip deployment meets the p99 target"
@@ -71,14 +89,24 @@ def decide(case, checks: dict) -> Verdict:
                                   f"only the tile chip ({tile['deployment']}) meets the p99 target", ("C2", "C4")))
         if "saving" in c4.data:
             s = c4.data["saving"]
-            w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * s * 100))
-            reasons.append(Reason(round(w, 1),
-                                  f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
-                                  f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']}"
-                                  + (f" ({'saves' if s > 0 else 'adds'} {fmt(abs(s) * 100, '%')})" if s > -1 else
-                                     f" ({fmt(1 - s, 'x')} the GPU cost)")
-                                  + (" at ASSUMED prices" if any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0])) else ""),
-                                  ("C2", "C4")))
+            s_cap = c4.data.get("saving_at_capacity", s)
+            minimal = c4.data.get("minimal", False)
+            weighed = s_cap if minimal else (s + s_cap) / 2
+            w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * weighed * 100))
+            assumed = any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0]))
+
+            def _change(x):
+                return f"saves {fmt(x * 100, '%')}" if x > 0 else f"costs {fmt(1 - x, 'x')} what the GPU costs"
+
+            parity = c4.data.get("parity_price_at_capacity", 0)
+            text = (f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
+                    f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)}"
+                    + ("; both are their smallest deployment, so this is the price ratio only" if minimal else "")
+                    + f"); with the chips at capacity the tile chip {_change(s_cap)} ("
+                    + ("weighed" if minimal else "the mean of both is weighed")
+                    + (f"; equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]}" if parity > 0 else "")
+                    + ")" + (", at ASSUMED prices" if assumed else ""))
+            reasons.append(Reason(round(w, 1), text, ("C2", "C4")))
         if c5 is not None and c5.data:
             if c5.data.get("fragile"):
                 reasons.append(Reason(POLICY["fragile_points"],

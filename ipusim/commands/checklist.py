@@ -45,6 +45,8 @@ def build_case(args):
     """The case described by the parsed arguments (config file first, options on top)."""
     from ..checklist import case as C
 
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be a non-negative whole number, got {args.seed}")
     if args.config:
         base = C.load_case(args.config)
     else:
@@ -53,8 +55,9 @@ def build_case(args):
     if args.model:
         changes["model"] = args.model
     if args.rate is not None:
-        if args.rate <= 0:
-            raise ValueError(f"--rate must be > 0 requests/s, got {args.rate:g} (zero traffic has no cost per request)")
+        if not args.rate > 0 or args.rate == float("inf"):
+            raise ValueError(f"--rate must be a finite number > 0 requests/s, got {args.rate:g}"
+                             + (" (zero traffic has no cost per request)" if args.rate == 0 else ""))
         changes["rate_per_s"] = args.rate
         changes["arrivals"] = None
     if args.arrivals:
@@ -107,6 +110,8 @@ def build_case(args):
 def run(args) -> int:
     from ..checklist import run_checklist
 
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise ValueError(f"--out {args.out!r}: directory {str(Path(args.out).resolve().parent)!r} does not exist")
     case = build_case(args)
     fmt = "json" if args.json else args.format
     report = run_checklist(case, show_progress=not args.no_progress)

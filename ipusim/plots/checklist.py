@@ -20,6 +20,14 @@ def _color(kind):
     return TILE_COLOR if kind == "tile" else GPU_COLOR
 
 
+def _sig3(x: float) -> str:
+    """A number to 3 significant figures with thousands separators (4.68, 4,540)."""
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    return f"{float(f'{x:.3g}'):,.{digits}f}"
+
+
 def plot_capacity(report, ax=None):
     """C2: requests/s each candidate carries within the p99 target, against the offered rate."""
     ax = _ax(ax)
@@ -31,7 +39,8 @@ def plot_capacity(report, ax=None):
     ax.bar(names, caps, color=[_color(kinds.get(n, "gpu")) for n in names])
     ax.axhline(report.case.rate_per_s, color="k", ls="--", lw=1, label=f"offered {report.case.rate_per_s:g} req/s")
     for i, (r, cap) in enumerate(zip(rows, caps, strict=True)):
-        ax.annotate(f"{cap:,.0f}\n{r['mode']}", (i, cap), ha="center", va="bottom", fontsize=8)
+        label = f"{_sig3(cap)}\n{r['mode']}" if cap > 0 else "none meets\nthe target"
+        ax.annotate(label, (i, cap), ha="center", va="bottom", fontsize=8)
     ax.set_ylabel("capacity at the p99 target (requests/s)")
     ax.set_title(f"C2: throughput with p99 <= {report.case.slo_p99_s * 1e3:g} ms (chips as given)")
     ax.legend(loc="upper right", fontsize=8)
@@ -43,7 +52,9 @@ def plot_cost(report, ax=None):
     """C4: cost per million requests of each candidate scaled to the offered rate."""
     ax = _ax(ax)
     rows = [r for r in report.checks["C4"].tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
-    names = [f"{r['candidate'].split()[0]} x{r['chips_needed']}" for r in rows]
+    # C2 labels the candidates as given ("gc200 x24"); here the chips needed for the rate, said so.
+    names = [f"{r['candidate'].split()[0]}\n{r['chips_needed']} chip{'s' if r['chips_needed'] != 1 else ''} needed"
+             for r in rows]
     vals = [r["usd_per_million"] for r in rows]
     ax.bar(names, vals, color=[_color(r["kind"]) for r in rows])
     for i, v in enumerate(vals):

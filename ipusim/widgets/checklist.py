@@ -19,12 +19,20 @@ from ..checklist import (
 from ..plots import checklist as plots
 
 
-def _run(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu_usd, usd_per_kwh,
-         train, show_figure=True, **answers):
+def run_form(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu_usd, usd_per_kwh,
+             train, show_figure=True, **answers):
+    """What the form's button runs: build the case from the controls' values, run the
+    checklist, show the verdict, the checks and (``show_figure``) the overview; returns the
+    ``Report``. Call it directly to see an error that ``interactive`` would swallow."""
     cands = parse_candidates(candidates)
     tile = next((c.chip.name for c in cands if c.chip.kind == "tile"), "gc200")
     gpu = next((c.chip.name for c in cands if c.chip.kind == "gpu"), "a100-80gb")
-    prices = Prices().with_prices({tile: tile_usd, gpu: gpu_usd}, usd_per_kwh)
+    # A price counts as the user's only when it differs from the assumed default (review 2c):
+    # the form always shows a value, and leaving it alone must keep the "ASSUMED" mark.
+    base = Prices()
+    given = {k: v for k, v in ((tile, tile_usd), (gpu, gpu_usd))
+             if k not in base.usd_per_chip_hour or v != base.usd_per_chip_hour[k]}
+    prices = base.with_prices(given, usd_per_kwh if usd_per_kwh != base.usd_per_kwh else None)
     case = default_case(model=model, rate_per_s=rate_per_s, slo_p99_s=slo_ms / 1e3,
                         long_fraction=long_fraction, candidates=cands, prices=prices,
                         training=Training() if train else None, answers=answers, name="")
@@ -72,7 +80,7 @@ def checklist_form(**defaults):
         controls[k] = W.fixed(v) if k == "show_figure" else controls[k]
         if k != "show_figure":
             controls[k].value = v
-    w = W.interactive(_run, {"manual": True, "manual_name": "Run checklist"}, **controls)
+    w = W.interactive(run_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
     return w
 
 
