@@ -393,3 +393,18 @@ def test_sweep_validates(kw, msg):
     args.update(kw)
     with pytest.raises(ValueError, match=msg):
         roofline.sweep(**args)
+
+
+def test_placement_overrides():
+    """A training step of GPT-3 on one GC200: one layer's activations (scores 96 heads x 2,048^2
+    x 2 bytes x 3 for forward+backward) exceed the SRAM, so by default they cross DRAM; a caller
+    that spreads them over many chips forces them on chip, and the bound drops to the weights'
+    stream alone (each op's weight bytes over DRAM vs the rest over SRAM; rel 1e-12)."""
+    c = hardware.chip("gc200")
+    s = workloads.step("gpt-3-175b", [2048], phase="train")
+    assert roofline.placement(c, s) == {"weights": False, "kv": True, "activations": False}
+    forced = roofline.step_time_s(c, s, weights_on_chip=False, activations_on_chip=True)
+    want = sum(max(o.flops / c.peak_flops, o.weight_bytes / c.offchip_bandwidth_bytes_per_s,
+                   (o.bytes - o.weight_bytes) / c.sram_bandwidth_bytes_per_s) for o in s.ops)
+    assert forced == pytest.approx(want, rel=1e-12)
+    assert forced < roofline.step_time_s(c, s)
