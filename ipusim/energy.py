@@ -11,6 +11,14 @@ is I/O and DRAM-array energy; the HBM figure here is already for a 2017 part). S
 today's nodes *moving* a byte costs relatively more than this table says compared with
 a FLOP, and absolute joules here are too high for compute. We apply one table to every
 chip, so that comparisons isolate *where the bytes come from*, not the process node.
+
+Two energy estimates exist in ipusim, on purpose, and they are not the same number:
+
+* this table, bottom-up (FLOPs and compulsory bytes priced per level), used by
+  ``roofline.step_energy``: what the work costs at least, at 45 nm;
+* ``machine.StepResult.energy_j`` = board power (``chip.power_w``, sourced in
+  ``ipusim.hardware``) x simulated time, for tile chips and GPUs alike: an upper-bound
+  estimate (a chip rarely draws its full board power), ``inf`` for a step that does not fit.
 """
 
 from __future__ import annotations

@@ -111,7 +111,10 @@ class StepResult:
 
 
 def simulate(c, s: Step, **kwargs) -> StepResult:
-    """Simulate step ``s`` on chip ``c`` (a preset name or a chip object)."""
+    """Simulate step ``s`` on chip ``c`` (a preset name or a chip object).
+
+    Never raises because a step does not fit: the result then has ``fits=False`` and
+    ``time_s = inf`` (see ``StepResult``)."""
     c = _chip(c)
     if isinstance(c, TileChip):
         from . import tiles
@@ -125,5 +128,6 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
 
 
 def step_time_s(c, s: Step, **kwargs) -> float:
-    """Seconds for step ``s`` on chip ``c`` (see ``simulate``)."""
+    """Seconds for step ``s`` on chip ``c`` (see ``simulate``); ``math.inf`` when the step
+    does not fit (the fit rule in ``StepResult``)."""
     return simulate(c, s, **kwargs).time_s

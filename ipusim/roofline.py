@@ -153,7 +153,8 @@ def ridge_points(c: TileChip | GpuChip) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 
-def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> dict[str, bool]:
+def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
+              kv_on_chip: bool | None = None, activations_on_chip: bool | None = None) -> dict[str, bool]:
     """Which of a step's tensors a roofline bound keeps on chip: ``{"weights", "kv",
     "activations"} -> bool`` (True: tile SRAM, or HBM on a GPU).
 
@@ -161,6 +162,8 @@ def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = 
     then the KV cache if it still does not fit beside the largest op's live activations,
     then the activations if they alone exceed the SRAM. ``weights_on_chip`` forces the
     weights' place; forced on chip, everything stays on chip (the "it was sharded" view).
+    ``kv_on_chip`` and ``activations_on_chip`` force those (e.g. activations spread over
+    many chips while the weights stream); ``None`` means "decide as above".
     """
     c = _chip(c)
     on = {"weights": True, "kv": True, "activations": True}
@@ -169,9 +172,14 @@ def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = 
     fits = fits_on_chip(c, s)
     woc = fits if weights_on_chip is None else bool(weights_on_chip)
     if woc:
-        return on
-    live, kv = _live_act_bytes(s), _kv_need_bytes(s)
-    return {"weights": False, "kv": kv == 0 or live + kv <= c.data_bytes, "activations": live <= c.data_bytes}
+        place = dict(on)
+    else:
+        live, kv = _live_act_bytes(s), _kv_need_bytes(s)
+        place = {"weights": False, "kv": kv == 0 or live + kv <= c.data_bytes, "activations": live <= c.data_bytes}
+    for k, v in (("kv", kv_on_chip), ("activations", activations_on_chip)):
+        if v is not None:
+            place[k] = bool(v)
+    return place
 
 
 def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True,
@@ -287,14 +295,17 @@ def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True, kv_
 
 
 def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
-                fused: bool = False) -> list[OpBound]:
+                fused: bool = False, kv_on_chip: bool | None = None,
+                activations_on_chip: bool | None = None) -> list[OpBound]:
     """Lower bounds of a step, op by op (``fused=False``: one per op, step order) or kernel
     by kernel (``fused=True``: the ``FUSED_GROUPS`` as one bound each, in place of their
     first op, every other op as itself). Placement of weights, KV cache and activations by
-    ``placement`` (``weights_on_chip`` defaults to "does the step fit?").
+    ``placement`` (``weights_on_chip`` defaults to "does the step fit?"; ``kv_on_chip`` and
+    ``activations_on_chip`` override it for those tensors).
     """
     c = _chip(c)
-    place = placement(c, s, weights_on_chip=weights_on_chip)
+    place = placement(c, s, weights_on_chip=weights_on_chip, kv_on_chip=kv_on_chip,
+                      activations_on_chip=activations_on_chip)
     if not fused:
         return [_group_bound(c, o.name, o.kind, [o], [o], place) for o in s.ops]
     by = {o.name: o for o in s.ops}
@@ -315,11 +326,13 @@ def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
 
 
 def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
-                fused: bool = False) -> float:
+                fused: bool = False, kv_on_chip: bool | None = None,
+                activations_on_chip: bool | None = None) -> float:
     """Lower bound on the time of a whole step: the sum of its ops' (or fused kernels')
     bounds, seconds. ``fused=False`` bounds ``tiles.simulate`` and an unfused GPU;
     ``fused=True`` bounds the default (fused) ``gpu.simulate`` and everything else."""
-    return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip, fused=fused)))
+    return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip, fused=fused,
+                                                   kv_on_chip=kv_on_chip, activations_on_chip=activations_on_chip)))
 
 
 def _live_act_bytes(s: Step) -> float:

@@ -105,6 +105,9 @@ def test_slowest_tile_sets_the_pace():
 
 
 def test_superstep_time_is_sync_plus_slowest_exchange_plus_slowest_compute():
+    """Consistency of the assembly (time from the program's per-tile cycles, split and per-op
+    sums); the independent check against the roofline is
+    test_simulated_time_never_beats_the_roofline_bound."""
     prof = tiles.profile("gc200", _bert())
     p = prof.program
     expect = (p.count * (GC200.sync_cycles + p.comp.max(axis=1) + p.exch.max(axis=1))).sum() / GC200.clock_hz
