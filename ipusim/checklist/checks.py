@@ -833,8 +833,8 @@ def train_estimate(m, c, tr, prices) -> dict:
         chips_sram, place, on_chip = chips, "HBM", True
     # The chip count above is sized so that each chip's share of the activations fits in its
     # SRAM (or HBM); the bound keeps them there, and only the states move when they live off chip.
-    bound_s = sum(roofline.op_bound(c, o, weights_on_chip=on_chip, activations_on_chip=True).time_s for o in s.ops)
-    roof_frac = (s.flops / c.peak_flops) / bound_s
+    bounds = roofline.step_bounds(c, s, weights_on_chip=on_chip, activations_on_chip=True)
+    roof_frac = (s.flops / c.peak_flops) / sum(b.time_s for b in bounds)
     rate = c.peak_flops * roof_frac * tr.efficiency  # FLOP/s per chip
     chip_s = flops / rate
     usd = chip_s / HOUR_S * (prices.chip_hour(c) + c.power_w / 1e3 * prices.usd_per_kwh)
