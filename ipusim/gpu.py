@@ -43,7 +43,7 @@ from numba import njit
 from ._validate import choice, fraction, positive
 from .hardware import GPU_PRESETS, GpuChip
 from .hardware import chip as _chip
-from .machine import StepResult
+from .result import StepResult
 from .workloads import Op, Step, training_footprint
 from .workloads import step as _make_step
 

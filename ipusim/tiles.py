@@ -54,7 +54,7 @@ from numba import njit
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
-from .machine import StepResult
+from .result import StepResult
 from .workloads import Op, Step
 
 AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM a matmul plan may use for temporaries (POPLIBS-OPT)
