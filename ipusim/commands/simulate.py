@@ -63,11 +63,15 @@ def run(args) -> int:
     if r.fits:
         print(f"step time   {r.time_s * 1e3:,.3f} ms  ({r.throughput_seq_per_s:,.0f} seq/s)")
         total = r.time_s
+    elif pl is not None:  # no placement fits: nothing to split
+        total = float("nan")
+        print(f"step time   none: the step DOES NOT FIT on {chips} chips")
     else:  # the fit rule: no honest time; show the diagnostic estimate, labelled
         total = r.extra.get("time_if_unlimited_s", float("nan"))
         print(f"step time   none: the step DOES NOT FIT (as if memory were unlimited: {total * 1e3:,.3f} ms)")
-    rows = [{"part": k, "ms": v * 1e3, "share": v / total * 100} for k, v in r.split.items()]
-    print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
+    if r.split:
+        rows = [{"part": k, "ms": v * 1e3, "share": v / total * 100} for k, v in r.split.items()]
+        print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
     if pl is not None and pl.alternatives:
         print("why not the others:")
         for a in pl.alternatives:
