@@ -32,9 +32,9 @@ each gets fewer sequences) and ``m`` dividing the replica batch. It prunes witho
 every placement whose per-chip always-live bytes (weights, KV cache, code) exceed the chip's
 memory, and bounds the rest from below by ``n_i x`` the time of one lone layer of the same
 shard plus the exact link time (a stage of ``n`` layers holds more bytes than one lone layer,
-so it is never faster per layer: ASSUMPTION, checked against the exhaustive search in the
-tests and ``benchmarks/bench_placement.py``); placements are simulated in order of that bound
-until the bound passes the best time found.
+so it is never faster per layer, and when a lone layer does not fit no stage does: ASSUMPTION,
+checked against the exhaustive search in the tests and ``benchmarks/bench_placement.py``);
+placements are simulated in order of that bound until the bound passes the best time found.
 """
 
 from __future__ import annotations
@@ -437,8 +437,13 @@ def _bound(ev: _Evaluator, cand: _Candidate, level: int) -> float:
     shortest), level 1 on the micro-batch."""
     t, d, m = cand.t, cand.d, cand.m
     micro = ev.batches(d, m)[1]
-    lone = ev.result(t, 1, False, False, micro if level else micro[np.argmin(micro)][None])
-    per_layer = lone.time_s if lone.fits else lone.extra.get("time_if_unlimited_s", 0.0)
+    seqs = micro if level else micro[np.argmin(micro)][None]
+    lone = ev.result(t, 1, False, False, seqs)
+    if not lone.fits:  # every stage holds at least this layer (and more tokens): none can fit
+        cand.short, where = _short_bytes(ev, lone, t, 1, False, False, seqs)
+        cand.reason = f"one layer of this shard alone does not fit a chip ({len(seqs)} sequences): {where}"
+        return math.inf
+    per_layer = lone.time_s
     fill, slowest = 0.0, 0.0
     for _, n, first, last, cross, count in _stage_kinds(cand.layers, t, ev.fabric.chips_per_node):
         st = n * per_layer + ev.link_s(t, n, first, last, d, m, cross) + ev.stream_bound_s(t, n, first, last, d)
@@ -511,7 +516,11 @@ def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_nod
             bound, k, level, pl = heapq.heappop(heap)
             cand = keep[k]
             if level < 2:
-                heapq.heappush(heap, (max(bound, _bound(ev, cand, level)), k, level + 1, None))
+                b = _bound(ev, cand, level)
+                if math.isinf(b):
+                    failed.append(_as_placement(ev, cand))
+                else:
+                    heapq.heappush(heap, (max(bound, b), k, level + 1, None))
             elif level == 2:
                 pl = evaluate(ev, cand)
                 if pl.fit == DOES_NOT_FIT:
@@ -530,8 +539,16 @@ def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_nod
         if not failed:
             raise ValueError(f"no placement of {s.model.name} on {chips} chips to try")
         worst = failed[0]
+        if worst.reason.startswith("one layer") and worst.tensor == max(x.t for x in cands):
+            most = max(tensor_degrees(s.model, s.model.heads))
+            more = ("more chips do not help" if worst.tensor == most else
+                    f"more chips would let it split up to {most} ways")
+            advice = (f"One layer split {worst.tensor} ways still overflows a tile ({more}); shorter sequences "
+                      "or a smaller batch would shrink it.")
+        else:
+            advice = _advice(c, s, chips)
         return dataclasses.replace(
-            worst, reason=f"{worst.reason}. Nothing fits on {chips} chips. {_advice(c, s, chips)}",
+            worst, reason=f"{worst.reason}. Nothing fits on {chips} chips. {advice}",
             alternatives=tuple(failed[1:1 + ALTERNATIVES]), simulations=ev.simulations)
     best = fitting[0]
     others = tuple(failed[:ALTERNATIVES]) + tuple(fitting[1:1 + RUNNERS_UP])
