@@ -555,6 +555,38 @@ def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_nod
     return dataclasses.replace(best, alternatives=others, simulations=ev.simulations)
 
 
+def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batches: int = 1,
+           chips: int | None = None, chips_per_node: int | None = None, **sim_kwargs) -> Placement:
+    """Time and fit of one given placement ``(tensor, pipeline, data, micro_batches)`` (no search):
+    to ask why the search did not pick it. ``chips`` defaults to ``tensor x pipeline x data``."""
+    c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+    t = positive("tensor", tensor, integer=True)
+    p = positive("pipeline", pipeline, integer=True)
+    d = positive("data", data, integer=True)
+    m = positive("micro_batches", micro_batches, integer=True)
+    n = t * p * d if chips is None else positive("chips", chips, integer=True)
+    if t * p * d > n:
+        raise ValueError(f"tensor x pipeline x data = {t * p * d} exceeds chips = {n}")
+    if t not in tensor_degrees(s.model, t):
+        raise ValueError(f"tensor={t} must divide {s.model.name}'s heads and d_ff (valid: "
+                         f"{', '.join(map(str, tensor_degrees(s.model, s.model.heads)))})")
+    if d > s.batch:
+        raise ValueError(f"data={d} exceeds the batch of {s.batch} sequences")
+    fab = collectives.fabric(c, n, chips_per_node=chips_per_node)
+    if t > fab.chips_per_node and t % fab.chips_per_node:
+        raise ValueError(f"tensor={t} spans nodes of {fab.chips_per_node} chips without filling them")
+    ev = _Evaluator(c, s, fab, sim_kwargs)
+    b = ev.batches(d, 1)[0].size
+    if m > b:
+        raise ValueError(f"micro_batches={m} exceeds the {b} sequences of a replica")
+    cand = _Candidate(t, p, d, m, stage_layers(s.model.layers, p))
+    keep, out = _prune(ev, [cand])
+    pl = _as_placement(ev, out[0]) if out else evaluate(ev, cand)
+    return dataclasses.replace(pl, simulations=ev.simulations)
+
+
 def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     """``machine.simulate`` on ``chips`` chips: the step placed by ``place``, as a ``StepResult``
     whose ``placement`` is set, ``fit`` is the placement's, ``time_s`` the step latency and

@@ -191,3 +191,16 @@ def test_llama_70b_decode_fits_on_256_gc200s():
     always_live = s.model.weight_bytes() + s.model.kv_bytes_per_token() * float(s.lengths.sum())
     assert always_live <= 0.75 * 256 * c.data_bytes
     assert placement.place(c, s, chips=256).fit == ON_CHIP
+
+
+def test_assess_times_the_placement_the_search_picked_and_checks_its_input():
+    s = _decode("gpt2", 4, 256)
+    best = placement.place("gc200", s, chips=8)
+    same = placement.assess("gc200", s, chips=8, tensor=best.tensor, pipeline=best.pipeline, data=best.data,
+                            micro_batches=best.micro_batches)
+    assert same.time_s == pytest.approx(best.time_s, rel=REL) and same.fit == best.fit
+    for kwargs, match in [({"tensor": 5, "pipeline": 1}, "divide"), ({"tensor": 2, "pipeline": 2, "chips": 2}, "exceeds"),
+                          ({"tensor": 1, "pipeline": 1, "data": 5}, "batch"),
+                          ({"tensor": 1, "pipeline": 2, "micro_batches": 5}, "micro_batches")]:
+        with pytest.raises(ValueError, match=match):
+            placement.assess("gc200", s, **kwargs)
