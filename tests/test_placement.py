@@ -204,3 +204,18 @@ def test_assess_times_the_placement_the_search_picked_and_checks_its_input():
                           ({"tensor": 1, "pipeline": 2, "micro_batches": 5}, "micro_batches")]:
         with pytest.raises(ValueError, match=match):
             placement.assess("gc200", s, **kwargs)
+
+
+def test_link_time_is_the_collectives_closed_form():
+    """Tensor parallel: two all-reduces of tokens x d_model per layer, one for the split embedding,
+    an all-gather of the logits; pipeline: one send per stage boundary (here inside one node)."""
+    s = _decode("gpt2", 4, 256)
+    cfg, f = s.model, collectives.fabric("gc200", 4)
+    act = 4 * cfg.d_model * 2  # 4 new tokens x d_model x FP16
+    tp = placement.assess("gc200", s, tensor=4, pipeline=1)
+    expect = (2 * cfg.layers + 1) * collectives.all_reduce_s(act, 4, f.intra) + collectives.all_gather_s(
+        4 * cfg.vocab * 2, 4, f.intra)
+    assert tp.communication_s == pytest.approx(expect, rel=REL)
+    pp = placement.assess("gc200", s, tensor=1, pipeline=2)
+    assert pp.communication_s == pytest.approx(collectives.point_to_point_s(act, f.intra), rel=REL)
+    assert pp.bubble_s == pytest.approx(min(pp.stage_time_s), rel=REL)  # two stages, m = 1: the fill is one stage
