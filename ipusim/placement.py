@@ -35,6 +35,7 @@ shard plus the exact link time (a stage of ``n`` layers holds more bytes than on
 so it is never faster per layer, and when a lone layer does not fit no stage does: ASSUMPTION,
 checked against the exhaustive search in the tests and ``benchmarks/bench_placement.py``);
 placements are simulated in order of that bound until the bound passes the best time found.
+``assess`` times one given placement, to ask why the search did not pick it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class Placement:
     to ``time_s``. ``fit`` is one of ``on_chip``, ``streams``, ``does_not_fit``; ``reason`` says,
     for a placement that does not fit, which stage's chip (and tile) is short and by how much.
     ``alternatives`` (on the search's answer only) are the nearest placements that do not fit,
-    each with its reason.
+    each with its reason, then the next-fastest ones that fit (among those the search timed).
     """
 
     chip: str
@@ -110,6 +111,7 @@ class Placement:
             "stage_time_s": list(self.stage_time_s), "communication_s": self.communication_s,
             "bubble_s": self.bubble_s, "time_s": self.time_s, "fit": self.fit,
             "split_s": dict(self.split), "reason": self.reason, "short_bytes": self.short_bytes,
+            "energy_j": self.energy_j, "energy_split": dict(self.energy_split),
             "alternatives": [a.to_dict() for a in self.alternatives],
         }
 
@@ -133,6 +135,7 @@ def tensor_degrees(model, chips: int) -> list[int]:
     """Tensor-parallel degrees ``t <= chips`` that split ``model``'s heads, ``d_ff`` and
     key/value heads evenly (see ``workloads.shard``)."""
     cfg = workloads.model(model)
+    chips = positive("chips", chips, integer=True)
     kv = cfg.n_kv_heads
     return [t for t in range(1, chips + 1)
             if cfg.heads % t == 0 and cfg.d_ff % t == 0 and (kv % t == 0 or t % kv == 0)]
