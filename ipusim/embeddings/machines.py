@@ -289,7 +289,8 @@ def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, engine: str, stream
                                             block_l2_bytes=(2 * served * sect_row + out_b) / blocks))
     split = {"compute": sum(k.compute_s for k in kernels), "memory": sum(k.memory_s for k in kernels),
              "launch": sum(k.launch_s for k in kernels)}
-    moved = {"hbm": float((tl.miss.sum() * sect_row + w.output_bytes) * (1 if not w.training else 3)),
+    moved = {"hbm": float(tl.miss.sum() * sect_row * (3 if w.training else 1)
+                          + w.output_bytes * (2 if w.training else 1)),
              "l2": float(tl.served.sum() * sect_row * (1 if not w.training else 3))}
     if chips > 1:
         cross = np.maximum(tl.chip_send, tl.chip_recv) * (row_b + INDEX_BYTES) * (2 if w.training else 1)
@@ -335,7 +336,8 @@ def uniform_closed_form(chip, w: Workload, *, chips: int = 1) -> dict:
 
     ``offchip_s`` (tile chip, streaming): look-ups x granules per row x granule / (chips x
     Streaming Memory bandwidth); ``hbm_s`` (GPU): look-ups x sectors per row x 32 B / (chips x HBM
-    bandwidth x ``gpu.HBM_EFFICIENCY``); each once more (twice for the GPU) in training.
+    bandwidth x ``gpu.HBM_EFFICIENCY``), plus the pooled outputs written (and their gradients read
+    in training); rows once more (twice for the GPU: read and write back) in training.
     """
     c = _chip(chip)
     chips = positive("chips", chips, integer=True)
@@ -346,5 +348,5 @@ def uniform_closed_form(chip, w: Workload, *, chips: int = 1) -> dict:
         b = w.lookups * g * STREAMING_GRANULE_BYTES * (2 if w.training else 1)
         return {"offchip_bytes": b, "offchip_s": b / (chips * c.offchip_bandwidth_bytes_per_s)}
     g = np.average([granules(t.dim * dt, SECTOR_BYTES) for t in w.tables], weights=pool)
-    b = w.lookups * g * SECTOR_BYTES * (3 if w.training else 1)
+    b = w.lookups * g * SECTOR_BYTES * (3 if w.training else 1) + w.output_bytes * (2 if w.training else 1)
     return {"hbm_bytes": b, "hbm_s": b / (chips * c.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY)}
