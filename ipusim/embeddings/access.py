@@ -96,16 +96,19 @@ def cache_rows(w: Workload, capacity_bytes: float, row_bytes) -> np.ndarray:
             left -= take * rb[i]
         return out
 
+    weighted = [i for i, t in enumerate(tabs) if t.weights is not None]
+    log_h = np.log([harmonic(t.rows, s) if t.weights is None else 1.0 for t in tabs])
+    log_pool_per_byte = np.log(pool) - np.log(rb)
+
     def count(lam):  # rows per table whose per-byte traffic is >= lam
-        out = np.zeros(len(tabs), dtype=np.int64)
-        for i, t in enumerate(tabs):
-            if t.weights is not None:
-                out[i] = int(np.searchsorted(-t.weights, -lam * rb[i] / pool[i], side="right"))
-            elif s == 0:
-                out[i] = t.rows if pool[i] / (t.rows * rb[i]) >= lam else 0
-            else:
-                k = (pool[i] / (harmonic(t.rows, s) * lam * rb[i])) ** (1.0 / s)
-                out[i] = int(min(t.rows, math.floor(k)))
+        if s == 0:
+            out = np.where(pool / (rows * rb) >= lam, rows, 0)
+        else:  # Zipf: rank k qualifies while pool k**-s / (H rb) >= lam
+            log_k = (log_pool_per_byte - log_h - math.log(lam)) / s
+            out = np.where(log_k >= np.log(rows), rows, np.floor(np.exp(np.minimum(log_k, np.log(rows)))))
+        out = out.astype(np.int64)
+        for i in weighted:
+            out[i] = int(np.searchsorted(tabs[i].neg_weights, -lam * rb[i] / pool[i], side="right"))
         return out
 
     lo, hi = 1e-300, 1e300  # bisection on log(lam): count() falls as lam grows
@@ -135,12 +138,12 @@ def sample_ranks(table, s: float, n: int, rng: np.random.Generator) -> np.ndarra
     discrete and continuous laws differ there by less than 1e-5 relative).
     """
     if table.weights is not None:
-        cdf = np.cumsum(table.weights)
+        cdf = table.weights_cdf
         return np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), table.rows - 1)
     if s == 0:
         return rng.integers(0, table.rows, n)
     head = min(table.rows, _HEAD)
-    cdf = np.cumsum(np.arange(1, head + 1, dtype=np.float64) ** -s) / harmonic(table.rows, s)
+    cdf = _head_cdf(table.rows, float(s))
     u = rng.random(n)
     out = np.searchsorted(cdf, u, side="right").astype(np.int64)
     tail = out >= head
@@ -153,6 +156,15 @@ def sample_ranks(table, s: float, n: int, rng: np.random.Generator) -> np.ndarra
             x = (a ** (1 - s) + v * (b ** (1 - s) - a ** (1 - s))) ** (1.0 / (1 - s))
         out[tail] = np.clip(np.floor(x + 0.5).astype(np.int64), head + 1, table.rows) - 1
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _head_cdf(rows: int, s: float) -> np.ndarray:
+    """P(rank <= k) for the first 65,536 ranks of a Zipf table (read-only, cached)."""
+    head = min(rows, _HEAD)
+    cdf = np.cumsum(np.arange(1, head + 1, dtype=np.float64) ** -s) / harmonic(rows, s)
+    cdf.setflags(write=False)
+    return cdf
 
 
 def lookup_stream(w: Workload, seed: int = 0):

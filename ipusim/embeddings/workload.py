@@ -25,6 +25,7 @@ Presets (row counts and dims from the published configurations; source keys in d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -80,6 +81,16 @@ class Table:
             if w.shape != (self.rows,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
                 raise ValueError(f"Table.weights must be {self.rows} finite weights >= 0 with a positive sum")
             object.__setattr__(self, "weights", w / w.sum())
+
+    @cached_property
+    def weights_cdf(self) -> np.ndarray:
+        """Cumulative ``weights`` (by rank), computed once."""
+        return np.cumsum(self.weights)
+
+    @cached_property
+    def neg_weights(self) -> np.ndarray:
+        """``-weights`` (ascending), for searching thresholds, computed once."""
+        return -self.weights
 
 
 @dataclass(frozen=True)
@@ -212,8 +223,9 @@ def power_law_degrees(n: int, mean_degree: float, *, exponent: float = DEGREE_EX
     d = np.maximum(1, np.floor(d * target / d.sum())).astype(np.int64)
     short = target - int(d.sum())  # hand out the rounding remainder to the largest degrees
     if short > 0:
-        order = np.argsort(-d, kind="stable")
-        d[order[:short % n]] += 1
+        k = short % n
+        if k:
+            d[np.argpartition(-d, k - 1)[:k]] += 1
         d += short // n
     return d
 
