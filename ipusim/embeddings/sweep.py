@@ -32,13 +32,12 @@ def table_size_sweep(chips, rows_list, *, n_tables: int = 26, dim: int = 128, po
 
 
 def crossover_bytes(rows: list[dict], tile: str, other: str) -> float:
-    """Largest table size at which ``tile`` serves more look-ups/s than ``other`` (0 if never).
-
-    Both chips must appear in ``rows`` (from ``table_size_sweep``) at the same sizes.
+    """Largest table size at which both fit and ``tile`` serves more look-ups/s than ``other``
+    (0 if never). Both chips must appear in ``rows`` (from ``table_size_sweep``) at the same sizes.
     """
     a = {r["table_bytes"]: r["lookups_per_s"] for r in rows if r["chip"] == tile}
     b = {r["table_bytes"]: r["lookups_per_s"] for r in rows if r["chip"] == other}
     if not a or set(a) != set(b):
         raise ValueError(f"rows must hold {tile!r} and {other!r} at the same table sizes")
-    wins = [size for size in a if a[size] > b[size]]
+    wins = [size for size in a if a[size] > b[size] > 0]
     return float(max(wins)) if wins else 0.0
