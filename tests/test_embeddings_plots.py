@@ -36,3 +36,11 @@ def test_explorer_widget_reacts_to_its_controls():
     w.children[1].value = 4_000_000
     assert w.result.fit == "does_not_fit"
     plt.close("all")
+
+
+def test_crossover_compares_single_chips_unless_told():
+    rows = [{"chip": "gc200", "chips": 1, "table_bytes": b, "lookups_per_s": v} for b, v in ((1, 9), (2, 1))]
+    rows += [{"chip": "gc200", "chips": 4, "table_bytes": b, "lookups_per_s": 9} for b in (1, 2)]
+    rows += [{"chip": "a100-80gb", "chips": 1, "table_bytes": b, "lookups_per_s": 5} for b in (1, 2)]
+    assert crossover_bytes(rows, "gc200", "a100-80gb") == 1
+    assert crossover_bytes(rows, "gc200", "a100-80gb", tile_chips=4) == 2

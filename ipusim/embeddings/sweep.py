@@ -31,12 +31,13 @@ def table_size_sweep(chips, rows_list, *, n_tables: int = 26, dim: int = 128, po
     return out
 
 
-def crossover_bytes(rows: list[dict], tile: str, other: str) -> float:
-    """Largest table size at which both fit and ``tile`` serves more look-ups/s than ``other``
-    (0 if never). Both chips must appear in ``rows`` (from ``table_size_sweep``) at the same sizes.
+def crossover_bytes(rows: list[dict], tile: str, other: str, *, tile_chips: int = 1, other_chips: int = 1) -> float:
+    """Largest table size at which both fit and ``tile_chips`` x ``tile`` serve more look-ups/s
+    than ``other_chips`` x ``other`` (0 if never). Both must appear in ``rows`` (from
+    ``table_size_sweep``) at the same sizes.
     """
-    a = {r["table_bytes"]: r["lookups_per_s"] for r in rows if r["chip"] == tile}
-    b = {r["table_bytes"]: r["lookups_per_s"] for r in rows if r["chip"] == other}
+    a = {r["table_bytes"]: r["lookups_per_s"] for r in rows if (r["chip"], r["chips"]) == (tile, tile_chips)}
+    b = {r["table_bytes"]: r["lookups_per_s"] for r in rows if (r["chip"], r["chips"]) == (other, other_chips)}
     if not a or set(a) != set(b):
         raise ValueError(f"rows must hold {tile!r} and {other!r} at the same table sizes")
     wins = [size for size in a if a[size] > b[size] > 0]
