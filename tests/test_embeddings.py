@@ -236,3 +236,16 @@ def test_per_watt_for_steps_and_embeddings():
 def test_bad_input_is_a_clear_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_link_time_uses_the_collectives_fabric():
+    from ipusim import collectives
+
+    assert em.link_time_s("gc200", 1, 1e9) == 0.0
+    near = collectives.intra_node_link("gc200")
+    assert em.link_time_s("gc200", 4, 1e9) == pytest.approx(1e9 / near.bandwidth_bytes_per_s + near.latency_s)
+    far = collectives.inter_node_link("gc200")
+    share = (16 - 4) / 15  # destinations spread evenly; 12 of 15 peers sit in other nodes
+    expect = max(1e9 * (1 - share) / near.bandwidth_bytes_per_s + near.latency_s,
+                 1e9 * share / far.bandwidth_bytes_per_s + far.latency_s)
+    assert em.link_time_s("gc200", 16, 1e9) == pytest.approx(expect)

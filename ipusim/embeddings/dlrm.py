@@ -9,8 +9,8 @@ the bottom output. Each chip runs the MLPs on its share of the batch (data paral
 * GPU: every layer as one GEMM kernel of 128 x 128 output tiles in waves (``gpu.simulate_kernel``);
 
 a training step runs each layer three times (forward and two backward GEMMs of the same shape,
-as ``gpu`` does for training) and all-reduces the MLP gradients over the chips' links (ring:
-``2 (n - 1) / n`` x gradient bytes per chip). ASSUMPTIONS: the interaction's dot products
+as ``gpu`` does for training) and all-reduces the MLP gradients over the chips' fabric
+(``collectives.fabric(...).all_reduce_s``: ring in a node, hierarchical across nodes). ASSUMPTIONS: the interaction's dot products
 (about 4 % of the MLP FLOPs) and the optimizer's dense update are not costed; the MLPs' SRAM on a
 tile chip is not charged against the embedding tables' (the fit state is the embeddings').
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import collectives as _collectives
 from .. import gpu as _gpu
 from .. import tiles as _tiles
 from .._validate import positive
@@ -114,7 +115,5 @@ def training_step(chip, w: Workload, *, chips: int = 1, seed: int = 0, **kwargs)
         raise ValueError(f"batch ({w.batch}) must divide evenly over {chips} chips")
     emb = simulate(c, w.replace(training=True), chips=chips, seed=seed, **kwargs)
     dense = dense_time_s(c, w.batch // chips)
-    ar = 0.0
-    if chips > 1:
-        ar = 2 * (chips - 1) / chips * mlp_params() * DENSE_BYTES / c.link_bandwidth_bytes_per_s
+    ar = _collectives.fabric(c, chips).all_reduce_s(mlp_params() * DENSE_BYTES, chips) if chips > 1 else 0.0
     return DlrmStep(emb, dense, ar)

@@ -21,7 +21,7 @@ requesting tile in ``STREAMING_GRANULE_BYTES`` units at ``offchip_bandwidth_byte
 (per chip, not overlapped with the supersteps, as ``tiles`` streams weights), and written back
 after the update in training; hits are exchanged from the tile that caches them. Else
 ``does_not_fit``. With several chips, a row whose owner is on another chip crosses the chips'
-links once (``link_bandwidth_bytes_per_s`` per chip; twice in training).
+links once (twice in training), timed on ``collectives.fabric`` (``link_time_s``).
 
 **GPU**: tables in HBM (``on_chip`` if they fit the GPUs' HBM, else ``does_not_fit``: host
 memory is not modelled). One gather kernel (one warp per bag, ``BAGS_PER_BLOCK`` bags per block)
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import collectives as _collectives
 from .. import gpu as _gpu
 from .. import tiles as _tiles
 from .._validate import choice, positive
@@ -147,6 +148,24 @@ def _owned_bytes(w: Workload, n_units: int) -> np.ndarray:
     return rb @ access.owned_rows(w, n_units)
 
 
+def link_time_s(c, chips: int, per_chip_bytes: float) -> float:
+    """Seconds for every chip to send (and receive) ``per_chip_bytes`` of rows to the others.
+
+    Over ``collectives.fabric``: destinations are spread evenly, so a share
+    ``(chips - g) / (chips - 1)`` (``g`` chips per node) crosses nodes on the inter-node link and
+    the rest stays on the intra-node link (IPU-Links, NVLink); the two links work at once
+    (ASSUMPTION), each as a point-to-point transfer (one latency plus bytes over one-way bandwidth).
+    """
+    if chips <= 1 or per_chip_bytes <= 0:
+        return 0.0
+    fab = _collectives.fabric(c, chips)
+    g = min(chips, fab.chips_per_node)
+    far = (chips - g) / (chips - 1)
+    near_s = fab.point_to_point_s(per_chip_bytes * (1 - far), cross_node=False) if far < 1 else 0.0
+    far_s = fab.point_to_point_s(per_chip_bytes * far, cross_node=True) if far > 0 else 0.0
+    return max(near_s, far_s)
+
+
 def _superstep(c: TileChip, recv, send, flops, load, vertices):
     """(exchange cycles, compute cycles) of the slowest tile of one superstep (``tiles``' rule)."""
     bus = _tiles.TILES_PER_EXCHANGE_BUS
@@ -231,7 +250,7 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, engine: 
         moved["offchip"] = float(per_chip.sum())
     if chips > 1:
         cross = np.maximum(tl.chip_send, tl.chip_recv) * (row_b + INDEX_BYTES) * (2 if w.training else 1)
-        split["links"] = float(cross.max() / c.link_bandwidth_bytes_per_s) if c.link_bandwidth_bytes_per_s else math.inf
+        split["links"] = link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
         moved["links"] = float(tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1))
     estimate = float(sum(split.values()))
     fits_mem = bool(mem.max() <= c.sram_per_tile_bytes)
@@ -294,7 +313,7 @@ def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, engine: str, stream
              "l2": float(tl.served.sum() * sect_row * (1 if not w.training else 3))}
     if chips > 1:
         cross = np.maximum(tl.chip_send, tl.chip_recv) * (row_b + INDEX_BYTES) * (2 if w.training else 1)
-        split["links"] = float(cross.max() / c.link_bandwidth_bytes_per_s) if c.link_bandwidth_bytes_per_s else math.inf
+        split["links"] = link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
         moved["links"] = float(tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1))
     estimate = float(sum(split.values()))
     msg = "" if fits else (f"Tables need {need / 1e9:,.1f} GB of HBM but {chips} x {c.name} have "
