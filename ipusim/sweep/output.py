@@ -50,7 +50,9 @@ def read_table(path):
     fmt = out_format(path)
     if fmt == "parquet":
         return pd.read_parquet(path)
-    return pd.read_csv(path, keep_default_na=True).fillna({"error": ""})
+    df = pd.read_csv(path, dtype={"error": object, "point_key": str})
+    df["error"] = [e if isinstance(e, str) else "" for e in df["error"]]
+    return df
 
 
 class Sink:
