@@ -117,10 +117,13 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
     else:
         if vary is not None:
             raise ValueError("give points or vary, not both")
-        pts = [{**(fixed or {}), **p} for p in points]
-        n_total = len(pts)
-        params = tuple(dict.fromkeys(k for p in pts for k in p))
-        tasks.check_names(task, params)
+        n_total = len(points) if hasattr(points, "__len__") else None
+        it = iter(points)
+        first = next(it, None)
+        if first is None:
+            raise ValueError("points is empty")
+        params = tuple(dict.fromkeys([*(fixed or {}), *first]))
+        pts = _checked(task, fixed, itertools.chain([first], it))
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
@@ -130,12 +133,12 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
         check_address(address)
     if mode == "auto":
         explicit = client is not None or address is not None or workers is not None
-        mode = "dask" if explicit or n_total > SERIAL_AT_MOST else "serial"
+        mode = "dask" if explicit or n_total is None or n_total > SERIAL_AT_MOST else "serial"
 
     sink = Sink(out, resume=resume, chunk_rows=chunk_rows, params=params)
     todo = ((i, k, p) for i, p in enumerate(pts) if (k := space.point_key(p, task)) not in sink.done_keys)
     skipped = len(sink.done_keys)
-    n_todo = max(n_total - skipped, 0)
+    n_todo = None if n_total is None else max(n_total - skipped, 0)
     dashboard, n_workers = "", 1
     with contextlib.ExitStack() as stack:
         cl = None
@@ -154,12 +157,25 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
                 sink.write(rows)
                 bar.update(len(rows))
         else:
-            bs = batch_size or max(1, min(256, math.ceil(n_todo / (4 * n_workers))))
+            bs = batch_size or (64 if n_todo is None else max(1, min(256, math.ceil(n_todo / (4 * n_workers)))))
             _run_dask(cl, t.fn, task, _chunks(todo, bs), sink, bar, n_workers, retries)
         table = sink.finish()
         elapsed = time.perf_counter() - t0
-    return SweepResult(table, task, mode, elapsed, n_todo, skipped, n_workers,
+    return SweepResult(table, task, mode, elapsed, len(table) - skipped, skipped, n_workers,
                        None if out is None else str(out), dashboard, params)
+
+
+def _checked(task, fixed, points):
+    """The points merged over ``fixed``, each checked for names the task does not know (lazily)."""
+    seen = set()
+    for p in points:
+        if not isinstance(p, dict):
+            raise ValueError(f"a point must be a dict name -> value, got {type(p).__name__}")
+        new = p.keys() - seen
+        if new:
+            tasks.check_names(task, new)
+            seen |= new
+        yield {**(fixed or {}), **p}
 
 
 def _chunks(it, n):

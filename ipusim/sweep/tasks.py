@@ -296,10 +296,11 @@ def checklist(point: dict) -> dict:
 # ------------------------------------------------------------------------------------------
 # spin (for measuring the sweep machinery)
 # ------------------------------------------------------------------------------------------
-@register("spin", params={"seconds": 0.001}, takes_chip=False,
+@register("spin", params={"seconds": 0.001, "rep": 0}, takes_chip=False,
           doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)")
 def spin(point: dict) -> dict:
-    """Busy-wait ``seconds`` (CPU, not sleep) and return the seconds asked for."""
+    """Busy-wait ``seconds`` (CPU, not sleep) and return the seconds asked for (``rep``, a
+    replicate number, only makes otherwise equal points distinct)."""
     s = float(point.get("seconds", TASKS["spin"].params["seconds"]))
     if not (s >= 0 and math.isfinite(s)):
         raise ValueError(f"seconds must be finite and >= 0, got {s!r}")
