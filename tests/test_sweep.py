@@ -253,3 +253,41 @@ def test_cli_serial_json(capsys, tmp_path):
     d = json.loads(capsys.readouterr().out)
     assert d["points"] == 2 and d["computed"] == 2 and d["best"]["tiles"] == 1472
     assert len(sweep.read_table(out)) == 2
+
+
+# ------------------------------------------------------------------------------ plots and widget
+
+
+def _ratio_table():
+    rows = [{"task": "simulate", "point_key": f"k{t}-{s}", "tiles": t, "sram_per_tile_bytes": s, "fit": "on_chip",
+             "ratio": t * s / (1472 * 2**20), "error": ""} for t in (736, 1472, 2944) for s in (2**19, 2**20, 2**21)]
+    return pd.DataFrame(rows)
+
+
+def test_heatmap_draws_the_break_even_contour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ipusim.plots import sweep as ps
+
+    ax = ps.ratio_heatmap(_ratio_table(), "tiles", "sram_per_tile_bytes")
+    assert ax.collections, "the ratio crosses 1 inside the grid: a contour must be drawn"
+    x, y, z = ps.ratio_grid(_ratio_table(), "tiles", "sram_per_tile_bytes")
+    assert list(x) == [736, 1472, 2944] and z[1, 1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="more than one row"):
+        ps.ratio_grid(pd.concat([_ratio_table()] * 2), "tiles", "sram_per_tile_bytes")
+
+
+def test_pair_explorer_redraws_on_a_new_pair():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ipusim.widgets import sweep as ws
+
+    t = _ratio_table().assign(batch=1)
+    w = ws.pair_explorer(t, ["tiles", "sram_per_tile_bytes", "batch"])
+    assert w.children[0].options == ("tiles", "sram_per_tile_bytes")
+    w.children[0].value, w.children[1].value = "sram_per_tile_bytes", "tiles"
+    assert len(w.result) == 9
+    with pytest.raises(ValueError, match="fewer than two"):
+        ws.pair_explorer(t, ["tiles", "batch"])

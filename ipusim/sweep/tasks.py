@@ -261,7 +261,7 @@ def serve(point: dict) -> dict:
     thr = s["throughput_rps"] if good else 0.0
     return {**row, "fit": fit[b], "largest_batch": b, "batch_time_s": float(t[b - 1]),
             "peak_rps": peak, **headline(thr, c.power_w, price),
-            "rate_per_s": s["offered_rps"], "meets_slo": bool(good), "stable": bool(s["stable"]),
+            "offered_rps": s["offered_rps"], "meets_slo": bool(good), "stable": bool(s["stable"]),
             "latency_p50_s": s["latency_p50_s"], "latency_p90_s": s["latency_p90_s"],
             "latency_p99_s": s["latency_p99_s"], "latency_p999_s": s["latency_p999_s"],
             "mean_batch": s["mean_batch"], "utilization": s["utilization"],
