@@ -128,7 +128,8 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    address = scheduler or (None if client is not None else os.environ.get("DASK_SCHEDULER_ADDRESS") or None)
+    from_env = None if (client is not None or mode == "serial") else os.environ.get("DASK_SCHEDULER_ADDRESS")
+    address = scheduler or from_env or None
     if address is not None:
         check_address(address)
     if mode == "auto":
