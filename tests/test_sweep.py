@@ -133,7 +133,7 @@ def test_service_table_interpolates_only_within_a_fit_state():
 
 
 def test_spin_task_and_registry():
-    assert set(sweep.TASKS) >= {"simulate", "serve", "checklist", "spin"}
+    assert set(sweep.TASKS) >= {"simulate", "serve", "embed", "checklist", "spin"}
     assert tasks.spin({"seconds": 0.0}) == {"spun_s": 0.0}
     with pytest.raises(ValueError, match="seconds"):
         tasks.spin({"seconds": -1})
@@ -291,3 +291,16 @@ def test_pair_explorer_redraws_on_a_new_pair():
     assert len(w.result) == 9
     with pytest.raises(ValueError, match="fewer than two"):
         ws.pair_explorer(t, ["tiles", "batch"])
+
+
+def test_embed_row_matches_the_embeddings_model():
+    from ipusim import embeddings
+
+    pt = {"chip": "gc200", "n_tables": 4, "rows": 10_000, "dim": 64, "batch": 256, "zipf": 1.0}
+    row = tasks.embed(pt)
+    w = embeddings.Workload("4 x 10000 x 64", embeddings.uniform_tables(4, 10_000, 64, 1), 256, zipf=1.0)
+    r = embeddings.simulate("gc200", w)
+    assert row["time_s"] == r.time_s and row["fit"] == r.fit
+    assert row["throughput_per_s"] == pytest.approx(r.samples_per_s, rel=1e-12)
+    assert row["per_j"] == pytest.approx(r.samples_per_s_per_w, rel=1e-12)
+    assert row["lookups_per_s"] == pytest.approx(r.lookups_per_s, rel=1e-12)

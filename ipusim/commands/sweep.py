@@ -13,7 +13,7 @@ _FIXED = ("model", "batch", "seq_len", "phase", "max_batch", "rate_per_s", "slo_
 
 def add_arguments(p):
     p.add_argument("--task", default="simulate",
-                   help="what each point computes: simulate, serve, checklist, spin (default simulate)")
+                   help="what each point computes: simulate, serve, embed, checklist, spin (default simulate)")
     p.add_argument("--chip", default="gc200", help="chip preset the varied fields change (default gc200)")
     p.add_argument("--vary", action="append", default=[], metavar="NAME=lo:hi:n",
                    help="a parameter to sweep: NAME=lo:hi:n (evenly spaced), NAME=lo:hi:n:log, or NAME=a,b,c; "

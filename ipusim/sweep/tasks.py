@@ -8,11 +8,13 @@ returns one flat row. Tasks here use only the public functions of the models the
 * ``serve``: requests through a dynamic batcher onto one chip (``ipusim.serving.simulate``
   on a service table built from ``ipusim.machine.simulate`` of that chip), reported at the
   highest arrival rate whose p99 latency meets ``slo_p99_s``;
+* ``embed``: one embedding step (tables, look-ups, skew) on one or more chips
+  (``ipusim.embeddings.simulate``), throughput in samples/s;
 * ``checklist``: the migration checklist's verdict for the chip against a GPU
   (``ipusim.checklist.run_checklist``);
 * ``spin``: burns ``seconds`` of CPU and returns it (to measure the sweep's own overhead).
 
-``train`` and ``embed`` register here when their models land (``register``).
+``train`` registers here when its model lands (``register``).
 
 Every task that has a throughput reports the same headline columns, so that fronts and
 break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
@@ -266,6 +268,34 @@ def serve(point: dict) -> dict:
             "latency_p99_s": s["latency_p99_s"], "latency_p999_s": s["latency_p999_s"],
             "mean_batch": s["mean_batch"], "utilization": s["utilization"],
             "message": "" if good else (s["unstable_reason"] or f"p99 {s['latency_p99_s']:.4g} s > target {slo:g} s")}
+
+
+# ------------------------------------------------------------------------------------------
+# embed
+# ------------------------------------------------------------------------------------------
+@register("embed", params={"n_tables": 26, "rows": 1_000_000, "dim": 128, "pooling": 1, "batch": 2048,
+                           "zipf": 0.0, "training": False, "chips": 1, "cache": True, "seed": 0},
+          doc="one embedding step on chips of one kind (ipusim.embeddings.simulate); throughput in samples/s")
+def embed(point: dict) -> dict:
+    """``n_tables`` uniform tables of ``rows`` x ``dim`` (FP32), ``pooling`` look-ups per table per
+    sample, ``batch`` samples, Zipf skew ``zipf``, on ``chips`` copies of the point's chip."""
+    from .. import embeddings
+
+    p = {**TASKS["embed"].params, **point}
+    c = make_chip(point)
+    tabs = embeddings.uniform_tables(int(p["n_tables"]), int(p["rows"]), int(p["dim"]), int(p["pooling"]))
+    w = embeddings.Workload(f"{int(p['n_tables'])} x {int(p['rows'])} x {int(p['dim'])}", tabs, int(p["batch"]),
+                            zipf=float(p["zipf"]), training=bool(p["training"]))
+    r = embeddings.simulate(c, w, chips=int(p["chips"]), cache=bool(p["cache"]), seed=int(p["seed"]))
+    ok = r.fits and math.isfinite(r.time_s)
+    price = price_usd_per_hour(point, c) * r.chips
+    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
+           **headline(r.samples_per_s if ok else 0.0, r.power_w, price),
+           "lookups_per_s": float(r.lookups_per_s) if ok else 0.0, "hit_rate": float(r.hit_rate),
+           "energy_j": float(r.energy_j), "message": r.fit_message}
+    for k in ("compute", "sync", "exchange", "streaming", "memory", "launch", "links"):
+        row[f"split_{k}_s"] = float(r.split[k]) if (ok and k in r.split) else math.nan
+    return row
 
 
 # ------------------------------------------------------------------------------------------
