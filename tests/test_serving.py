@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import serving_reference as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
+from ipusim.serving import batching, service
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,13 @@ def _cases(svc):
     ]
 
 
+def _reference(arr, lens, pol, devs, router=None, seed=0):
+    """The plain-Python reference's run of the same inputs, as a ServingResult."""
+    devs = batching.as_devices(devs)
+    plan = batching.make_plan(arr, lens, pol, devs, router, seed, 100_000)
+    return batching.result_of(plan, devs, pol, R.simulate_reference(plan), 0.1)
+
+
 def _same(a, b):
     return all(np.array_equal(x, y, equal_nan=True) for x, y in (
         (a.start_s, b.start_s), (a.finish_s, b.finish_s), (a.device, b.device), (a.batch_id, b.batch_id)))
@@ -44,10 +53,10 @@ def _same(a, b):
 @pytest.mark.parametrize("rate", [300.0, 3000.0])
 def test_kernel_matches_reference_every_policy(svc, n, rate):
     arr = A.poisson(rate, n, seed=n)
-    lens = S.sample_lengths(n, long_fraction=0.3, seed=n)
+    lens = lengths.sample(n, long_fraction=0.3, seed=n)
     for name, pol, devs, router in _cases(svc):
         a = S.simulate(arr, lens, pol, devs, router=router, seed=5)
-        b = S.simulate(arr, lens, pol, devs, router=router, seed=5, engine="python")
+        b = _reference(arr, lens, pol, devs, router=router, seed=5)
         assert _same(a, b), name
         assert np.array_equal(a.device_busy_s, b.device_busy_s), name
         assert a.batches == b.batches, name
@@ -56,10 +65,10 @@ def test_kernel_matches_reference_every_policy(svc, n, rate):
 @pytest.mark.parametrize("pol", [P.Dynamic(16, 0.002), P.Dynamic(8, 0.0), P.Dynamic(16, 0.003, (4, 8))])
 def test_kernel_matches_simpy_model(svc, pol):
     arr = A.poisson(2000, 5000, seed=1)
-    lens = S.sample_lengths(5000, long_fraction=0.3, seed=1)
+    lens = lengths.sample(5000, long_fraction=0.3, seed=1)
     devs = [svc["gc200"], svc["a100"]]
     a = S.simulate(arr, lens, pol, devs)
-    st_, fi, de, bi = S.simpy_dynamic(arr, lens, pol, devs)
+    st_, fi, de, bi = R.simpy_dynamic(arr, lens, pol, devs)
     assert np.array_equal(a.start_s, st_) and np.array_equal(a.finish_s, fi)
     assert np.array_equal(a.device, de) and np.array_equal(a.batch_id, bi)
 
@@ -112,7 +121,7 @@ def test_batching_raises_capacity(svc):
        which=st.integers(0, 7), long_fraction=st.floats(0, 1))
 def test_properties(svc, n, rate, seed, which, long_fraction):
     arr = A.poisson(rate, n, seed=seed)
-    lens = S.sample_lengths(n, long_fraction=long_fraction, seed=seed)
+    lens = lengths.sample(n, long_fraction=long_fraction, seed=seed)
     name, pol, devs, router = _cases(svc)[which]
     r = S.simulate(arr, lens, pol, devs, router=router, seed=seed, max_waiting=None)
     # served exactly once: every request has one start, one batch, and batches partition them
@@ -165,7 +174,7 @@ def test_static_pads_to_the_compiled_batch(svc):
 def test_packed_wastes_less_than_padded(svc):
     n = 5000
     arr = A.poisson(1000, n, seed=1)
-    lens = S.sample_lengths(n, long_fraction=0.2, seed=1)
+    lens = lengths.sample(n, long_fraction=0.2, seed=1)
     pad = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["gc200"])
     pack = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["packed"])
     assert pack.padded_token_waste < pad.padded_token_waste
@@ -181,8 +190,9 @@ def test_continuous_matches_reference_and_kv_limit():
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            b = S.simulate_generation(arr, pr, out, pol, g, engine="python")
-            assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.first_token_s, b.first_token_s)
+            st_, first, fin, iters = R.continuous_reference(arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens)
+            assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
+            assert np.array_equal(a.start_s, st_) and a.batches == iters
             assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
             assert np.all(a.finish_s >= a.first_token_s)
             # at most max_batch running at once and the KV reservation never exceeds capacity
@@ -210,16 +220,16 @@ def test_bad_inputs_raise(svc):
 
 
 def test_lengths_mix_and_histogram(tmp_path):
-    lens = S.sample_lengths(100_000, long_fraction=0.4, short=(10, 100), long=(300, 500), seed=1)
+    lens = lengths.sample(100_000, long_fraction=0.4, short=(10, 100), long=(300, 500), seed=1)
     assert abs(np.mean(lens >= 300) - 0.4) < 0.01
     p = tmp_path / "h.csv"
     p.write_text("length,count\n5,1\n7,3\n9,0\n")
-    h = S.sample_lengths(40_000, histogram=str(p), seed=2)
+    h = lengths.sample(40_000, histogram=str(p), seed=2)
     assert set(np.unique(h)) == {5, 7}
     assert abs(np.mean(h == 7) - 0.75) < 0.01
     # the same histogram given as a file, a (lengths, counts) pair or a Histogram: same draws
-    assert np.array_equal(h, S.sample_lengths(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
-    assert np.array_equal(h, S.sample_lengths(40_000, histogram=lengths.load_histogram(p), seed=2))
+    assert np.array_equal(h, lengths.sample(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
+    assert np.array_equal(h, lengths.sample(40_000, histogram=lengths.load_histogram(p), seed=2))
 
 
 def test_result_repr_and_dict(svc):
@@ -239,7 +249,7 @@ def test_ten_million_requests_stay_within_100_bytes_each():
     dev = S.chip_service("gc200", "bert-base", max_batch=32)
     tracemalloc.start()
     arr = A.poisson(2000.0, n, seed=0)
-    lens = S.sample_lengths(n, long_fraction=0.3, seed=1)
+    lens = lengths.sample(n, long_fraction=0.3, seed=1)
     r = S.simulate(arr, lens, P.Dynamic(S.largest_batch(dev, 512), 0.002), dev, max_waiting=None)  # 32 does not fit
     s = r.summary()
     peak = tracemalloc.get_traced_memory()[1]
@@ -331,18 +341,18 @@ def test_packed_batches_use_a_real_packing(svc):
         lens = rng.integers(100, 400, rng.integers(2, 30))
         rows = packing.pack(lens, dev.pack_len, "ffd").rows
         assert rows >= -(-int(lens.sum()) // dev.pack_len)
-        assert dev.time_s(lens) == S._lookup(dev.table, rows, 1)
+        assert dev.time_s(lens) == service.lookup_s(dev.table, rows, 1)
     # three 300-token requests: ideal packing says 2 rows of 512, a real packing needs 3
     assert dev.time_s([300, 300, 300]) == dev.table[3, 1] > dev.table[2, 1]
     arr = A.poisson(3000, 3000, seed=2)
-    lens = S.sample_lengths(3000, long_fraction=0.3, seed=2)
+    lens = lengths.sample(3000, long_fraction=0.3, seed=2)
     r = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev)
-    ref = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev, engine="python")
+    ref = _reference(arr, lens, P.TokenBudget(4096, 0.002, 64), dev)
     assert _same(r, ref)
     for b in np.unique(r.batch_id)[:100]:
         idx = np.flatnonzero(r.batch_id == b)
         rows = packing.pack(r.lengths[idx], dev.pack_len, "ffd").rows
-        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(S._lookup(dev.table, rows, 1), rel=1e-12)
+        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(service.lookup_s(dev.table, rows, 1), rel=1e-12)
 
 
 def test_one_overloaded_pool_makes_the_run_unstable(svc):

@@ -56,9 +56,9 @@ def run(args) -> int:
         else:
             arr = arrivals.daily_ramp(args.rate, n, period_s=n / args.rate, seed=args.seed)
         if args.lengths:
-            lens = serving.sample_lengths(n, histogram=args.lengths, seed=args.seed + 1)
+            lens = lengths.sample(n, histogram=args.lengths, seed=args.seed + 1)
         else:
-            lens = serving.sample_lengths(n, long_fraction=args.long_fraction, seed=args.seed + 1)
+            lens = lengths.sample(n, long_fraction=args.long_fraction, seed=args.seed + 1)
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")

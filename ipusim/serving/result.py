@@ -1,0 +1,322 @@
+"""The result of a serving run: per-request times and a summary computed in one pass.
+
+``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
+``summary()`` reduces them with two Numba kernels: ``_totals`` (counts, sums, extremes, per
+device) in one pass, and ``quantiles`` (exact percentiles, as ``numpy.percentile``'s
+linear rule, from a histogram pass and a pass over the few values in the wanted bins).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+_HIST_BINS = 1 << 16
+_GATHER_MAX = 1 << 21  # values gathered from the wanted bins before falling back to a full sort
+# A run of 100+ requests that serves less than this share of the offered rate is not stable: its
+# requests wait for a delay (or a batch that never fills) longer than the run.
+STABLE_SERVED_SHARE = 0.5
+
+
+@njit(cache=True, error_model="numpy")
+def _totals(arrival, start, finish, device, target, n_dev):
+    """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
+    started after the last arrival, served per device."""
+    n = arrival.shape[0]
+    last_arrival = arrival[n - 1]
+    ns = 0
+    lat_sum = 0.0
+    wait_sum = 0.0
+    lat_lo = np.inf
+    lat_hi = -np.inf
+    wait_lo = np.inf
+    wait_hi = -np.inf
+    t1 = arrival[0]
+    good = 0
+    late = 0
+    per_dev = np.zeros(n_dev, dtype=np.int64)
+    for i in range(n):
+        f = finish[i]
+        if f != f:
+            continue
+        ns += 1
+        a = arrival[i]
+        lat = f - a
+        w = start[i] - a
+        lat_sum += lat
+        wait_sum += w
+        lat_lo = min(lat_lo, lat)
+        lat_hi = max(lat_hi, lat)
+        wait_lo = min(wait_lo, w)
+        wait_hi = max(wait_hi, w)
+        if f > t1:
+            t1 = f
+        if lat <= target:
+            good += 1
+        if start[i] > last_arrival:
+            late += 1
+        per_dev[device[i]] += 1
+    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev
+
+
+@njit(cache=True)
+def _value(a, b, i):
+    return a[i] - b[i] if b.shape[0] else a[i]
+
+
+@njit(cache=True, error_model="numpy")
+def _quantiles_kernel(a, b, lo, hi, count, qs, out):
+    """Percentiles ``qs`` (0..100) of x = a - b (x = a when b is empty) over the entries where
+    x is not NaN, written to ``out``; numpy.percentile's linear interpolation.
+
+    Preconditions: ``count`` >= 1 entries are not NaN, all within [lo, hi]. Histogram the
+    values, find each wanted order statistic's bin, gather the values of those bins, sort
+    them; if too many to gather, sort them all.
+    """
+    n = a.shape[0]
+    nq = qs.shape[0]
+    ranks = np.empty(2 * nq, dtype=np.int64)
+    gam = np.empty(nq)
+    for q in range(nq):
+        vi = qs[q] / 100.0 * (count - 1)
+        k = int(math.floor(vi))
+        gam[q] = vi - k
+        ranks[2 * q] = k
+        ranks[2 * q + 1] = min(k + 1, count - 1)
+    stats = np.empty(2 * nq)
+    if hi <= lo:
+        stats[:] = lo
+    else:
+        nbins = _HIST_BINS
+        scale = nbins / (hi - lo)
+        hist = np.zeros(nbins + 1, dtype=np.int64)
+        for i in range(n):
+            x = _value(a, b, i)
+            if x == x:
+                hist[min(int((x - lo) * scale), nbins - 1)] += 1
+        # bin of each rank, and the number of values below that bin
+        want = np.zeros(nbins, dtype=np.bool_)
+        rbin = np.empty(2 * nq, dtype=np.int64)
+        below = np.empty(2 * nq, dtype=np.int64)
+        for r in range(2 * nq):
+            c = 0
+            j = 0
+            while c + hist[j] <= ranks[r]:
+                c += hist[j]
+                j += 1
+            rbin[r] = j
+            below[r] = c
+            want[j] = True
+        total = 0
+        for j in range(nbins):
+            if want[j]:
+                total += hist[j]
+        if total <= _GATHER_MAX:
+            # values of the wanted bins, grouped by bin (offsets by prefix sum)
+            off = np.zeros(nbins + 1, dtype=np.int64)
+            for j in range(nbins):
+                off[j + 1] = off[j] + (hist[j] if want[j] else 0)
+            buf = np.empty(total)
+            fill = off[:nbins].copy()
+            for i in range(n):
+                x = _value(a, b, i)
+                if x == x:
+                    j = min(int((x - lo) * scale), nbins - 1)
+                    if want[j]:
+                        buf[fill[j]] = x
+                        fill[j] += 1
+            for j in range(nbins):
+                if want[j] and hist[j] > 1:
+                    buf[off[j]:off[j + 1]] = np.sort(buf[off[j]:off[j + 1]])
+            for r in range(2 * nq):
+                stats[r] = buf[off[rbin[r]] + ranks[r] - below[r]]
+        else:
+            vals = np.empty(count)
+            c = 0
+            for i in range(n):
+                x = _value(a, b, i)
+                if x == x:
+                    vals[c] = x
+                    c += 1
+            vals.sort()
+            for r in range(2 * nq):
+                stats[r] = vals[ranks[r]]
+    for q in range(nq):
+        x0 = stats[2 * q]
+        x1 = stats[2 * q + 1]
+        g = gam[q]
+        d = x1 - x0
+        out[q] = x1 - d * (1.0 - g) if g >= 0.5 else x0 + d * g
+
+
+def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
+    """Percentiles ``qs`` of ``a - b`` (or of ``a``) over the entries that are not NaN, as
+    ``numpy.percentile`` gives them; NaN when every entry is NaN. ``lo``, ``hi``, ``count``
+    (the range and number of such entries) may be passed when already known."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.zeros(0) if b is None else np.asarray(b, dtype=np.float64)
+    qs = np.asarray(qs, dtype=np.float64)
+    if count is None:
+        x = a - b if b.size else a
+        ok = ~np.isnan(x)
+        count = int(ok.sum())
+        if count:
+            lo, hi = float(x[ok].min()), float(x[ok].max())
+    out = np.full(qs.size, math.nan)
+    if count:
+        _quantiles_kernel(a, b, float(lo), float(hi), int(count), qs, out)
+    return out
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """Per-request times of a serving run and its summary. Times in seconds.
+
+    Requests not served (a run stopped early as unstable) have NaN start and finish.
+    Generation runs also carry ``first_token_s`` (time the first token is out) and
+    ``output_tokens`` (tokens generated per request).
+    """
+
+    policy: str
+    devices: tuple
+    arrival_s: np.ndarray = field(repr=False)
+    lengths: np.ndarray = field(repr=False)
+    start_s: np.ndarray = field(repr=False)
+    finish_s: np.ndarray = field(repr=False)
+    device: np.ndarray = field(repr=False)  # int16, -1 when not served
+    batch_id: np.ndarray = field(repr=False)  # int32, -1 when not served
+    device_busy_s: np.ndarray = field(repr=False)
+    device_real_tokens: np.ndarray = field(repr=False)
+    device_computed_tokens: np.ndarray = field(repr=False)
+    batches: int = 0
+    stopped_early: bool = False
+    latency_target_s: float = 0.1
+    max_waiting: int = 0
+    capacity_rps: float = float("nan")  # rough a-priori estimate; the summary measures served per busy second
+    first_token_s: np.ndarray | None = field(default=None, repr=False)  # generation only
+    output_tokens: np.ndarray | None = field(default=None, repr=False)  # generation only
+
+    @property
+    def n(self) -> int:
+        return int(self.arrival_s.size)
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def queueing_s(self) -> np.ndarray:
+        return self.start_s - self.arrival_s
+
+    @functools.cached_property
+    def _summary(self) -> dict:
+        arr = self.arrival_s
+        nd = len(self.devices)
+        ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev = _totals(
+            arr, self.start_s, self.finish_s, self.device, self.latency_target_s, nd)
+        t0 = float(arr[0])
+        dur = max(float(t1) - t0, 1e-300)
+        nan4 = [math.nan] * 4
+        q = quantiles(self.finish_s, arr, (50, 90, 99, 99.9), lo=lat_lo, hi=lat_hi, count=ns) if ns else nan4
+        wait_p99 = quantiles(self.start_s, arr, (99,), lo=wait_lo, hi=wait_hi, count=ns)[0] if ns else math.nan
+        real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
+        offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
+        backlog = self.n - ns + int(late)
+        busy = self.device_busy_s
+        cap = float(np.sum(np.divide(per_dev, busy, out=np.zeros(nd), where=busy > 0)))
+        if not cap:
+            cap = self.capacity_rps
+        throughput = ns / dur
+        gen = self.first_token_s is not None
+        stable, reason = True, ""
+        if self.stopped_early:
+            stable, reason = False, (f"stopped: more than {self.max_waiting:,} requests waiting; offered "
+                                     f"{offered:,.0f} req/s vs capacity about {cap:,.0f} req/s")
+        elif self.n >= 100 and backlog > max(50, 0.05 * self.n):
+            stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
+                                     f"last arrived; offered {offered:,.0f} req/s vs capacity about "
+                                     f"{cap:,.0f} req/s")
+        elif ns and not gen and np.any(busy * offered / ns > 1.0):
+            # A device given a share per_dev/ns of the offered rate serves per_dev/busy requests per
+            # busy second; it keeps up only if busy x offered / ns <= 1. Beyond that there is no
+            # steady state, whatever the run length; per device, so one overloaded pool counts.
+            # Not for generation: there "busy" is the time any sequence runs.
+            d = int(np.argmax(busy * offered / ns))
+            off_d, cap_d = offered * per_dev[d] / ns, per_dev[d] / busy[d]
+            stable, reason = False, (f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
+                                     f"{cap_d:,.0f} req/s (requests served per busy second)")
+        elif self.n >= 100 and math.isfinite(offered) and throughput < STABLE_SERVED_SHARE * offered:
+            stable, reason = False, (f"served {throughput:,.4g} req/s of {offered:,.0f} offered: requests wait for the "
+                                     "policy's longest delay (or a batch that never fills) longer than the run")
+        out = {
+            "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
+            "batches": self.batches,
+            "mean_batch": ((real / self.batches) if gen else ns / self.batches) if self.batches else 0.0,
+            "offered_rps": float(offered), "capacity_rps": cap,
+            "throughput_rps": throughput,
+            "goodput_rps": float(good) / dur,
+            "latency_target_s": self.latency_target_s,
+            "latency_mean_s": lat_sum / ns if ns else math.nan,
+            "latency_p50_s": float(q[0]), "latency_p90_s": float(q[1]),
+            "latency_p99_s": float(q[2]), "latency_p999_s": float(q[3]),
+            "queueing_mean_s": wait_sum / ns if ns else math.nan,
+            "queueing_p99_s": float(wait_p99),
+            "utilization": float(busy.sum() / (dur * nd)),
+            "device_utilization": (busy / dur).tolist(),
+            "padded_token_waste": float(1.0 - real / comp) if comp else 0.0,
+            "stable": stable, "unstable_reason": reason,
+        }
+        if gen:
+            ttft = quantiles(self.first_token_s, arr, (50, 99)) if ns else [math.nan] * 2
+            out["ttft_p50_s"], out["ttft_p99_s"] = float(ttft[0]), float(ttft[1])
+            out.update(_between_tokens(self.first_token_s, self.finish_s, self.output_tokens))
+        return out
+
+    def summary(self) -> dict:
+        """Headline numbers (see ``to_dict``)."""
+        return dict(self._summary)
+
+    def __getattr__(self, name):
+        s = type(self).__dict__["_summary"].__get__(self)
+        if name in s:
+            return s[name]
+        raise AttributeError(name)
+
+    def to_dict(self) -> dict:
+        return self.summary()
+
+    def __repr__(self):
+        s = self._summary
+        flag = "" if s["stable"] else f"  UNSTABLE: {s['unstable_reason']}"
+        gen = (f", TTFT p99 {s['ttft_p99_s'] * 1e3:,.1f} ms, TBT p99 {s['tbt_p99_s'] * 1e3:,.2f} ms"
+               if "ttft_p99_s" in s else "")
+        return (
+            f"ServingResult({s['policy']} on {', '.join(self.devices)}: {s['served']:,}/{s['requests']:,} served, "
+            f"{s['throughput_rps']:,.1f} req/s, p50 {s['latency_p50_s'] * 1e3:,.2f} ms, p99 "
+            f"{s['latency_p99_s'] * 1e3:,.2f} ms{gen}, mean batch {s['mean_batch']:.1f}, utilization "
+            f"{s['utilization']:.0%}, padding waste {s['padded_token_waste']:.0%}){flag}"
+        )
+
+    def _repr_html_(self):
+        s = self._summary
+        rows = "".join(
+            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>" if isinstance(v, float) else f"<tr><td>{k}</td><td>{v}</td></tr>"
+            for k, v in s.items() if k not in ("devices", "device_utilization")
+        )
+        return f"<table><caption>ServingResult</caption>{rows}</table>"
+
+
+def _between_tokens(first, finish, output) -> dict:
+    """Time between tokens (s): each request's mean gap after its first token,
+    (finish - first token) / (output tokens - 1), over requests with two or more tokens."""
+    if output is None:
+        return {"tbt_p50_s": math.nan, "tbt_p99_s": math.nan, "tbt_mean_s": math.nan}
+    many = output > 1
+    gap = np.where(many, (finish - first) / np.maximum(output - 1, 1), np.nan)
+    q = quantiles(gap, None, (50, 99))
+    return {"tbt_p50_s": float(q[0]), "tbt_p99_s": float(q[1]),
+            "tbt_mean_s": float(np.nanmean(gap)) if many.any() else math.nan}
