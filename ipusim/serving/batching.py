@@ -130,30 +130,37 @@ def _min_max(a):
 
 def token_array(name: str, values, n: int) -> np.ndarray:
     """Per-request token counts as int64 (a scalar repeats); whole numbers >= 1, one per request."""
+    return _tokens(name, values, n)[0]
+
+
+def _tokens(name, values, n):
+    """(``token_array``, its largest value)."""
     if np.isscalar(values) or np.ndim(values) == 0:
-        return np.full(n, positive(name, values, integer=True), dtype=np.int64)
+        v = positive(name, values, integer=True)
+        return np.full(n, v, dtype=np.int64), v
     if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.size:
-        if _min_max(values)[0] < 1:
-            raise ValueError(f"{name} must be >= 1 token each; smallest given is {values.min()}")
+        lo, hi = _min_max(values)
+        if lo < 1:
+            raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
         arr = values
     else:
         arr = lengths_array(name, values)  # int64: no narrowing, so 1e12 tokens is rejected below
+        hi = arr.max()
     if arr.size != n:
         raise ValueError(f"{name} has {arr.size} entries, arrival_s has {n}: give one length per request (token counts)")
-    return arr
+    return arr, int(hi)
 
 
 def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEED, max_waiting=None) -> Plan:
     """Check the inputs of ``simulate`` and turn them into a ``Plan``."""
     arr = arrival_array(arrival_s)
     n = arr.size
-    lens = token_array("lengths", lengths, n)
+    lens, lmax = _tokens("lengths", lengths, n)
     devs = as_devices(devices)
     if isinstance(policy, P.Continuous):
         raise ValueError("Continuous batching is for generation: use simulate_generation")
     if not isinstance(policy, (P.Static, P.Dynamic, P.TokenBudget, P.LengthBuckets, P.Adaptive)):
         raise ValueError(f"policy must be one of ipusim.policies' objects, got {policy!r}")
-    lmax = int(_min_max(lens)[1])
     if lmax > MAX_LENGTH:
         raise ValueError(f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
                          "token sums per batch must stay far from int64 overflow")
@@ -183,12 +190,11 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         qid, nq = None, 1
         serves = np.ones((nd, 1), dtype=np.bool_)
     if qid is not None:
-        counts = np.bincount(qid, minlength=nq)
-        qoff = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        qidx = np.argsort(qid, kind="stable").astype(np.int64)
+        qoff, qidx, qmax = _queues(qid.astype(np.int64, copy=False), lens, nq)
     else:
         qoff = np.array([0, n], dtype=np.int64)
         qidx = np.zeros(0, dtype=np.int64)
+        qmax = np.array([lmax], dtype=np.int64)
     uniq, dev_model = [], []
     for d in devs:
         if not any(d is u for u in uniq):
@@ -214,7 +220,7 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     else:
         kind, B, D = ADAPTIVE, policy.max_batch, 0.0
         ad = (policy.latency_target_s, policy.utilization_target, policy.window)
-    _check_fit(policy, B, devs, lens, qid, nq, serves, lmax)
+    _check_fit(policy, B, devs, qmax, serves)
     mw = n if max_waiting is None else positive("max_waiting", max_waiting, integer=True)
     return Plan(
         arrival=arr, lengths=lens, mult=mult, qidx=qidx, qoff=qoff, serves=serves,
@@ -228,7 +234,27 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     )
 
 
-def _check_fit(policy, B, devs, lens, qid, nq, serves, lmax):
+@njit(cache=True)
+def _queues(qid, lengths, nq):
+    """(offsets [nq + 1], request ids by queue then arrival [n], longest request per queue [nq])."""
+    n = qid.shape[0]
+    qoff = np.zeros(nq + 1, dtype=np.int64)
+    qmax = np.zeros(nq, dtype=np.int64)
+    for i in range(n):
+        qoff[qid[i] + 1] += 1
+        if lengths[i] > qmax[qid[i]]:
+            qmax[qid[i]] = lengths[i]
+    for k in range(nq):
+        qoff[k + 1] += qoff[k]
+    fill = qoff[:nq].copy()
+    qidx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        qidx[fill[qid[i]]] = i
+        fill[qid[i]] += 1
+    return qoff, qidx, qmax
+
+
+def _check_fit(policy, B, devs, qmax, serves):
     """Refuse a policy whose full batch at a queue's longest request does not fit a device.
 
     A batch of ``B`` requests padded to the longest one is the largest step the policy can
@@ -239,14 +265,10 @@ def _check_fit(policy, B, devs, lens, qid, nq, serves, lmax):
     """
     if isinstance(policy, P.TokenBudget):
         return
-    for k in range(nq):
-        if qid is None:
-            L = lmax
-        else:
-            ql = lens[qid == k]
-            if ql.size == 0:
-                continue
-            L = int(ql.max())
+    for k in range(qmax.size):
+        L = int(qmax[k])
+        if L == 0:  # an empty queue
+            continue
         for d, dev in enumerate(devs):
             if not serves[d, k] or dev.packed or not dev.len_step:
                 continue

@@ -220,12 +220,13 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
 
 
 def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: GenerationModel, *,
-                        latency_target_s: float = 10.0) -> ServingResult:
-    """Generation requests on one device with ``policy`` (``Continuous`` or ``Static``).
+                        latency_target_s: float = 10.0, replicas: int = 1) -> ServingResult:
+    """Generation requests with ``policy`` (``Continuous`` or ``Static``) on ``replicas`` devices.
 
     Each request brings ``prompt_tokens`` and generates ``output_tokens`` (>= 1; the first
-    comes from the prefill). The result's ``first_token_s`` gives the time to first token
-    and its summary the time between tokens.
+    comes from the prefill). Requests are dealt to the replicas in turn (request i to
+    replica i mod ``replicas``), each running the policy on its own. The result's
+    ``first_token_s`` gives the time to first token and its summary the time between tokens.
     """
     if not isinstance(policy, (P.Continuous, P.Static)):
         raise ValueError("simulate_generation needs a policies.Continuous or policies.Static policy")
@@ -235,6 +236,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     n = arr.size
     pr = token_array("prompt_tokens", prompt_tokens, n)
     out = token_array("output_tokens", output_tokens, n)
+    nr = positive("replicas", replicas, integer=True)
     need_max = int((pr + out).max())
     if isinstance(policy, P.Continuous) and need_max > policy.kv_capacity_tokens:
         raise ValueError(f"a request needs {need_max} KV tokens, more than kv_capacity_tokens "
@@ -244,23 +246,32 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
                          f"(context {gen.max_ctx}, prompt {gen.prefill.max_len})")
     B = policy.max_batch
     start, first, finish = np.empty(n), np.empty(n), np.empty(n)
-    info, busy = np.zeros(2, dtype=np.int64), np.zeros(1)
-    if isinstance(policy, P.Continuous):
-        _continuous_kernel(arr, pr, out, gen.prefill.table, gen.prefill.len_step, gen.decode, gen.ctx_step, B,
-                           policy.kv_capacity_tokens, start, first, finish, info, busy)
-    else:
-        _static_kernel(arr, pr, out, gen.prefill.table, gen.prefill.len_step, gen.decode, gen.ctx_step, B,
-                       policy.timeout_s, start, first, finish, info, busy)
-    if not np.isfinite(busy[0]):
+    busy = np.zeros(nr)
+    iters, slots = 0, 0
+    for k in range(min(nr, n)):
+        sl = slice(k, None, nr)
+        info = np.zeros(2, dtype=np.int64)
+        if isinstance(policy, P.Continuous):
+            _continuous_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
+                               gen.ctx_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
+                               busy[k:k + 1])
+        else:
+            _static_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
+                           gen.ctx_step, B, policy.timeout_s, start[sl], first[sl], finish[sl], info, busy[k:k + 1])
+        iters += int(info[0])
+        slots += int(info[1])
+    if not np.isfinite(busy).all():
         raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
                          "for it; prefill writes the KV cache too): lower the policy's max_batch")
     tokens = int(out.sum())
-    slots = tokens if isinstance(policy, P.Continuous) else int(info[1])
+    if isinstance(policy, P.Continuous):
+        slots = tokens
+    device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
-        policy=policy.describe(), devices=(gen.name,), arrival_s=arr, lengths=pr, start_s=start, finish_s=finish,
-        device=np.zeros(n, dtype=np.int16), batch_id=np.full(n, -1, dtype=np.int32),
+        policy=policy.describe(), devices=(gen.name,) * nr, arrival_s=arr, lengths=pr, start_s=start,
+        finish_s=finish, device=device, batch_id=np.full(n, -1, dtype=np.int32),
         device_busy_s=busy, device_real_tokens=np.array([tokens]),
-        device_computed_tokens=np.array([slots]), batches=int(info[0]), stopped_early=False,
+        device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
         latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
         capacity_rps=float("nan"), first_token_s=first, output_tokens=out,
     )

@@ -3,7 +3,7 @@
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
 ``summary()`` reduces them with two Numba kernels: ``_totals`` (counts, sums, extremes, per
 device) in one pass, and ``quantiles`` (exact percentiles, as ``numpy.percentile``'s
-linear rule, from a histogram pass and a pass over the few values in the wanted bins).
+linear rule, from a histogram pass and a pass over the values in the wanted bins).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import numpy as np
 from numba import njit
 
 _HIST_BINS = 1 << 16
-_GATHER_MAX = 1 << 21  # values gathered from the wanted bins before falling back to a full sort
 # A run of 100+ requests that serves less than this share of the offered rate is not stable: its
 # requests wait for a delay (or a batch that never fills) longer than the run.
 STABLE_SERVED_SHARE = 0.5
@@ -73,9 +72,10 @@ def _quantiles_kernel(a, b, lo, hi, count, qs, out):
     """Percentiles ``qs`` (0..100) of x = a - b (x = a when b is empty) over the entries where
     x is not NaN, written to ``out``; numpy.percentile's linear interpolation.
 
-    Preconditions: ``count`` >= 1 entries are not NaN, all within [lo, hi]. Histogram the
-    values, find each wanted order statistic's bin, gather the values of those bins, sort
-    them; if too many to gather, sort them all.
+    Preconditions: ``count`` >= 1 entries are not NaN, all within [lo, hi]. One pass
+    histograms the values (with each bin's smallest and largest value); a bin whose values
+    are all equal gives its order statistics at once; a second pass gathers the values of
+    the other wanted bins, and a partial sort of each picks the order statistic.
     """
     n = a.shape[0]
     nq = qs.shape[0]
@@ -93,15 +93,23 @@ def _quantiles_kernel(a, b, lo, hi, count, qs, out):
     else:
         nbins = _HIST_BINS
         scale = nbins / (hi - lo)
-        hist = np.zeros(nbins + 1, dtype=np.int64)
+        hist = np.zeros(nbins, dtype=np.int64)
+        bmin = np.full(nbins, np.inf)
+        bmax = np.full(nbins, -np.inf)
         for i in range(n):
             x = _value(a, b, i)
             if x == x:
-                hist[min(int((x - lo) * scale), nbins - 1)] += 1
+                j = min(int((x - lo) * scale), nbins - 1)
+                hist[j] += 1
+                if x < bmin[j]:
+                    bmin[j] = x
+                if x > bmax[j]:
+                    bmax[j] = x
         # bin of each rank, and the number of values below that bin
         want = np.zeros(nbins, dtype=np.bool_)
         rbin = np.empty(2 * nq, dtype=np.int64)
         below = np.empty(2 * nq, dtype=np.int64)
+        gather = False
         for r in range(2 * nq):
             c = 0
             j = 0
@@ -110,17 +118,16 @@ def _quantiles_kernel(a, b, lo, hi, count, qs, out):
                 j += 1
             rbin[r] = j
             below[r] = c
-            want[j] = True
-        total = 0
-        for j in range(nbins):
-            if want[j]:
-                total += hist[j]
-        if total <= _GATHER_MAX:
-            # values of the wanted bins, grouped by bin (offsets by prefix sum)
+            if bmin[j] == bmax[j]:
+                stats[r] = bmin[j]
+            else:
+                want[j] = True
+                gather = True
+        if gather:
             off = np.zeros(nbins + 1, dtype=np.int64)
             for j in range(nbins):
                 off[j + 1] = off[j] + (hist[j] if want[j] else 0)
-            buf = np.empty(total)
+            buf = np.empty(off[nbins])
             fill = off[:nbins].copy()
             for i in range(n):
                 x = _value(a, b, i)
@@ -129,22 +136,11 @@ def _quantiles_kernel(a, b, lo, hi, count, qs, out):
                     if want[j]:
                         buf[fill[j]] = x
                         fill[j] += 1
-            for j in range(nbins):
-                if want[j] and hist[j] > 1:
-                    buf[off[j]:off[j + 1]] = np.sort(buf[off[j]:off[j + 1]])
             for r in range(2 * nq):
-                stats[r] = buf[off[rbin[r]] + ranks[r] - below[r]]
-        else:
-            vals = np.empty(count)
-            c = 0
-            for i in range(n):
-                x = _value(a, b, i)
-                if x == x:
-                    vals[c] = x
-                    c += 1
-            vals.sort()
-            for r in range(2 * nq):
-                stats[r] = vals[ranks[r]]
+                j = rbin[r]
+                if want[j]:
+                    k = ranks[r] - below[r]
+                    stats[r] = np.partition(buf[off[j]:off[j + 1]], k)[k]
     for q in range(nq):
         x0 = stats[2 * q]
         x1 = stats[2 * q + 1]
