@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-_HIST_BINS = 1 << 16
+_HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
 # A run of 100+ requests that serves less than this share of the offered rate is not stable: its
 # requests wait for a delay (or a batch that never fills) longer than the run.
 STABLE_SERVED_SHARE = 0.5
@@ -62,23 +62,22 @@ def _totals(arrival, start, finish, device, target, n_dev):
     return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev
 
 
-@njit(cache=True)
-def _value(a, b, i):
-    return a[i] - b[i] if b.shape[0] else a[i]
-
-
 @njit(cache=True, error_model="numpy")
-def _quantiles_kernel(a, b, lo, hi, count, qs, out):
-    """Percentiles ``qs`` (0..100) of x = a - b (x = a when b is empty) over the entries where
-    x is not NaN, written to ``out``; numpy.percentile's linear interpolation.
+def _quantiles_kernel(series, b, lo, hi, count, qs, out):
+    """Percentiles ``qs`` (0..100) of x = a - b for each array ``a`` of the tuple ``series``
+    (x = a when ``b`` is empty), over the entries where x is not NaN; ``out[s, q]``, as
+    numpy.percentile's linear interpolation.
 
-    Preconditions: ``count`` >= 1 entries are not NaN, all within [lo, hi]. One pass
-    histograms the values (with each bin's smallest and largest value); a bin whose values
-    are all equal gives its order statistics at once; a second pass gathers the values of
-    the other wanted bins, and a partial sort of each picks the order statistic.
+    Preconditions: ``count`` >= 1 entries are not NaN (the same entries in every series), all
+    of series s within [lo[s], hi[s]]. One pass histograms every series, noting each bin's
+    first value and how often it recurs (ties are common: a batch's requests share a
+    finish, a policy's delay recurs); a second pass gathers the other values of the bins
+    that hold the wanted order statistics, and one partial sort of each bin picks them.
     """
-    n = a.shape[0]
+    n = b.shape[0] if b.shape[0] else series[0].shape[0]
+    ns = len(series)
     nq = qs.shape[0]
+    nbins = _HIST_BINS
     ranks = np.empty(2 * nq, dtype=np.int64)
     gam = np.empty(nq)
     for q in range(nq):
@@ -87,85 +86,114 @@ def _quantiles_kernel(a, b, lo, hi, count, qs, out):
         gam[q] = vi - k
         ranks[2 * q] = k
         ranks[2 * q + 1] = min(k + 1, count - 1)
-    stats = np.empty(2 * nq)
-    if hi <= lo:
-        stats[:] = lo
-    else:
-        nbins = _HIST_BINS
-        scale = nbins / (hi - lo)
-        hist = np.zeros(nbins, dtype=np.int64)
-        bmin = np.full(nbins, np.inf)
-        bmax = np.full(nbins, -np.inf)
-        for i in range(n):
-            x = _value(a, b, i)
+    scale = np.zeros(ns)
+    for s in range(ns):
+        if hi[s] > lo[s]:
+            scale[s] = nbins / (hi[s] - lo[s])
+    hist = np.zeros((ns, nbins), dtype=np.int64)
+    first = np.empty((ns, nbins))  # each bin's first value
+    ties = np.zeros((ns, nbins), dtype=np.int64)  # values equal to it
+    hb = b.shape[0] > 0
+    for i in range(n):
+        bi = b[i] if hb else 0.0
+        for s in range(ns):
+            x = series[s][i] - bi
             if x == x:
-                j = min(int((x - lo) * scale), nbins - 1)
-                hist[j] += 1
-                if x < bmin[j]:
-                    bmin[j] = x
-                if x > bmax[j]:
-                    bmax[j] = x
-        # bin of each rank, and the number of values below that bin
-        want = np.zeros(nbins, dtype=np.bool_)
-        rbin = np.empty(2 * nq, dtype=np.int64)
-        below = np.empty(2 * nq, dtype=np.int64)
-        gather = False
+                j = min(int((x - lo[s]) * scale[s]), nbins - 1)
+                if hist[s, j] == 0:
+                    first[s, j] = x
+                if x == first[s, j]:
+                    ties[s, j] += 1
+                hist[s, j] += 1
+    # bin of each rank, the values below it, and where each wanted bin's values go
+    rbin = np.empty((ns, 2 * nq), dtype=np.int64)
+    below = np.empty((ns, 2 * nq), dtype=np.int64)
+    off = np.full((ns, nbins), -1, dtype=np.int64)
+    total = 0
+    for s in range(ns):
+        if scale[s] == 0.0:  # every value is lo[s]
+            continue
         for r in range(2 * nq):
             c = 0
             j = 0
-            while c + hist[j] <= ranks[r]:
-                c += hist[j]
+            while c + hist[s, j] <= ranks[r]:
+                c += hist[s, j]
                 j += 1
-            rbin[r] = j
-            below[r] = c
-            if bmin[j] == bmax[j]:
-                stats[r] = bmin[j]
-            else:
-                want[j] = True
-                gather = True
-        if gather:
-            off = np.zeros(nbins + 1, dtype=np.int64)
-            for j in range(nbins):
-                off[j + 1] = off[j] + (hist[j] if want[j] else 0)
-            buf = np.empty(off[nbins])
-            fill = off[:nbins].copy()
-            for i in range(n):
-                x = _value(a, b, i)
-                if x == x:
-                    j = min(int((x - lo) * scale), nbins - 1)
-                    if want[j]:
-                        buf[fill[j]] = x
-                        fill[j] += 1
-            for r in range(2 * nq):
-                j = rbin[r]
-                if want[j]:
-                    k = ranks[r] - below[r]
-                    stats[r] = np.partition(buf[off[j]:off[j + 1]], k)[k]
-    for q in range(nq):
-        x0 = stats[2 * q]
-        x1 = stats[2 * q + 1]
-        g = gam[q]
-        d = x1 - x0
-        out[q] = x1 - d * (1.0 - g) if g >= 0.5 else x0 + d * g
+            rbin[s, r] = j
+            below[s, r] = c
+            if off[s, j] < 0:
+                off[s, j] = total
+                total += hist[s, j] - ties[s, j]
+    buf = np.empty(total)
+    fill = off.copy()
+    less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
+    for i in range(n):
+        bi = b[i] if hb else 0.0
+        for s in range(ns):
+            x = series[s][i] - bi
+            if x == x and scale[s] > 0.0:
+                j = min(int((x - lo[s]) * scale[s]), nbins - 1)
+                if fill[s, j] >= 0 and x != first[s, j]:
+                    buf[fill[s, j]] = x
+                    fill[s, j] += 1
+                    if x < first[s, j]:
+                        less[s, j] += 1
+    stats = np.empty(2 * nq)
+    for s in range(ns):
+        if scale[s] == 0.0:
+            out[s, :] = lo[s]
+            continue
+        done = np.zeros(2 * nq, dtype=np.bool_)
+        for r in range(2 * nq):  # one partial sort per wanted bin, at all its ranks
+            if done[r]:
+                continue
+            j = rbin[s, r]
+            m = 0
+            for r2 in range(2 * nq):
+                if rbin[s, r2] == j:
+                    m += 1
+            # in the bin: `less` gathered values, then `ties` copies of first, then the rest
+            lj, tj = less[s, j], ties[s, j]
+            ks = np.zeros(m, dtype=np.int64)
+            m = 0
+            for r2 in range(2 * nq):
+                k = ranks[r2] - below[s, r2]
+                if rbin[s, r2] == j and not lj <= k < lj + tj:
+                    ks[m] = k if k < lj else k - tj
+                    m += 1
+            part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
+            if m > 0:
+                part = np.partition(part, ks[:m])
+            for r2 in range(2 * nq):
+                if rbin[s, r2] == j:
+                    k = ranks[r2] - below[s, r2]
+                    stats[r2] = part[k] if k < lj else (first[s, j] if k < lj + tj else part[k - tj])
+                    done[r2] = True
+        for q in range(nq):
+            g = gam[q]
+            d = stats[2 * q + 1] - stats[2 * q]
+            out[s, q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
     """Percentiles ``qs`` of ``a - b`` (or of ``a``) over the entries that are not NaN, as
-    ``numpy.percentile`` gives them; NaN when every entry is NaN. ``lo``, ``hi``, ``count``
-    (the range and number of such entries) may be passed when already known."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.zeros(0) if b is None else np.asarray(b, dtype=np.float64)
+    ``numpy.percentile`` gives them; NaN when every entry is NaN. ``a`` may be a tuple of
+    arrays (one row of the result each, NaN at the same entries); ``lo``, ``hi`` (one per
+    array) and ``count`` (entries that are not NaN) may be passed when already known."""
+    series = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (a if isinstance(a, tuple) else (a,)))
+    b = np.zeros(0) if b is None else np.ascontiguousarray(b, dtype=np.float64)
     qs = np.asarray(qs, dtype=np.float64)
     if count is None:
-        x = a - b if b.size else a
-        ok = ~np.isnan(x)
+        xs = [x - b if b.size else x for x in series]
+        ok = ~np.isnan(xs[0])
         count = int(ok.sum())
         if count:
-            lo, hi = float(x[ok].min()), float(x[ok].max())
-    out = np.full(qs.size, math.nan)
+            lo, hi = [float(x[ok].min()) for x in xs], [float(x[ok].max()) for x in xs]
+    out = np.full((len(series), qs.size), math.nan)
     if count:
-        _quantiles_kernel(a, b, float(lo), float(hi), int(count), qs, out)
-    return out
+        _quantiles_kernel(series, b, np.atleast_1d(np.asarray(lo, dtype=np.float64)),
+                          np.atleast_1d(np.asarray(hi, dtype=np.float64)), int(count), qs, out)
+    return out if isinstance(a, tuple) else out[0]
 
 
 @dataclass(frozen=True)
@@ -216,9 +244,9 @@ class ServingResult:
             arr, self.start_s, self.finish_s, self.device, self.latency_target_s, nd)
         t0 = float(arr[0])
         dur = max(float(t1) - t0, 1e-300)
-        nan4 = [math.nan] * 4
-        q = quantiles(self.finish_s, arr, (50, 90, 99, 99.9), lo=lat_lo, hi=lat_hi, count=ns) if ns else nan4
-        wait_p99 = quantiles(self.start_s, arr, (99,), lo=wait_lo, hi=wait_hi, count=ns)[0] if ns else math.nan
+        q, qw = quantiles((self.finish_s, self.start_s), arr, (50, 90, 99, 99.9), lo=(lat_lo, wait_lo),
+                          hi=(lat_hi, wait_hi), count=ns)
+        wait_p99 = qw[2]
         real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
         offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
         backlog = self.n - ns + int(late)
