@@ -396,3 +396,103 @@ def test_gc200_table_is_monotone_where_it_fits(svc):
         both = np.isfinite(a) & np.isfinite(b)
         assert both.sum() > 5000 and np.all(b[both] >= a[both])
         assert not np.any(np.isinf(a) & np.isfinite(b))  # once a step does not fit, a bigger one does not either
+
+
+def test_static_generation_matches_reference_and_continuous_wins_on_latency():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for n in (1, 40, 600):
+        arr = A.poisson(20, n, seed=n)
+        rng = np.random.default_rng(n)
+        pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
+        for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
+            a = S.simulate_generation(arr, pr, out, pol, g)
+            st_, first, fin, _ = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
+            assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
+            assert np.array_equal(a.finish_s, fin)
+    # the same load: run-to-completion holds short replies until the batch's longest is done
+    n = 3000
+    arr = A.poisson(20, n, seed=1)
+    rng = np.random.default_rng(1)
+    pr, out = rng.integers(32, 256, n), rng.integers(16, 256, n)
+    cont = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
+    stat = S.simulate_generation(arr, pr, out, P.Static(16, 0.05), g)
+    assert cont.stable and stat.stable
+    assert cont.latency_p50_s < stat.latency_p50_s
+    assert stat.padded_token_waste > 0.2 and cont.padded_token_waste == 0.0
+
+
+def test_time_between_tokens_and_ttft_in_the_summary():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    n = 500
+    arr = A.poisson(5, n, seed=2)
+    rng = np.random.default_rng(2)
+    pr, out = rng.integers(8, 300, n), rng.integers(1, 100, n)
+    r = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
+    s = r.summary()
+    gap = (r.finish_s - r.first_token_s)[out > 1] / (out[out > 1] - 1)
+    assert s["tbt_p50_s"] == np.percentile(gap, 50) and s["tbt_p99_s"] == np.percentile(gap, 99)
+    assert s["ttft_p99_s"] == np.percentile(r.first_token_s - arr, 99)
+    # a decode step of one short sequence bounds the gap from below
+    assert s["tbt_p50_s"] >= g.decode[1, 1] * (1 - 1e-12)
+    assert "TBT p99" in repr(r)
+
+
+def test_generation_replicas_deal_requests_in_turn():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=8)
+    n = 300
+    arr = A.poisson(40, n, seed=4)
+    pr, out = np.full(n, 64), np.full(n, 32)
+    two = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), g, replicas=2)
+    one = S.simulate_generation(arr[1::2], pr[1::2], out[1::2], P.Continuous(8, 10**6), g)
+    assert np.array_equal(two.finish_s[1::2], one.finish_s) and np.array_equal(two.device[1::2], np.ones(150))
+    assert two.device_busy_s.size == 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 1000, 50_000])
+def test_quantiles_are_numpys_percentiles(n):
+    rng = np.random.default_rng(n)
+    q = (0, 1, 50, 90, 99, 99.9, 100)
+    for x in (rng.exponential(1, n), np.round(rng.random(n) * 4) / 4, np.where(rng.random(n) < 0.3, 2e-3, rng.random(n))):
+        y = x.copy()
+        y[rng.random(n) < 0.05] = np.nan
+        ok = ~np.isnan(y)
+        expect = np.percentile(y[ok], q) if ok.any() else np.full(len(q), np.nan)
+        assert np.array_equal(S.quantiles(y, None, q), expect, equal_nan=True)
+
+
+def test_tables_cache_on_disk_and_without_a_writable_folder(tmp_path, monkeypatch):
+    from ipusim.serving import tables
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return np.arange(6.0).reshape(2, 3)
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tables, "_memory", {})
+    a = tables._cached(build, "test", 1)
+    monkeypatch.setattr(tables, "_memory", {})  # a new process: memory empty, disk holds the table
+    b = tables._cached(build, "test", 1)
+    assert np.array_equal(a, b) and len(calls) == 1 and not a.flags.writeable
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".npy"]  # no temporary left behind
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(blocked / "cache"))
+    monkeypatch.setattr(tables, "_memory", {})
+    c = tables._cached(build, "test", 1)  # nothing writable: built again, no error
+    assert np.array_equal(a, c) and len(calls) == 2
+
+
+def test_two_processes_building_one_table_at_once(tmp_path):
+    """Both write the same key (temporary file + rename): the file is whole and loads."""
+    import subprocess
+    import sys
+
+    code = ("from ipusim.serving import tables; import numpy as np; "
+            "tables._cached(lambda: np.full((200, 300), 7.0), 'race', 1)")
+    env = {**__import__("os").environ, "IPUSIM_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and np.array_equal(np.load(files[0]), np.full((200, 300), 7.0))
