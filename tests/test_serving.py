@@ -180,12 +180,16 @@ def test_packed_wastes_less_than_padded(svc):
     assert pack.padded_token_waste < pad.padded_token_waste
 
 
+def _generation_requests(n, rate):
+    """Seeded arrivals (Poisson at ``rate``), prompts of 8-399 and replies of 1-199 tokens."""
+    rng = np.random.default_rng(n)
+    return A.poisson(rate, n, seed=n), rng.integers(8, 400, n), rng.integers(1, 200, n)
+
+
 def test_continuous_matches_reference_and_kv_limit():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 50, 800):
-        arr = A.poisson(30, n, seed=n)
-        rng = np.random.default_rng(n)
-        pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
+        arr, pr, out = _generation_requests(n, 30)
         # Continuous(40, ...) runs more sequences than the 16-row tables: whole tables in series
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
@@ -401,9 +405,7 @@ def test_gc200_table_is_monotone_where_it_fits(svc):
 def test_static_generation_matches_reference_and_continuous_wins_on_latency():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 40, 600):
-        arr = A.poisson(20, n, seed=n)
-        rng = np.random.default_rng(n)
-        pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
+        arr, pr, out = _generation_requests(n, 20)
         for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
             a = S.simulate_generation(arr, pr, out, pol, g)
             st_, first, fin, _ = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
@@ -496,3 +498,14 @@ def test_two_processes_building_one_table_at_once(tmp_path):
     assert all(p.wait(timeout=120) == 0 for p in procs)
     files = list(tmp_path.iterdir())
     assert len(files) == 1 and np.array_equal(np.load(files[0]), np.full((200, 300), 7.0))
+
+
+def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
+    from ipusim import hardware, machine, workloads
+    from ipusim.serving import tables
+
+    s = workloads.step("bert-base", [512] * 32, pad_to=512)
+    spec = tables.Replica(hardware.chip("gc200"), workloads.model("bert-base"), 1, False)
+    quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
+    assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
+    assert "Out of memory" in full.fit_message and "Out of memory" not in quiet.fit_message

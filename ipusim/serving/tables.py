@@ -75,9 +75,10 @@ def step_result(spec: Replica, step):
     if spec.chips > 1:
         step = workloads.step(stage_model(step.model, spec.chips), list(step.lengths), phase=step.phase,
                               pad_to=step.row_len or None, dtype_bytes=step.dtype_bytes)
-    if spec.chip.kind == "tile" and spec.streaming is not None:
-        return machine.simulate(spec.chip, step, weights="stream" if spec.streaming else "on_chip")
-    return machine.simulate(spec.chip, step)
+    if spec.chip.kind != "tile":
+        return machine.simulate(spec.chip, step)
+    weights = "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
+    return machine.simulate(spec.chip, step, weights=weights, explain=False)  # tables read fits and time only
 
 
 def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
