@@ -1,0 +1,289 @@
+"""Run a sweep: serially in this process, or on Dask (a local cluster it starts, or a scheduler).
+
+Points are grouped into batches (one Dask task each, large enough that scheduling costs
+little next to the work); at most a few batches per worker are in flight, so the driver
+holds the rows it has received and not the whole sweep's futures. Rows stream back as
+batches complete, with a progress bar, into a ``Sink`` (``ipusim.sweep.output``). A point
+that raises becomes a refused row with its message; a worker that dies costs only its
+batches, which the scheduler runs again elsewhere (up to ``distributed``'s
+``allowed-failures``; past that the batch's points are refused rows naming the failure).
+
+Dask is imported only here, inside the functions that need it: ``import ipusim`` and
+``import ipusim.sweep`` do not import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import re
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from ..config import progress as _progress
+from . import space, tasks
+from .output import Sink
+
+MODES = ("auto", "serial", "dask")
+SERIAL_AT_MOST = 16  # points; "auto" runs smaller sweeps in this process (a cluster costs seconds)
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: its table and how it ran. Times in seconds."""
+
+    table: object  # pandas.DataFrame, one row per point (see ``output.tidy``)
+    task: str
+    mode: str  # "serial" or "dask"
+    elapsed_s: float
+    computed: int  # points run now
+    skipped: int  # points found in the output file (resume)
+    workers: int
+    out: str | None = None
+    dashboard: str = ""
+    params: tuple = field(default=())
+
+    @property
+    def points_per_s(self) -> float:
+        return self.computed / self.elapsed_s if self.elapsed_s > 0 else math.inf
+
+    @property
+    def refused(self) -> int:
+        return int((self.table["error"] != "").sum())
+
+    def best(self, metric: str = "throughput_per_s"):
+        """The row (a pandas Series) with the largest ``metric`` among points that ran; None if none."""
+        df = self.table
+        if metric not in df:
+            return None
+        ok = df[(df["error"] == "") & df[metric].notna()]
+        return None if ok.empty else ok.loc[ok[metric].astype(float).idxmax()]
+
+    def to_dict(self) -> dict:
+        b = self.best()
+        return {"task": self.task, "mode": self.mode, "points": int(len(self.table)), "computed": self.computed,
+                "skipped": self.skipped, "refused": self.refused, "workers": self.workers,
+                "elapsed_s": self.elapsed_s, "points_per_s": self.points_per_s, "out": self.out,
+                "best": None if b is None else {k: (v.item() if hasattr(v, "item") else v) for k, v in b.items()}}
+
+    def __repr__(self):
+        return (f"SweepResult({self.task}: {len(self.table):,} points ({self.computed:,} run, {self.skipped:,} "
+                f"resumed, {self.refused:,} refused) in {self.elapsed_s:.2f} s, {self.points_per_s:,.1f} points/s, "
+                f"{self.mode} on {self.workers} worker(s))")
+
+
+def run_batch(fn, task_name: str, batch) -> list:
+    """Rows of one batch of ``(index, key, point)``: each point through ``fn``; a point that
+    raises gives a refused row (``error`` = its exception and message)."""
+    rows = []
+    for idx, key, point in batch:
+        meta = {"point": idx, "point_key": key, "task": task_name, **point}
+        try:
+            out = fn(point)
+            rows.append({**meta, **out, "error": ""})
+        except Exception as err:  # a refused point, never an aborted sweep
+            msg = str(err).splitlines()[0] if str(err) else traceback.format_exception_only(err)[-1].strip()
+            rows.append({**meta, "error": f"{type(err).__name__}: {msg}"})
+    return rows
+
+
+def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed: dict | None = None,
+        mode: str = "auto", scheduler: str | None = None, workers: int | None = None, client=None,
+        batch_size: int | None = None, out=None, resume: bool = False, chunk_rows: int = 1000,
+        retries: int = 2, show_progress: bool = True, connect_timeout_s: float = 3.0) -> SweepResult:
+    """Run ``task`` on every point and return a ``SweepResult`` (``.table`` is the tidy table).
+
+    The points are ``points`` (an iterable of dicts) or the grid of ``vary`` over ``fixed``
+    (``space.grid``). ``mode``: "serial" (this process), "dask", or "auto" (serial for at most
+    ``SERIAL_AT_MOST`` points unless a scheduler, a client or ``workers`` is given). Dask runs on
+    ``client`` if given, else on ``scheduler`` (or ``DASK_SCHEDULER_ADDRESS``), else on a
+    ``LocalCluster`` of ``workers`` processes (default one per core) started and closed here.
+    ``out`` (.parquet or .csv) receives the rows in chunks of ``chunk_rows``; ``resume`` skips
+    the points already in it. ``retries`` re-runs a batch whose worker raised outside a point.
+    """
+    t = tasks.task(task)
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    if points is None:
+        if vary is None:
+            raise ValueError("give points or vary (and fixed)")
+        n_total = space.grid_size(vary)
+        params = tuple(dict.fromkeys([*(fixed or {}), *vary]))
+        tasks.check_names(task, params)
+        pts = space.grid(vary, fixed)
+    else:
+        if vary is not None:
+            raise ValueError("give points or vary, not both")
+        n_total = len(points) if hasattr(points, "__len__") else None
+        it = iter(points)
+        first = next(it, None)
+        if first is None:
+            raise ValueError("points is empty")
+        params = tuple(dict.fromkeys([*(fixed or {}), *first]))
+        pts = _checked(task, fixed, itertools.chain([first], it))
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    from_env = None if (client is not None or mode == "serial") else os.environ.get("DASK_SCHEDULER_ADDRESS")
+    address = scheduler or from_env or None
+    if address is not None:
+        check_address(address)
+    if mode == "auto":
+        explicit = client is not None or address is not None or workers is not None
+        mode = "dask" if explicit or n_total is None or n_total > SERIAL_AT_MOST else "serial"
+
+    sink = Sink(out, resume=resume, chunk_rows=chunk_rows, params=params)
+    todo = ((i, k, p) for i, p in enumerate(pts) if (k := space.point_key(p, task)) not in sink.done_keys)
+    skipped = len(sink.done_keys)
+    n_todo = None if n_total is None else max(n_total - skipped, 0)
+    dashboard, n_workers = "", 1
+    with contextlib.ExitStack() as stack:
+        cl = None
+        if mode == "dask":
+            cl = stack.enter_context(_dask_client(client, address, workers, connect_timeout_s))
+            n_workers = max(len(cl.scheduler_info(n_workers=-1).get("workers", {})), 1)
+            dashboard = cl.dashboard_link or ""
+            if t.takes_chip:
+                _warm_workers(cl)
+        bar = stack.enter_context(contextlib.closing(
+            _progress(total=n_todo, desc=f"sweep {task}", **({} if show_progress else {"disable": True}))))
+        t0 = time.perf_counter()
+        if cl is None:
+            for batch in _chunks(todo, batch_size or 64):
+                rows = run_batch(t.fn, task, batch)
+                sink.write(rows)
+                bar.update(len(rows))
+        else:
+            bs = batch_size or (64 if n_todo is None else max(1, min(256, math.ceil(n_todo / (4 * n_workers)))))
+            _run_dask(cl, t.fn, task, _chunks(todo, bs), sink, bar, n_workers, retries)
+        table = sink.finish()
+        elapsed = time.perf_counter() - t0
+    return SweepResult(table, task, mode, elapsed, len(table) - skipped, skipped, n_workers,
+                       None if out is None else str(out), dashboard, params)
+
+
+def _checked(task, fixed, points):
+    """The points merged over ``fixed``, each checked for names the task does not know (lazily)."""
+    seen = set()
+    for p in points:
+        if not isinstance(p, dict):
+            raise ValueError(f"a point must be a dict name -> value, got {type(p).__name__}")
+        new = p.keys() - seen
+        if new:
+            tasks.check_names(task, new)
+            seen |= new
+        yield {**(fixed or {}), **p}
+
+
+def _chunks(it, n):
+    it = iter(it)
+    while batch := list(itertools.islice(it, n)):
+        yield batch
+
+
+def _run_dask(cl, fn, task_name, batches, sink, bar, n_workers, retries):
+    from distributed import as_completed
+
+    window = max(2 * n_workers, 4)
+    pending = {}  # future key -> its batch (to name the points if the batch itself fails)
+
+    def submit(batch):
+        fut = cl.submit(run_batch, fn, task_name, batch, retries=retries, pure=False)
+        pending[fut.key] = batch
+        return fut
+
+    ac = as_completed([submit(b) for b in itertools.islice(batches, window)], loop=cl.loop)
+    for fut in ac:
+        batch = pending.pop(fut.key)
+        try:
+            rows = fut.result()
+        except Exception as err:  # the batch failed outside any point (e.g. KilledWorker)
+            rows = [{"point": i, "point_key": k, "task": task_name, **p, "error": f"{type(err).__name__}: {err}"}
+                    for i, k, p in batch]
+        sink.write(rows)
+        bar.update(len(rows))
+        fut.release()
+        nxt = next(batches, None)
+        if nxt is not None:
+            ac.add(submit(nxt))
+
+
+_ADDRESS = re.compile(r"^(?:(tcp|tls|inproc|ucx|ws|wss)://)?\[?[\w.\-:]+\]?:\d{1,5}$")
+
+
+def check_address(address: str) -> str:
+    """``address`` if it looks like a Dask scheduler address (``tcp://host:port``), else ValueError."""
+    if not isinstance(address, str) or not _ADDRESS.match(address.strip()):
+        raise ValueError(f"scheduler address {address!r} must look like tcp://HOST:PORT")
+    port = int(address.rsplit(":", 1)[1])
+    if not 0 < port < 65536:
+        raise ValueError(f"scheduler address {address!r}: port must be 1-65535")
+    return address.strip()
+
+
+@contextlib.contextmanager
+def _dask_client(client, address, workers, timeout_s):
+    if client is not None:
+        yield client
+        return
+    if address is not None:
+        with _connect(address, timeout_s) as cl:
+            yield cl
+        return
+    with local_cluster(workers) as cl:
+        yield cl
+
+
+@contextlib.contextmanager
+def _connect(address, timeout_s):
+    from distributed import Client
+
+    try:
+        cl = Client(address, timeout=f"{timeout_s}s", set_as_default=False)
+    except (OSError, TimeoutError) as err:
+        raise ValueError(f"cannot reach a Dask scheduler at {address} within {timeout_s:g} s ({err})") from None
+    try:
+        yield cl
+    finally:
+        cl.close()
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int | None = None, *, dashboard: bool = True):
+    """A ``distributed.Client`` on a ``LocalCluster`` of ``workers`` single-threaded worker
+    processes (default: one per core), closed on exit; ``client.dashboard_link`` is its dashboard."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    n = workers or os.cpu_count() or 1
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                           dashboard_address=":0" if dashboard else None, silence_logs=logging.ERROR)
+    client = Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _warm_workers(cl):
+    """Register the warm-up plugin: each worker (and any that replaces a dead one) loads the
+    Numba caches once before its first batch."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class WarmUp(WorkerPlugin):
+        name = "ipusim-warm-up"
+
+        def setup(self, worker):
+            from ipusim.sweep.tasks import warm_up
+
+            warm_up()
+
+    cl.register_plugin(WarmUp(), name="ipusim-warm-up")

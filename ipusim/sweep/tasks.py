@@ -1,0 +1,349 @@
+"""What one sweep point computes: a registry of tasks, name -> function(point dict) -> row dict.
+
+Each task reads its parameters from the point (a chip preset in ``chip``, chip fields to
+change, and its own workload settings, with the defaults in ``TASKS[name].params``) and
+returns one flat row. Tasks here use only the public functions of the models they call:
+
+* ``simulate``: one step on one chip (``ipusim.machine.simulate``);
+* ``serve``: requests through a dynamic batcher onto one chip (``ipusim.serving.simulate``
+  on a service table built from ``ipusim.machine.simulate`` of that chip), reported at the
+  highest arrival rate whose p99 latency meets ``slo_p99_s``;
+* ``embed``: one embedding step (tables, look-ups, skew) on one or more chips
+  (``ipusim.embeddings.simulate``), throughput in samples/s;
+* ``checklist``: the migration checklist's verdict for the chip against a GPU
+  (``ipusim.checklist.run_checklist``);
+* ``spin``: burns ``seconds`` of CPU and returns it (to measure the sweep's own overhead).
+
+``train`` registers here when its model lands (``register``).
+
+Every task that has a throughput reports the same headline columns, so that fronts and
+break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
+``per_usd`` (units per US dollar of chip time), ``per_j`` (units per joule of board power,
+i.e. throughput per watt), ``usd_per_million`` and the ``fit`` state (``ipusim.result``).
+Prices are the checklist's placeholder chip-hour prices (ASSUMPTION, see
+``ipusim.checklist.ASSUMPTIONS["prices"]``); a changed chip keeps its preset's price unless
+the point gives ``usd_per_chip_hour``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import hardware
+
+CHIP_PARAMS = ("chip", "usd_per_chip_hour")  # every task that takes a chip reads these
+
+
+@dataclass(frozen=True)
+class Task:
+    """A registered task: its function, its parameters with defaults, and one line on what it does."""
+
+    name: str
+    fn: object  # callable(point: dict) -> dict
+    params: dict = field(default_factory=dict)  # name -> default (None: required or computed)
+    doc: str = ""
+    takes_chip: bool = True
+
+
+TASKS: dict[str, Task] = {}
+
+
+def register(name: str, *, params: dict, doc: str = "", takes_chip: bool = True):
+    """Decorator: register ``fn(point) -> row`` as task ``name`` with its ``params`` defaults."""
+    def deco(fn):
+        TASKS[name] = Task(name, fn, dict(params), doc or (fn.__doc__ or "").strip().split("\n")[0], takes_chip)
+        return fn
+    return deco
+
+
+def task(name: str) -> Task:
+    """The registered task called ``name``."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; valid: {', '.join(sorted(TASKS))}")
+    return TASKS[name]
+
+
+def chip_fields(kind: str | None = None) -> tuple:
+    """Names of the numeric chip fields a point may set (of one kind, or of either)."""
+    classes = {"tile": (hardware.TileChip,), "gpu": (hardware.GpuChip,), None: (hardware.TileChip, hardware.GpuChip)}
+    names = []
+    for cls in classes[kind]:
+        names += [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "sources", "notes")]
+    return tuple(dict.fromkeys(names))
+
+
+def check_names(task_name: str, names) -> None:
+    """Raise ValueError naming any parameter that neither the task nor a chip has."""
+    t = task(task_name)
+    allowed = set(t.params) | (set(CHIP_PARAMS) | set(chip_fields()) if t.takes_chip else set())
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise ValueError(f"unknown parameter {bad[0]!r} for task {task_name!r}; valid: "
+                         f"{', '.join(sorted(allowed))}")
+
+
+def make_chip(point: dict):
+    """The chip of a point: preset ``point["chip"]`` with any chip fields the point names changed.
+
+    A changed chip gets a name that says so (``gc200*``) so that nothing keyed by a preset
+    name mistakes it for the preset. Invalid combinations raise ValueError (the sweep records
+    a refused row)."""
+    base = hardware.chip(point.get("chip", "gc200"))
+    own = {f.name: f for f in dataclasses.fields(base)}
+    changes = {}
+    for k, v in point.items():
+        if k in CHIP_PARAMS or k not in chip_fields():
+            continue
+        if k not in own:
+            raise ValueError(f"{base.kind} chip {base.name!r} has no field {k!r}")
+        if own[k].type in ("int", int):
+            if isinstance(v, float) and not v.is_integer():
+                v = int(round(v))
+            v = int(v)
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            v = float(v)
+        if v != getattr(base, k):
+            changes[k] = v
+    if not changes:
+        return base
+    return base.replace(name=base.name + "*", **changes)
+
+
+def price_usd_per_hour(point: dict, c) -> float:
+    """The point's chip-hour price: ``usd_per_chip_hour`` if given, else the preset's (ASSUMPTION)."""
+    from ..checklist import DEFAULT_USD_PER_CHIP_HOUR
+
+    p = point.get("usd_per_chip_hour")
+    if p is None:
+        p = DEFAULT_USD_PER_CHIP_HOUR.get(c.name.rstrip("*"))
+    if p is None:
+        raise ValueError(f"no chip-hour price for {c.name!r}: give usd_per_chip_hour")
+    return float(p)
+
+
+def headline(throughput_per_s: float, power_w: float, usd_per_hour: float) -> dict:
+    """The columns every throughput task shares (see the module docstring)."""
+    t = float(throughput_per_s)
+    return {
+        "throughput_per_s": t,
+        "power_w": float(power_w),
+        "usd_per_chip_hour": float(usd_per_hour),
+        "per_usd": t * 3600.0 / usd_per_hour,
+        "per_j": t / power_w,
+        "usd_per_million": usd_per_hour / 3600.0 / t * 1e6 if t > 0 else math.inf,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# simulate
+# ------------------------------------------------------------------------------------------
+_SPLITS = ("compute", "sync", "exchange", "streaming", "memory", "launch")
+
+
+@register("simulate", params={"model": "bert-base", "batch": 32, "seq_len": 128, "phase": "forward",
+                              "packed": False},
+          doc="one step on one chip (ipusim.machine.simulate); throughput in sequences/s")
+def simulate(point: dict) -> dict:
+    """One step of ``model`` (``batch`` sequences of ``seq_len`` tokens, ``phase``) on the point's chip."""
+    from .. import machine, workloads
+
+    p = {**TASKS["simulate"].params, **point}
+    c = make_chip(point)
+    batch, seq = int(p["batch"]), int(p["seq_len"])
+    pad = None if (p["packed"] or p["phase"] == "decode") else seq
+    r = machine.simulate(c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad))
+    thr = r.throughput_seq_per_s if r.fits else 0.0
+    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
+           **headline(thr, c.power_w, price_usd_per_hour(point, c)),
+           "throughput_tokens_per_s": float(r.throughput_tokens_per_s) if r.fits else 0.0,
+           "energy_j": float(r.energy_j),
+           "latency_s": float(r.time_s)}
+    for k in _SPLITS:
+        row[f"split_{k}_s"] = float(r.split[k]) if (r.fits and k in r.split) else math.nan
+    row["message"] = r.fit_message
+    return row
+
+
+# ------------------------------------------------------------------------------------------
+# serve
+# ------------------------------------------------------------------------------------------
+_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+def service_table(c, model, seq_len: int, max_batch: int):
+    """``serving.ServiceModel`` of chip ``c``: every batch padded to ``seq_len`` tokens (a static
+    shape, as a compiled graph runs), rows 1..``max_batch`` from ``machine.simulate``.
+
+    Row counts on a grid are simulated; rows between two grid rows of the same fit state are
+    interpolated linearly, rows between states simulated (times jump at a memory cliff).
+    Cells that do not fit are ``inf``. Returns (service model, fit state per row)."""
+    from .. import machine, serving, workloads
+
+    memo = {}
+
+    def run(b):
+        if b not in memo:
+            r = machine.simulate(c, workloads.step(model, [seq_len] * b, pad_to=seq_len))
+            memo[b] = (float(r.time_s) if r.fits else math.inf, r.fit)
+        return memo[b]
+
+    grid = sorted({b for b in _ROWS if b < max_batch} | {max_batch})
+    tab = np.zeros((max_batch + 1, 2))
+    fit = [""] * (max_batch + 1)
+    for b in grid:
+        tab[b, 1], fit[b] = run(b)
+    for a, b in zip(grid[:-1], grid[1:], strict=True):
+        (ta, fa), (tb, fb) = run(a), run(b)
+        for r in range(a + 1, b):
+            if fa == fb and math.isfinite(ta):
+                tab[r, 1] = ta + (tb - ta) * (r - a) / (b - a)
+                fit[r] = fa
+            elif fa == fb:
+                tab[r, 1], fit[r] = math.inf, fa
+            else:
+                tab[r, 1], fit[r] = run(r)
+    return serving.ServiceModel(f"{c.name} {model} padded {seq_len}", tab, seq_len, source="machine"), fit
+
+
+def _serve_at(rate, n, seq_len, pol, svc, slo, seed):
+    from .. import arrivals, serving
+
+    arr = arrivals.poisson(rate, n, seed=seed)
+    return serving.simulate(arr, np.full(n, seq_len), pol, svc, latency_target_s=slo, seed=seed,
+                            max_waiting=max(1000, n // 5)).summary()
+
+
+@register("serve", params={"model": "bert-base", "seq_len": 128, "max_batch": 32, "rate_per_s": None,
+                           "slo_p99_s": 0.05, "max_delay_s": 0.002, "n_requests": 2000, "seed": 0,
+                           "search_steps": 8},
+          doc="dynamic batching on one chip (ipusim.serving.simulate); throughput in requests/s at the p99 target")
+def serve(point: dict) -> dict:
+    """Requests of ``seq_len`` tokens (Poisson) through ``policies.Dynamic(b, max_delay_s)`` onto
+    the point's chip, ``b`` the largest batch up to ``max_batch`` that fits.
+
+    With ``rate_per_s`` given, the run at that rate; without, the highest rate (bisection over
+    ``search_steps`` halvings of the table's peak capacity) whose run is stable with p99
+    latency <= ``slo_p99_s``. ``throughput_per_s`` is that run's served requests/s (0 when
+    even the lowest rate misses the target)."""
+    from .. import policies
+
+    p = {**TASKS["serve"].params, **point}
+    c = make_chip(point)
+    seq, bmax, n = int(p["seq_len"]), int(p["max_batch"]), int(p["n_requests"])
+    slo, seed = float(p["slo_p99_s"]), int(p["seed"])
+    svc, fit = service_table(c, p["model"], seq, bmax)
+    t = svc.table[1:, 1]
+    bad = np.flatnonzero(~np.isfinite(t))
+    b = int(bad[0]) if bad.size else bmax  # rows 1..b all fit
+    row = {"chip_name": c.name, "kind": c.kind}
+    price = price_usd_per_hour(point, c)
+    if b == 0:
+        return {**row, "fit": fit[1], "largest_batch": 0, **headline(0.0, c.power_w, price),
+                "message": f"no batch of {seq}-token requests fits {c.name}"}
+    pol = policies.Dynamic(b, float(p["max_delay_s"]))
+    peak = float(np.max(np.arange(1, b + 1) / t[:b]))
+    if p["rate_per_s"] is not None:
+        s = _serve_at(float(p["rate_per_s"]), n, seq, pol, svc, slo, seed)
+        good = s["stable"] and s["latency_p99_s"] <= slo
+    else:
+        lo, hi, s, good = 0.0, 1.0, None, False
+        for _ in range(int(p["search_steps"])):
+            mid = (lo + hi) / 2
+            trial = _serve_at(mid * peak, n, seq, pol, svc, slo, seed)
+            if trial["stable"] and trial["latency_p99_s"] <= slo:
+                lo, s, good = mid, trial, True
+            else:
+                hi = mid
+                s = s if good else trial
+    thr = s["throughput_rps"] if good else 0.0
+    return {**row, "fit": fit[b], "largest_batch": b, "batch_time_s": float(t[b - 1]),
+            "peak_rps": peak, **headline(thr, c.power_w, price),
+            "offered_rps": s["offered_rps"], "meets_slo": bool(good), "stable": bool(s["stable"]),
+            "latency_p50_s": s["latency_p50_s"], "latency_p90_s": s["latency_p90_s"],
+            "latency_p99_s": s["latency_p99_s"], "latency_p999_s": s["latency_p999_s"],
+            "mean_batch": s["mean_batch"], "utilization": s["utilization"],
+            "message": "" if good else (s["unstable_reason"] or f"p99 {s['latency_p99_s']:.4g} s > target {slo:g} s")}
+
+
+# ------------------------------------------------------------------------------------------
+# embed
+# ------------------------------------------------------------------------------------------
+@register("embed", params={"n_tables": 26, "rows": 1_000_000, "dim": 128, "pooling": 1, "batch": 2048,
+                           "zipf": 0.0, "training": False, "chips": 1, "cache": True, "seed": 0},
+          doc="one embedding step on chips of one kind (ipusim.embeddings.simulate); throughput in samples/s")
+def embed(point: dict) -> dict:
+    """``n_tables`` uniform tables of ``rows`` x ``dim`` (FP32), ``pooling`` look-ups per table per
+    sample, ``batch`` samples, Zipf skew ``zipf``, on ``chips`` copies of the point's chip."""
+    from .. import embeddings
+
+    p = {**TASKS["embed"].params, **point}
+    c = make_chip(point)
+    tabs = embeddings.uniform_tables(int(p["n_tables"]), int(p["rows"]), int(p["dim"]), int(p["pooling"]))
+    w = embeddings.Workload(f"{int(p['n_tables'])} x {int(p['rows'])} x {int(p['dim'])}", tabs, int(p["batch"]),
+                            zipf=float(p["zipf"]), training=bool(p["training"]))
+    r = embeddings.simulate(c, w, chips=int(p["chips"]), cache=bool(p["cache"]), seed=int(p["seed"]))
+    ok = r.fits and math.isfinite(r.time_s)
+    price = price_usd_per_hour(point, c) * r.chips
+    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
+           **headline(r.samples_per_s if ok else 0.0, r.power_w, price),
+           "lookups_per_s": float(r.lookups_per_s) if ok else 0.0, "hit_rate": float(r.hit_rate),
+           "energy_j": float(r.energy_j), "message": r.fit_message}
+    for k in ("compute", "sync", "exchange", "streaming", "memory", "launch", "links"):
+        row[f"split_{k}_s"] = float(r.split[k]) if (ok and k in r.split) else math.nan
+    return row
+
+
+# ------------------------------------------------------------------------------------------
+# checklist
+# ------------------------------------------------------------------------------------------
+@register("checklist", params={"gpu": "a100-80gb", "model": "bert-base", "rate_per_s": 300.0,
+                               "slo_p99_s": 0.05, "long_fraction": 0.4, "seed": 0},
+          doc="the migration checklist's verdict for the chip against a GPU (ipusim.checklist)")
+def checklist(point: dict) -> dict:
+    """Run the checklist (inference checks, no training) on the point's chip against ``gpu``."""
+    from .. import checklist as cl
+
+    p = {**TASKS["checklist"].params, **point}
+    c = make_chip(point)
+    g = hardware.chip(p["gpu"])
+    prices = cl.Prices().with_prices({c.name: price_usd_per_hour(point, c)})
+    case = cl.Case(model=p["model"], rate_per_s=float(p["rate_per_s"]), slo_p99_s=float(p["slo_p99_s"]),
+                   long_fraction=float(p["long_fraction"]), candidates=(cl.Candidate(c), cl.Candidate(g)),
+                   prices=prices, seed=int(p["seed"]))
+    rep = cl.run_checklist(case, show_progress=False)
+    row = {"chip_name": c.name, "kind": c.kind, "gpu": g.name, "decision": rep.decision,
+           "score": float(rep.verdict.score), "veto": rep.verdict.veto}
+    for cid, chk in rep.checks.items():
+        row[f"{cid}_status"] = chk.status
+    return row
+
+
+# ------------------------------------------------------------------------------------------
+# spin (for measuring the sweep machinery)
+# ------------------------------------------------------------------------------------------
+@register("spin", params={"seconds": 0.001, "rep": 0}, takes_chip=False,
+          doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)")
+def spin(point: dict) -> dict:
+    """Busy-wait ``seconds`` (CPU, not sleep) and return the seconds asked for (``rep``, a
+    replicate number, only makes otherwise equal points distinct)."""
+    s = float(point.get("seconds", TASKS["spin"].params["seconds"]))
+    if not (s >= 0 and math.isfinite(s)):
+        raise ValueError(f"seconds must be finite and >= 0, got {s!r}")
+    end = time.perf_counter() + s
+    while time.perf_counter() < end:
+        pass
+    return {"spun_s": s}
+
+
+def warm_up() -> None:
+    """Load the Numba caches of the machine models (one small step on a tile chip and a GPU)."""
+    from .. import machine, workloads
+
+    s = workloads.step("bert-base", [16], pad_to=16)
+    machine.simulate("gc200", s)
+    machine.simulate("a100-80gb", s)
