@@ -6,22 +6,32 @@ plots, the serving simulator and the checklist can take either machine:
 * a ``TileChip`` goes to ``ipusim.tiles`` (BSP supersteps over the tiles);
 * a ``GpuChip`` goes to ``ipusim.gpu`` (waves of thread blocks sharing HBM).
 
-``step_time_s`` is the number most callers want: seconds for the step.
+``step_time_s`` is the number most callers want: seconds for the step. ``simulate(...,
+chips=N)`` and ``place`` spread a step over N chips (``ipusim.placement``).
 """
 
 from __future__ import annotations
 
+from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
 from .result import DOES_NOT_FIT, FIT_STATES, ON_CHIP, STREAMS, StepResult, fit_state  # noqa: F401 (re-exported)
 from .workloads import Step
 
 
-def simulate(c, s: Step, **kwargs) -> StepResult:
+def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     """Simulate step ``s`` on chip ``c`` (a preset name or a chip object).
+
+    ``chips > 1`` places the step on up to that many chips (tensor, pipeline and data
+    parallel, ``ipusim.placement.place``): the result's ``placement`` is set, ``fit`` is the
+    placement's, ``time_s`` the step latency and ``split`` includes "link".
 
     Never raises because a step does not fit: the result then has ``fits=False`` and
     ``time_s = inf`` (see ``StepResult``)."""
+    if positive("chips", chips, integer=True) > 1:
+        from . import placement
+
+        return placement.simulate(c, s, chips=chips, **kwargs)
     c = _chip(c)
     if isinstance(c, TileChip):
         from . import tiles
@@ -38,3 +48,11 @@ def step_time_s(c, s: Step, **kwargs) -> float:
     """Seconds for step ``s`` on chip ``c`` (see ``simulate``); ``math.inf`` when the step
     does not fit (the fit rule in ``StepResult``)."""
     return simulate(c, s, **kwargs).time_s
+
+
+def place(c, s: Step, *, chips: int, **kwargs):
+    """The fastest placement of step ``s`` on up to ``chips`` chips that fits, with the reasons the
+    nearest others do not (``ipusim.placement.place``)."""
+    from . import placement
+
+    return placement.place(c, s, chips=chips, **kwargs)

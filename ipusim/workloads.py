@@ -46,6 +46,9 @@ class TransformerConfig:
     biases: bool = True  # linear layers carry biases (False for Llama)
     published_params: float = 0.0  # parameter count as published, for checks (0: none)
     source: str = ""  # where the shape and the published count come from
+    d_head: int = 0  # width of one attention head; 0 means d_model // heads (a shard keeps the full width)
+    embedding: bool = True  # holds the embedding tables (False: a later pipeline stage, see ``shard``)
+    head: bool = True  # holds the final norm and pooler / LM head (False: an earlier pipeline stage)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -55,7 +58,8 @@ class TransformerConfig:
             positive(f"TransformerConfig.{f}", getattr(self, f), integer=True)
         positive("TransformerConfig.kv_heads", self.kv_heads, integer=True, allow_zero=True)
         positive("TransformerConfig.type_vocab", self.type_vocab, integer=True, allow_zero=True)
-        if self.d_model % self.heads:
+        positive("TransformerConfig.d_head", self.d_head, integer=True, allow_zero=True)
+        if not self.d_head and self.d_model % self.heads:
             raise ValueError(
                 f"TransformerConfig.d_model ({self.d_model}) must be divisible by heads ({self.heads})"
             )
@@ -67,7 +71,12 @@ class TransformerConfig:
     # Shape helpers
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.heads
+        return self.d_head or self.d_model // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the query projection (and of the attention output): heads x head width."""
+        return self.heads * self.head_dim
 
     @property
     def n_kv_heads(self) -> int:
@@ -82,8 +91,8 @@ class TransformerConfig:
     @property
     def layer_matmul_params(self) -> int:
         """Weights of one block's matrices (no biases, no norms)."""
-        d, f = self.d_model, self.d_ff
-        attn = d * d + 2 * d * self.kv_dim + d * d
+        d, f, q = self.d_model, self.d_ff, self.q_dim
+        attn = d * q + 2 * d * self.kv_dim + q * d
         mlp = (3 if self.gated_mlp else 2) * d * f
         return attn + mlp
 
@@ -93,12 +102,14 @@ class TransformerConfig:
         d, f = self.d_model, self.d_ff
         p = self.layer_matmul_params
         if self.biases:
-            p += d + 2 * self.kv_dim + d + (2 * f if self.gated_mlp else f) + d
+            p += self.q_dim + 2 * self.kv_dim + d + (2 * f if self.gated_mlp else f) + d
         p += 2 * (2 * d if self.biases else d)  # two norms: LayerNorm (scale+shift) or RMSNorm
         return p
 
     @property
     def embedding_params(self) -> int:
+        if not self.embedding:
+            return 0
         d = self.d_model
         p = self.vocab * d + self.type_vocab * d
         if self.learned_positions:
@@ -108,11 +119,14 @@ class TransformerConfig:
     @property
     def head_params(self) -> int:
         """Parameters after the last block: final norm, pooler (encoder) or untied LM head."""
+        if not self.head:
+            return 0
         d = self.d_model
         norm = 2 * d if self.biases else d
         if self.kind == "encoder":
             return norm + d * d + d  # embedding LayerNorm + pooler (BERT has no final norm)
-        return norm + (0 if self.tied_embeddings else self.vocab * d)
+        # a tied head on a stage without the embedding keeps its own copy of the table
+        return norm + (0 if self.tied_embeddings and self.embedding else self.vocab * d)
 
     @property
     def params(self) -> int:
@@ -183,6 +197,41 @@ def model(name: str | TransformerConfig) -> TransformerConfig:
     if key not in _MODELS:
         raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}")
     return _MODELS[key]
+
+
+def shard(
+    model_or_name, *, tensor: int = 1, layers: int | None = None, first: bool = True, last: bool = True
+) -> TransformerConfig:
+    """The part of a model one chip holds under tensor and pipeline parallelism (Megatron-LM style).
+
+    ``tensor``: chips a layer is split over. Each holds ``heads / tensor`` query heads (full head
+    width), ``kv_heads / tensor`` key/value heads (or one, replicated, when ``tensor`` exceeds
+    them), ``d_ff / tensor`` of the MLP and ``ceil(vocab / tensor)`` rows of the embedding and LM
+    head; the residual stream (``d_model``), norms and position tables stay whole on every chip.
+    ``layers``: blocks in this pipeline stage (default all); ``first`` / ``last``: the stage
+    holds the embedding / the final norm and head. The matmul FLOPs of ``tensor`` shards add up
+    to the whole model's; the all-reduces that join them are priced by ``ipusim.placement``.
+    """
+    cfg = model(model_or_name)
+    t = positive("tensor", tensor, integer=True)
+    n = cfg.layers if layers is None else positive("layers", layers, integer=True)
+    if n > cfg.layers:
+        raise ValueError(f"layers={n} exceeds {cfg.name}'s {cfg.layers} layers")
+    if cfg.heads % t or cfg.d_ff % t:
+        raise ValueError(f"tensor={t} must divide {cfg.name}'s heads ({cfg.heads}) and d_ff ({cfg.d_ff})")
+    kv = cfg.n_kv_heads
+    if kv % t and t % kv:
+        raise ValueError(f"tensor={t} must divide, or be a multiple of, {cfg.name}'s {kv} key/value heads")
+    heads = cfg.heads // t
+    kv_shard = max(1, kv // t)
+    if t == 1 and n == cfg.layers and first and last:
+        return cfg
+    return cfg.replace(
+        name=f"{cfg.name}[t{t} L{n}{' first' if first else ''}{' last' if last else ''}]",
+        layers=n, heads=heads, kv_heads=0 if kv_shard == heads else kv_shard, d_ff=cfg.d_ff // t,
+        vocab=-(-cfg.vocab // t), d_head=cfg.head_dim, embedding=first, head=last,
+        published_params=0.0, source=f"shard of {cfg.name}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,7 +430,7 @@ def step(
         raise ValueError("pad_to applies to forward/prefill/train steps, not decode")
 
     L, d, h, hd, f = cfg.layers, cfg.d_model, cfg.heads, cfg.head_dim, cfg.d_ff
-    kvd = cfg.kv_dim
+    kvd, q = cfg.kv_dim, cfg.q_dim
     B = lens.size
     decode = phase == "decode"
     # Tokens computed (rows of every matmul) and the attention "area" sum(l_q * l_k).
@@ -403,28 +452,30 @@ def step(
         Op("embedding", "embedding", 1, flops=float(3 * T * d),
            weight_bytes=float(T * d * dt) * (2 if cfg.learned_positions else 1),
            act_read_bytes=0.0, act_write_bytes=float(T * d * dt), m=T, n=d),
-        _matmul("qkv", L, T, d, d + 2 * kvd, dt),
-    ]
+    ] if cfg.embedding else []
+    ops += [_matmul("qkv", L, T, d, q + 2 * kvd, dt)]
     kv_write = float(L * T * 2 * kvd * dt) if phase in ("prefill", "decode") else 0.0
     kv_read = float(L * keys * 2 * kvd * dt) if decode else 0.0
     ops += [
         Op("attn_scores", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
-           act_read_bytes=L * float(T * d * dt) + (0.0 if decode else L * keys * kvd * dt),
+           act_read_bytes=L * float(T * q * dt) + (0.0 if decode else L * keys * kvd * dt),
            act_write_bytes=L * float(h * att_area * dt), kv_bytes=kv_read / 2 + kv_write,
            m=row if not decode else 1, k=hd, n=row, groups=h * B),
         _elementwise("softmax", "softmax", L, h * att_area, 5, dt),
         Op("attn_context", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
            act_read_bytes=L * float(h * att_area * dt) + (0.0 if decode else L * keys * kvd * dt),
-           act_write_bytes=L * float(T * d * dt), kv_bytes=kv_read / 2,
+           act_write_bytes=L * float(T * q * dt), kv_bytes=kv_read / 2,
            m=row if not decode else 1, k=row, n=hd, groups=h * B),
-        _matmul("attn_out", L, T, d, d, dt),
+        _matmul("attn_out", L, T, q, d, dt),
         _elementwise("norm_attn", "norm", L, T * d, 8, dt, reads=2),
         _matmul("ffn_up", L, T, d, (2 if cfg.gated_mlp else 1) * f, dt),
         _elementwise("activation", "activation", L, T * f, 8, dt, reads=2 if cfg.gated_mlp else 1),
         _matmul("ffn_down", L, T, f, d, dt),
         _elementwise("norm_ffn", "norm", L, T * d, 8, dt, reads=2),
     ]
-    if cfg.kind == "encoder":
+    if not cfg.head:
+        pass
+    elif cfg.kind == "encoder":
         ops.append(_matmul("pooler", 1, B, d, d, dt))
     else:
         ops.append(_elementwise("final_norm", "norm", 1, T * d, 8, dt))

@@ -238,10 +238,25 @@ class Context:
         out["chips_on_chip"] = m_lower  # chip-wide bytes over memory per chip (a lower bound)
         on_chip = [p for p in out["placements"] if not p.streaming]
         out["chips_fit_rule"] = on_chip[0].chips if on_chip else None  # fewest whose stages fit the tiles
+        # Multi-chip fit on the chips given: tensor, pipeline and data parallel (ipusim.placement).
+        out["placed"] = self.placed(c, cand.count, length, phases) if cand.count > 1 and link_ok else None
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
         self._fit[key] = out
+        return out
+
+    def placed(self, c, chips: int, length: int, phases):
+        """``placement.place`` of one sequence of ``length`` tokens on ``chips`` chips, per phase:
+        the first phase that does not fit, else the slowest phase's placement."""
+        from .. import placement
+
+        out = None
+        for ph in phases:
+            pl = placement.place(c, workloads.step(self.case.model, [int(length)], phase=ph), chips=chips)
+            if pl.fit == "does_not_fit":
+                return pl
+            out = pl if out is None or pl.time_s > out.time_s else out
         return out
 
     # --- policy search ----------------------------------------------------------------
@@ -359,6 +374,11 @@ def _gb(x):
 # ---------------------------------------------------------------------------------------
 # C1 Fit
 # ---------------------------------------------------------------------------------------
+def _placed_fits(f: dict) -> bool:
+    """Whether ``ipusim.placement`` fits the case on the chips given (C1's multi-chip fit)."""
+    return f.get("placed") is not None and f["placed"].fit != "does_not_fit"
+
+
 def check_fit(case: Case, ctx: Context | None = None) -> Check:
     """C1: do weights, activations (and KV cache) fit on chip; if not, what it costs."""
     ctx = ctx or Context(case)
@@ -369,6 +389,8 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         c = cand.chip
         ws = f["need"]
         place = f["given"][0] if f["given"] else None
+        placed = f.get("placed")
+        placed_fits = placed is not None and placed.fit != "does_not_fit"
         options = "; ".join(p.label for p in f["placements"]) or "none"
         row = {
             "candidate": cand.label, "memory": "tile SRAM (after code)" if c.kind == "tile" else "HBM",
@@ -376,14 +398,23 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
             "activations_GB": _gb(ws["activations"]), "kv_cache_GB": _gb(ws["kv"]),
             "need_GB": _gb(ws["total"]), "chips_to_fit": f["chips_on_chip"],
             "chips_by_fit_rule": f["chips_fit_rule"] if f["chips_fit_rule"] is not None else "none",
-            "placement": place.label if place else "does not fit", "max_batch_fit": place.max_batch if place else 0,
+            "placement": place.label if place else (
+                f"{placed.label()} on {placed.chips_used} chips ({placed.fit})" if placed_fits else "does not fit"),
+            "max_batch_fit": place.max_batch if place else 0,
             "other_options": options,
         }
+        if placed is not None:
+            row["placement_search"] = (f"{placed.label()} on {placed.chips_used} of {placed.chips} chips: "
+                                       + (placed.fit if placed_fits else placed.reason))
         if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
             row["stream_ms_per_pass"] = f["stream_s_per_pass"] * 1e3
         rows.append(row)
-        any_fit |= place is not None
-        all_fit &= place is not None
+        any_fit |= place is not None or placed_fits
+        all_fit &= place is not None or placed_fits
+        if placed is not None:
+            ev.append(Evidence(f"placement.{cand.label.replace(' ', '')}", placed.fit, "",
+                               f"ipusim.placement on the {cand.count} chips given: {placed.label()} "
+                               "(tensor, pipeline, data parallel, micro-batches), one sequence of the longest length"))
         key = cand.label.replace(" ", "")
         ev.append(Evidence(f"need.{key}", _gb(ws["total"]), "GB",
                            f"weights + largest op's activations at {ws['length']} tokens"
@@ -398,25 +429,30 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         if "stream_s_per_pass" in f and f["chips_on_chip"] > 1:
             ev.append(Evidence(f"stream_time.{key}", f["stream_s_per_pass"] * 1e3, "ms",
                                "to stream the weights once from off-chip DRAM (per forward pass)"))
-    if all_fit:
+    placed_only = [c.label for c in case.candidates if not ctx.fit(c)["given"] and _placed_fits(ctx.fit(c))]
+    if all_fit and not placed_only:
         status, reason = "pass", "every candidate holds the model in its fast memory with the chips given"
     elif any_fit:
         status = "warn"
-        nowhere = [c.label for c in case.candidates if not ctx.fit(c)["placements"]]
+        nowhere = [c.label for c in case.candidates if not ctx.fit(c)["placements"] and c.label not in placed_only]
         bad = [r["candidate"] for r in rows if r["placement"] == "does not fit" and r["candidate"] not in nowhere]
         parts = []
+        if placed_only:
+            parts.append(f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement), "
+                         "but the serving checks model a replica as a pipeline only, so C2-C5 cannot price it")
         if bad:
             parts.append(f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
                          "the chips it would need (spread or streamed) instead")
         if nowhere:
             parts.append(f"{', '.join(nowhere)}: no placement fits by the machine models' fit rule (no "
-                         f"pipeline of 1 to {case.model.layers} chips, nor streamed weights, holds one sequence of "
+                         f"pipeline of 1 to {case.model.layers} chips, nor streamed weights, nor a tensor/pipeline/data "
+                         f"placement on the chips given (placement_search), holds one sequence of "
                          f"{case.model.max_positions} tokens on each tile / in HBM), so it drops out of C2-C5")
         reason = "; ".join(parts)
     else:
         status = "fail"
         reason = "the model fits none of the candidates as given"
-    fits_nowhere = not any(ctx.fit(c)["placements"] for c in case.candidates)
+    fits_nowhere = not any(ctx.fit(c)["placements"] or _placed_fits(ctx.fit(c)) for c in case.candidates)
     if fits_nowhere:
         status, reason = "fail", ("the model fits nowhere: no candidate can hold it, even spread over "
                                   "more chips or streamed from off-chip DRAM")

@@ -21,6 +21,8 @@ def add_arguments(p):
                    help="step kind (default forward)")
     p.add_argument("--packed", action="store_true",
                    help="run unpadded/packed (default: every row padded to --seq-len)")
+    p.add_argument("--chips", type=int, default=1,
+                   help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
     add_json(p)
 
 
@@ -28,9 +30,11 @@ def run(args) -> int:
     c = hardware.chip(args.chip)
     batch = positive("--batch", args.batch, integer=True)
     seq = positive("--seq-len", args.seq_len, integer=True)
+    chips = positive("--chips", args.chips, integer=True)
     pad = None if (args.packed or args.phase == "decode") else seq
     s = workloads.step(args.model, [seq] * batch, phase=args.phase, pad_to=pad)
-    r = machine.simulate(c, s)
+    r = machine.simulate(c, s, chips=chips)
+    pl = r.placement
     mem = r.unit_memory_bytes
     unit = "tile" if r.kind == "tile" else "SM"
     if args.json:
@@ -40,26 +44,48 @@ def run(args) -> int:
             "throughput_seq_per_s": r.throughput_seq_per_s, "unit": unit,
             "memory_per_unit_max_bytes": float(np.max(mem)) if mem.size else 0.0,
             "memory_per_unit_mean_bytes": float(np.mean(mem)) if mem.size else 0.0,
-            "memory_limit_bytes": r.memory_limit_bytes, "fits": r.fits, "fit_message": r.fit_message,
+            "memory_limit_bytes": r.memory_limit_bytes, "fit": r.fit, "fits": r.fits, "fit_message": r.fit_message,
             "time_if_unlimited_s": r.extra.get("time_if_unlimited_s", r.time_s), "energy_j": r.energy_j,
+            "energy_split": dict(r.energy_split), "chips": chips,
+            "placement": pl.to_dict() if pl is not None else None,
             "ops": [{"op": n, "time_s": float(t)} for n, t in zip(r.op_names, r.op_time_s, strict=True)],
         })
         return 0
     layout = "one new token each" if args.phase == "decode" else ("packed" if args.packed else "padded")
     what = "tokens of context" if args.phase == "decode" else "tokens"
-    print(f"{r.chip} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} {what} ({layout})")
+    on = f"{chips} x {r.chip}" if chips > 1 else r.chip
+    print(f"{on} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} {what} ({layout})")
+    if pl is not None:
+        print(f"placement   {pl.label()} (tensor, pipeline, data parallel, micro-batches) on "
+              f"{pl.chips_used} of {chips} chips; layers per stage {_layers(pl.stage_layers)}")
+        if r.fits:
+            print(f"            link {pl.communication_s * 1e3:,.3f} ms, pipeline bubble {pl.bubble_s * 1e3:,.3f} ms")
     if r.fits:
         print(f"step time   {r.time_s * 1e3:,.3f} ms  ({r.throughput_seq_per_s:,.0f} seq/s)")
         total = r.time_s
+    elif pl is not None:  # no placement fits: nothing to split
+        total = float("nan")
+        print(f"step time   none: the step DOES NOT FIT on {chips} chips")
     else:  # the fit rule: no honest time; show the diagnostic estimate, labelled
         total = r.extra.get("time_if_unlimited_s", float("nan"))
         print(f"step time   none: the step DOES NOT FIT (as if memory were unlimited: {total * 1e3:,.3f} ms)")
-    rows = [{"part": k, "ms": v * 1e3, "share": v / total * 100} for k, v in r.split.items()]
-    print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
+    if r.split:
+        rows = [{"part": k, "ms": v * 1e3, "share": v / total * 100} for k, v in r.split.items()]
+        print(format_table(rows, [("part", "split", ""), ("ms", "ms", ",.3f"), ("share", "%", ".1f")]))
+    if pl is not None and pl.alternatives:
+        print("why not the others:")
+        for a in pl.alternatives:
+            why = a.reason if a.fit == "does_not_fit" else f"fits ({a.fit}) but slower: {a.time_s * 1e3:,.3f} ms"
+            print(f"  {a.label()}: {why}")
     if mem.size:
         print(f"memory per {unit}: max {np.max(mem) / 1024:,.1f} KiB, mean {np.mean(mem) / 1024:,.1f} KiB, "
               f"limit {r.memory_limit_bytes / 1024:,.1f} KiB")
-    print("fits" if r.fits else "DOES NOT FIT")
+    print({"on_chip": "fits (on_chip)", "streams": "fits (streams weights)"}.get(r.fit, "DOES NOT FIT"))
     if r.fit_message:
         print(r.fit_message)
     return 0
+
+
+def _layers(layers) -> str:
+    """'4 x 8' for equal stages, else the list."""
+    return f"{len(layers)} x {layers[0]}" if len(set(layers)) == 1 else ", ".join(map(str, layers))

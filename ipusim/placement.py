@@ -1,0 +1,616 @@
+"""One inference step on N chips: tensor, pipeline and data parallel placement, and its search.
+
+A placement ``(t, p, d, m)`` runs ``d`` data-parallel replicas, each a pipeline of ``p``
+stages, each stage split over ``t`` chips by tensor parallelism (Megatron-LM style: heads and
+MLP columns, then rows, so each layer ends in two all-reduces of the activations), with each
+replica's batch cut into ``m`` micro-batches. Chips are laid out tensor-innermost: a tensor
+group shares a node (IPU-M2000, DGX) when it is no larger than one.
+
+How a placement is timed (all seconds):
+
+* Every distinct stage is built as a per-chip sub-step (``workloads.shard``: ``heads / t``,
+  ``d_ff / t``, ``vocab / t``, its layers; the embedding on the first stage, the head on the
+  last) and simulated with ``machine.simulate`` on one chip, so the tile fit rule and the GPU
+  model both apply unchanged.
+* Stage time for one micro-batch ``T_i`` = the sub-step's time + its link time: two
+  all-reduces of ``tokens x d_model`` per layer over the tensor group, one more for the
+  vocabulary-split embedding, an all-gather of the logits for the split LM head, and the
+  point-to-point send of the activations to the next stage (``ipusim.collectives``).
+* Step time ``= sum_i T_i + (m - 1) max_i T_i``: the first micro-batch fills the pipeline,
+  the rest follow at the slowest stage's pace (GPipe/1F1B for a forward-only step). The
+  *bubble* is the fill, ``sum_i T_i - max_i T_i`` (``(p - 1)`` stage times when stages are equal).
+  Data replicas run at once; the step lasts as long as the replica with the most tokens.
+* Fit: a stage must hold the KV cache of *all* its replica's sequences while it works on one
+  micro-batch, so its fit is judged on the sub-step of the whole replica batch (which also
+  over-counts temporaries by up to ``m`` x: conservative). The placement is ``on_chip`` if
+  every stage is, ``streams`` if any streams, else ``does_not_fit`` (the one fit rule,
+  ``ipusim.result``).
+
+The search (``place``) enumerates ``t`` (dividing heads and ``d_ff``), ``p <= layers``, the
+most replicas that fit ``d = min(batch, N // (t p))`` (more replicas never lengthen a step:
+each gets fewer sequences) and ``m`` dividing the replica batch. It prunes without simulating
+every placement whose per-chip always-live bytes (weights, KV cache, code) exceed the chip's
+memory, and bounds the rest from below by ``n_i x`` the time of one lone layer of the same
+shard plus the exact link time (a stage of ``n`` layers holds more bytes than one lone layer,
+so it is never faster per layer, and when a lone layer does not fit no stage does: ASSUMPTION,
+checked against the exhaustive search in the tests and ``benchmarks/bench_placement.py``);
+placements are simulated in order of that bound until the bound passes the best time found.
+``assess`` times one given placement, to ask why the search did not pick it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import heapq
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import collectives, workloads
+from ._validate import positive
+from .hardware import GpuChip, TileChip
+from .hardware import chip as _chip
+from .result import DOES_NOT_FIT, ON_CHIP, STREAMS, StepResult
+from .workloads import Step
+
+ALTERNATIVES = 5  # non-fitting placements listed with their reasons
+RUNNERS_UP = 2  # next-fastest placements that fit (among those the search timed), listed too
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A placement of one step on ``chips`` chips and what it costs (seconds, bytes).
+
+    ``stage_time_s`` is each pipeline stage's time for one micro-batch, link time included;
+    ``communication_s`` the link time on the critical path; ``bubble_s`` the pipeline fill;
+    ``split`` the step time by category (the machine model's categories plus "link"), summing
+    to ``time_s``. ``fit`` is one of ``on_chip``, ``streams``, ``does_not_fit``; ``reason`` says,
+    for a placement that does not fit, which stage's chip (and tile) is short and by how much.
+    ``alternatives`` (on the search's answer only) are the nearest placements that do not fit,
+    each with its reason, then the next-fastest ones that fit (among those the search timed).
+    """
+
+    chip: str
+    chips: int  # chips available
+    tensor: int  # t: chips a layer is split over
+    pipeline: int  # p: pipeline stages
+    data: int  # d: data-parallel replicas
+    micro_batches: int  # m: micro-batches per replica
+    stage_layers: tuple  # layers per stage
+    stage_time_s: tuple  # s per stage, one micro-batch, link included
+    communication_s: float  # s of link time on the critical path
+    bubble_s: float  # s of pipeline fill
+    time_s: float  # s, the step (inf when it does not fit)
+    fit: str
+    split: dict = field(default_factory=dict)  # category -> s, sums to time_s
+    reason: str = ""
+    short_bytes: float = 0.0  # bytes over the limit on the fullest unit of the worst stage (0: fits)
+    energy_j: float = math.nan  # J, the stages' sub-step energies summed over all chips and micro-batches
+    energy_split: dict = field(default_factory=dict)  # level -> J, summed likewise (links not priced)
+    alternatives: tuple = ()
+    simulations: int = field(default=0, compare=False)  # sub-steps the search simulated
+    unit_memory_bytes: object = field(default=None, compare=False, repr=False)  # per unit, fullest stage
+
+    @property
+    def chips_used(self) -> int:
+        return self.tensor * self.pipeline * self.data
+
+    @property
+    def degrees(self) -> tuple:
+        """``(tensor, pipeline, data, micro_batches)``."""
+        return (self.tensor, self.pipeline, self.data, self.micro_batches)
+
+    def to_dict(self) -> dict:
+        return {
+            "chip": self.chip, "chips": self.chips, "chips_used": self.chips_used,
+            "tensor": self.tensor, "pipeline": self.pipeline, "data": self.data,
+            "micro_batches": self.micro_batches, "stage_layers": list(self.stage_layers),
+            "stage_time_s": list(self.stage_time_s), "communication_s": self.communication_s,
+            "bubble_s": self.bubble_s, "time_s": self.time_s, "fit": self.fit,
+            "split_s": dict(self.split), "reason": self.reason, "short_bytes": self.short_bytes,
+            "energy_j": self.energy_j, "energy_split": dict(self.energy_split),
+            "alternatives": [a.to_dict() for a in self.alternatives],
+        }
+
+    def label(self) -> str:
+        return f"t={self.tensor} p={self.pipeline} d={self.data} m={self.micro_batches}"
+
+    def __repr__(self):
+        head = f"Placement({self.chip} x {self.chips_used}/{self.chips}: {self.label()}"
+        if self.fit == DOES_NOT_FIT:
+            return f"{head}: does_not_fit; {self.reason})"
+        return (f"{head}: {self.time_s * 1e3:,.3f} ms, link {self.communication_s * 1e3:,.3f} ms, "
+                f"bubble {self.bubble_s * 1e3:,.3f} ms; {self.fit})")
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def tensor_degrees(model, chips: int) -> list[int]:
+    """Tensor-parallel degrees ``t <= chips`` that split ``model``'s heads, ``d_ff`` and
+    key/value heads evenly (see ``workloads.shard``)."""
+    cfg = workloads.model(model)
+    chips = positive("chips", chips, integer=True)
+    kv = cfg.n_kv_heads
+    return [t for t in range(1, chips + 1)
+            if cfg.heads % t == 0 and cfg.d_ff % t == 0 and (kv % t == 0 or t % kv == 0)]
+
+
+def stage_layers(layers: int, stages: int) -> tuple:
+    """Layers per pipeline stage, as even as possible (the first ``layers % stages`` get one more)."""
+    layers = positive("layers", layers, integer=True)
+    stages = positive("stages", stages, integer=True)
+    if stages > layers:
+        raise ValueError(f"{stages} pipeline stages exceed the model's {layers} layers")
+    q, r = divmod(layers, stages)
+    return tuple(q + 1 if i < r else q for i in range(stages))
+
+
+def _chunks(lengths: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Contiguous chunks of sequences, as even in count as possible."""
+    return [c for c in np.array_split(lengths, parts) if c.size]
+
+
+def _heaviest(chunks: list[np.ndarray]) -> np.ndarray:
+    return max(chunks, key=lambda c: (int(c.sum()), c.size))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shard(cfg, t: int, n: int, first: bool, last: bool):
+    return workloads.shard(cfg, tensor=t, layers=n, first=first, last=last)
+
+
+def _memo(method):
+    """Cache a method of ``_Evaluator`` per evaluator, keyed by its (hashable) arguments."""
+    def wrapper(self, *args):
+        key = (method.__name__, *args)
+        out = self.memo.get(key)
+        if out is None:
+            out = self.memo[key] = method(self, *args)
+        return out
+    wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
+    return wrapper
+
+
+def _stage_key(layers: tuple, i: int, t: int, chips_per_node: int) -> tuple:
+    """``(layers, first, last, sends across a node)`` of stage ``i``."""
+    p = len(layers)
+    cross = i < p - 1 and (i * t) // chips_per_node != ((i + 1) * t) // chips_per_node
+    return (layers[i], i == 0, i == p - 1, cross)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stage_kinds(layers: tuple, t: int, chips_per_node: int) -> tuple:
+    """Distinct stages of a pipeline: ``(first index, layers, first, last, sends across a node,
+    count)``. Stage ``i`` sends to stage ``i+1``; with the tensor-innermost layout its chips start
+    at ``i * t``, so the send crosses a node when ``i t`` and ``(i+1) t`` fall in different nodes."""
+    kinds = {}
+    for i in range(len(layers)):
+        key = _stage_key(layers, i, t, chips_per_node)
+        if key in kinds:
+            kinds[key][1] += 1
+        else:
+            kinds[key] = [i, 1]
+    return tuple((i, *key, count) for key, (i, count) in kinds.items())
+
+
+_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process
+_CACHE_SIZE = 4096  # entries kept (least recently used dropped)
+
+
+def clear_cache() -> None:
+    """Forget every cached sub-step result (benchmarks time a cold search with it)."""
+    _CACHE.clear()
+
+
+class _Evaluator:
+    """Simulates per-chip sub-steps once each (an LRU cache keyed by chip, shard and sequences)."""
+
+    def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
+        self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
+        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())))
+        self.simulations = 0
+        self.memo: dict = {}
+
+    @_memo
+    def batches(self, d: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sequences of the heaviest of ``d`` replicas, and of its heaviest of ``m`` micro-batches."""
+        replica = _heaviest(_chunks(self.s.lengths, d))
+        return replica, _heaviest(_chunks(replica, m))
+
+    def sub_step(self, t, n, first, last, lengths) -> Step:
+        s = self.s
+        cfg = _shard(s.model, t, n, first, last)
+        return workloads.step(cfg, lengths, phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
+
+    def result(self, t, n, first, last, lengths: np.ndarray, weights=None) -> StepResult:
+        key = (self.base_key, t, n, first, last, tuple(int(x) for x in lengths), weights)
+        r = _CACHE.get(key)
+        if r is None:
+            from . import machine
+
+            kw = dict(self.kw)
+            if weights is not None:
+                kw["weights"] = weights
+            r = machine.simulate(self.c, self.sub_step(t, n, first, last, lengths), **kw)
+            _CACHE[key] = r
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+            self.simulations += 1
+        else:
+            _CACHE.move_to_end(key)
+        return r
+
+    def tokens(self, lengths: np.ndarray) -> int:
+        """Token rows one stage computes for these sequences (its activations are tokens x d_model)."""
+        s = self.s
+        if s.phase == "decode":
+            return int(lengths.size)
+        return int(lengths.size * s.row_len) if s.row_len else int(lengths.sum())
+
+    @_memo
+    def link_s(self, t, n, first, last, d, m, cross_node) -> float:
+        """Link seconds of one stage for one micro-batch (of ``d`` replicas, ``m`` micro-batches):
+        the tensor group's all-reduces and the send of the activations to the next stage."""
+        s, f = self.s, self.fabric
+        micro = self.batches(d, m)[1]
+        act = self.tokens(micro) * s.model.d_model * s.dtype_bytes
+        out = 0.0
+        if t > 1:
+            out += 2 * n * f.all_reduce_s(act, t)
+            if first:
+                out += f.all_reduce_s(act, t)  # vocabulary-split embedding: partial rows summed
+            if last and s.model.kind == "decoder":
+                out += f.all_gather_s(micro.size * s.model.vocab * s.dtype_bytes, t)  # logits
+        if not last:
+            out += f.point_to_point_s(act, cross_node=cross_node)
+        return out
+
+    @_memo
+    def stream_bound_s(self, t, n, first, last, d) -> float:
+        """Seconds a stage must spend streaming weights, per micro-batch: 0 unless its weights,
+        KV cache and code exceed the chip's SRAM (then they cannot all be on chip), else its
+        layers' matrices copied in once at the off-chip bandwidth (ASSUMPTION: a streamed op
+        copies its weights in at least once per step, as ``ipusim.tiles`` does)."""
+        c = self.c
+        if not isinstance(c, TileChip) or c.offchip_bandwidth_bytes_per_s <= 0:
+            return 0.0
+        w, kv = self.always_live_bytes(t, n, first, last, d)
+        if w + kv + c.tiles * c.code_bytes_per_tile <= c.sram_bytes:
+            return 0.0
+        cfg = _shard(self.s.model, t, n, first, last)
+        return cfg.nonembedding_matmul_params * self.s.dtype_bytes / c.offchip_bandwidth_bytes_per_s
+
+    @_memo
+    def always_live_bytes(self, t, n, first, last, d) -> tuple[float, float]:
+        """(weights, KV cache) bytes one chip of this stage holds for one of ``d`` replicas."""
+        s = self.s
+        replica = self.batches(d, 1)[0]
+        cfg = _shard(s.model, t, n, first, last)
+        kv = 0.0
+        if s.phase in ("prefill", "decode"):
+            kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(replica.sum() if s.phase == "decode"
+                                                                else self.tokens(replica))
+        return cfg.weight_bytes(s.dtype_bytes), kv
+
+
+def _capacity_reason(c, weights: float, kv: float) -> tuple[bool, float, str]:
+    """(may fit, bytes short, reason): the necessary condition on one chip's always-live bytes."""
+    gb = 1e9
+    if isinstance(c, TileChip):
+        cap = float(c.data_bytes)
+        can_stream = c.offchip_bytes >= weights
+        need = kv + (0.0 if can_stream else weights)
+        what = "KV cache" if can_stream else "weights + KV cache"
+        if need > cap:
+            return False, need - cap, (f"{what} {need / gb:,.2f} GB per chip exceed the "
+                                       f"{cap / gb:,.2f} GB of tile SRAM left after code")
+        return True, 0.0, ""
+    need = weights + kv
+    if need > c.hbm_bytes:
+        return False, need - c.hbm_bytes, (f"weights + KV cache {need / gb:,.2f} GB per chip exceed "
+                                           f"{c.hbm_bytes / gb:,.0f} GB of HBM")
+    return True, 0.0, ""
+
+
+def _short_bytes(ev: _Evaluator, r: StepResult, t, n, first, last, lengths) -> tuple[float, str]:
+    """Bytes over the limit, and where, for a sub-step that does not fit (on a tile chip that can
+    stream the stage's weights, the shortfall with the weights streamed)."""
+    c, sub = ev.c, ev.sub_step(t, n, first, last, lengths)
+    if isinstance(c, TileChip) and r.unit_memory_bytes.size:
+        how = ""
+        if c.offchip_bytes >= sub.model.weight_bytes(sub.dtype_bytes):
+            r = ev.result(t, n, first, last, lengths, "stream")
+            how = " with its weights streamed"
+        tile = int(np.argmax(r.unit_memory_bytes))
+        over = float(r.unit_memory_bytes[tile] - r.memory_limit_bytes)
+        return max(over, 0.0), f"tile {tile} short by {over:,.0f} bytes{how}"
+    from .roofline import step_need_bytes
+
+    over = step_need_bytes(sub) - c.hbm_bytes
+    return max(over, 0.0), f"HBM short by {over / 1e9:,.2f} GB"
+
+
+@dataclass
+class _Candidate:
+    t: int
+    p: int
+    d: int
+    m: int
+    layers: tuple
+    bound_s: float = 0.0
+    reason: str = ""
+    short: float = 0.0
+
+
+def evaluate(ev: _Evaluator, cand: _Candidate) -> Placement:
+    """Time and fit of one placement (simulating each distinct stage once)."""
+    c, fab = ev.c, ev.fabric
+    t, d, m = cand.t, cand.d, cand.m
+    replica, micro = ev.batches(d, m)
+    kinds = _stage_kinds(cand.layers, t, fab.chips_per_node)
+    rows, fits, worst_short, reason, peak = [], [], -1.0, "", None
+    for i, n, first, last, cross, count in kinds:
+        whole = ev.result(t, n, first, last, replica)
+        if not whole.fits:
+            over, where = _short_bytes(ev, whole, t, n, first, last, replica)
+            if over > worst_short:
+                worst_short = over
+                on = f"chip {i * t}" if t == 1 else f"chips {i * t}-{(i + 1) * t - 1}"
+                reason = (f"stage {i} ({n} layers{', embedding' if first else ''}{', head' if last else ''}) "
+                          f"on {on} of each replica: {where}")
+            fits.append(DOES_NOT_FIT)
+            continue
+        streamed = whole.extra.get("weights") == "streamed"
+        fits.append(STREAMS if streamed else ON_CHIP)
+        r = whole if m == 1 else ev.result(t, n, first, last, micro, "stream" if streamed else None)
+        link = ev.link_s(t, n, first, last, d, m, cross)
+        rows.append((i, count, r, link, r.time_s + link))
+        if peak is None or np.max(whole.unit_memory_bytes, initial=0) > np.max(peak, initial=0):
+            peak = whole.unit_memory_bytes
+    base = dict(chip=c.name, chips=fab.chips, tensor=t, pipeline=cand.p, data=d,
+                micro_batches=m, stage_layers=cand.layers)
+    if DOES_NOT_FIT in fits:
+        return Placement(**base, stage_time_s=(), communication_s=math.nan, bubble_s=math.nan,
+                         time_s=math.inf, fit=DOES_NOT_FIT, reason=reason, short_bytes=worst_short)
+    k = max(range(len(rows)), key=lambda j: rows[j][4])
+    fill = sum(count * st for _, count, _, _, st in rows)
+    slowest = rows[k][4]
+    split: dict = {}
+    energy, energy_split = 0.0, {}
+    for j, (_, count, r, _, _) in enumerate(rows):
+        w = count + (m - 1) * (j == k)
+        for key, v in r.split.items():
+            split[key] = split.get(key, 0.0) + w * v
+        per = count * t * d * m  # chips running this kind of stage, times micro-batches
+        energy += per * r.energy_j
+        for key, v in r.energy_split.items():
+            energy_split[key] = energy_split.get(key, 0.0) + per * v
+    split["link"] = sum(count * link for _, count, _, link, _ in rows) + (m - 1) * rows[k][3]
+    time_of = {(row_kind[1:5]): row[4] for row_kind, row in zip(kinds, rows, strict=True)}
+    per_stage = [time_of[_stage_key(cand.layers, j, t, fab.chips_per_node)] for j in range(cand.p)]
+    return Placement(**base, stage_time_s=tuple(per_stage), communication_s=split["link"],
+                     bubble_s=fill - slowest, time_s=fill + (m - 1) * slowest,
+                     fit=STREAMS if STREAMS in fits else ON_CHIP, split=split,
+                     energy_j=energy, energy_split=energy_split, unit_memory_bytes=peak)
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+# --------------------------------------------------------------------------------------------
+
+
+def _candidates(s: Step, chips: int, fab: collectives.Fabric) -> list[_Candidate]:
+    out = []
+    L, B = s.model.layers, s.batch
+    for t in tensor_degrees(s.model, chips):
+        if t > fab.chips_per_node and t % fab.chips_per_node:
+            continue  # a tensor group spanning nodes must fill them
+        for p in range(1, min(L, chips // t) + 1):
+            d = min(B, chips // (t * p))
+            b = max(x.size for x in _chunks(s.lengths, d))
+            ms = [1] if p == 1 else [m for m in range(1, b + 1) if b % m == 0]
+            for m in ms:
+                out.append(_Candidate(t, p, d, m, stage_layers(L, p)))
+    return out
+
+
+def _prune(ev: _Evaluator, cands: list[_Candidate]) -> tuple[list, list]:
+    """Split candidates into (may fit, cannot fit by the always-live bytes of some stage)."""
+    keep, out = [], []
+    for cand in cands:
+        for i, n, first, last, _, _ in _stage_kinds(cand.layers, cand.t, ev.fabric.chips_per_node):
+            ok, short, why = _capacity_reason(ev.c, *ev.always_live_bytes(cand.t, n, first, last, cand.d))
+            if not ok:
+                cand.reason = f"stage {i} ({n} layers): {why} (short by {short / 1e9:,.2f} GB)"
+                cand.short = short
+                break
+        (keep if not cand.reason else out).append(cand)
+    return keep, out
+
+
+def _bound(ev: _Evaluator, cand: _Candidate, level: int) -> float:
+    """Lower bound on the step time: ``n_i`` lone layers of the stage's shard, the exact link time
+    and the streaming a stage cannot avoid. Level 0 times the lone layer on one sequence (the
+    shortest), level 1 on the micro-batch."""
+    t, d, m = cand.t, cand.d, cand.m
+    micro = ev.batches(d, m)[1]
+    seqs = micro if level else micro[np.argmin(micro)][None]
+    lone = ev.result(t, 1, False, False, seqs)
+    if not lone.fits:  # every stage holds at least this layer (and more tokens): none can fit
+        cand.short, where = _short_bytes(ev, lone, t, 1, False, False, seqs)
+        cand.reason = f"one layer of this shard alone does not fit a chip ({len(seqs)} sequences): {where}"
+        return math.inf
+    per_layer = lone.time_s
+    fill, slowest = 0.0, 0.0
+    for _, n, first, last, cross, count in _stage_kinds(cand.layers, t, ev.fabric.chips_per_node):
+        st = n * per_layer + ev.link_s(t, n, first, last, d, m, cross) + ev.stream_bound_s(t, n, first, last, d)
+        fill += count * st
+        slowest = max(slowest, st)
+    return fill + (m - 1) * slowest
+
+
+def _as_placement(ev: _Evaluator, cand: _Candidate) -> Placement:
+    return Placement(chip=ev.c.name, chips=ev.fabric.chips, tensor=cand.t, pipeline=cand.p, data=cand.d,
+                     micro_batches=cand.m, stage_layers=cand.layers, stage_time_s=(),
+                     communication_s=math.nan, bubble_s=math.nan, time_s=math.inf, fit=DOES_NOT_FIT,
+                     reason=cand.reason, short_bytes=cand.short)
+
+
+def _advice(c, s: Step, chips: int) -> str:
+    """What would make a step that fits nowhere fit: more chips, or streaming."""
+    cfg = s.model
+    kv = 0.0
+    if s.phase in ("prefill", "decode"):
+        kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum() if s.phase == "decode" else s.tokens)
+    w = cfg.weight_bytes(s.dtype_bytes)
+    cap = c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes
+    need = math.ceil((w + kv) / cap)
+    msg = (f"Weights + KV cache take {(w + kv) / 1e9:,.1f} GB: more than {need - 1} chips' "
+           f"{'tile SRAM' if isinstance(c, TileChip) else 'HBM'} (now {chips}; bytes alone, so necessary, "
+           "not sufficient).")
+    if isinstance(c, TileChip) and c.offchip_bytes > 0:
+        msg += (f" Streaming weights from Streaming Memory leaves the KV cache ({kv / 1e9:,.1f} GB) and "
+                f"the working set on chip: more than {math.ceil(kv / cap) - 1} chips.")
+    return msg + " A smaller batch or shorter context also shrinks the KV cache."
+
+
+def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_node: int | None = None,
+          **sim_kwargs) -> Placement:
+    """The fastest placement of step ``s`` on up to ``chips`` chips of ``c`` that fits.
+
+    Returns a ``Placement`` with ``alternatives``: the nearest placements that do not fit
+    (least short first) with the reason for each. If none fits, the returned placement is the
+    least short one, ``fit = "does_not_fit"``, and its ``reason`` ends with what would make the
+    step fit. ``exhaustive=True`` simulates every placement (the reference the pruned search is
+    checked against). ``chips_per_node`` overrides the node size of ``collectives.fabric``;
+    other keyword arguments go to ``machine.simulate`` for each sub-step.
+    """
+    c = _chip(c)
+    if not isinstance(c, (TileChip, GpuChip)):
+        raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
+    if not isinstance(s, Step):
+        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+    if s.phase == "train":
+        raise ValueError("place handles inference steps (forward, prefill, decode); training has its own module")
+    chips = positive("chips", chips, integer=True)
+    fab = collectives.fabric(c, chips, chips_per_node=chips_per_node)
+    ev = _Evaluator(c, s, fab, sim_kwargs)
+    cands = _candidates(s, chips, fab)
+    fitting, failed = [], []
+    if exhaustive:
+        for cand in cands:
+            pl = evaluate(ev, cand)
+            (failed if pl.fit == DOES_NOT_FIT else fitting).append(pl)
+        fitting.sort(key=lambda x: (x.time_s, x.chips_used))
+    else:
+        keep, rejected = _prune(ev, cands)
+        failed = [_as_placement(ev, x) for x in rejected]
+        # Best-first search on lower bounds that tighten as they are popped: level 0 (a lone layer,
+        # one sequence), level 1 (a lone layer, the micro-batch), level 2 (the exact time). The
+        # first exact placement popped is the fastest.
+        heap = [(0.0, k, 0, None) for k in range(len(keep))]
+        while heap and not fitting:
+            bound, k, level, pl = heapq.heappop(heap)
+            cand = keep[k]
+            if level < 2:
+                b = _bound(ev, cand, level)
+                if math.isinf(b):
+                    failed.append(_as_placement(ev, cand))
+                else:
+                    heapq.heappush(heap, (max(bound, b), k, level + 1, None))
+            elif level == 2:
+                pl = evaluate(ev, cand)
+                if pl.fit == DOES_NOT_FIT:
+                    failed.append(pl)
+                else:
+                    heapq.heappush(heap, (pl.time_s, k, 3, pl))
+            else:
+                fitting.append(pl)
+        # placements already timed on the way, next fastest first (no extra simulation)
+        fitting += sorted((e[3] for e in heap if e[2] == 3), key=lambda x: (x.time_s, x.chips_used))
+    failed.sort(key=lambda x: (x.short_bytes, x.chips_used, x.micro_batches))
+    seen: set = set()
+    failed = [x for x in failed if not ((x.tensor, x.pipeline, x.data, x.reason) in seen
+                                        or seen.add((x.tensor, x.pipeline, x.data, x.reason)))]
+    if not fitting:
+        if not failed:
+            raise ValueError(f"no placement of {s.model.name} on {chips} chips to try")
+        worst = failed[0]
+        if worst.reason.startswith("one layer") and worst.tensor == max(x.t for x in cands):
+            most = max(tensor_degrees(s.model, s.model.heads))
+            more = ("more chips do not help" if worst.tensor == most else
+                    f"more chips would let it split up to {most} ways")
+            advice = (f"One layer split {worst.tensor} ways still overflows a tile ({more}); shorter sequences "
+                      "or a smaller batch would shrink it.")
+        else:
+            advice = _advice(c, s, chips)
+        return dataclasses.replace(
+            worst, reason=f"{worst.reason}. Nothing fits on {chips} chips. {advice}",
+            alternatives=tuple(failed[1:1 + ALTERNATIVES]), simulations=ev.simulations)
+    best = fitting[0]
+    others = tuple(failed[:ALTERNATIVES]) + tuple(fitting[1:1 + RUNNERS_UP])
+    return dataclasses.replace(best, alternatives=others, simulations=ev.simulations)
+
+
+def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batches: int = 1,
+           chips: int | None = None, chips_per_node: int | None = None, **sim_kwargs) -> Placement:
+    """Time and fit of one given placement ``(tensor, pipeline, data, micro_batches)`` (no search):
+    to ask why the search did not pick it. ``chips`` defaults to ``tensor x pipeline x data``."""
+    c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+    t = positive("tensor", tensor, integer=True)
+    p = positive("pipeline", pipeline, integer=True)
+    d = positive("data", data, integer=True)
+    m = positive("micro_batches", micro_batches, integer=True)
+    n = t * p * d if chips is None else positive("chips", chips, integer=True)
+    if t * p * d > n:
+        raise ValueError(f"tensor x pipeline x data = {t * p * d} exceeds chips = {n}")
+    if t not in tensor_degrees(s.model, t):
+        raise ValueError(f"tensor={t} must divide {s.model.name}'s heads and d_ff (valid: "
+                         f"{', '.join(map(str, tensor_degrees(s.model, s.model.heads)))})")
+    if d > s.batch:
+        raise ValueError(f"data={d} exceeds the batch of {s.batch} sequences")
+    fab = collectives.fabric(c, n, chips_per_node=chips_per_node)
+    if t > fab.chips_per_node and t % fab.chips_per_node:
+        raise ValueError(f"tensor={t} spans nodes of {fab.chips_per_node} chips without filling them")
+    ev = _Evaluator(c, s, fab, sim_kwargs)
+    b = ev.batches(d, 1)[0].size
+    if m > b:
+        raise ValueError(f"micro_batches={m} exceeds the {b} sequences of a replica")
+    cand = _Candidate(t, p, d, m, stage_layers(s.model.layers, p))
+    keep, out = _prune(ev, [cand])
+    pl = _as_placement(ev, out[0]) if out else evaluate(ev, cand)
+    return dataclasses.replace(pl, simulations=ev.simulations)
+
+
+def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
+    """``machine.simulate`` on ``chips`` chips: the step placed by ``place``, as a ``StepResult``
+    whose ``placement`` is set, ``fit`` is the placement's, ``time_s`` the step latency and
+    ``split`` includes "link"."""
+    c = _chip(c)
+    pl = place(c, s, chips=chips, **kwargs)
+    fits = pl.fit != DOES_NOT_FIT
+    time_s = pl.time_s if fits else math.inf
+    msg = "" if pl.fit == ON_CHIP else pl.reason
+    if pl.fit == STREAMS:
+        msg = f"Placed {pl.label()}; some stage streams its weights from Streaming Memory."
+    return StepResult(
+        chip=c.name, kind=c.kind, model=s.model.name, phase=s.phase, batch=s.batch,
+        real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=dict(pl.split),
+        op_names=(), op_time_s=np.zeros(0), op_split={}, unit_busy_s=np.zeros(0),
+        unit_memory_bytes=pl.unit_memory_bytes if pl.unit_memory_bytes is not None else np.zeros(0),
+        memory_limit_bytes=float(
+            c.sram_per_tile_bytes if isinstance(c, TileChip) else c.smem_per_sm_bytes),
+        fits=fits, fit_message=msg, energy_j=pl.energy_j if fits else math.inf,
+        energy_split=dict(pl.energy_split),
+        extra={"weights": "streamed" if pl.fit == STREAMS else "on-chip", "chips": pl.chips_used,
+               "time_if_unlimited_s": time_s},
+        placement=pl,
+    )
