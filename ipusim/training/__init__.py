@@ -11,11 +11,11 @@
 
 from .memory import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
 from .model import GPU_MATMUL_EFFICIENCY, TILE_MATMUL_EFFICIENCY, bubble_fraction
-from .search import best_placement, candidates, search_reference
+from .search import best_placement, candidates, search_reference, smallest_chip_count
 from .step import RECIPES, Placement, TrainingRun, TrainingStep, recipe, simulate
 
 __all__ = [
     "BYTES_PER_PARAM", "GPU_MATMUL_EFFICIENCY", "RECIPES", "RECOMPUTE", "SHARDING", "TILE_MATMUL_EFFICIENCY",
     "Placement", "TrainingRun", "TrainingStep", "activation_bytes_per_layer", "best_placement",
-    "bubble_fraction", "candidates", "recipe", "search_reference", "simulate",
+    "bubble_fraction", "candidates", "recipe", "search_reference", "simulate", "smallest_chip_count",
 ]

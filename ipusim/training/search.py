@@ -171,3 +171,23 @@ def search_reference(model, chip, chips: int, *, seq_len: int | None = None,
         if t < best_t:
             best, best_t = _placement(g, i), t
     return best, best_t
+
+
+def smallest_chip_count(model, chip, *, seq_len: int | None = None, global_batch: int | None = None,
+                        limit: int = 1 << 16) -> int | None:
+    """The fewest chips (a power of two, up to ``limit``) on which some placement fits (memory only)."""
+    cfg, c, _, seq_len, global_batch = inputs(model, chip, 1, seq_len, global_batch)
+    n = 1
+    while n <= limit:
+        if n == 1 or c.link_bandwidth_bytes_per_s > 0:
+            try:
+                g = candidates(cfg, n, global_batch)
+            except ValueError:
+                g = None
+            if g is not None:
+                m = _model.evaluate_memory(cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"],
+                                           g["recompute"], g["sharding"])
+                if (m["level"] >= 0).any():
+                    return n
+        n *= 2
+    return None
