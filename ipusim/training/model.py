@@ -24,6 +24,8 @@ use ``ipusim.gpu.HBM_EFFICIENCY``; tile SRAM traffic runs at the chip's SRAM ban
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import collectives
@@ -208,7 +210,7 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     t_head = _op_time(hf, hw + har + haw, mm_rate, bw) + _op_time(2 * hf, accumulate * hw + har + haw + har, mm_rate, bw)
 
     # ---- tensor-parallel collectives (per layer per micro-batch) -------------------------
-    fab = collectives.fabric(chip, int(np.max(d * t * p)) if np.size(d) else chips)
+    fab = _fabric(chip, int(np.max(d * t * p)) if np.size(d) else chips)
     tp_bytes = 2.0 * b * s * cfg.d_model  # one activation all-reduce, bytes
     n_ar = 4.0 + 2.0 * rc_full  # two forward, two backward, two more when the forward is recomputed
     t_tp = n_ar * _group_all_reduce(fab, tp_bytes, t, 1.0)
@@ -287,11 +289,17 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     }
 
 
+@functools.lru_cache(maxsize=256)
 def _model_flops_per_token(cfg, seq_len):
     """Model FLOPs per token of training (forward + backward, no recompute), as ``workloads.step``."""
     from .. import workloads
 
     return workloads.step(cfg, [int(seq_len)], phase="train").flops / seq_len
+
+
+@functools.lru_cache(maxsize=64)
+def _fabric(chip, chips):
+    return collectives.fabric(chip, chips)
 
 
 # ---- collectives on strided groups (data-parallel replicas sit t*p chips apart) --------------
