@@ -47,10 +47,10 @@ def run(args) -> int:
             d[k] = getattr(run_, k) if run_ else None
         d["tokens"] = args.tokens
         print_json(d)
-        return 0 if run_ else 1
+        return 0
     if run_ is None:
         print(f"{m.name} on {args.chips} {r.chip}: does_not_fit. {r.fit_message}")
-        return 1
+        return 0
     gb = {k: v / 1e9 for k, v in r.memory_per_chip_bytes.items()}
     print(f"{m.name} on {r.chips} {r.chip}: {r.global_batch} x {r.seq_len} tokens per step")
     print(f"placement: {r.placement.label()} ({r.micro_batches} micro-batches per replica); {r.fit}")

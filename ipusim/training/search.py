@@ -131,8 +131,14 @@ def best_placement(model, chip, chips: int, *, seq_len: int | None = None, globa
                           g["recompute"][i], g["sharding"][i])
     res = build(cfg, c, chips, seq_len, global_batch, _placement(g, i), row)
     more = _chips_that_fit(cfg, c, chips, seq_len, global_batch, recompute, sharding)
-    way = (f"the smallest chip count that fits (every recompute and sharding option tried): {more}" if more
-           else "no chip count up to 64x fits; use a chip with more memory")
+    tried = ("every recompute and sharding option tried" if set(recompute) == set(mem.RECOMPUTE)
+             and set(sharding) == set(mem.SHARDING) else "with the recompute and sharding options given")
+    way = (f"the smallest chip count that fits ({tried}): {more}" if more
+           else f"no chip count up to {chips * 64} fits ({tried}); use a chip with more memory")
+    if tried.startswith("with"):
+        wider = _chips_that_fit(cfg, c, chips // 2 or 1, seq_len, global_batch, mem.RECOMPUTE, mem.SHARDING)
+        if wider and wider <= chips:
+            way += "; with full recomputation and sharding allowed it fits on these chips"
     return _replace_msg(res, f"no placement fits on {chips} {c.name}: {res.fit_message}; {way}")
 
 

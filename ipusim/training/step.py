@@ -193,6 +193,25 @@ def _where(c, level: int) -> dict:
     return w
 
 
+def _short_message(c, memory: dict, cap: dict) -> str:
+    """What does not fit, by how much: all of it in HBM (GPU); on a tile chip, the states in
+    Streaming Memory and the activations in tile SRAM (its most frugal arrangement)."""
+    total = sum(memory.values())
+    if c.kind == "gpu":
+        return f"HBM needs {total / 1e9:,.2f} GB of {cap['HBM'] / 1e9:,.2f} GB usable"
+    states = memory["weights"] + memory["gradients"] + memory["optimizer"]
+    sram = memory["activations"] + memory["working"]
+    parts = []
+    dram = cap.get("streaming DRAM", 0.0)
+    if states > dram:
+        parts.append(f"weights, gradients and optimizer state need {states / 1e9:,.2f} GB of Streaming Memory "
+                     f"({dram / 1e9:,.2f} GB per chip)")
+    if sram > cap["tile SRAM"] or not parts:
+        parts.append(f"activations need {sram / 1e9:,.2f} GB of tile SRAM ({cap['tile SRAM'] / 1e9:,.2f} GB per chip, "
+                     "with a streamed layer's weights double-buffered beside them)")
+    return "; ".join(parts)
+
+
 def _capacity(c) -> dict:
     if c.kind == "gpu":
         return {"HBM": mem.GPU_USABLE_FRACTION * c.hbm_bytes}
@@ -226,12 +245,7 @@ def build(cfg, c, chips, seq_len, global_batch, pl: Placement, row: dict, i=0, a
     cap = _capacity(c)
     msg = ""
     if level < 0:
-        need = {lvl: 0.0 for lvl in cap}
-        for k, v in memory.items():
-            need[where[k]] = need.get(where[k], 0.0) + v
-        short = [f"{lvl} needs {need[lvl] / 1e9:,.2f} GB of {cap[lvl] / 1e9:,.2f} GB" for lvl in cap
-                 if need.get(lvl, 0) > cap[lvl]]
-        msg = "; ".join(short) or "does not fit"
+        msg = _short_message(c, memory, cap)
     t = float(np.ravel(row["step_time_s"])[i])
     split = {k: float(np.ravel(v)[i]) for k, v in row["split"].items()} if level >= 0 else {}
     return TrainingStep(
