@@ -65,9 +65,10 @@ ASSUMPTIONS = MappingProxyType({
     "this checklist's policy (a judgement), not measurements; they are listed in the report.",
     "questionnaire_points": "ASSUMPTION: the risk points of each questionnaire answer are a "
     "judgement; they rank answers, they are not measured.",
-    "training_efficiency": "ASSUMPTION: both machine kinds reach the same fraction (40%) of their "
-    "roofline-attainable FLOP/s in training, so that it cancels in the cost ratio; "
-    "communication between chips is not modelled.",
+    "training_model": "ASSUMPTION: training time comes from ipusim.training on 1,024 chips of each kind: "
+    "one GPU matmul efficiency set from Megatron-LM's GPT-3 175B run (in sample), one tile GEMM "
+    "efficiency from a measured GEMM (JIA-FT), an assumed Streaming Memory bandwidth (hardware "
+    "presets), collectives at published link rates, no overlap of communication with compute.",
     "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip runs a stage of "
     "ceil(layers / m) layers (simulated, embeddings and output head left to the first and last stage), "
     "a batch takes m x the stage time plus the activation hops over the links, and m batches are in "
@@ -143,14 +144,13 @@ class Training:
     """What to check for training: models, token budget and sequence length.
 
     Defaults follow GPT-3 (Brown et al. 2020, Table 2.1 and §2.2): 300B training tokens,
-    2,048-token context. (The global batch does not enter the estimate: cost is FLOPs over
-    attained FLOP/s, and memory holds one sequence's activations with full recomputation.)
+    2,048-token context. The global batch is each model's published batch in tokens
+    (``ipusim.training.RECIPES``) cut into sequences of ``seq_len``.
     """
 
     models: tuple = ("llama-2-7b", "llama-2-70b", "gpt-3-175b")
     token_budget: float = 300e9  # tokens; Brown et al. 2020 trained GPT-3 on 300B tokens
     seq_len: int = 2048  # tokens; GPT-3 context (Brown et al. 2020)
-    efficiency: float = 0.4  # ASSUMPTION (see ASSUMPTIONS["training_efficiency"])
 
     def __post_init__(self):
         ms = tuple(workloads.model(m) for m in self.models)
@@ -159,14 +159,10 @@ class Training:
         object.__setattr__(self, "models", ms)
         positive("training.token_budget", self.token_budget)
         positive("training.seq_len", self.seq_len, integer=True)
-        fraction("training.efficiency", self.efficiency)
-        if self.efficiency == 0:
-            raise ValueError("training.efficiency must be > 0")
 
     def to_dict(self) -> dict:
         return {"models": [m.name for m in self.models], "token_budget": self.token_budget,
-                "seq_len": self.seq_len,
-                "efficiency": self.efficiency}
+                "seq_len": self.seq_len}
 
 
 @dataclass(frozen=True)

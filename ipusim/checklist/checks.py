@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import arrivals, roofline, workloads
+from .. import arrivals, workloads
 from ..config import sweep_size
 from . import search
 from .case import ANSWERS, ASSUMPTIONS, Case
@@ -850,41 +850,37 @@ def training_chips(case: Case) -> list:
     return [seen["tile"], seen["gpu"]]
 
 
+TRAIN_CHIPS = 1024  # chips per training run in C6 (Megatron-LM's GPT-3 run, NARAYANAN2021); more if none fits
+TRAINING_MODEL_NOTE = (
+    "Time from ipusim.training: the fastest placement (data, tensor, pipeline parallel, micro-batch, "
+    "recomputation, optimizer-state sharding) on the chips, per-op rooflines, 1F1B bubble, collectives at "
+    "published link rates, Streaming Memory for what does not fit in tile SRAM; one GPU matmul efficiency "
+    "set from Megatron-LM's GPT-3 175B run, one tile GEMM efficiency from a measured GEMM (JIA-FT).")
+
+
 def train_estimate(m, c, tr, prices) -> dict:
-    """Memory, chips, time and cost to train ``m`` on ``tr.token_budget`` tokens on chip ``c``."""
-    fp = workloads.training_footprint(m, seq_len=tr.seq_len, tokens_per_step=tr.seq_len, recompute=True)
-    states = fp.weight_bytes + fp.gradient_bytes + fp.optimizer_bytes
-    act = fp.activation_bytes  # one sequence, full recomputation
-    flops = 6.0 * m.params * tr.token_budget  # 6 x parameters per token (Kaplan et al. 2020)
-    s = workloads.step(m, [tr.seq_len], phase="train")
-    if c.kind == "tile":
-        chips_sram = math.ceil((states + act) / c.data_bytes)
-        if c.offchip_bytes > 0:
-            chips = max(math.ceil(states / c.offchip_bytes), math.ceil(act / c.data_bytes))
-            place = "states in off-chip DRAM"
-            if chips >= chips_sram:
-                chips, place = chips_sram, "all in SRAM"
-        else:
-            chips, place = chips_sram, "all in SRAM"
-        on_chip = place == "all in SRAM"
-    else:
-        chips = math.ceil((states + act) / c.hbm_bytes)
-        chips_sram, place, on_chip = chips, "HBM", True
-    # The chip count above is sized so that each chip's share of the activations fits in its
-    # SRAM (or HBM); the bound keeps them there, and only the states move when they live off chip.
-    bounds = roofline.step_bounds(c, s, weights_on_chip=on_chip, activations_on_chip=True)
-    roof_frac = (s.flops / c.peak_flops) / sum(b.time_s for b in bounds)
-    rate = c.peak_flops * roof_frac * tr.efficiency  # FLOP/s per chip
-    chip_s = flops / rate
-    usd = chip_s / HOUR_S * (prices.chip_hour(c) + c.power_w / 1e3 * prices.usd_per_kwh)
+    """Memory, chips, time and cost to train ``m`` on ``tr.token_budget`` tokens on chip ``c``
+    (``ipusim.training``: the best placement on ``TRAIN_CHIPS`` chips, or on the smallest power of
+    two above it that fits)."""
+    from .. import training
+
+    seq, gb0 = training.recipe(m)
+    gb = max(1, (seq * gb0) // tr.seq_len)
+    chips_min = training.smallest_chip_count(m, c, seq_len=tr.seq_len, global_batch=gb)
+    n = max(TRAIN_CHIPS, chips_min or TRAIN_CHIPS)
+    r = training.best_placement(m, c, n, seq_len=tr.seq_len, global_batch=gb, explain=False)
+    if r.fit == "does_not_fit":
+        inf = math.inf
+        return {"model": m.name, "params_B": m.params / 1e9, "chip": c.name, "kind": c.kind,
+                "memory_GB": r.memory_total_bytes / 1e9, "placement": "does not fit", "fit": r.fit,
+                "chips_min": chips_min or 0, "chips": n, "mfu": 0.0, "days": inf, "chip_hours": inf,
+                "energy_MWh": inf, "usd": inf, "flops_per_token_6N": 6.0 * m.params}
+    run = r.run(tr.token_budget, usd_per_chip_hour=prices.chip_hour(c), usd_per_kwh=prices.usd_per_kwh)
     return {"model": m.name, "params_B": m.params / 1e9, "chip": c.name, "kind": c.kind,
-            "memory_GB": (states + act) / 1e9, "placement": place, "chips_min": chips,
-            "chips_all_on_chip": chips_sram, "roofline_fraction": roof_frac,
-            "days_on_min_chips": chip_s / chips / 86400,
-            "days_on_1024_chips": chip_s / max(1024, chips) / 86400 if chips <= 1024 else math.nan,
-            "chip_hours": chip_s / HOUR_S,
-            "energy_MWh": chip_s * c.power_w / 3.6e9, "usd": usd,
-            "flops_per_token_6N": 6.0 * m.params, "flops_per_token_step": s.flops / tr.seq_len}
+            "memory_GB": r.memory_total_bytes / 1e9, "placement": r.placement.label(), "fit": r.fit,
+            "chips_min": chips_min, "chips": n, "mfu": r.mfu, "days": run.days,
+            "chip_hours": run.chip_hours, "energy_MWh": run.energy_kwh / 1e3, "usd": run.cost_usd,
+            "flops_per_token_6N": 6.0 * m.params}
 
 
 def check_training(case: Case, ctx: Context | None = None) -> Check:
@@ -902,9 +898,12 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
         ratio = t["usd"] / g["usd"]
         ratios[m.name] = ratio
         ev.append(Evidence(f"cost_ratio.{m.name}", ratio, "x", f"{t['chip']} / {g['chip']} cost to train"))
-        ev.append(Evidence(f"chips.{m.name}.{t['chip']}", t["chips_min"], "chips", t["placement"]))
-        ev.append(Evidence(f"chips.{m.name}.{g['chip']}", g["chips_min"], "chips", "HBM"))
-        ev.append(Evidence(f"memory.{m.name}", t["memory_GB"], "GB", "weights, grads, Adam state, one sequence's activations"))
+        ev.append(Evidence(f"chips.{m.name}.{t['chip']}", t["chips_min"], "chips",
+                           f"fewest chips (power of two) that fit; {t['fit']} on {t['chips']}: {t['placement']}"))
+        ev.append(Evidence(f"chips.{m.name}.{g['chip']}", g["chips_min"], "chips",
+                           f"fewest chips (power of two) that fit; on {g['chips']}: {g['placement']}"))
+        ev.append(Evidence(f"memory.{m.name}", t["memory_GB"], "GB",
+                           f"per {t['chip']} at the best placement (weights, grads, Adam state, activations)"))
     tile_c, gpu_c = chips
     # Price at which the tile chip would be 15% cheaper to train the largest model.
     # The case's own model when it is in the list (a training question is about it), else the largest.
@@ -934,10 +933,10 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     reason = (f"at the case prices, training {big.name} on {tile_c.name} costs {fmt(ratios[big.name], 'x')} "
               f"what it costs on {gpu_c.name}; the claim needs {tile_c.name} at or below "
               f"{fmt(need_price, 'USD')}/chip-hour (today {fmt(case.prices.chip_hour(tile_c), 'USD')}). "
-              + ASSUMPTIONS["training_efficiency"])
+              + TRAINING_MODEL_NOTE)
     data = {"ratios": ratios, "verdict": verdict, "big": big.name}
     return Check("C6", "Training", status, summary, reason, ev, {"training": rows},
-                 "workloads.training_footprint, roofline.step_bounds, hardware presets; 6N FLOPs/token", data)
+                 "ipusim.training.best_placement (step time, MFU) and TrainingStep.run (days, cost)", data)
 
 
 # ---------------------------------------------------------------------------------------

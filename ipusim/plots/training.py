@@ -1,0 +1,92 @@
+"""Figures for training at scale: memory per chip by category, and where a step's time goes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import axes, chip_color
+
+CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
+_HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
+
+
+def plot_memory_wall(models, per_param_bytes: float = 16.0, capacities: dict | None = None, ax=None):
+    """Training states (``per_param_bytes`` per parameter) of each model against per-chip capacities
+    (``{label: bytes}``), on a log axis of GB (bars start at 1 GB, so they read as totals)."""
+    ax = axes(ax)
+    names = [m.name for m in models]
+    vals = np.array([m.params * per_param_bytes / 1e9 for m in models])
+    ax.barh(names, vals, color="0.6", label=f"{per_param_bytes:g} B/param (weights, grads, Adam)")
+    for label, cap in (capacities or {}).items():
+        ax.axvline(cap / 1e9, color=chip_color(label.split()[0]) if label.split()[0] else "k", ls="--")
+        ax.text(cap / 1e9, len(names) - 0.5, f" {label}", rotation=90, va="top", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("GB")
+    ax.set_title("Training states vs one chip's memory")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
+def plot_memory_per_chip(steps, ax=None):
+    """Stacked bars: memory per chip by category for several ``TrainingStep`` results (GB)."""
+    ax = axes(ax)
+    x = np.arange(len(steps))
+    bottom = np.zeros(len(steps))
+    for cat in CATEGORIES:
+        v = np.array([s.memory_per_chip_bytes.get(cat, 0.0) / 1e9 for s in steps])
+        ax.bar(x, v, bottom=bottom, hatch=_HATCH[cat], color=[chip_color(s.chip) for s in steps],
+               edgecolor="k", alpha=0.6, label=cat)
+        bottom += v
+    ax.set_xticks(x, [f"{s.model}\n{s.chips} {s.chip}\n{s.fit}" for s in steps], fontsize=8)
+    ax.set_ylabel("GB per chip (where each lives: see memory_where)")
+    ax.set_title("Memory per chip at the best placement")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_step_split(steps, ax=None):
+    """Stacked horizontal bars: where each step's time goes, as a share of the step."""
+    ax = axes(ax)
+    keys = list(dict.fromkeys(k for s in steps for k in s.split))
+    y = np.arange(len(steps))
+    left = np.zeros(len(steps))
+    cmap = {k: c for k, c in zip(keys, ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
+                                         "#da8bc3"], strict=False)}
+    for k in keys:
+        v = np.array([s.split.get(k, 0.0) / s.step_time_s for s in steps])
+        ax.barh(y, v, left=left, color=cmap[k], label=k)
+        left += v
+    ax.set_yticks(y, [f"{s.model} on {s.chips} {s.chip}" for s in steps], fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the step time")
+    ax.set_title("Where a training step's time goes")
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
+    """Tile/GPU cost ratio against the Streaming Memory bandwidth (GB/s), with the claim's band."""
+    ax = axes(ax)
+    for label, r in ratios.items():
+        ax.plot(np.asarray(bandwidths) / 1e9, r, "o-", label=label)
+    ax.axhspan(*claim, color="g", alpha=0.2, label="claim: 15-20% cheaper")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("Streaming Memory bandwidth per tile chip (GB/s; preset 64 is an ASSUMPTION)")
+    ax.set_ylabel("tile / GPU cost to train")
+    ax.set_title("The cost claim vs the uncertain Streaming Memory bandwidth")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_convergence(run, ax=None):
+    """Loss per step with FP32, FP16 round-to-nearest and FP16 stochastic-rounding weights."""
+    ax = axes(ax)
+    for mode, style in (("fp32", "k-"), ("nearest", "r--"), ("stochastic", "b:")):
+        ax.plot(run.steps, run.loss[mode], style, label=f"weights {mode if mode == 'fp32' else 'fp16 ' + mode}")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (mean squared error)")
+    ax.set_title("FP16 weight updates: round-to-nearest stalls")
+    ax.legend(fontsize=8)
+    return ax

@@ -1,0 +1,21 @@
+"""Training at scale: a training step of a transformer on N chips, its placement and its cost.
+
+* ``memory``: bytes per parameter (mixed-precision Adam) and activations per layer.
+* ``model``: the per-chip roofline of each layer, the 1F1B pipeline and the collectives.
+* ``step``: ``Placement``, ``TrainingStep`` (step time, tokens/s, MFU, memory per chip) and
+  ``TrainingRun`` (days, chip-hours, cost, energy for a token budget).
+* ``search``: the fastest placement that fits, and why the nearest others lose.
+* ``calibration``: the published runs the model is checked against.
+* ``convergence``: FP16 weight updates with round-to-nearest vs stochastic rounding.
+"""
+
+from .memory import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
+from .model import GPU_MATMUL_EFFICIENCY, TILE_MATMUL_EFFICIENCY, bubble_fraction
+from .search import best_placement, candidates, search_reference, smallest_chip_count
+from .step import RECIPES, Placement, TrainingRun, TrainingStep, recipe, simulate
+
+__all__ = [
+    "BYTES_PER_PARAM", "GPU_MATMUL_EFFICIENCY", "RECIPES", "RECOMPUTE", "SHARDING", "TILE_MATMUL_EFFICIENCY",
+    "Placement", "TrainingRun", "TrainingStep", "activation_bytes_per_layer", "best_placement",
+    "bubble_fraction", "candidates", "recipe", "search_reference", "simulate", "smallest_chip_count",
+]
