@@ -65,13 +65,23 @@ def two_rate(
             k = rng.poisson(rate * stay)
             if k:
                 # Given k Poisson events in an interval, their times are uniform order statistics.
-                times = t + np.sort(rng.uniform(0.0, stay, k))
                 take = min(k, n - got)
-                out[got:got + take] = times[:take]
+                if k <= 4 * (n - got):
+                    times = t + np.sort(rng.uniform(0.0, stay, k))[:take]
+                else:  # only the first ``take`` of k: O(take) work and memory, same distribution
+                    times = t + stay * _first_order_statistics(k, take, rng)
+                out[got:got + take] = times
                 got += take
         t += stay
         high = not high
     return out
+
+
+def _first_order_statistics(k: int, m: int, rng) -> np.ndarray:
+    """The m smallest of k uniform(0, 1) draws, sorted, in O(m): U_(i) = S_i / S_(k+1), where S
+    are partial sums of Exp(1) draws and S_(k+1) = S_m + Gamma(k + 1 - m) (Devroye 1986, V.2)."""
+    s = np.cumsum(rng.exponential(1.0, m))
+    return s / (s[-1] + rng.gamma(k + 1 - m))
 
 
 # Below this many arrivals per high+low cycle, most stays are empty and drawing them one by one

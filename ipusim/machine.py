@@ -11,6 +11,7 @@ plots, the serving simulator and the checklist can take either machine:
 
 from __future__ import annotations
 
+from . import limits
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
 from .result import DOES_NOT_FIT, FIT_STATES, ON_CHIP, STREAMS, StepResult, fit_state  # noqa: F401 (re-exported)
@@ -23,6 +24,10 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
     Never raises because a step does not fit: the result then has ``fits=False`` and
     ``time_s = inf`` (see ``StepResult``)."""
     c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
+    positions = max(s.tokens, int(s.lengths.sum()))  # decode: the cached context counts too
+    limits.check_step(s.batch, positions / max(s.batch, 1), name="step batch")
     if isinstance(c, TileChip):
         from . import tiles
 

@@ -28,7 +28,7 @@ def test_default_run_prints_a_markdown_report(capsys):
 
 
 def test_options_reach_the_case(capsys):
-    rc = main(["checklist", "--model", "gpt2", "--rate", "20", "--slo-ms", "3000", "--long-fraction", "0.1",
+    rc = main(["checklist", "--model", "gpt2", "--rate-per-s", "20", "--slo-p99-ms", "3000", "--long-fraction", "0.1",
                "--candidates", "gc200:2,a100-80gb:1", "--price", "gc200=1.1", "--usd-per-kwh", "0.2",
                "--answer", "custom_ops=none", "--json", "--no-progress"])
     assert rc == 0
@@ -70,13 +70,13 @@ def test_arrival_trace(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--model", "bert-giant"], "unknown model preset"),
-    (["--rate", "0"], "zero traffic"),
+    (["--rate-per-s", "0"], "zero traffic"),
     (["--candidates", "gc200:x"], "not a whole number"),
     (["--price", "gc200"], "CHIP=USD"),
     (["--lengths", "/no/such/file.csv"], "neither a file nor a named histogram"),
     (["--config", "/no/such.toml"], "not found"),
     (["--answer", "custom_ops=lots"], "valid: unknown, none, few, many"),
-    (["--rate", "-1"], "--rate must be a finite number > 0"),
+    (["--rate-per-s", "-1"], "--rate-per-s must be a finite number > 0"),
     (["--seed", "-1"], "--seed must be a non-negative"),
     (["--out", "/nonexistent/dir/r.md"], "does not exist"),
 ])
