@@ -120,8 +120,15 @@ def read_text_file(name: str, path, *, max_bytes: int | None = None) -> str:
         if p.is_file() and size > limit:
             raise ValueError(f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
                              "(a quarter of the memory budget; raise it with --max-memory)")
-        with p.open("rb") as fh:
-            data = fh.read(limit + 1)
+        chunks, got = [], 0
+        with p.open("rb") as fh:  # in chunks: read(n) would reserve n bytes at once
+            while got <= limit:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+        data = b"".join(chunks)
     except OSError as err:
         raise ValueError(f"{name} {shown!r} cannot be read: {err.strerror or err}") from None
     if len(data) > limit:

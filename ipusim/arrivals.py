@@ -14,11 +14,13 @@ near 0, and takes a ``seed`` (default fixed) so that the same call gives the sam
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
-from ._validate import fraction, positive
+from . import limits
+from ._validate import fraction, positive, read_text_file
 
 DEFAULT_SEED = 0
 
@@ -179,8 +181,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     the column names ``time``/``arrival``/``arrival_s`` and ``length``/``tokens``/
     ``seq_len`` are accepted.
     """
+    text = read_text_file("trace file", path)
     path = Path(path)
-    with path.open(newline="") as fh:
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh)
         try:
             header = [h.strip().lower() for h in next(reader)]
@@ -206,6 +209,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             except ValueError:
                 raise ValueError(f"trace file {path} line {line}: {','.join(r)!r} is not an arrival time "
                                  "and a length (numbers)") from None
+            if len(rows) > limits.MAX_REQUESTS_IN_TRACE:
+                raise ValueError(f"trace file {path}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests "
+                                 "(the serving simulator's limit for one run); split the trace")
     if not rows:
         raise ValueError(f"trace file {path} has a header but no requests")
     arr = np.array(rows)
@@ -215,6 +221,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"trace file {path}: arrival times must be finite and >= 0 (request {bad + 1}: {t[bad]!r})")
     if not np.all(np.isfinite(lens)) or np.any(lens < 1) or np.any(lens != np.round(lens)):
         raise ValueError(f"trace file {path}: lengths must be whole numbers >= 1")
+    if np.any(lens > limits.MAX_SEQUENCE_TOKENS):
+        raise ValueError(f"trace file {path}: a length of {lens.max():,.0f} tokens is over the limit of "
+                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request")
     order = np.argsort(t, kind="stable")
     return t[order].astype(np.float64), lens[order].astype(np.int64)
 

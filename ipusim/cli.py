@@ -68,6 +68,10 @@ def _check_numbers(args) -> None:
         flag = "--" + key.replace("_", "-")
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"{flag} must be a finite number, got {v}")
+        if isinstance(v, str) and not v.strip():
+            raise ValueError(f"{flag} is empty; give a value (see --help)")
+        if isinstance(v, list) and (not v or any(isinstance(x, str) and not x.strip() for x in v)):
+            raise ValueError(f"{flag} needs a value (see --help)")
         if isinstance(v, int) and abs(v) > _MAX_INT:
             raise ValueError(f"{flag} = {v:.3g} is too large (at most {_MAX_INT:.3g})")
 
@@ -82,7 +86,10 @@ def main(argv=None) -> int:
     command = None
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as stop:  # --help, --version (0) or a usage error (2, already printed)
+            return stop.code if isinstance(stop.code, int) else 2
         command = getattr(args, "command", None)
         limits.set_max_memory(getattr(args, "max_memory", None))
         if not getattr(args, "_run", None):

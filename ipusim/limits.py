@@ -30,6 +30,7 @@ MAX_CHIPS = 65_536  # chips in one deployment: beyond the largest published syst
 MAX_RATE_PER_S = 1e7  # requests/s offered to one deployment (x1000 a BERT-base chip's capacity)
 MAX_SECONDS = 1e7  # any one time input (delay, latency target, service time): ~116 days
 MAX_USD = 1e9  # any one price (per chip-hour or per kWh)
+MAX_REQUESTS_IN_TRACE = 20_000_000  # as serving.MAX_REQUESTS
 
 # Bytes per element, measured on this code (peak resident set / elements, rounded up).
 BYTES_PER_STEP_TOKEN = 96  # the tile simulator keeps ~6 float64 per token per op, twice

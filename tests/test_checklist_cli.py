@@ -102,8 +102,8 @@ def test_module_entry_point_runs_from_a_shell(tmp_path):
     ("[1, 2]", ".json", "top level must be an object"),
     ('"hello"', ".json", "top level must be an object"),
     ("[]", ".json", "top level must be an object"),
-    ('[case]\nseed = "abc"\n', ".toml", "seed must be a non-negative whole number"),
-    ('[traffic]\nlengths = {"abc" = 1}\n', ".toml", "lengths histogram: keys must be whole token lengths"),
+    ('[case]\nseed = "abc"\n', ".toml", "case.seed: expected a valid integer, got 'abc'"),
+    ('[traffic]\nlengths = {"abc" = 1}\n', ".toml", "traffic.lengths: histogram keys must be whole token lengths"),
     ('[traffic]\nlong_fraction = 0.4\nlengths = {"128" = 1}\n', ".toml", "not both"),
 ])
 def test_bad_config_files_are_one_line_exit_2(tmp_path, capsys, text, suffix, words):
