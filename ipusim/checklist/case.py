@@ -521,9 +521,13 @@ def _short(v) -> str:
 
 def _one_line(err) -> str:
     """The first problem of a pydantic ValidationError as ``path: what is wrong, got value``."""
-    e = err.errors(include_url=False)[0]
-    loc = [x for x in e["loc"] if not (isinstance(x, str) and ("[" in x or x in (
-        "str", "int", "float", "bool", "list", "dict", "CandidateSec", "function-after")))]
+    def clean(loc):  # drop pydantic's union-member tags ("str", "list[float]", model names)
+        return [x for x in loc if not (isinstance(x, str) and ("[" in x or x in (
+            "str", "int", "float", "bool", "list", "dict", "CandidateSec", "function-after")))]
+
+    errors = err.errors(include_url=False)
+    e = max(errors, key=lambda x: len(clean(x["loc"])))  # the most specific: deepest path, first of equals
+    loc = clean(e["loc"])
     parts = []
     for x in loc:
         parts.append(f"[{x}]" if isinstance(x, int) else (("." if parts else "") + str(x)))
