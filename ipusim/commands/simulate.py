@@ -30,7 +30,7 @@ def run(args) -> int:
     batch = positive("--batch", args.batch, integer=True)
     seq = positive("--seq-len", args.seq_len, integer=True)
     if seq > m.max_positions:
-        raise ValueError(f"--seq-len {seq:,} exceeds {m.name}'s max_positions {m.max_positions:,}")
+        raise ValueError(f"--seq-len {seq:,} is longer than {m.name}'s max_positions {m.max_positions:,}")
     limits.check_step(batch, seq, name="--batch")
     pad = None if (args.packed or args.phase == "decode") else seq
     s = workloads.step(args.model, [seq] * batch, phase=args.phase, pad_to=pad)
