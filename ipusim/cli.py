@@ -86,10 +86,7 @@ def main(argv=None) -> int:
     command = None
     try:
         parser = build_parser()
-        try:
-            args = parser.parse_args(argv)
-        except SystemExit as stop:  # --help, --version (0) or a usage error (2, already printed)
-            return stop.code if isinstance(stop.code, int) else 2
+        args = parser.parse_args(argv)  # usage errors: SystemExit(2) after one line
         command = getattr(args, "command", None)
         limits.set_max_memory(getattr(args, "max_memory", None))
         if not getattr(args, "_run", None):
