@@ -5,9 +5,13 @@ The pipeline runs one way: ``hardware`` + ``workloads`` -> machine models (``roo
 ``ipusim.plots`` and ``ipusim.widgets`` and are imported only by notebooks that need them.
 """
 
-from . import hardware, workloads
-from .hardware import GpuChip, TileChip, chip
-from .workloads import TransformerConfig, model, step
+from . import _numba_cache
+
+_numba_cache.ensure()  # before any @njit(cache=True) kernel is defined
+
+from . import hardware, workloads  # noqa: E402
+from .hardware import GpuChip, TileChip, chip  # noqa: E402
+from .workloads import TransformerConfig, model, step  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -8,11 +8,16 @@ from collections.abc import Iterable
 import numpy as np
 
 
-def positive(name: str, value, *, integer: bool = False, allow_zero: bool = False):
+def positive(name: str, value, *, integer: bool = False, allow_zero: bool = False,
+             at_most: float | None = None, why: str = ""):
     """Return ``value`` if it is a finite number > 0 (>= 0 with ``allow_zero``), else raise.
 
     With ``integer=True`` the value must also be a whole number; it is returned as ``int``.
+    With ``at_most`` it must not exceed that (``why`` says why, in the message).
     """
+    if at_most is not None and isinstance(value, (int, float, np.integer, np.floating)) \
+            and not isinstance(value, bool) and value > at_most:
+        raise ValueError(f"{name} = {value:,} is over the limit of {at_most:,}" + (f" ({why})" if why else ""))
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     if not math.isfinite(float(value)):
@@ -28,6 +33,17 @@ def positive(name: str, value, *, integer: bool = False, allow_zero: bool = Fals
     return float(value)
 
 
+HOLD_WHY = ("a batcher that holds a request over a minute is not serving traffic; in a finite run "
+            "such a hold makes the last partial batch set the run's length")
+MAX_HOLD_S = 60.0  # seconds: the longest a policy may hold a request (see HOLD_WHY)
+
+
+def hold_seconds(name: str, value, *, allow_zero: bool = True) -> float:
+    """A batching hold time in seconds: finite, >= 0, at most ``MAX_HOLD_S``."""
+    # No upper bound: a hold longer than the run is simulated and reported unstable (serving).
+    return positive(name, value, allow_zero=allow_zero)
+
+
 def fraction(name: str, value, *, inclusive_one: bool = True) -> float:
     """Return ``value`` if it lies in [0, 1] (or [0, 1)), else raise."""
     v = positive(name, value, allow_zero=True)
@@ -39,14 +55,21 @@ def fraction(name: str, value, *, inclusive_one: bool = True) -> float:
 
 def lengths_array(name: str, values, *, max_len: int | None = None) -> np.ndarray:
     """Return sequence lengths as an int64 array; every length a whole number >= 1 (<= max_len)."""
+    from . import limits
+
     if isinstance(values, (int, np.integer)):
         values = [values]
-    arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values)
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of whole token counts, got {type(values).__name__}")
+    try:
+        arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a flat list of whole token counts") from None
     if arr.size == 0:
         raise ValueError(f"{name} is empty: give at least one sequence length")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+    if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool or np.iscomplexobj(arr):
         raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} holds NaN or infinite values")
@@ -54,6 +77,10 @@ def lengths_array(name: str, values, *, max_len: int | None = None) -> np.ndarra
         raise ValueError(f"{name} must hold whole numbers (token counts)")
     if np.any(arr < 1):
         raise ValueError(f"{name} must be >= 1 token each; smallest given is {arr.min()}")
+    cap = limits.MAX_SEQUENCE_TOKENS if max_len is None else max_len
+    if max_len is None and np.any(arr > cap):
+        raise ValueError(f"{name} has a sequence of {arr.max():,.0f} tokens, over the limit of {cap:,} "
+                         "tokens per sequence (no model preset has more than 4,096 positions)")
     if max_len is not None and np.any(arr > max_len):
         raise ValueError(
             f"{name} has a sequence of {int(arr.max())} tokens, longer than the maximum {max_len}"
@@ -67,3 +94,65 @@ def choice(name: str, value, allowed: Iterable[str]) -> str:
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(allowed)}")
     return value
+
+
+def read_text_file(name: str, path, *, max_bytes: int | None = None) -> str:
+    """The text of the file ``path`` given as ``name``; a ValueError naming both if it is
+    missing, a directory, unreadable, over ``max_bytes`` (default: a quarter of the memory
+    budget, as parsing takes several times the text), empty, or not UTF-8 text."""
+    import os
+    from pathlib import Path
+
+    from . import limits
+
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a file path, got {path!r} ({type(path).__name__})")
+    if str(path) == "":
+        raise ValueError(f"{name} is an empty path")
+    p = Path(path)
+    shown = str(path)
+    if not p.exists():
+        raise ValueError(f"{name} {shown!r} not found (no such file)")
+    if p.is_dir():
+        raise ValueError(f"{name} {shown!r} is a directory, not a file")
+    try:
+        size = p.stat().st_size
+        limit = max_bytes if max_bytes is not None else limits.max_memory_bytes() // 4
+        if p.is_file() and size > limit:
+            raise ValueError(f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
+                             "(a quarter of the memory budget; raise it with --max-memory)")
+        chunks, got = [], 0
+        with p.open("rb") as fh:  # in chunks: read(n) would reserve n bytes at once
+            while got <= limit:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+        data = b"".join(chunks)
+    except OSError as err:
+        raise ValueError(f"{name} {shown!r} cannot be read: {err.strerror or err}") from None
+    if len(data) > limit:
+        raise ValueError(f"{name} {shown!r} is over the limit of {limit:,} bytes")
+    if b"\x00" in data:
+        raise ValueError(f"{name} {shown!r} is a binary file, not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{name} {shown!r} is not UTF-8 text (byte {err.start})") from None
+    if not text.strip():
+        raise ValueError(f"{name} {shown!r} is empty")
+    return text
+
+
+def finite_array(name: str, values) -> np.ndarray:
+    """``values`` as a float64 1-D array of finite numbers, else a ValueError naming it."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a list of numbers") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return arr

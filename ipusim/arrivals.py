@@ -16,11 +16,13 @@ near 0, and takes a ``seed`` (default fixed) so that the same call gives the sam
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
-from ._validate import fraction, positive
+from . import limits
+from ._validate import fraction, positive, read_text_file
 
 DEFAULT_SEED = 0
 
@@ -78,13 +80,23 @@ def two_rate(
             k = rng.poisson(rate * stay)
             if k:
                 # Given k Poisson events in an interval, their times are uniform order statistics.
-                times = t + np.sort(rng.uniform(0.0, stay, k))
                 take = min(k, n - got)
-                out[got:got + take] = times[:take]
+                if k <= 4 * (n - got):
+                    times = t + np.sort(rng.uniform(0.0, stay, k))[:take]
+                else:  # only the first ``take`` of k: O(take) work and memory, same distribution
+                    times = t + stay * _first_order_statistics(k, take, rng)
+                out[got:got + take] = times
                 got += take
         t += stay
         high = not high
     return out
+
+
+def _first_order_statistics(k: int, m: int, rng) -> np.ndarray:
+    """The m smallest of k uniform(0, 1) draws, sorted, in O(m): U_(i) = S_i / S_(k+1), where S
+    are partial sums of Exp(1) draws and S_(k+1) = S_m + Gamma(k + 1 - m) (Devroye 1986, V.2)."""
+    s = np.cumsum(rng.exponential(1.0, m))
+    return s / (s[-1] + rng.gamma(k + 1 - m))
 
 
 # Below this many arrivals per high+low cycle, most stays are empty and drawing them one by one
@@ -182,8 +194,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     the column names ``time``/``arrival``/``arrival_s`` and ``length``/``tokens``/
     ``seq_len`` are accepted.
     """
+    text = read_text_file("trace file", path)
     path = Path(path)
-    with path.open(newline="") as fh:
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh)
         try:
             header = [h.strip().lower() for h in next(reader)]
@@ -209,6 +222,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             except ValueError:
                 raise ValueError(f"trace file {path} line {line}: {','.join(r)!r} is not an arrival time "
                                  "and a length (numbers)") from None
+            if len(rows) > limits.MAX_REQUESTS_IN_TRACE:
+                raise ValueError(f"trace file {path}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests "
+                                 "(the serving simulator's limit for one run); split the trace")
     if not rows:
         raise ValueError(f"trace file {path} has a header but no requests")
     arr = np.array(rows)
@@ -218,6 +234,9 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"trace file {path}: arrival times must be finite and >= 0 (request {bad + 1}: {t[bad]!r})")
     if not np.all(np.isfinite(lens)) or np.any(lens < 1) or np.any(lens != np.round(lens)):
         raise ValueError(f"trace file {path}: lengths must be whole numbers >= 1")
+    if np.any(lens > limits.MAX_SEQUENCE_TOKENS):
+        raise ValueError(f"trace file {path}: a length of {lens.max():,.0f} tokens is over the limit of "
+                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request")
     order = np.argsort(t, kind="stable")
     return t[order].astype(np.float64), lens[order].astype(np.int64)
 

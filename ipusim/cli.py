@@ -2,20 +2,30 @@
 
 Each sub-command lives in its own module in ``ipusim.commands`` and provides ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this file finds them.
-Bad arguments and bad values exit with status 2 and one line on stderr, never a traceback.
+Bad arguments and bad values exit with status 2 and one line on stderr, never a traceback;
+Ctrl-C exits with status 130 and one line. ``--max-memory`` (before or after the command)
+sets the memory budget of ``ipusim.limits``; ``--version`` prints the version.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import pkgutil
 import sys
 
-from . import commands
+from . import __version__, commands, limits
+
+_MAX_INT = 2**53  # any whole-number option: above this it cannot be a count this code can hold exactly
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):  # no prefixes: only the documented spelling of a flag
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, status 2 (argparse prints usage too)
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
@@ -35,25 +45,69 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate a tile-based accelerator (IPU style) against a shared-HBM GPU "
         "for transformer inference and training.",
     )
+    parser.add_argument("--version", action="version", version=f"ipusim {__version__}")
+    parser.add_argument("--max-memory", metavar="SIZE", default=None,
+                        help=f"memory budget for one run, e.g. 4G or 512M (default: ${limits.ENV_MAX_MEMORY} "
+                             f"or {limits.DEFAULT_MAX_MEMORY_BYTES // 2**30}G); inputs that need more are refused")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+        if not any("--max-memory" in a.option_strings for a in p._actions):
+            p.add_argument("--max-memory", metavar="SIZE", default=argparse.SUPPRESS,
+                           help="memory budget for this run, e.g. 4G (see ipusim --help)")
         p.set_defaults(_run=mod.run)
     return parser
 
 
+def _check_numbers(args) -> None:
+    """Every numeric option: finite, and whole numbers within what the code can count exactly."""
+    for key, v in vars(args).items():
+        if key.startswith("_") or isinstance(v, bool):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{flag} must be a finite number, got {v}")
+        if isinstance(v, str) and not v.strip():
+            raise ValueError(f"{flag} is empty; give a value (see --help)")
+        if isinstance(v, list) and (not v or any(isinstance(x, str) and not x.strip() for x in v)):
+            raise ValueError(f"{flag} needs a value (see --help)")
+        if isinstance(v, int) and abs(v) > _MAX_INT:
+            raise ValueError(f"{flag} = {v:.3g} is too large (at most {_MAX_INT:.3g})")
+
+
+def _fail(command, message: str, code: int) -> int:
+    where = f"ipusim {command}" if command else "ipusim"
+    print(f"{where}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return code
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return 0
+    command = None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)  # usage errors: SystemExit(2) after one line
+        command = getattr(args, "command", None)
+        limits.set_max_memory(getattr(args, "max_memory", None))
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return 0
+        _check_numbers(args)
         return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print(f"\n{'ipusim ' + command if command else 'ipusim'}: interrupted", file=sys.stderr)
+        return 130
     except ValueError as err:
-        print(f"ipusim {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except (OSError, KeyboardInterrupt) as err:
-        print(f"ipusim {args.command}: error: {err}", file=sys.stderr)
-        return 1
+        return _fail(command, err, 2)
+    except OSError as err:  # a file the user named: missing, unreadable, a directory, disk full
+        name = f" {err.filename!r}" if getattr(err, "filename", None) else ""
+        return _fail(command, f"{err.strerror or err}{':' if name else ''}{name}", 2)
+    except (MemoryError, RecursionError) as err:
+        return _fail(command, f"input too large ({type(err).__name__}); lower it or raise --max-memory", 2)
+    except Exception as err:  # a bug: one line (set IPUSIM_DEBUG=1 for the traceback)
+        if os.environ.get("IPUSIM_DEBUG"):
+            raise
+        return _fail(command, f"internal error {type(err).__name__}: {err} (please report; "
+                     "IPUSIM_DEBUG=1 shows the traceback)", 1)
+    finally:
+        limits.set_max_memory(None)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import fraction, lengths_array, positive
+from . import limits
+from ._validate import fraction, lengths_array, positive, read_text_file
 
 DATASETS = {
     # name -> (file in ipusim/data, max length the histogram was cut at)
@@ -37,7 +38,10 @@ class Histogram:
     name: str = ""
 
     def __post_init__(self):
-        c = np.asarray(self.counts)
+        try:
+            c = np.asarray(self.counts)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("histogram counts must be a flat list of whole numbers") from None
         if c.ndim != 1 or c.size == 0:
             raise ValueError(f"histogram counts must be a non-empty 1-D array, got shape {c.shape}")
         if not np.issubdtype(c.dtype, np.number) or c.dtype == bool:
@@ -47,8 +51,13 @@ class Histogram:
         if np.any(c < 0):
             bad = int(np.flatnonzero(c < 0)[0]) + 1
             raise ValueError(f"histogram has a negative count ({int(c[bad - 1])}) at length {bad}")
-        if c.sum() == 0:
+        limits.check_sequence_length("histogram max_len (longest length it holds)", int(c.size))
+        cf = c.astype(np.float64)
+        if cf.sum() == 0:
             raise ValueError("histogram is empty: every count is 0")
+        total = float(np.dot(cf, np.arange(1, c.size + 1, dtype=np.float64)))
+        limits.check_at_most("histogram tokens (sum of count x length)", total, limits.MAX_EXACT_COUNT,
+                             "token totals must stay exact in float64 and far from int64 overflow")
         object.__setattr__(self, "counts", c.astype(np.int64))
 
     @property
@@ -136,16 +145,40 @@ def from_lengths(lengths, *, max_len: int | None = None, name: str = "lengths") 
 
 
 def _parse_csv(text: str, source: str) -> np.ndarray:
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(x.strip() for x in r)]
+    reader = csv.reader(io.StringIO(text))
+    rows, lines = [], []
+    for r in reader:
+        if r and any(x.strip() for x in r) and not r[0].lstrip().startswith("#"):
+            rows.append(r)
+            lines.append(reader.line_num)
     if rows and not rows[0][0].strip().lstrip("-").replace(".", "").isdigit():
-        rows = rows[1:]  # header
+        rows, lines = rows[1:], lines[1:]  # header
     if not rows:
         raise ValueError(f"{source}: no length,count rows")
-    try:
-        data = np.array([[float(r[0]), float(r[1])] for r in rows])
-    except (ValueError, IndexError):
-        raise ValueError(f"{source}: every row must be 'length,count' numbers") from None
+    data = np.empty((len(rows), 2))
+    for i, r in enumerate(rows):
+        try:
+            if len(r) != 2:
+                raise ValueError
+            data[i] = float(r[0]), float(r[1])
+        except ValueError:
+            raise ValueError(f"{source} line {lines[i]}: {','.join(r)[:60]!r} is not 'length,count' "
+                             "(two numbers)") from None
     lens, counts = data[:, 0], data[:, 1]
+    for what, col in (("length", lens), ("count", counts)):
+        if not np.all(np.isfinite(col)):
+            i = int(np.flatnonzero(~np.isfinite(col))[0])
+            raise ValueError(f"{source} line {lines[i]}: {what} {float(col[i])} is not a finite number")
+    big = np.flatnonzero(lens > limits.MAX_SEQUENCE_TOKENS)
+    if big.size:
+        i = int(big[0])
+        raise ValueError(f"{source} line {lines[i]}: length {lens[i]:,.0f} is over the limit of "
+                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per sequence")
+    big = np.flatnonzero(counts > limits.MAX_EXACT_COUNT)
+    if big.size:
+        i = int(big[0])
+        raise ValueError(f"{source} line {lines[i]}: count {counts[i]:g} is over the limit of 2**53 "
+                         "(counts must stay exact and their token totals far from int64 overflow)")
     lengths_array(f"{source}: lengths", lens)
     if np.any(counts < 0):
         i = int(np.flatnonzero(counts < 0)[0])
@@ -161,20 +194,26 @@ def _parse_csv(text: str, source: str) -> np.ndarray:
 
 def load_histogram(path, *, max_len: int | None = None) -> Histogram:
     """Read a ``length,count`` CSV (a header line is optional)."""
-    p = Path(path)
-    counts = _parse_csv(p.read_text(), str(p))
+    p = Path(path) if isinstance(path, (str, Path)) else path
+    counts = _parse_csv(read_text_file("histogram file", p), str(p))
     h = Histogram(counts, p.stem)
     return h if max_len is None else h.with_max_len(max_len)
 
 
 def load_lengths(path) -> np.ndarray:
     """Read lengths from a text file: one per line, or separated by commas or spaces."""
+    text = read_text_file("lengths file", path)
     p = Path(path)
-    text = p.read_text().replace(",", " ").split()
-    try:
-        vals = np.array([float(t) for t in text])
-    except ValueError:
-        raise ValueError(f"{p}: lengths must be numbers (one per line or comma separated)") from None
+    vals = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        for t in line.replace(",", " ").split():
+            try:
+                vals.append(float(t))
+            except ValueError:
+                raise ValueError(f"{p} line {i}: {t[:40]!r} is not a length (a whole number of tokens)") from None
+    vals = np.array(vals)
     return lengths_array(f"lengths in {p}", vals)
 
 

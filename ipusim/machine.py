@@ -12,6 +12,7 @@ chips=N)`` and ``place`` spread a step over N chips (``ipusim.placement``).
 
 from __future__ import annotations
 
+from . import limits
 from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -29,10 +30,15 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     Never raises because a step does not fit: the result then has ``fits=False`` and
     ``time_s = inf`` (see ``StepResult``)."""
     if positive("chips", chips, integer=True) > 1:
+        limits.check_at_most("chips", chips, limits.MAX_CHIPS, "chips in one deployment")
         from . import placement
 
         return placement.simulate(c, s, chips=chips, **kwargs)
     c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
+    positions = max(s.tokens, int(s.lengths.sum()))  # decode: the cached context counts too
+    limits.check_step(s.batch, positions / max(s.batch, 1), name="step batch")
     if isinstance(c, TileChip):
         from . import tiles
 

@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from . import lengths as _lengths
+from . import limits
 from ._validate import choice, lengths_array, positive
 
 STRATEGIES = ("pad", "bucket", "ffd", "spfhp", "bfhp", "nnlshp")
@@ -589,14 +590,20 @@ def _assign(comps, repeats, arr):
 def _bucket_boundaries(buckets, max_len):
     if buckets is None:
         buckets = 8
-    if isinstance(buckets, (int, np.integer)):
+    if isinstance(buckets, (int, np.integer)) and not isinstance(buckets, bool):
         k = positive("buckets", buckets, integer=True)
+        limits.check_at_most("buckets", k, max_len, f"at most one bucket per token length; max_len is {max_len:,}")
         b = np.unique(np.ceil(np.arange(1, k + 1) * max_len / k).astype(np.int64))
     else:
         b = np.unique(lengths_array("bucket boundaries", buckets, max_len=max_len))
     if b[-1] != max_len:
         b = np.append(b, max_len)
     return b
+
+
+SPFHP_BYTES_PER_CELL = 8  # the int64 composition table (its copies are rows, not cells)
+NNLSHP_MAX_LEN = 8192  # tokens per row for nnlshp (work ~ max_len^2; measured 3.5 s CPU at 4,096)
+FFD_BYTES_PER_SEQUENCE = 48  # the expanded lengths, their order, and the row of each
 
 
 def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | None = None,
@@ -616,16 +623,29 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     slack : for "nnlshp": NNLS compositions may fall this many tokens short of ``max_len``.
     """
     max_len = positive("max_len", max_len, integer=True)
+    limits.check_sequence_length("max_len", max_len)
     choice("strategy", strategy, STRATEGIES)
     sl = positive("slack", slack, integer=True, allow_zero=True)
     if sl >= max_len:
         raise ValueError(f"slack must lie in 0..{max_len - 1} (tokens an NNLSHP composition may fall short of "
                          f"max_len {max_len}), got {sl}")
-    hist, arr = _as_source(source, max_len)
     if max_per_row is None:
         K = max_len
     else:
         K = min(positive("max_per_row", max_per_row, integer=True), max_len)
+    if strategy in ("spfhp", "bfhp", "nnlshp"):  # before the source is read: these depend on max_len only
+        limits.check_memory("max_len" if max_per_row is None else "max_len x max_per_row", max_len,
+                            SPFHP_BYTES_PER_CELL * (2 * max_len + 1) * K,
+                            f"{strategy} keeps a (2 x max_len + 1) x max_per_row table of int64, "
+                            f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies")
+    if strategy == "nnlshp":
+        limits.check_at_most("max_len", max_len, NNLSHP_MAX_LEN,
+                             "nnlshp enumerates compositions of up to 3 lengths, work ~ max_len^2: "
+                             "3.5 s at 4,096; use spfhp for longer rows")
+    hist, arr = _as_source(source, max_len)
+    if strategy == "ffd":
+        limits.check_memory("sequences", hist.n, FFD_BYTES_PER_SEQUENCE * hist.n,
+                            f"ffd places sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each")
     name = hist.name
     lens = hist.lengths
     if strategy in ("pad", "bucket"):

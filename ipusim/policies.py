@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._validate import fraction, positive
+from ._validate import fraction, hold_seconds, positive
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Static:
 
     def __post_init__(self):
         positive("Static.batch", self.batch, integer=True)
-        positive("Static.timeout_s", self.timeout_s, allow_zero=True)
+        hold_seconds("Static.timeout_s", self.timeout_s)
 
     @property
     def max_batch(self) -> int:
@@ -61,7 +61,7 @@ class Dynamic:
 
     def __post_init__(self):
         positive("Dynamic.max_batch", self.max_batch, integer=True)
-        positive("Dynamic.max_delay_s", self.max_delay_s, allow_zero=True)
+        hold_seconds("Dynamic.max_delay_s", self.max_delay_s)
         pref = tuple(sorted({positive("Dynamic.preferred size", p, integer=True) for p in self.preferred}))
         if any(p > self.max_batch for p in pref):
             raise ValueError(f"Dynamic.preferred sizes {pref} must not exceed max_batch {self.max_batch}")
@@ -85,7 +85,7 @@ class TokenBudget:
 
     def __post_init__(self):
         positive("TokenBudget.max_tokens", self.max_tokens, integer=True)
-        positive("TokenBudget.max_delay_s", self.max_delay_s, allow_zero=True)
+        hold_seconds("TokenBudget.max_delay_s", self.max_delay_s)
         positive("TokenBudget.max_batch", self.max_batch, integer=True)
 
     def describe(self) -> str:
@@ -106,7 +106,7 @@ class LengthBuckets:
             raise ValueError(f"LengthBuckets.edges must be a non-empty ascending list of lengths, got {self.edges}")
         object.__setattr__(self, "edges", e)
         positive("LengthBuckets.max_batch", self.max_batch, integer=True)
-        positive("LengthBuckets.max_delay_s", self.max_delay_s, allow_zero=True)
+        hold_seconds("LengthBuckets.max_delay_s", self.max_delay_s)
 
     def describe(self) -> str:
         return f"length buckets {list(self.edges)}, max batch {self.max_batch}, max delay {self.max_delay_s * 1e3:g} ms"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import limits
 from ._validate import choice, lengths_array, positive
 
 
@@ -55,7 +56,9 @@ class TransformerConfig:
             raise ValueError(f"TransformerConfig.name must be a non-empty string, got {self.name!r}")
         choice("TransformerConfig.kind", self.kind, ("encoder", "decoder"))
         for f in ("layers", "d_model", "heads", "d_ff", "vocab", "max_positions"):
-            positive(f"TransformerConfig.{f}", getattr(self, f), integer=True)
+            positive(f"TransformerConfig.{f}", getattr(self, f), integer=True, at_most=2**40,
+                     why="model dimensions this large overflow the FLOP and byte counts")
+        limits.check_sequence_length("TransformerConfig.max_positions", self.max_positions)
         positive("TransformerConfig.kv_heads", self.kv_heads, integer=True, allow_zero=True)
         positive("TransformerConfig.type_vocab", self.type_vocab, integer=True, allow_zero=True)
         positive("TransformerConfig.d_head", self.d_head, integer=True, allow_zero=True)
@@ -419,6 +422,8 @@ def step(
     cfg = model(model_or_name)
     choice("phase", phase, PHASES)
     dt = positive("dtype_bytes", dtype_bytes, integer=True)
+    if hasattr(lengths, "__len__"):
+        limits.check_batch(len(lengths), name="lengths (sequences in the step)")
     lens = lengths_array("lengths", lengths, max_len=cfg.max_positions)
     if pad_to is not None:
         pad_to = positive("pad_to", pad_to, integer=True)

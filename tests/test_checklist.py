@@ -110,10 +110,10 @@ def test_toml_and_json_give_the_same_case(tmp_path):
 def test_config_errors_are_clear(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[traffic]\nrate = 3\n")
-    with pytest.raises(ValueError, match="unknown case/traffic key"):
+    with pytest.raises(ValueError, match=r"traffic\.rate: unknown key \(renamed: use rate_per_s\)"):
         load_case(bad)
     bad.write_text("[trafic]\n")
-    with pytest.raises(ValueError, match="unknown config section"):
+    with pytest.raises(ValueError, match="trafic: unknown key"):
         load_case(bad)
     bad.write_text("not = toml = at all")
     with pytest.raises(ValueError, match="not valid TOML"):

@@ -28,7 +28,7 @@ def test_default_run_prints_a_markdown_report(capsys):
 
 
 def test_options_reach_the_case(capsys):
-    rc = main(["checklist", "--model", "gpt2", "--rate", "20", "--slo-ms", "3000", "--long-fraction", "0.1",
+    rc = main(["checklist", "--model", "gpt2", "--rate-per-s", "20", "--slo-p99-ms", "3000", "--long-fraction", "0.1",
                "--candidates", "gc200:2,a100-80gb:1", "--price", "gc200=1.1", "--usd-per-kwh", "0.2",
                "--answer", "custom_ops=none", "--json", "--no-progress"])
     assert rc == 0
@@ -70,13 +70,13 @@ def test_arrival_trace(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--model", "bert-giant"], "unknown model preset"),
-    (["--rate", "0"], "zero traffic"),
+    (["--rate-per-s", "0"], "zero traffic"),
     (["--candidates", "gc200:x"], "not a whole number"),
     (["--price", "gc200"], "CHIP=USD"),
     (["--lengths", "/no/such/file.csv"], "neither a file nor a named histogram"),
     (["--config", "/no/such.toml"], "not found"),
     (["--answer", "custom_ops=lots"], "valid: unknown, none, few, many"),
-    (["--rate", "-1"], "--rate must be a finite number > 0"),
+    (["--rate-per-s", "-1"], "--rate-per-s must be a finite number > 0"),
     (["--seed", "-1"], "--seed must be a non-negative"),
     (["--out", "/nonexistent/dir/r.md"], "does not exist"),
 ])
@@ -102,8 +102,8 @@ def test_module_entry_point_runs_from_a_shell(tmp_path):
     ("[1, 2]", ".json", "top level must be an object"),
     ('"hello"', ".json", "top level must be an object"),
     ("[]", ".json", "top level must be an object"),
-    ('[case]\nseed = "abc"\n', ".toml", "seed must be a non-negative whole number"),
-    ('[traffic]\nlengths = {"abc" = 1}\n', ".toml", "lengths histogram: keys must be whole token lengths"),
+    ('[case]\nseed = "abc"\n', ".toml", "case.seed: expected a valid integer, got 'abc'"),
+    ('[traffic]\nlengths = {"abc" = 1}\n', ".toml", "traffic.lengths: histogram keys must be whole token lengths"),
     ('[traffic]\nlong_fraction = 0.4\nlengths = {"128" = 1}\n', ".toml", "not both"),
 ])
 def test_bad_config_files_are_one_line_exit_2(tmp_path, capsys, text, suffix, words):

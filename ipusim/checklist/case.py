@@ -16,9 +16,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .. import hardware, workloads
+from .. import hardware, limits, workloads
 from .. import lengths as _lengths
-from .._validate import choice, fraction, lengths_array, positive
+from .._validate import choice, finite_array, fraction, lengths_array, positive, read_text_file
 
 MODES = ("auto", "padded", "packed")
 POLICIES = ("auto", "static", "dynamic")
@@ -87,7 +87,9 @@ class Candidate:
 
     def __post_init__(self):
         object.__setattr__(self, "chip", hardware.chip(self.chip))
-        object.__setattr__(self, "count", positive("candidate count", self.count, integer=True))
+        object.__setattr__(self, "count", positive(
+            "candidate count", self.count, integer=True, at_most=limits.MAX_CHIPS,
+            why="chips in one deployment; beyond the largest published systems"))
         choice("candidate mode", self.mode, MODES)
         choice("candidate policy", self.policy, POLICIES)
 
@@ -109,9 +111,11 @@ class Prices:
     user_set: tuple = ()  # names of prices the user gave (chip names and/or "kwh")
 
     def __post_init__(self):
-        d = {str(k).lower(): positive(f"price of {k} per chip-hour", v) for k, v in dict(self.usd_per_chip_hour).items()}
+        d = {str(k).lower(): positive(f"price of {k} per chip-hour", v, at_most=limits.MAX_USD, why="USD")
+             for k, v in dict(self.usd_per_chip_hour).items()}
         object.__setattr__(self, "usd_per_chip_hour", MappingProxyType(d))
-        object.__setattr__(self, "usd_per_kwh", positive("usd_per_kwh", self.usd_per_kwh))
+        object.__setattr__(self, "usd_per_kwh", positive("usd_per_kwh", self.usd_per_kwh, at_most=1e3,
+                                                         why="USD per kWh; retail prices are under 1"))
         object.__setattr__(self, "user_set", tuple(self.user_set))
 
     def chip_hour(self, c) -> float:
@@ -157,8 +161,9 @@ class Training:
         if not ms:
             raise ValueError("training.models is empty: name at least one model")
         object.__setattr__(self, "models", ms)
-        positive("training.token_budget", self.token_budget)
+        positive("training.token_budget", self.token_budget, at_most=1e16, why="tokens; 30,000x GPT-3's budget")
         positive("training.seq_len", self.seq_len, integer=True)
+        limits.check_sequence_length("training.seq_len", self.seq_len)
 
     def to_dict(self) -> dict:
         return {"models": [m.name for m in self.models], "token_budget": self.token_budget,
@@ -197,7 +202,11 @@ class Case:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
         if self.arrivals is not None:
-            arr = np.asarray(self.arrivals, dtype=float)
+            if hasattr(self.arrivals, "__len__"):
+                limits.check_at_most("arrivals (requests in the trace)", len(self.arrivals), 20_000_000,
+                                     "requests the serving simulator takes in one run")
+            arr = finite_array("arrivals", self.arrivals) if not isinstance(self.arrivals, np.ndarray) \
+                else np.asarray(self.arrivals, dtype=float)
             if arr.ndim != 1 or arr.size < 2 or not np.all(np.isfinite(arr)):
                 raise ValueError("arrival trace must be a 1-D list of at least 2 finite times (seconds)")
             if np.any(np.diff(arr) < 0):
@@ -213,8 +222,11 @@ class Case:
                 "give the expected mean arrival rate in requests/s (for a training-only case, set "
                 "inference = false)"
             )
-        object.__setattr__(self, "rate_per_s", positive("rate_per_s (requests/s)", self.rate_per_s))
-        object.__setattr__(self, "slo_p99_s", positive("slo_p99_s (seconds)", self.slo_p99_s))
+        object.__setattr__(self, "rate_per_s", positive(
+            "rate_per_s (requests/s)", self.rate_per_s, at_most=limits.MAX_RATE_PER_S,
+            why="the checklist simulates replicas to carry the rate; above this it would need millions"))
+        object.__setattr__(self, "slo_p99_s", positive("slo_p99_s (seconds)", self.slo_p99_s,
+                                                       at_most=limits.MAX_SECONDS, why="a latency target"))
         task = choice("task", self.task, TASKS)
         if task == "auto":
             task = "classify" if m.kind == "encoder" else "generate"
@@ -222,6 +234,9 @@ class Case:
             raise ValueError(f"task 'generate' needs a decoder model; {m.name} is an encoder")
         object.__setattr__(self, "task", task)
         object.__setattr__(self, "output_tokens", positive("output_tokens", self.output_tokens, integer=True))
+        if task == "generate" and self.output_tokens >= m.max_positions:
+            raise ValueError(f"output_tokens = {self.output_tokens:,} leaves no room for a prompt in "
+                             f"{m.name}'s {m.max_positions:,} positions")
         if self.lengths is not None:
             lens = self.lengths
             if isinstance(lens, dict):
@@ -306,9 +321,8 @@ def read_lengths_file(path, seed: int = 0) -> np.ndarray:
     """Lengths from a file: a ``length,count`` histogram CSV (``lengths.load_histogram``, sampled),
     or lengths one a line (``lengths.load_lengths``)."""
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"lengths file {str(path)!r} not found")
-    rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    rows = [ln.strip() for ln in read_text_file("lengths file", p).splitlines()
+            if ln.strip() and not ln.startswith("#")]
     if not rows:
         raise ValueError(f"lengths file {str(path)!r} holds no lengths")
     try:
@@ -400,77 +414,197 @@ def parse_prices(items) -> dict:
     return out
 
 
-_CASE_KEYS = {"name", "model", "task", "rate_per_s", "slo_p99_ms", "slo_p99_s", "long_fraction",
-              "lengths", "arrivals", "output_tokens", "seed", "inference"}
+# ---------------------------------------------------------------------------------------
+# The config-file schema (TOML / JSON). Keys are the CLI's flags with underscores
+# (``rate_per_s`` <-> ``--rate-per-s``, ``slo_p99_ms`` <-> ``--slo-p99-ms``); nothing else is
+# accepted. Validated with pydantic v2 models: strict types (a boolean must be a boolean, a
+# whole number a whole number), unknown keys refused, frozen. Imported only here, when a
+# config is read (pydantic adds ~0.1 s to a checklist run that already imports Numba).
+# ---------------------------------------------------------------------------------------
+MAX_CONFIG_DEPTH = 6  # tables within tables: the deepest valid config has 4 ([[candidates]].chip)
+RENAMED = {"rate": "rate_per_s", "slo_ms": "slo_p99_ms", "slo_p99_s": "slo_p99_ms (milliseconds)",
+           "slo_s": "slo_p99_ms (milliseconds)"}
+_EXPECT = {  # what a field takes, for the one-line error
+    "traffic.arrivals": "a list of times (s) or a file name",
+    "traffic.lengths": "a list of lengths, a {length = count} table, a file name, or 'wikipedia'/'squad'",
+    "model": "a preset name or a table of fields",
+    "case.model": "a preset name or a table of fields",
+    "candidates": "a list of tables (chip, count, mode, policy) or 'chip:count' strings",
+    "chip": "a preset name or a table of fields",
+}
+
+
+def _schema():
+    """The pydantic models (built on first use, so importing ipusim stays quick)."""
+    global _SCHEMA
+    if _SCHEMA is not None:
+        return _SCHEMA
+    from typing import Literal, Union
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    Number = Union[int, float]
+    Scalar = Union[str, int, float, bool]
+
+    class CaseSec(Strict):
+        name: str = Field("", max_length=200)
+        model: Union[str, dict[str, Scalar], None] = None
+        task: Literal["auto", "classify", "generate"] = "auto"
+        output_tokens: int = Field(128, ge=1, le=1 << 20)
+        seed: int = Field(0, ge=0, le=2**63 - 1)
+        inference: bool = True
+
+    class TrafficSec(Strict):
+        rate_per_s: Number | None = Field(None, gt=0, le=1e7)
+        slo_p99_ms: Number | None = Field(None, gt=0, le=1e10)
+        long_fraction: Number | None = Field(None, ge=0, le=1)
+        lengths: Union[str, list[int], dict[str, Number], None] = None
+        arrivals: Union[str, list[Number], None] = None
+
+    class CandidateSec(Strict):
+        chip: Union[str, dict[str, Scalar]]
+        count: int = Field(1, ge=1, le=65_536)
+        mode: Literal["auto", "padded", "packed"] = "auto"
+        policy: Literal["auto", "static", "dynamic"] = "auto"
+
+    class PricesSec(Strict):
+        usd_per_chip_hour: dict[str, Number] = {}
+        usd_per_kwh: Number | None = None
+
+    class TrainingSec(Strict):
+        enabled: bool = True
+        models: list[str] = Field(default_factory=lambda: list(Training.models), min_length=1, max_length=64)
+        token_budget: Number = Field(Training.token_budget, gt=0, le=1e16)
+        seq_len: int = Field(Training.seq_len, ge=1, le=1 << 20)
+
+    class Config(Strict):
+        case: CaseSec = CaseSec()
+        traffic: TrafficSec = TrafficSec()
+        model: Union[str, dict[str, Scalar], None] = None
+        candidates: list[Union[str, CandidateSec]] = Field(default_factory=list, max_length=64)
+        prices: PricesSec = PricesSec()
+        training: TrainingSec | None = None
+        questionnaire: dict[str, str] = {}
+
+    _SCHEMA = Config
+    return Config
+
+
+_SCHEMA = None
+
+
+def _depth(x, limit: int, path: str = "") -> None:
+    """Refuse configs nested deeper than ``limit`` (before any recursion of ours or pydantic's)."""
+    stack = [(x, 0, path)]
+    while stack:
+        v, d, p = stack.pop()
+        if d > limit:
+            raise ValueError(f"{p or 'config'}: nested {d} levels deep; at most {limit} (no valid config is deeper)")
+        if isinstance(v, dict):
+            stack.extend((w, d + 1, f"{p}.{k}" if p else str(k)) for k, w in v.items())
+        elif isinstance(v, list):
+            stack.extend((w, d + 1, f"{p}[{i}]") for i, w in enumerate(v))
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _one_line(err) -> str:
+    """The first problem of a pydantic ValidationError as ``path: what is wrong, got value``."""
+    def clean(loc):  # drop pydantic's union-member tags ("str", "list[float]", model names)
+        return [x for x in loc if not (isinstance(x, str) and ("[" in x or x in (
+            "str", "int", "float", "bool", "list", "dict", "CandidateSec", "function-after")))]
+
+    errors = err.errors(include_url=False)
+    e = max(errors, key=lambda x: len(clean(x["loc"])))  # the most specific: deepest path, first of equals
+    loc = clean(e["loc"])
+    parts = []
+    for x in loc:
+        parts.append(f"[{x}]" if isinstance(x, int) else (("." if parts else "") + str(x)))
+    path = "".join(parts) or "config"
+    key = str(loc[-1]) if loc else ""
+    if e["type"] == "extra_forbidden":
+        hint = f" (renamed: use {RENAMED[key]})" if key in RENAMED else ""
+        return f"{path}: unknown key{hint}"
+    expect = _EXPECT.get(path) or _EXPECT.get(key)
+    if expect is None and isinstance(loc[-1] if loc else None, int) and len(loc) >= 2:
+        expect = _EXPECT.get(str(loc[-2]))
+    value = e.get("input")
+    if expect and e["type"].endswith("_type"):
+        return f"{path}: expected {expect}, got {_short(value)}"
+    msg = e["msg"].replace("Input should be", "expected").replace("input should be", "expected")
+    return f"{path}: {msg[0].lower() + msg[1:]}, got {_short(value)}"
 
 
 def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
-    """Build a case from the config-file form (see ``examples/*.toml``)."""
-    d = dict(d)
-    top = dict(d.pop("case", {}))
-    traffic = dict(d.pop("traffic", {}))
-    merged = {**top, **traffic}
-    unknown_sections = set(d) - {"candidates", "prices", "training", "questionnaire", "model"}
-    if unknown_sections:
-        raise ValueError(f"unknown config section(s) {sorted(unknown_sections)}; valid: case, traffic, "
-                         "model, candidates, prices, training, questionnaire")
-    unknown = set(merged) - _CASE_KEYS
-    if unknown:
-        raise ValueError(f"unknown case/traffic key(s) {sorted(unknown)}; valid: {', '.join(sorted(_CASE_KEYS))}")
-    kw = {}
-    model_spec = d.pop("model", None) or merged.pop("model", "bert-base")
+    """Build a case from the config-file form (see ``examples/*.toml``), validated strictly."""
+    from pydantic import ValidationError
+
+    if not isinstance(d, dict):
+        raise ValueError(f"config: expected a table of sections (case, traffic, candidates, ...), "
+                         f"got {type(d).__name__} {_short(d)}")
+    _depth(d, MAX_CONFIG_DEPTH)
+    try:
+        cfg = _schema().model_validate(d)
+    except ValidationError as err:
+        raise ValueError(_one_line(err)) from None
+    c, t = cfg.case, cfg.traffic
+    kw = {"name": c.name, "task": c.task, "output_tokens": c.output_tokens, "seed": c.seed,
+          "inference": c.inference}
+    if c.model is not None and cfg.model is not None:
+        raise ValueError("model: given both in [case] and as a [model] table; give it once")
+    model_spec = cfg.model if cfg.model is not None else (c.model if c.model is not None else "bert-base")
     if isinstance(model_spec, dict):
         try:
             model_spec = workloads.TransformerConfig(**model_spec)
         except TypeError as err:
-            raise ValueError(f"custom model: {err}") from None
+            raise ValueError(f"model: custom model: {err}") from None
     kw["model"] = model_spec
-    if "slo_p99_ms" in merged:
-        kw["slo_p99_s"] = positive("slo_p99_ms", merged.pop("slo_p99_ms")) / 1e3
-    for k in ("name", "task", "rate_per_s", "slo_p99_s", "long_fraction", "output_tokens", "seed", "inference"):
-        if k in merged:
-            kw[k] = merged[k]
-    try:
-        seed = int(kw.get("seed", 0))
-    except (TypeError, ValueError):
-        raise ValueError(f"seed must be a non-negative whole number, got {kw.get('seed')!r}") from None
-    if "seed" in kw:
-        kw["seed"] = seed
-    lens = merged.get("lengths")
-    if lens is not None and "long_fraction" in merged:
-        raise ValueError("give long_fraction or lengths, not both (lengths would win silently)")
-    if lens is not None:
-        if isinstance(lens, str):
-            kw["lengths"], kw["length_source"] = _lengths_from_name(lens, base_dir, seed)
-        elif isinstance(lens, dict):
-            try:
-                hist = {int(k): float(v) for k, v in lens.items()}
-            except (TypeError, ValueError):
-                raise ValueError("lengths histogram: keys must be whole token lengths and values counts, "
-                                 f"e.g. {{\"128\" = 10}}; got {dict(list(lens.items())[:3])!r}") from None
-            kw["lengths"], kw["length_source"] = histogram_sample(hist, seed=seed), "histogram"
-        else:
-            kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
-    arr = merged.get("arrivals")
+    if t.rate_per_s is not None:
+        if t.arrivals is not None:
+            raise ValueError("traffic: give rate_per_s or arrivals, not both (a trace sets its own rate)")
+        kw["rate_per_s"] = float(t.rate_per_s)
+    if t.slo_p99_ms is not None:
+        kw["slo_p99_s"] = float(t.slo_p99_ms) / 1e3
+    if t.lengths is not None and t.long_fraction is not None:
+        raise ValueError("traffic: give long_fraction or lengths, not both (lengths would win silently)")
+    if t.long_fraction is not None:
+        kw["long_fraction"] = float(t.long_fraction)
+    seed = c.seed
+    lens = t.lengths
+    if isinstance(lens, str):
+        kw["lengths"], kw["length_source"] = _lengths_from_name(lens, base_dir, seed)
+    elif isinstance(lens, dict):
+        try:
+            hist = {int(k): float(v) for k, v in lens.items()}
+        except (TypeError, ValueError):
+            raise ValueError("traffic.lengths: histogram keys must be whole token lengths and values counts, "
+                             f"e.g. {{\"128\" = 10}}; got {dict(list(lens.items())[:3])!r}") from None
+        kw["lengths"], kw["length_source"] = histogram_sample(hist, seed=seed), "histogram"
+    elif isinstance(lens, list):
+        kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
+    arr = t.arrivals
     if isinstance(arr, str) and arr != "poisson":
         kw["arrivals"] = read_arrivals(_resolve(arr, base_dir))
     elif isinstance(arr, list):
         kw["arrivals"] = np.asarray(arr, dtype=float)
-    kw["candidates"] = tuple(_candidate(c) for c in d.get("candidates", ()))
-    pr = dict(d.get("prices", {}))
-    unknown = set(pr) - {"usd_per_chip_hour", "usd_per_kwh"}
-    if unknown:
-        raise ValueError(f"unknown price key(s) {sorted(unknown)}; valid: usd_per_chip_hour, usd_per_kwh")
-    kw["prices"] = Prices().with_prices(pr.get("usd_per_chip_hour"), pr.get("usd_per_kwh"))
-    tr = d.get("training")
-    if tr is not None:
-        tr = dict(tr)
-        if tr.pop("enabled", True):
-            try:
-                kw["training"] = Training(**tr)
-            except TypeError as err:
-                raise ValueError(f"[training]: {err}") from None
-    kw["answers"] = dict(d.get("questionnaire", {}))
+    cands = []
+    for i, cs in enumerate(cfg.candidates):
+        try:
+            cands.append(_candidate(cs if isinstance(cs, str) else cs.model_dump()))
+        except ValueError as err:
+            raise ValueError(f"candidates[{i}]: {err}") from None
+    kw["candidates"] = tuple(cands)
+    kw["prices"] = Prices().with_prices(cfg.prices.usd_per_chip_hour, cfg.prices.usd_per_kwh)
+    if cfg.training is not None and cfg.training.enabled:
+        tr = cfg.training.model_dump(exclude={"enabled"})
+        kw["training"] = Training(**{**tr, "models": tuple(tr["models"])})
+    kw["answers"] = dict(cfg.questionnaire)
     return Case(**kw)
 
 
@@ -480,20 +614,22 @@ def read_arrivals(path) -> np.ndarray:
     from .. import arrivals
 
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"arrival trace file {str(path)!r} not found")
-    rows = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    rows = [ln.strip() for ln in read_text_file("arrival trace file", p).splitlines()
+            if ln.strip() and not ln.startswith("#")]
     if rows and "," in rows[0]:
         return arrivals.load_trace(p)[0]
     try:
         float(rows[0]) if rows else None
     except ValueError:
         rows = rows[1:]  # a one-column header such as "time_s"
-    try:
-        return np.array([float(x) for x in rows])
-    except ValueError:
-        raise ValueError(f"arrival trace {str(path)!r}: expected one time in seconds per line, or a CSV "
-                         "with a header 'arrival_s,length'") from None
+    out = np.empty(len(rows))
+    for i, x in enumerate(rows):
+        try:
+            out[i] = float(x)
+        except ValueError:
+            raise ValueError(f"arrival trace {str(path)!r}: {x[:40]!r} is not a time in seconds; expected one "
+                             "time per line, or a CSV with a header 'arrival_s,length'") from None
+    return out
 
 
 def _resolve(p: str, base_dir: Path | None) -> Path:
@@ -514,18 +650,22 @@ def _lengths_from_name(spec: str, base_dir, seed):
 
 def load_case(path) -> Case:
     """Read a case from a TOML (``.toml``) or JSON (``.json``) file."""
+    text = read_text_file("config file", path, max_bytes=1 << 20)
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"config file {str(path)!r} not found")
-    text = p.read_text()
+    kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
     try:
-        d = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+        d = json.loads(text) if kind == "JSON" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ValueError(f"config file {str(path)!r} is not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {err}") from None
+        raise ValueError(f"config file {str(path)!r} is not valid {kind}: {err}") from None
+    except RecursionError:
+        raise ValueError(f"config file {str(path)!r}: nested too deeply (at most {MAX_CONFIG_DEPTH} levels)") from None
     if not isinstance(d, dict):
         raise ValueError(f"config file {str(path)!r}: the top level must be an object/table of sections "
                          f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}")
-    return case_from_dict(d, base_dir=p.parent)
+    try:
+        return case_from_dict(d, base_dir=p.parent)
+    except ValueError as err:
+        raise ValueError(f"config file {str(path)!r}: {err}") from None
 
 
 def default_case(**changes) -> Case:

@@ -7,8 +7,11 @@ a TOML or JSON case (see ``examples/*.toml``); the other options override it.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+from .. import limits
 
 NAME = "checklist"
 HELP = "run the POC migration checklist on a model and traffic and print the report (verdict and evidence)"
@@ -18,8 +21,8 @@ ORDER = 60
 def add_arguments(p):
     p.add_argument("--config", metavar="FILE", help="TOML or JSON case file (examples/*.toml)")
     p.add_argument("--model", help="model preset (e.g. bert-base, gpt2, llama-2-7b)")
-    p.add_argument("--rate", type=float, metavar="R", help="offered load, requests/s")
-    p.add_argument("--slo-ms", type=float, metavar="T", help="p99 latency target, ms")
+    p.add_argument("--rate-per-s", type=float, metavar="R", help="offered load, requests/s (config: rate_per_s)")
+    p.add_argument("--slo-p99-ms", type=float, metavar="T", help="p99 latency target, ms (config: slo_p99_ms)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--long-fraction", type=float, metavar="F", help="share of long texts, 0-1")
     g.add_argument("--lengths", metavar="FILE",
@@ -45,6 +48,8 @@ def build_case(args):
     """The case described by the parsed arguments (config file first, options on top)."""
     from ..checklist import case as C
 
+    if args.output_tokens is not None and args.output_tokens < 1:
+        raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed must be a non-negative whole number, got {args.seed}")
     if args.config:
@@ -54,20 +59,24 @@ def build_case(args):
     changes = {}
     if args.model:
         changes["model"] = args.model
-    if args.rate is not None:
-        if not args.rate > 0 or args.rate == float("inf"):
-            raise ValueError(f"--rate must be a finite number > 0 requests/s, got {args.rate:g}"
-                             + (" (zero traffic has no cost per request)" if args.rate == 0 else ""))
-        changes["rate_per_s"] = args.rate
+    rate = args.rate_per_s
+    if rate is not None:
+        if not rate > 0 or rate == float("inf"):
+            raise ValueError(f"--rate-per-s must be a finite number > 0 requests/s, got {rate:g}"
+                             + (" (zero traffic has no cost per request)" if rate == 0 else ""))
+        limits.check_at_most("--rate-per-s", rate, limits.MAX_RATE_PER_S,
+                             "requests/s; the checklist simulates the replicas that carry it")
+        changes["rate_per_s"] = rate
         changes["arrivals"] = None
     if args.arrivals:
-        if args.rate is not None:
-            raise ValueError("give --rate or --arrivals, not both (a trace sets its own rate)")
+        if rate is not None:
+            raise ValueError("give --rate-per-s or --arrivals, not both (a trace sets its own rate)")
         changes["arrivals"] = C.read_arrivals(args.arrivals)
-    if args.slo_ms is not None:
-        if args.slo_ms <= 0:
-            raise ValueError(f"--slo-ms must be > 0, got {args.slo_ms:g}")
-        changes["slo_p99_s"] = args.slo_ms / 1e3
+    if args.slo_p99_ms is not None:
+        if args.slo_p99_ms <= 0:
+            raise ValueError(f"--slo-p99-ms must be > 0, got {args.slo_p99_ms:g}")
+        limits.check_at_most("--slo-p99-ms", args.slo_p99_ms, limits.MAX_SECONDS * 1e3, "a latency target, ms")
+        changes["slo_p99_s"] = args.slo_p99_ms / 1e3
     if args.long_fraction is not None:
         changes["long_fraction"] = args.long_fraction
         changes["lengths"] = None
@@ -107,11 +116,32 @@ def build_case(args):
     return base.replace(**changes)
 
 
+def check_writable(name: str, path: str) -> None:
+    """Refuse an output path that cannot be written, before the (long) run."""
+    if not path.strip():
+        raise ValueError(f"{name} is an empty path")
+    p = Path(path)
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise ValueError(f"{name} {path!r}: directory {str(parent)!r} does not exist")
+    if p.is_dir():
+        raise ValueError(f"{name} {path!r} is a directory; give a file name")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ValueError(f"{name} {path!r} is not writable")
+    if not p.exists():
+        try:  # the only sure test: create it (and remove it again)
+            with p.open("x"):
+                pass
+            p.unlink()
+        except OSError as err:
+            raise ValueError(f"{name} {path!r} cannot be written: {err.strerror or err}") from None
+
+
 def run(args) -> int:
     from ..checklist import run_checklist
 
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise ValueError(f"--out {args.out!r}: directory {str(Path(args.out).resolve().parent)!r} does not exist")
+    if args.out is not None:
+        check_writable("--out", args.out)
     case = build_case(args)
     fmt = "json" if args.json else args.format
     report = run_checklist(case, show_progress=not args.no_progress)

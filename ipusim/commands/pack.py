@@ -30,6 +30,9 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    from .. import workloads
+
+    workloads.model(args.model)  # an unknown model is refused before the packing runs
     if args.histogram:
         source = lengths.load_histogram(args.histogram)
     elif args.lengths:

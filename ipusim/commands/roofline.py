@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import hardware, roofline, workloads
+from .. import hardware, limits, roofline, workloads
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "roofline"
@@ -41,6 +41,7 @@ def run(args) -> int:
         raise ValueError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.seq_len > m.max_positions:
         raise ValueError(f"--seq-len {args.seq_len} exceeds {m.name}'s max_positions {m.max_positions}")
+    limits.check_batch(args.batch, name="--batch")
     s = workloads.step(m, [args.seq_len] * args.batch, phase=args.phase, pad_to=args.pad_to)
     r = roofline.analyze(c, s, fused=bool(getattr(args, "fused", False)))
     mode = "training" if args.phase == "train" else "inference"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import hardware, machine, workloads
+from .. import hardware, limits, machine, workloads
 from .._validate import positive
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
@@ -28,9 +28,14 @@ def add_arguments(p):
 
 def run(args) -> int:
     c = hardware.chip(args.chip)
+    m = workloads.model(args.model)
     batch = positive("--batch", args.batch, integer=True)
     seq = positive("--seq-len", args.seq_len, integer=True)
     chips = positive("--chips", args.chips, integer=True)
+    if seq > m.max_positions:
+        raise ValueError(f"--seq-len {seq:,} is longer than {m.name}'s max_positions {m.max_positions:,}")
+    limits.check_step(batch, seq, name="--batch")
+    limits.check_at_most("--chips", chips, limits.MAX_CHIPS, "chips in one deployment")
     pad = None if (args.packed or args.phase == "decode") else seq
     s = workloads.step(args.model, [seq] * batch, phase=args.phase, pad_to=pad)
     r = machine.simulate(c, s, chips=chips)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .. import limits as _limits
 from .. import packing
 from .. import policies as P
 from .._validate import lengths_array, positive
@@ -564,7 +565,12 @@ def simulate(
     requests wait at once; ``None`` never stops early. ``seed`` draws exponential service
     times.
     """
-    positive("latency_target_s", latency_target_s)
+    positive("latency_target_s", latency_target_s, at_most=_limits.MAX_SECONDS, why="a latency target, s")
+    if hasattr(arrival_s, "__len__"):
+        _limits.check_at_most("requests (len(arrival_s))", len(arrival_s), MAX_REQUESTS,
+                              "requests in one run; split longer runs")
+        _limits.check_memory("requests (len(arrival_s))", len(arrival_s), BYTES_PER_REQUEST * len(arrival_s),
+                             f"about {BYTES_PER_REQUEST} bytes per request")
     devs = as_devices(devices)
     plan = make_plan(arrival_s, lengths, policy, devs, router, seed, max_waiting)
     return result_of(plan, devs, policy, run_plan(plan), latency_target_s)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .. import limits as _limits
 from .. import packing
 from .._validate import positive
 from . import tables
@@ -68,9 +69,10 @@ class ServiceModel:
 
 def fixed_service(seconds: float, *, per_request_s: float = 0.0, max_batch: int = 1) -> ServiceModel:
     """A batch of b requests takes ``seconds + per_request_s * b``, whatever the lengths (M/D/1 when b = 1)."""
-    s = positive("seconds", seconds)
-    c = positive("per_request_s", per_request_s, allow_zero=True)
+    s = positive("seconds", seconds, at_most=_limits.MAX_SECONDS, why="one batch's time, s")
+    c = positive("per_request_s", per_request_s, allow_zero=True, at_most=_limits.MAX_SECONDS)
     b = positive("max_batch", max_batch, integer=True)
+    _limits.check_memory("max_batch", b, 16 * b, "a service table of two float64 per batch size")
     tab = np.zeros((b + 1, 2))
     tab[1:, 1] = s + c * np.arange(1, b + 1)
     return ServiceModel(f"fixed {s * 1e3:g} ms", tab, 0, source="fixed")
@@ -78,11 +80,15 @@ def fixed_service(seconds: float, *, per_request_s: float = 0.0, max_batch: int 
 
 def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
     """Exponentially distributed batch time of mean ``mean_s`` (M/M/1 when batches are 1)."""
-    m = positive("mean_s", mean_s)
+    m = positive("mean_s", mean_s, at_most=_limits.MAX_SECONDS, why="one batch's mean time, s")
     b = positive("max_batch", max_batch, integer=True)
+    _limits.check_memory("max_batch", b, 16 * b, "a service table of two float64 per batch size")
     tab = np.zeros((b + 1, 2))
     tab[1:, 1] = m
     return ServiceModel(f"exponential mean {m * 1e3:g} ms", tab, 0, random="exp", source="exponential")
+
+
+MAX_CHIP_ROWS = tables.ROW_GRID[-1]  # rows of a chip_service table, at most (the last grid point)
 
 
 def chip_service(
@@ -123,8 +129,11 @@ def chip_service(
     if max_len > m.max_positions:
         raise ValueError(f"max_len {max_len} exceeds {m.name}'s max_positions {m.max_positions}")
     step = positive("len_step", len_step, integer=True)
-    b = positive("max_batch", max_batch, integer=True)
-    n_chips = positive("chips", chips, integer=True)
+    b = positive("max_batch", max_batch, integer=True, at_most=MAX_CHIP_ROWS,
+                 why=f"the chip's time table is simulated on a row grid up to {MAX_CHIP_ROWS:,} rows "
+                     "(a tile simulator call costs ~10 ms and grows with the rows)")
+    _limits.check_step(b, max_len, name="max_batch")
+    n_chips = positive("chips", chips, integer=True, at_most=_limits.MAX_CHIPS, why="chips per replica")
     if grid not in ("fine", "coarse"):
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
     exact_rows = c.kind == "gpu" if exact_rows is None else bool(exact_rows)

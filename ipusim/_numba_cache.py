@@ -1,0 +1,80 @@
+"""Make Numba's on-disk cache work on a read-only install (shared or system-wide).
+
+Every kernel is ``@njit(cache=True)``. Numba looks for a cache directory beside the source
+(``ipusim/__pycache__``) and then in the user's cache (``~/.cache/numba``); when neither is
+writable and ``NUMBA_CACHE_DIR`` is unset it raises ``RuntimeError: cannot cache function ...:
+no locator available`` at import, so nothing of ipusim would import. ``ensure()`` asks Numba's
+own locator search before any kernel is defined; if it finds nothing it points Numba at a
+per-user temporary directory, or (if even that is not writable) turns caching off, and says
+so in one line on stderr. Compiled code is the same either way; only start-up time differs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+_STATE = {"checked": False, "where": None}
+
+
+def _probe():  # a plain function: Numba's locator search only needs its source file
+    return None
+
+
+def _locator_found() -> bool:
+    from numba.core.caching import FunctionCache
+
+    try:
+        FunctionCache(_probe)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _temp_dir() -> str | None:
+    """A private per-user directory under the system temp dir, or None if none can be made."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = os.path.join(tempfile.gettempdir(), f"ipusim-numba-cache-{uid}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+        if hasattr(os, "getuid") and st.st_uid != uid:  # someone else's directory: do not trust it
+            path = tempfile.mkdtemp(prefix="ipusim-numba-cache-")
+        with tempfile.TemporaryFile(dir=path):
+            pass
+        return path
+    except OSError:
+        return None
+
+
+def ensure() -> str:
+    """Make sure ``@njit(cache=True)`` can be used; return where the cache lives.
+
+    Returns "default" (Numba's own choice), a temporary directory path, or "off".
+    """
+    if _STATE["checked"]:
+        return _STATE["where"]
+    _STATE["checked"] = True
+    where = "default"
+    if not _locator_found():
+        from numba.core import config
+
+        tmp = _temp_dir()
+        if tmp is not None:
+            config.CACHE_DIR = tmp
+            os.environ["NUMBA_CACHE_DIR"] = tmp  # child processes (notebook kernels) too
+        if tmp is not None and _locator_found():
+            where = tmp
+            print(f"ipusim: note: no writable Numba cache beside the package or in the home directory; "
+                  f"caching compiled kernels in {tmp} (set NUMBA_CACHE_DIR to choose)", file=sys.stderr)
+        else:
+            from numba.core.dispatcher import Dispatcher
+
+            Dispatcher.enable_caching = lambda self: None  # compile on every start instead
+            where = "off"
+            print("ipusim: note: no writable directory for Numba's cache (package, home, temp); "
+                  "kernels are compiled afresh each run (set NUMBA_CACHE_DIR to a writable path)",
+                  file=sys.stderr)
+    _STATE["where"] = where
+    return where
