@@ -70,7 +70,7 @@ def _check_numbers(args) -> None:
             raise ValueError(f"{flag} must be a finite number, got {v}")
         if isinstance(v, str) and not v.strip():
             raise ValueError(f"{flag} is empty; give a value (see --help)")
-        if isinstance(v, list) and (not v or any(isinstance(x, str) and not x.strip() for x in v)):
+        if isinstance(v, list) and any(isinstance(x, str) and not x.strip() for x in v):
             raise ValueError(f"{flag} needs a value (see --help)")
         if isinstance(v, int) and abs(v) > _MAX_INT:
             raise ValueError(f"{flag} = {v:.3g} is too large (at most {_MAX_INT:.3g})")
