@@ -40,7 +40,7 @@ def run(args) -> int:
             "throughput_seq_per_s": r.throughput_seq_per_s, "unit": unit,
             "memory_per_unit_max_bytes": float(np.max(mem)) if mem.size else 0.0,
             "memory_per_unit_mean_bytes": float(np.mean(mem)) if mem.size else 0.0,
-            "memory_limit_bytes": r.memory_limit_bytes, "fits": r.fits, "fit_message": r.fit_message,
+            "memory_limit_bytes": r.memory_limit_bytes, "fit": r.fit, "fits": r.fits, "fit_message": r.fit_message,
             "time_if_unlimited_s": r.extra.get("time_if_unlimited_s", r.time_s), "energy_j": r.energy_j,
             "ops": [{"op": n, "time_s": float(t)} for n, t in zip(r.op_names, r.op_time_s, strict=True)],
         })
@@ -59,7 +59,7 @@ def run(args) -> int:
     if mem.size:
         print(f"memory per {unit}: max {np.max(mem) / 1024:,.1f} KiB, mean {np.mean(mem) / 1024:,.1f} KiB, "
               f"limit {r.memory_limit_bytes / 1024:,.1f} KiB")
-    print("fits" if r.fits else "DOES NOT FIT")
+    print(f"fit: {r.fit} ({'fits' if r.fits else 'DOES NOT FIT'})")
     if r.fit_message:
         print(r.fit_message)
     return 0
