@@ -258,13 +258,24 @@ def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", bud
         return one
     best = None
     for ax, dim in (("k", k), ("m", m), ("n", n)):
-        for p in _pass_counts(dim):
-            plan = _best_grid(m, k, n, dt, c, ax, p, budget)
-            if plan.fits:
-                if best is None or plan.cycles < best.cycles:
-                    best = plan
-                break
+        plan = _fewest(_pass_counts(dim), lambda p, ax=ax: _best_grid(m, k, n, dt, c, ax, p, budget))
+        if plan is not None and (best is None or plan.cycles < best.cycles):
+            best = plan
     return best or one
+
+
+def _fewest(counts: list, plan_for):
+    """The plan for the smallest count in ascending ``counts`` whose plan fits (bisection:
+    a plan's working set shrinks as the count grows); None if even the largest does not."""
+    lo, hi, found = 0, len(counts) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        plan = plan_for(counts[mid])
+        if plan[-1]:
+            found, hi = plan, mid - 1
+        else:
+            lo = mid + 1
+    return found
 
 
 def plan_matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, passes: int | None = None,
@@ -457,17 +468,19 @@ def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None
     base = max(1, c.tiles // G)
     budget = budget_bytes(c) if budget is None else budget
     best, least = None, None
+    counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
     for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
-        counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
-        for nb in counts:
+        def cost(nb, r=r):
             cyc, work = _attention_cost(s, c, r, nb, ref)
-            w = work.max()
+            return cyc, nb, float(work.max()), bool(work.max() <= budget)
+
+        found = _fewest(counts, cost)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = (found[0], r, found[1])
+        if found is None:
+            w = cost(counts[-1])[2]
             if least is None or w < least[0]:
-                least = (w, r, nb)
-            if w <= budget:
-                if best is None or cyc < best[0]:
-                    best = (cyc, r, nb)
-                break
+                least = (w, r, counts[-1])
     if best is not None:
         return best[1], best[2], True, budget
     return least[1], least[2], False, budget
