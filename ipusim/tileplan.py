@@ -221,22 +221,47 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
     if passes > 1:
         sub[axis] = -(-sub[axis] // passes)
     sm, sk, sn = sub["m"], sub["k"], sub["n"]
-    pm = _candidates(sm, T)[:, None, None]
-    pn = _candidates(sn, T)[None, :, None]
-    pk = _candidates(sk, T, small=4, factors=(1, 3))[None, None, :]
+    pm, pn, pk = np.meshgrid(_candidates(sm, T), _candidates(sn, T), _candidates(sk, T, small=4, factors=(1, 3)),
+                             indexing="ij")
+    valid = (pm * pn) * pk <= T  # one block per tile: only grids that fit the tiles (kept in C order)
+    pm, pn, pk = pm[valid], pn[valid], pk[valid]
     cyc, red, temp = _grid_cost(sm, sk, sn, dt, c, axis == "k" and passes > 1, pm, pn, pk)
     reductions = 1 if axis == "k" or passes == 1 else passes
     total = passes * cyc + reductions * red
     if axis in ("m", "n") and passes > 1:
         temp = temp + m * n * dt / T  # output finished so far, spread over the tiles
-    valid = (pm * pn) * pk <= T
-    feasible = valid & (temp <= budget)
-    if feasible.any():
-        i = np.unravel_index(np.argmin(np.where(feasible, total, np.inf)), feasible.shape)
-    else:
-        i = np.unravel_index(np.argmin(np.where(valid, temp, np.inf)), valid.shape)
-    return MatmulPlan(int(pm[i[0], 0, 0]), int(pn[0, i[1], 0]), int(pk[0, 0, i[2]]),
-                      axis if passes > 1 else "", passes, float(total[i]), float(temp[i]), bool(feasible.any()))
+    feasible = temp <= budget
+    i = int(np.argmin(np.where(feasible, total, np.inf)) if feasible.any() else np.argmin(temp))
+    return MatmulPlan(int(pm[i]), int(pn[i]), int(pk[i]), axis if passes > 1 else "", passes,
+                      float(total[i]), float(temp[i]), bool(feasible.any()))
+
+
+def _best_grid_reference(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
+    """Plain-Python reference of ``_best_grid``: the same search, one candidate at a time."""
+    T = c.tiles
+    sub = {"m": m, "k": k, "n": n}
+    if passes > 1:
+        sub[axis] = -(-sub[axis] // passes)
+    sm, sk, sn = sub["m"], sub["k"], sub["n"]
+    acc = axis == "k" and passes > 1
+    reductions = 1 if axis == "k" or passes == 1 else passes
+    best = least = None
+    for pm in _candidates(sm, T):
+        for pn in _candidates(sn, T):
+            for pk in _candidates(sk, T, small=4, factors=(1, 3)):
+                if pm * pn * pk > T:
+                    continue
+                cyc, red, temp = (float(v) for v in _grid_cost(sm, sk, sn, dt, c, acc, pm, pn, pk))
+                total = passes * cyc + reductions * red
+                if axis in ("m", "n") and passes > 1:
+                    temp += m * n * dt / T
+                row = (int(pm), int(pn), int(pk), total, temp)
+                if temp <= budget and (best is None or total < best[3]):
+                    best = row
+                if least is None or temp < least[4]:
+                    least = row
+    pick = best or least
+    return MatmulPlan(pick[0], pick[1], pick[2], axis if passes > 1 else "", passes, pick[3], pick[4], best is not None)
 
 
 def _pass_counts(dim: int) -> list:
@@ -267,7 +292,12 @@ def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", bud
 def _fewest(counts: list, plan_for):
     """The plan for the smallest count in ascending ``counts`` whose plan fits (bisection:
     a plan's working set shrinks as the count grows); None if even the largest does not."""
-    lo, hi, found = 0, len(counts) - 1, None
+    if not counts:
+        return None
+    first = plan_for(counts[0])
+    if first[-1]:
+        return first
+    lo, hi, found = 1, len(counts) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
         plan = plan_for(counts[mid])
@@ -381,7 +411,7 @@ def _query_chunks(s: Step):
     return L, L
 
 
-def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int):
+def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
     """Piece tables (first key block, each later key block) of ``which`` with every
     (sequence, head) cut in ``r`` chunks and its keys in ``key_blocks`` blocks.
 
@@ -408,7 +438,7 @@ def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int)
     online = nb > 1
     acc = online * (qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES)  # accumulator and running max/sum
     out = []
-    for first in (True, False):
+    for first in ((True,) if first_only else (True, False)):
         if which == "attn_scores":
             recv = (first * qc + kb) * hd * dt * remote
             sent = (first * qc + kb / r) * hd * dt * remote  # query rows once, K once per head (multicast)
@@ -435,8 +465,10 @@ _ATT_OPS = ("attn_scores", "softmax", "attn_context")
 
 
 def _attention_phases(s, c, r, nb, which, ref):
-    first, rest = (_deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles))
-    return first, rest
+    """Dealt per-tile tables of the first key block and of each later one (the same array
+    when there is one key block)."""
+    tables = [_deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
+    return tables[0], tables[-1]
 
 
 def _attention_cost(s, c, r, nb, ref):
@@ -606,19 +638,22 @@ def op_budget(c: TileChip, s: Step, op: Op, live_bytes: float) -> float:
     return float(max(0.1 * budget_bytes(c), min(budget_bytes(c), room)))
 
 
-def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba") -> list[OpPlan]:
+def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba", unlimited: bool = False) -> list[OpPlan]:
     """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op).
 
     Each op's working-set budget starts from ``op_budget`` (parameters spread evenly); since
     a tile's real share of the weights depends on the plans, an op whose peak then overflows
     some tile is planned again with its budget cut by that overflow (a few rounds).
+    ``unlimited``: no budget (every op in one pass; for the cost of the passes).
     ``c`` must be a ``TileChip`` and ``s`` a forward, prefill or decode ``Step`` (``tiles``
     checks both for its public functions)."""
     choice("engine", engine, ENGINES)
     ref = engine == "python"
-    cfg, dt, T = s.model, s.dtype_bytes, c.tiles
+    T = c.tiles
     att_ops = [i for i, op in enumerate(s.ops) if op.kind in ("attention", "softmax")]
     live = [_live_bytes(op, s, T) for op in s.ops]
+    if unlimited:
+        return _plan_ops(c, s, ref, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops))
     budgets = [op_budget(c, s, op, lv) for op, lv in zip(s.ops, live, strict=True)]
     plans = _plan_ops(c, s, ref, seed, budgets, live, att_ops, [None] * len(s.ops))
     on_chip = _on_chip_estimate(c, s)

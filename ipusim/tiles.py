@@ -418,6 +418,16 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     return prof
 
 
+def single_pass_time_s(c, s: Step, *, seed: int = 0) -> float:
+    """Seconds step ``s`` would take on chip ``c`` with weights on chip if every op ran in one
+    pass (temporaries unconstrained, whether or not they fit): ``simulate``'s on-chip time
+    minus this is what the serial passes cost."""
+    c = _tile_chip(c, "single_pass_time_s")
+    _step_arg(s)
+    prog = run_program(c, plan_step(c, s, seed=seed, unlimited=True))
+    return float((prog.superstep_cycles * prog.count).sum() / c.clock_hz)
+
+
 def simulate(c, s: Step, **kwargs) -> StepResult:
     """Simulate step ``s`` on tile chip ``c``; a ``machine.StepResult`` (see ``profile``)."""
     return profile(c, s, **kwargs).result

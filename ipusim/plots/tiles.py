@@ -213,3 +213,39 @@ def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def serial_passes(batches, results, single_pass_s, ax=None, label: str = ""):
+    """Step time (ms) against the batch, marking where serial passes begin and what they cost.
+
+    ``results``: the ``StepResult`` of each batch; ``single_pass_s``: the same step's time if
+    every op ran in one pass (``tiles.single_pass_time_s``). Points with serial passes are
+    drawn as open squares, the single-pass time as a dashed line (the gap is the passes'
+    cost); a dotted vertical line marks the first batch with passes. Steps that stream are
+    crossed and steps that do not fit are left off.
+    """
+    ax = _ax(ax)
+    b = np.asarray(batches)
+    t = np.array([r.time_s if r.fits else np.nan for r in results]) * 1e3
+    passes = np.array([bool(r.extra.get("passes")) for r in results])
+    line, = ax.plot(b, t, "-", lw=1.5, label=f"{label} simulated step".strip())
+    col = line.get_color()
+    ax.plot(b[~passes], t[~passes], "o", color=col, ms=4, ls="none")
+    ax.plot(b[passes], t[passes], "s", mfc="white", mec=col, ms=6, ls="none",
+            label=f"{label}: with serial passes".strip(": "))
+    ax.plot(b, np.asarray(single_pass_s) * 1e3, "--", color=col, lw=1,
+            label=f"{label}: every op in one pass (memory ignored)".strip(": "))
+    streamed = np.array([r.fit == "streams" for r in results])
+    if streamed.any():
+        ax.plot(b[streamed], t[streamed], "x", color=col, ms=9, mew=2, ls="none",
+                label=f"{label}: weights streamed".strip(": "))
+    if passes.any():
+        first = b[np.argmax(passes)]
+        ax.axvline(first, color=col, ls=":", lw=1)
+        ax.annotate(f"passes from batch {first}", (first, np.nanmax(t) * 0.9), color=col, fontsize=8,
+                    xytext=(4, 0), textcoords="offset points")
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("step time (ms)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
