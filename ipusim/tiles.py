@@ -167,10 +167,18 @@ class Program:
 
 
 def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
-    """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles)."""
+    """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
+
+    An op's identical supersteps (its serial passes) are timed once and counted as many
+    times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
+        row = {}
         for ph in p.phases:
+            if id(ph) in row:
+                cnt[row[id(ph)]] += p.op.count
+                continue
+            row[id(ph)] = len(phases)
             phases.append(ph)
             idx.append(i)
             cnt.append(p.op.count)
@@ -450,8 +458,8 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     plan = map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
     hz = c.clock_hz
-    split = {"compute": prog.slowest[:, 0].sum() / hz, "sync": len(prog.phases) * c.sync_cycles / hz,
-             "exchange": prog.slowest[:, 1].sum() / hz}
+    split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
+             "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
     t_unlimited = float(sum(split.values()))
     always = c.code_bytes_per_tile + plan.weights
     mem = always + plan.temp
@@ -463,7 +471,7 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
         chip=c.name, kind="tile", model=f"matmul {m}x{k}x{n}", phase="forward", batch=1,
         real_tokens=m, tokens=m, time_s=t, split=split, op_names=("matmul",),
         op_time_s=np.array([t_unlimited]), op_split={k_: np.array([v]) for k_, v in split.items()},
-        unit_busy_s=(prog.comp + prog.exch).sum(axis=0) / hz,
+        unit_busy_s=((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz,
         unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
         fits=fits, fit_message=msg, energy_j=c.power_w * t,
         extra={"partition": plan.partition, "passes": plan.passes, "pass_axis": plan.pass_axis,
