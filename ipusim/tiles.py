@@ -55,8 +55,16 @@ from .hardware import TileChip
 from .hardware import chip as _chip
 from .result import StepResult
 from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for callers of tiles)
-    AVAILABLE_MEMORY_PROPORTION, ENGINES, PARTIAL_BYTES, OpPlan, Phase, always_live_other_bytes, budget_bytes,
-    map_matmul, plan_matmul, plan_step,
+    AVAILABLE_MEMORY_PROPORTION,
+    ENGINES,
+    PARTIAL_BYTES,
+    OpPlan,
+    Phase,
+    always_live_other_bytes,
+    budget_bytes,
+    map_matmul,
+    plan_matmul,
+    plan_step,
 )
 from .workloads import Step
 
