@@ -14,7 +14,10 @@
    gives the fastest plan. Each pass is a superstep (sync, exchange of its input and weight
    blocks, compute), plus a reduction superstep for a grid split over ``k`` (once at the end
    for passes over ``k``, after every pass otherwise). Weights are gathered again in every
-   pass that needs them.
+   pass that needs them. Weights are *stored* spread evenly over all tiles, a layout
+   independent of the compute grid (ASSUMPTION: Poplar may lay a weight out for its
+   matmul, but an even spread keeps a small batch, whose grid uses few tiles, from piling
+   weights onto them); each pass's exchange gathers its weight blocks from that layout.
 4. **Online softmax.** Attention (forward, prefill) runs over ``key_blocks`` blocks of keys
    with an online softmax (running max and sum per query row, the FP32 context accumulator
    rescaled for every block after the first, Milakov & Gimelshein 2018; Dao et al. 2022), so
@@ -83,6 +86,16 @@ def _distribute_reference(work, n_tiles):
             out[t, j] += work[i, j]
         out[t, K] += 1.0
     return out
+
+
+def _deal_same(row, P: int, n_tiles: int, reference: bool) -> np.ndarray:
+    """``_deal`` of ``P`` identical pieces ``row`` (a count per tile times the row; the
+    reference deals the P rows one at a time)."""
+    row = np.asarray(row, dtype=np.float64)
+    if reference:
+        return _deal(np.tile(row, (P, 1)), n_tiles, True)
+    counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles).astype(np.float64)
+    return np.column_stack([counts[:, None] * row[None, :], counts])
 
 
 def _deal(pieces: np.ndarray, n_tiles: int, reference: bool) -> np.ndarray:
@@ -190,6 +203,15 @@ class MatmulPlan(NamedTuple):
     fits: bool
 
 
+def _weight_remote(T, pm, pn, pk):
+    """Share of its weight block a tile must receive: weights are stored spread evenly over
+    all ``T`` tiles (the storage layout, independent of the compute grid), so of a block
+    read by ``pm`` of the ``pm pn pk`` tiles in use, each reader holds ``pm pn pk / (T pm)``
+    (ASSUMPTION: the storage layout puts a block's bytes on its readers as far as the even
+    spread allows). With every tile in use this is ``(pm - 1) / pm``."""
+    return 1.0 - (pm * pn * pk) / (T * pm)
+
+
 def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     """One pass of an (m x k) @ (k x n) matmul on grids (pm, pn, pk) (broadcast arrays).
 
@@ -204,7 +226,7 @@ def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     x = c.exchange_bytes_per_cycle_per_tile
     red = pk > 1
     out_b = np.where(red | acc, PARTIAL_BYTES, dt)
-    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * (pm - 1) / pm
+    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
     part = (pk - 1) / pk * (mb * nb)
     cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
               + recv / x + c.sync_cycles)
@@ -221,10 +243,10 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
     if passes > 1:
         sub[axis] = -(-sub[axis] // passes)
     sm, sk, sn = sub["m"], sub["k"], sub["n"]
-    pm, pn, pk = np.meshgrid(_candidates(sm, T), _candidates(sn, T), _candidates(sk, T, small=4, factors=(1, 3)),
-                             indexing="ij")
-    valid = (pm * pn) * pk <= T  # one block per tile: only grids that fit the tiles (kept in C order)
-    pm, pn, pk = pm[valid], pn[valid], pk[valid]
+    cm, cn, ck = _candidates(sm, T), _candidates(sn, T), _candidates(sk, T, small=4, factors=(1, 3))
+    # one block per tile: only grids that fit the tiles, in C order of (pm, pn, pk)
+    im, jn, lk = np.nonzero((cm[:, None, None] * cn[None, :, None]) * ck[None, None, :] <= T)
+    pm, pn, pk = cm[im], cn[jn], ck[lk]
     cyc, red, temp = _grid_cost(sm, sk, sn, dt, c, axis == "k" and passes > 1, pm, pn, pk)
     reductions = 1 if axis == "k" or passes == 1 else passes
     total = passes * cyc + reductions * red
@@ -330,17 +352,20 @@ def plan_matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, passes: int 
     return _plan_matmul(m, k, n, dt, c, passes or 0, axis, float(b))
 
 
-def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc, weight_mult):
-    """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul."""
+def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
+    """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
+    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
     mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
     mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
     P = mi.size
-    send = (m * k * dt * (T - 1) / T + k * n * dt * (pm > 1)) / P  # each byte leaves its owner once (multicast)
+    remote_w = _weight_remote(T, pm, pn, pk)
+    # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
+    send = (m * k * dt * (T - 1) / T + k * n * dt * (1.0 if pm > 1 else remote_w)) / P
     out_b = PARTIAL_BYTES if (pk > 1 or acc) else dt
     table = np.column_stack([
         2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
-        mi * kl * dt * (T - 1) / T + kl * nj * dt * (pm - 1) / pm, np.full(P, send),
-        mi * kl * dt + kl * nj * dt + mi * nj * out_b, weight_mult * kl * nj * dt / pm,
+        mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w, np.full(P, send),
+        mi * kl * dt + kl * nj * dt + mi * nj * out_b, np.zeros(P),
     ])
     return table, mi * nj
 
@@ -366,23 +391,24 @@ def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live
     dims = {"m": m, "k": k, "n": n}
     sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
     per_size, phases = {}, []
-    weights = np.zeros(T)
-    wmult = 0.0 if tied else op.count
+    # Storage layout: every instance's k x n weights spread evenly over all tiles, whatever
+    # the compute grid (a batch whose grid uses few tiles does not pile weights onto them);
+    # each pass gathers its blocks from there (``_weight_remote``). Tied weights are the
+    # embedding table, stored by ``map_embedding``.
+    weights = np.full(T, 0.0 if tied else op.count * k * n * dt / T)
     for i, size in enumerate(sizes):
         size = int(size)
         if size not in per_size:
             d = dict(dims)
             if P > 1:
                 d[axis] = size
-            table, area = _matmul_pass(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, wmult)
+            table, area = _matmul_pass(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1)
             per = _deal(table, T, ref)
             red = _deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
             per_size[size] = (_phase(op.name, "matmul", True, per), per,
                               red if red is None else _phase(op.name, "reduce", False, red), red)
         ph, per, rph, red = per_size[size]
         phases.append(ph)
-        if axis != "m" or i == 0:  # passes over m reuse the same weight blocks
-            weights += per[:, 5]
         if rph is not None and (axis != "k" or i == len(sizes) - 1):
             phases.append(rph)
     work = np.max([per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()], axis=0)
@@ -562,8 +588,7 @@ def map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool
     reads = op.act_read_bytes / op.count / (op.m * dt)
     fl = op.flops / op.count / op.m * w
     recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
-    table = np.tile([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], (P, 1))
-    per = _deal(table, c.tiles, ref)
+    per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, c.tiles, ref)
     return OpPlan(op, f"{rows} rows x {chunks} chunks", P, [_phase(op.name, op.kind, False, per)],
                   per[:, 5], per[:, 4], block=(w,), working_set_bytes=float(per[:, 4].max()))
 
@@ -600,8 +625,7 @@ def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
         send += np.bincount(np.unique(idx) * T // nrows, minlength=T)[:T] * d * dt
         owned += np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T] * d * dt
     k = len(tables)
-    table = np.tile([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], (ntok, 1))
-    per = _deal(table, T, ref)
+    per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T, ref)
     plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,
                   [_phase(op.name, "embedding", False, per)], owned, per[:, 4],
                   working_set_bytes=float(per[:, 4].max()))

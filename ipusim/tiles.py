@@ -7,7 +7,7 @@ The model, in the order a step is simulated:
    of a tile runs as several serial passes (matmuls over blocks of k, m or n; attention over
    key blocks with an online softmax). Each ``OpPlan`` says its partition, passes and block.
 2. **Memory.** A tile can touch only its own SRAM (facts §1.4, GC-PGKR). Each tile holds
-   *always-live* bytes (a code budget, its share of every layer's weights, the embedding
+   *always-live* bytes (a code budget, 1/tiles of every layer's weights, the embedding
    rows it owns, the KV cache, the residual stream) and, while an op runs, that op's
    *temporary* bytes (its working set and the inputs it holds); temporaries are freed
    between ops (PopVision's not-always-live memory). Peak per tile = always-live + the

@@ -327,6 +327,37 @@ def test_serial_pass_plans_conserve_flops_and_keep_each_pass_within_the_budget(m
     assert reductions == expect
 
 
+@pytest.mark.parametrize("m,k,n", [(8, 768, 768), (4096, 768, 3072), (2, 1024, 4096)])
+def test_weights_are_stored_evenly_and_gathered_from_the_storage_layout(m, k, n):
+    """Weights are stored spread evenly over all tiles whatever the compute grid (so a small
+    batch whose grid uses few tiles does not pile weights onto them): every tile holds
+    k n dt / T exactly (tolerance 1e-12 relative). Each block is read by pm tiles, each of
+    which holds G / (T pm) of it (G = pm pn pk tiles in use) and receives the rest; inputs
+    are received (T - 1) / T by the pn tiles reading each input block. Closed form for the
+    bytes received in the matmul superstep, all tiles (one pass)."""
+    T, dt = GC200.tiles, 2
+    plan = tileplan.map_matmul(_mm_op(m, k, n), GC200, dt, False, budget=1e9)
+    assert plan.passes == 1
+    assert plan.weights.max() == pytest.approx(k * n * dt / T, rel=1e-12)
+    assert plan.weights.min() == pytest.approx(k * n * dt / T, rel=1e-12)
+    pm, pn, pk = (int(plan.partition.split(f"{a}/")[1].split(" ")[0]) for a in "mnk")
+    G = pm * pn * pk
+    expect = pn * m * k * dt * (T - 1) / T + pm * k * n * dt * (1 - G / (T * pm))
+    mm = [p for p in plan.phases if p.label == "matmul"][0]
+    assert mm.recv.sum() == pytest.approx(expect, rel=1e-12)
+
+
+def test_fit_is_monotone_in_the_batch_for_a_tight_on_chip_case():
+    """BERT-large (12 layers, one stage of a 2-chip pipeline) at 256 tokens on one GC200: if
+    a batch fits with weights on chip, every smaller batch does too (weights are stored
+    evenly, so a small batch's few-tile grid does not concentrate them)."""
+    cfg = workloads.model("bert-large").replace(layers=12, vocab=2, type_vocab=0, learned_positions=False,
+                                                 tied_embeddings=True, published_params=0.0)
+    fits = [tiles.simulate("gc200", workloads.step(cfg, [256] * b), weights="on_chip").fits for b in (1, 2, 3, 4, 8)]
+    assert fits == sorted(fits, reverse=True), fits  # True... then False...
+    assert fits[0]
+
+
 @pytest.mark.parametrize("axis", ["m", "n", "k"])
 def test_time_is_monotone_in_passes_for_a_fixed_op(axis):
     """For one op, the fastest plan with P passes over an axis takes no less time than with
