@@ -336,8 +336,19 @@ def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
 
 
 def _live_act_bytes(s: Step) -> float:
-    """The largest op's activation bytes of one instance (one layer)."""
-    return float(max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops))
+    """Activation bytes the largest op of one instance (one layer) must hold at once: its
+    input and output; for the attention ops (scores, softmax, context) Q, K, V and the
+    context, not the scores, which an online softmax holds one key block at a time
+    (``ipusim.tileplan`` plans attention so). A lower bound on what any machine holds, so
+    that a step the tile rule puts on chip also passes this byte count."""
+    return float(max(_op_live_bytes(o, s) for o in s.ops))
+
+
+def _op_live_bytes(o: Op, s: Step) -> float:
+    """Activation bytes one instance of ``o`` holds at once (see ``_live_act_bytes``)."""
+    if o.kind in ("attention", "softmax"):
+        return float(s.tokens * (2 * s.model.d_model + 2 * s.model.kv_dim) * s.dtype_bytes)  # Q, K, V, context
+    return (o.act_read_bytes + o.act_write_bytes) / o.count
 
 
 def _kv_need_bytes(s: Step) -> float:
@@ -349,7 +360,8 @@ def _kv_need_bytes(s: Step) -> float:
 
 def step_need_bytes(s: Step) -> float:
     """Bytes a step must hold at once: weights + the largest op's live activations (one
-    layer) + the KV cache of prefill/decode."""
+    layer; attention scores held per key block, not whole) + the KV cache of prefill/decode.
+    Necessary, not sufficient: on a tile chip the per-tile rule (``StepResult.fit``) decides."""
     return float(s.model.weight_bytes(s.dtype_bytes)) + _live_act_bytes(s) + _kv_need_bytes(s)
 
 
@@ -569,7 +581,7 @@ def capacity(
         return Capacity(c.name, m.name, mode, tf.weight_bytes, 0.0, tf.activation_bytes,
                         tf.gradient_bytes + tf.optimizer_bytes, memory_capacities(c))
     s = workloads.step(m, [seq_len] * batch, dtype_bytes=dtype_bytes)
-    live = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+    live = _live_act_bytes(s)
     kv = m.kv_bytes_per_token(dtype_bytes) * batch * seq_len if m.kind == "decoder" else 0.0
     return Capacity(c.name, m.name, mode, m.weight_bytes(dtype_bytes), float(kv), float(live), 0.0,
                     memory_capacities(c))
@@ -591,7 +603,7 @@ def _op_quantities(s: Step) -> np.ndarray:
     """Per op: FLOPs, weight bytes, activation bytes, live activation bytes of one
     instance, KV-cache bytes."""
     return np.array([[o.flops, o.weight_bytes, o.act_read_bytes + o.act_write_bytes,
-                      (o.act_read_bytes + o.act_write_bytes) / o.count, o.kv_bytes] for o in s.ops])
+                      _op_live_bytes(o, s), o.kv_bytes] for o in s.ops])
 
 
 def step_coefficients(model_or_name, phase: str = "forward", dtype_bytes: int = 2) -> np.ndarray:

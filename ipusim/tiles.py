@@ -2,20 +2,19 @@
 
 The model, in the order a step is simulated:
 
-1. **Mapping.** Every op of one layer is cut into *pieces* (a block of a matmul, a chunk of
-   query rows of one head of one sequence, a row of a layer norm, one token's embedding
-   rows) and the pieces are dealt to tiles in order, piece ``i`` to tile
-   ``i * tiles // pieces`` (Poplar also maps work statically, at compile time). When the
-   pieces do not divide evenly some tiles get one more piece than others, or are idle:
-   that is the load imbalance the model shows.
+1. **Planning** (``ipusim.tileplan``). Every op of one layer is cut into pieces dealt to
+   tiles at compile time; an op whose working set does not fit ``availableMemoryProportion``
+   of a tile runs as several serial passes (matmuls over blocks of k, m or n; attention over
+   key blocks with an online softmax). Each ``OpPlan`` says its partition, passes and block.
 2. **Memory.** A tile can touch only its own SRAM (facts §1.4, GC-PGKR). Each tile holds
-   *always-live* bytes (a code budget, its share of every layer's weights, the embedding
-   rows it owns, the KV cache) and, while an op runs, *temporary* bytes (its input and
-   output blocks, gathered weight blocks, attention scores). Peak = always-live + the
-   largest temporary. More than ``sram_per_tile_bytes`` is an out-of-memory error, reported
-   with the tile, the excess and what would make it fit; nothing is placed silently. A step
-   that fits neither on chip nor by streaming its weights has ``fits=False`` and
-   ``time_s = inf`` (the fit rule in ``machine.StepResult``).
+   *always-live* bytes (a code budget, 1/tiles of every layer's weights, the embedding
+   rows it owns, the KV cache, the residual stream) and, while an op runs, that op's
+   *temporary* bytes (its working set and the inputs it holds); temporaries are freed
+   between ops (PopVision's not-always-live memory). Peak per tile = always-live + the
+   largest single op's temporaries. More than ``sram_per_tile_bytes`` is an out-of-memory
+   error, reported with the tile, the excess and what would make it fit; nothing is placed
+   silently. A step that fits neither on chip nor by streaming its weights has
+   ``fits=False`` and ``time_s = inf`` (the fit rule in ``ipusim.result``).
 3. **Supersteps.** A superstep is sync, then the exchange that brings an op its inputs,
    then the op's compute (read cyclically, this is Graphcore's compute -> sync -> exchange
    order, facts §1.4 GC-MPO2). Compute cycles per tile are ``vertex overhead x pieces +
@@ -36,7 +35,8 @@ The model, in the order a step is simulated:
    ``offchip_bandwidth_bytes_per_s``, not overlapped with compute (ASSUMPTION: no double
    buffering; Poplar's copies are explicit program steps, facts §1.2 GC-PG). The copy lands
    in the layout the weights are stored in on chip, so a matmul still pays its weight gather
-   in the exchange (ASSUMPTION). The embedding rows a batch needs are streamed likewise.
+   in the exchange (ASSUMPTION); while its op runs the copy is a temporary on the tiles
+   that hold it. The embedding rows a batch needs are streamed likewise.
 
 Constants from facts §1.4 are named below with their source. Assumptions are marked.
 Only forward, prefill and decode steps are mapped (training is left to a later module).
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 from numba import njit
@@ -55,47 +54,27 @@ from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
 from .result import StepResult
-from .workloads import Op, Step
+from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for callers of tiles)
+    AVAILABLE_MEMORY_PROPORTION,
+    ENGINES,
+    PARTIAL_BYTES,
+    OpPlan,
+    Phase,
+    always_live_other_bytes,
+    budget_bytes,
+    map_matmul,
+    plan_matmul,
+    plan_step,
+)
+from .workloads import Step
 
-AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM a matmul plan may use for temporaries (POPLIBS-OPT)
 TILES_PER_EXCHANGE_BUS = 2  # tiles sharing one exchange bus for sending (UNATTR-IPU21, conf. L)
-PARTIAL_BYTES = 4  # ASSUMPTION: k-split matmul partial sums kept in FP32 (AMP accumulates in FP32)
-# ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
-# FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP FP16 rate.
 WEIGHT_MODES = ("auto", "on_chip", "stream")
-ENGINES = ("numba", "python")
 
 
 # ------------------------------------------------------------------------------------------
-# Kernels (flat loops) and their plain-Python references
+# The superstep kernel and its plain-Python reference
 # ------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _distribute(work, n_tiles, out):
-    """Deal pieces to tiles in order: piece i goes to tile (i * n_tiles) // P; sum per tile.
-
-    Preconditions: ``work`` is (P, K) float64 with P >= 1; ``out`` is (n_tiles, K + 1) zeros;
-    the last column of ``out`` receives the number of pieces per tile.
-    """
-    P, K = work.shape
-    for i in range(P):
-        t = (i * n_tiles) // P
-        for j in range(K):
-            out[t, j] += work[i, j]
-        out[t, K] += 1.0
-
-
-def _distribute_reference(work, n_tiles):
-    """Plain-Python reference of ``_distribute``; returns the (n_tiles, K + 1) array."""
-    P, K = work.shape
-    out = np.zeros((n_tiles, K + 1))
-    for i in range(P):
-        t = (i * n_tiles) // P
-        for j in range(K):
-            out[t, j] += work[i, j]
-        out[t, K] += 1.0
-    return out
-
 
 @njit(cache=True)
 def _superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x_rate,
@@ -144,281 +123,6 @@ def _superstep_cycles_reference(flops, load, vertices, recv, send, flop_rate, sr
         mx[s] = comp[s].max(), exch[s].max()
     return comp, exch, mx
 
-
-# ------------------------------------------------------------------------------------------
-# Mapping: ops -> pieces -> per-tile arrays
-# ------------------------------------------------------------------------------------------
-
-# Columns of a piece table: what one piece costs and needs.
-_COLS = ("flops", "load", "recv", "send", "temp", "weights")
-
-
-@dataclass
-class Phase:
-    """One superstep of one op instance: per-tile arrays of length ``tiles``."""
-
-    op: str
-    label: str  # "matmul", "reduce", "attention", ...
-    amp: bool  # True: matmul unit (AMP) FP16 rate; False: vector rate
-    flops: np.ndarray  # FLOP per tile
-    load: np.ndarray  # SRAM bytes streamed per tile
-    vertices: np.ndarray  # pieces (vertices) per tile
-    recv: np.ndarray  # bytes received in the exchange before the compute
-    send: np.ndarray  # bytes sent in that exchange
-
-
-@dataclass
-class OpPlan:
-    """How one op is laid out over the tiles. Byte arrays are per tile."""
-
-    op: Op
-    partition: str  # human-readable partition
-    pieces: int
-    phases: list
-    weights: np.ndarray  # always-live weight bytes, all instances
-    temp: np.ndarray  # peak temporary bytes while one instance runs
-    stream_bytes: float = 0.0  # bytes copied from off-chip DRAM per instance (streaming mode)
-    over_budget: bool = False  # temporaries exceed availableMemoryProportion
-
-    @property
-    def exchange_bytes(self) -> np.ndarray:
-        """Bytes each tile receives per instance."""
-        return sum(p.recv for p in self.phases)
-
-
-def _deal(pieces: np.ndarray, n_tiles: int, reference: bool) -> np.ndarray:
-    pieces = np.ascontiguousarray(pieces, dtype=np.float64)
-    if reference:
-        return _distribute_reference(pieces, n_tiles)
-    out = np.zeros((n_tiles, pieces.shape[1] + 1))
-    _distribute(pieces, n_tiles, out)
-    return out
-
-
-def _phase(op, label, amp, per_tile) -> Phase:
-    """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
-    op's input is spread over all of them)."""
-    f, ld, rv, sd = (per_tile[:, i] for i in range(4))
-    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size))
-
-
-def _splits(n: int, parts: int) -> np.ndarray:
-    """Balanced split of n into ``parts`` integers (floor/ceil): the remainder imbalance."""
-    return n // parts + (np.arange(parts) < n % parts)
-
-
-def _candidates(dim: int, cap: int, small: int = 32, factors=(1, 3, 23)) -> np.ndarray:
-    """Split counts tried for one matmul dimension: every count up to ``small``, then
-    ``factors`` times powers of two (1,472 = 64 x 23), and the whole dimension."""
-    top = min(dim, cap)
-    c = set(range(1, min(small, top) + 1)) | {top}
-    for f in factors:
-        p = f
-        while p <= top:
-            c.add(p)
-            p *= 2
-    return np.array(sorted(c))
-
-
-@lru_cache(maxsize=4096)
-def _plan_matmul_grid(m, k, n, dt, c: TileChip):
-    """Choose the (pm, pn, pk) split of an (m x k) @ (k x n) matmul over the tiles.
-
-    Costs per tile (closed form on the largest block, vectorised over candidate grids):
-    compute ``2 mb kb nb / FLOP-rate``; exchange: the input block (sent once, received by
-    the ``pn`` tiles that need it: multicast, ASSUMPTION), the weight block gathered from
-    the ``pm`` tiles that share it (each stores 1/pm), and for ``pk > 1`` a reduction
-    superstep over FP32 partials. Temporaries (input, gathered weights, output/partials)
-    must stay within ``availableMemoryProportion`` of the tile (POPLIBS-OPT); if no grid
-    does, the grid with the least temporaries is taken and flagged.
-    """
-    T = c.tiles
-    pm = _candidates(m, T)[:, None, None]  # broadcast over a 3-D grid of candidates
-    pn = _candidates(n, T)[None, :, None]
-    pk = _candidates(k, T, small=4, factors=(1, 3))[None, None, :]
-    mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
-    x = c.exchange_bytes_per_cycle_per_tile
-    red = pk > 1
-    out_b = np.where(red, PARTIAL_BYTES, dt)
-    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * (pm - 1) / pm
-    part = (pk - 1) / pk * (mb * nb)
-    cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
-              + recv / x + c.sync_cycles
-              + red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)))
-    temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
-    budget = AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes
-    valid = (pm * pn) * pk <= T
-    feasible = valid & (temp <= budget)
-    if feasible.any():
-        i = np.unravel_index(np.argmin(np.where(feasible, cycles, np.inf)), feasible.shape)
-    else:
-        i = np.unravel_index(np.argmin(np.where(valid, temp, np.inf)), valid.shape)
-    pm, pn, pk = pm[i[0], 0, 0], pn[0, i[1], 0], pk[0, 0, i[2]]
-    return int(pm), int(pn), int(pk), not bool(feasible.any())
-
-
-def _map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied=False) -> OpPlan:
-    """Matmul: blocks of a (pm, pn, pk) grid, one block per tile (see ``_plan_matmul_grid``)."""
-    m, k, n = op.m, op.k, op.n
-    pm, pn, pk, over = _plan_matmul_grid(m, k, n, dt, c)
-    T = c.tiles
-    mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
-    mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
-    P = mi.size
-    send = (m * k * dt * (T - 1) / T + k * n * dt * (pm > 1)) / P  # each byte leaves its owner once (multicast)
-    out_b = PARTIAL_BYTES if pk > 1 else dt
-    table = np.column_stack([
-        2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
-        mi * kl * dt * (T - 1) / T + kl * nj * dt * (pm - 1) / pm, np.full(P, send),
-        mi * kl * dt + kl * nj * dt + mi * nj * out_b,
-        np.zeros(P) if tied else op.count * kl * nj * dt / pm,
-    ])
-    per = _deal(table, T, ref)
-    phases = [_phase(op.name, "matmul", True, per)]
-    temp = per[:, 4].copy()
-    if pk > 1:  # reduce FP32 partials: each of the pk tiles owns 1/pk of the output block
-        part = mi * nj / pk
-        red = np.column_stack([(pk - 1) * part, 2 * pk * part * PARTIAL_BYTES,
-                               (pk - 1) * part * PARTIAL_BYTES, (pk - 1) * part * PARTIAL_BYTES,
-                               np.zeros(P), np.zeros(P)])
-        rper = _deal(red, T, ref)
-        phases.append(_phase(op.name, "reduce", False, rper))
-        temp += rper[:, 2]
-    plan = OpPlan(op, f"m/{pm} x n/{pn} x k/{pk} on {P} tiles", P, phases, per[:, 5], temp,
-                  over_budget=over)
-    plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
-    return plan
-
-
-def _query_chunks(s: Step):
-    """(rows, keys) per sequence of one head: query rows and key count under the step's layout."""
-    if s.phase == "decode":
-        return np.ones(s.batch), s.lengths.astype(float)
-    L = np.full(s.batch, s.row_len, float) if s.row_len else s.lengths.astype(float)
-    return L, L
-
-
-def _attention_table(s: Step, r: int, which: str, n_tiles: int):
-    """Piece table of attention scores/context/softmax with every (sequence, head) cut in r chunks.
-
-    Forward/prefill chunks query rows; decode (one query) chunks the keys (ASSUMPTION: the
-    partial-softmax merge of split keys is not costed). Each piece receives the K (or V)
-    rows of its head and its query rows; it keeps its block of scores for the softmax.
-    """
-    cfg, dt = s.model, s.dtype_bytes
-    hd, h = cfg.head_dim, cfg.heads
-    remote = (n_tiles - 1) / n_tiles
-    rows, keys = _query_chunks(s)
-    rows, keys = np.repeat(rows, h * r), np.repeat(keys, h * r)
-    if s.phase == "decode":
-        kc, qc = keys / r, rows
-    else:
-        kc, qc = keys, rows / r
-    area = qc * kc
-    z = np.zeros_like(area)
-    if which == "attn_scores":
-        recv = (qc + kc) * hd * dt * remote
-        sent = (qc + kc / r) * hd * dt * remote  # query rows once, K once per head (multicast)
-        return np.column_stack([2 * area * hd, recv, recv, sent, recv + area * dt, z])
-    if which == "attn_context":
-        recv = kc * hd * dt * remote
-        return np.column_stack([2 * area * hd, area * dt + recv, recv, recv / r,  # V once per head
-                                area * dt + recv + qc * hd * dt, z])
-    return np.column_stack([5 * area, 2 * area * dt, z, z, 2 * area * dt, z])  # softmax in place
-
-
-def _map_attention(op: Op, s: Step, c: TileChip, ref: bool, r_fixed=None) -> tuple[OpPlan, int]:
-    """Attention products and softmax: pieces are chunks of one head of one sequence.
-
-    The chunk count r is chosen (from a few candidates near ``tiles / (heads x batch)``) to
-    minimise the slowest tile's cycles within the temporaries budget; the softmax reuses the
-    score layout so it needs no exchange.
-    """
-    G = s.model.heads * s.batch
-    span = int(_query_chunks(s)[1 if s.phase == "decode" else 0].max())
-    base = max(1, c.tiles // G)
-    cands = sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)})
-    if r_fixed is not None:
-        cands = [r_fixed]
-    rate = c.fp16_flops_per_cycle_per_tile if op.kind == "attention" else c.fp32_flops_per_cycle_per_tile
-    best = None
-    budget = AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes
-    for r in cands:
-        per = _deal(_attention_table(s, r, op.name, c.tiles), c.tiles, ref)
-        cyc = (per[:, 0] / rate).max() + (per[:, 2] / c.exchange_bytes_per_cycle_per_tile).max()
-        key = (per[:, 4].max() > budget, cyc)
-        if best is None or key < best[0]:
-            best = (key, r, per)
-    (over, _), r, per = best
-    label = "attention" if op.kind == "attention" else op.kind
-    plan = OpPlan(op, f"{G} head-sequences x {r} chunks", G * r,
-                  [_phase(op.name, label, op.kind == "attention", per)], per[:, 5], per[:, 4],
-                  over_budget=bool(over))
-    return plan, r
-
-
-def _map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool) -> OpPlan:
-    """Row-wise element ops (layer norm, activation): ``op.m // width`` rows of ``width``.
-
-    A norm needs whole rows, which the previous matmul left in column blocks, so its rows
-    are gathered (``exchange``); the activation runs in place on the up-projection output.
-    Rows are cut into chunks when there are fewer rows than tiles (activation only).
-    """
-    dt = s.dtype_bytes
-    rows = op.m // width
-    chunks = 1 if exchange else max(1, min(width, c.tiles // max(rows, 1)))
-    P = rows * chunks
-    w = width / chunks
-    reads = op.act_read_bytes / op.count / (op.m * dt)
-    fl = op.flops / op.count / op.m * w
-    recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
-    table = np.tile([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], (P, 1))
-    per = _deal(table, c.tiles, ref)
-    return OpPlan(op, f"{rows} rows x {chunks} chunks", P, [_phase(op.name, op.kind, False, per)],
-                  per[:, 5], per[:, 4])
-
-
-def _map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
-    """Embedding look-up: table rows are spread over tiles; each token's row is sent to its tile.
-
-    Token ids are drawn uniformly from the vocabulary with ``seed`` (ASSUMPTION: real text is
-    Zipf-like, which would load a few tiles more); padding positions use id 0 ([PAD]).
-    Position (and token-type) rows come from tables spread the same way. A tile sends each
-    distinct row it owns once, multicast to every tile that needs it (the same ASSUMPTION as
-    for matmul inputs), so a row many tokens share costs one send.
-    """
-    cfg, dt, T = s.model, s.dtype_bytes, c.tiles
-    d = cfg.d_model
-    rng = np.random.default_rng(seed)
-    ntok = s.tokens
-    if s.phase == "decode":
-        pos = s.lengths - 1
-    elif s.row_len:
-        pos = np.tile(np.arange(s.row_len), s.batch)
-    else:
-        pos = np.concatenate([np.arange(n) for n in s.lengths])
-    ids = rng.integers(1, cfg.vocab, size=ntok)
-    if s.row_len and s.phase != "decode":
-        ids[(pos >= np.repeat(s.lengths, s.row_len))] = 0
-    tables = [(ids, cfg.vocab)]
-    if cfg.learned_positions:
-        tables.append((pos, cfg.max_positions))
-    if cfg.type_vocab:
-        tables.append((np.zeros(ntok, np.int64), cfg.type_vocab))
-    send, owned = np.zeros(T), np.zeros(T)
-    for idx, nrows in tables:
-        send += np.bincount(np.unique(idx) * T // nrows, minlength=T)[:T] * d * dt
-        owned += np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T] * d * dt
-    k = len(tables)
-    table = np.tile([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], (ntok, 1))
-    per = _deal(table, T, ref)
-    plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,
-                  [_phase(op.name, "embedding", False, per)], owned, per[:, 4])
-    plan.phases[0].send = send
-    plan.stream_bytes = float(ntok * k * d * dt)
-    return plan
-
-
 def _tile_chip(c, fn: str) -> TileChip:
     """``c`` as a TileChip, or a ValueError naming the function and the chip."""
     c = _chip(c)
@@ -435,29 +139,12 @@ def _step_arg(s) -> Step:
 
 
 def map_step(c, s: Step, *, seed: int = 0, engine: str = "numba") -> list[OpPlan]:
-    """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op)."""
+    """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op; see
+    ``ipusim.tileplan``)."""
     c = _tile_chip(c, "map_step")
     _step_arg(s)
     choice("engine", engine, ENGINES)
-    ref = engine == "python"
-    cfg, dt = s.model, s.dtype_bytes
-    plans, r = [], None
-    for op in s.ops:
-        if op.kind == "matmul":
-            tied = op.name == "lm_head" and cfg.tied_embeddings
-            plans.append(_map_matmul(op, c, dt, ref, tied=tied))
-        elif op.kind == "attention" or op.kind == "softmax":
-            plan, r = _map_attention(op, s, c, ref, r_fixed=None if op.name == "attn_scores" else r)
-            plans.append(plan)
-        elif op.kind == "norm":
-            plans.append(_map_rows(op, s, c, ref, cfg.d_model, exchange=True))
-        elif op.kind == "activation":
-            plans.append(_map_rows(op, s, c, ref, op.m // s.tokens, exchange=False))
-        elif op.kind == "embedding":
-            plans.append(_map_embedding(op, s, c, ref, seed))
-        else:  # pragma: no cover - OP_KINDS is closed
-            raise ValueError(f"op kind {op.kind!r} is not mapped")
-    return plans
+    return plan_step(c, s, seed=seed, engine=engine)
 
 
 # ------------------------------------------------------------------------------------------
@@ -488,10 +175,18 @@ class Program:
 
 
 def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
-    """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles)."""
+    """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
+
+    An op's identical supersteps (its serial passes) are timed once and counted as many
+    times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
+        row = {}
         for ph in p.phases:
+            if id(ph) in row:
+                cnt[row[id(ph)]] += p.op.count
+                continue
+            row[id(ph)] = len(phases)
             phases.append(ph)
             idx.append(i)
             cnt.append(p.op.count)
@@ -559,9 +254,13 @@ class TileProfile:
                 for t in order]
 
     def op_table(self) -> list[dict]:
-        """Per op: partition, tiles used, seconds by phase, bytes received per tile (max)."""
+        """Per op: partition, pieces per pass, serial passes (and over which axis), the
+        largest per-tile block, temporary bytes per tile (max; working set and held
+        inputs), seconds by phase, bytes received per tile (max)."""
         r = self.result
         return [{"op": p.op.name, "partition": p.partition, "pieces": p.pieces,
+                 "passes": p.passes, "pass_axis": p.pass_axis, "block": tuple(float(b) for b in p.block),
+                 "temp_bytes_max": p.temp_bytes, "working_set_bytes_max": p.working_set_bytes,
                  "time_s": float(r.op_time_s[i]),
                  **{k: float(v[i]) for k, v in r.op_split.items()},
                  "exchange_bytes_max": float(p.exchange_bytes.max())}
@@ -571,36 +270,38 @@ class TileProfile:
         return f"TileProfile({self.result!r})"
 
 
-def _memory(c: TileChip, s: Step, plans: list):
-    """Per-tile bytes: (code + other params + KV, placed weights, temporaries, op at the peak).
+def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
+    """Per-tile bytes: (always-live other than weights, placed weights, temporaries, op at the peak).
 
-    Biases and norm parameters are spread evenly; the KV cache (prefill, decode) too; the
-    residual stream (tokens x d_model) is live throughout, spread over all tiles.
+    Always-live: the code budget, biases and norm parameters and the KV cache (prefill,
+    decode), spread evenly, and the residual stream (tokens x d_model), live throughout and
+    spread over all tiles. Placed weights: every op's weight blocks (always-live when on
+    chip). Temporaries: per tile, the largest single op's (freed between ops); when weights
+    stream, an op's temporaries include its copied-in weights. Capacity per tile is then
+    ``always-live + largest temporaries``.
     """
-    cfg, dt, T = s.model, s.dtype_bytes, c.tiles
     placed = sum(p.weights for p in plans)
-    other = max(0.0, cfg.params * dt - placed.sum()) / T
-    kv = 0.0
-    if s.phase in ("prefill", "decode"):
-        kv = cfg.kv_bytes_per_token(dt) * float(s.lengths.sum() if s.phase == "decode" else s.tokens) / T
-    temps = np.vstack([p.temp for p in plans])
-    resid = s.tokens * cfg.d_model * dt / T
-    base = c.code_bytes_per_tile + other + kv
-    return base, placed, temps.max(axis=0) + resid, temps.argmax(axis=0)
+    temps = np.vstack([p.temp + (p.weights / p.op.count if streamed and p.op.kind == "matmul" else 0.0)
+                       for p in plans])
+    base = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed)
+    return base, placed, temps.max(axis=0), temps.argmax(axis=0)
 
 
 def largest_batch_that_fits(c, s: Step, *, weights_on_chip: bool = True, seed: int = 0) -> int:
     """Most sequences of ``s`` (its first ones, same padding) whose step fits the tiles; 0 if none.
 
-    Bisection over the batch, mapping each candidate (temporaries do not scale linearly with
-    tokens, because the planner changes partitions).
+    ``weights_on_chip``: the limit with every weight on chip (``simulate(..., weights="on_chip")``
+    fits exactly up to it); False: with weights streamed (``weights="stream"``). Bisection over
+    the batch, planning each candidate (temporaries do not scale linearly with tokens,
+    because the planner changes partitions and passes); it assumes fitting is monotone in
+    the batch.
     """
     c = _tile_chip(c, "largest_batch_that_fits")
     _step_arg(s)
 
     def fits(b):
         sb = _sub_step(s, b)
-        base, placed, temp, _ = _memory(c, sb, map_step(c, sb, seed=seed))
+        base, placed, temp, _ = _memory(c, sb, map_step(c, sb, seed=seed), streamed=not weights_on_chip)
         return (base + (placed if weights_on_chip else 0.0) + temp).max() <= c.sram_per_tile_bytes
 
     lo, hi = 0, s.batch
@@ -636,7 +337,8 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     lines.append(f"Splitting over at least {max(2, math.ceil(need / c.data_bytes))} chips (layers pipelined) "
                  "gives it room.")
     if prof.weights == "on-chip" and c.offchip_bytes > 0:
-        stream_peak = (mem - prof.always_live).max() + c.code_bytes_per_tile
+        s_base, _, s_temp, _ = _memory(c, s, prof.plans, streamed=True)
+        stream_peak = (s_base + s_temp).max()
         verdict = ("then it fits" if stream_peak <= sram else
                    f"not enough alone: temporaries and code still need {stream_peak:,.0f} bytes on a tile")
         lines.append(f"Streaming weights from off-chip DRAM adds about {stream_s * 1e3:,.2f} ms per step "
@@ -675,13 +377,16 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     stream_s_if = stream_bytes / c.offchip_bandwidth_bytes_per_s if c.offchip_bytes else 0.0
     mode = weights
     if weights == "auto":  # stream only when that is what makes the step fit
-        stream_fits = (base + temporary).max() <= c.sram_per_tile_bytes
+        s_base, _, s_temp, _ = _memory(c, s, plans, streamed=True)
+        stream_fits = (s_base + s_temp).max() <= c.sram_per_tile_bytes
         can_stream = c.offchip_bytes >= cfg.weight_bytes(dt)
         if onchip_peak > c.sram_per_tile_bytes and stream_fits and can_stream:
             mode = "stream"
         else:  # fits on chip, or fits nowhere (then time_s = inf below)
             mode = "on_chip"
     streamed = mode == "stream"
+    if streamed:
+        base, placed, temporary, peak_op = _memory(c, s, plans, streamed=True)
     always = np.full(T, base) + (0.0 if streamed else placed)
 
     # Time
@@ -726,10 +431,21 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
         fits=fits, fit_message=msg, energy_j=c.power_w * time_s,
         extra={"weights": prof.weights, "cycles": time_s * hz, "time_if_unlimited_s": time_if_unlimited,
                "supersteps": int(prog.count.sum()),
+               "passes": {p.op.name: p.passes for p in plans if p.passes > 1},
                "memory_always_live_max_bytes": float(always.max()),
                "memory_temporary_max_bytes": float(temporary.max())},
     )
     return prof
+
+
+def single_pass_time_s(c, s: Step, *, seed: int = 0) -> float:
+    """Seconds step ``s`` would take on chip ``c`` with weights on chip if every op ran in one
+    pass (temporaries unconstrained, whether or not they fit): ``simulate``'s on-chip time
+    minus this is what the serial passes cost."""
+    c = _tile_chip(c, "single_pass_time_s")
+    _step_arg(s)
+    prog = run_program(c, plan_step(c, s, seed=seed, unlimited=True))
+    return float((prog.superstep_cycles * prog.count).sum() / c.clock_hz)
 
 
 def simulate(c, s: Step, **kwargs) -> StepResult:
@@ -740,7 +456,8 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
 def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "numba") -> TileProfile:
     """One (m x k) @ (k x n) matmul on the chip's tiles, as a one-op program (for lessons).
 
-    Weights count as always-live; the result's split has compute, sync and exchange.
+    Weights count as always-live; the result's split has compute, sync and exchange; its
+    ``extra`` says the planner's partition, passes, block and temporary bytes.
     """
     from ._validate import positive
     from .workloads import _matmul
@@ -750,11 +467,11 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
     choice("engine", engine, ENGINES)
     op = _matmul("matmul", 1, m, k, n, dtype_bytes)
-    plan = _map_matmul(op, c, dtype_bytes, engine == "python")
+    plan = map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
     hz = c.clock_hz
-    split = {"compute": prog.slowest[:, 0].sum() / hz, "sync": len(prog.phases) * c.sync_cycles / hz,
-             "exchange": prog.slowest[:, 1].sum() / hz}
+    split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
+             "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
     t_unlimited = float(sum(split.values()))
     always = c.code_bytes_per_tile + plan.weights
     mem = always + plan.temp
@@ -766,9 +483,11 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
         chip=c.name, kind="tile", model=f"matmul {m}x{k}x{n}", phase="forward", batch=1,
         real_tokens=m, tokens=m, time_s=t, split=split, op_names=("matmul",),
         op_time_s=np.array([t_unlimited]), op_split={k_: np.array([v]) for k_, v in split.items()},
-        unit_busy_s=(prog.comp + prog.exch).sum(axis=0) / hz,
+        unit_busy_s=((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz,
         unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
         fits=fits, fit_message=msg, energy_j=c.power_w * t,
-        extra={"partition": plan.partition, "cycles": t * hz, "time_if_unlimited_s": t_unlimited})
+        extra={"partition": plan.partition, "passes": plan.passes, "pass_axis": plan.pass_axis,
+               "block": plan.block, "temp_bytes_max": plan.temp_bytes,
+               "cycles": t * hz, "time_if_unlimited_s": t_unlimited})
     return TileProfile(c, None, [plan], prog, "on-chip", always, plan.temp,
                        np.zeros(c.tiles, int), res)

@@ -400,9 +400,10 @@ def test_gc200_bert_max_batch_is_the_tile_simulators():
     case = default_case()
     f = Context(case).fit(case.candidates[0])
     mb = f["placements"][0].max_batch
-    s = workloads.step(case.model, [512] * 64)
+    s = workloads.step(case.model, [512] * 128)
     assert mb == tiles.largest_batch_that_fits(hardware.chip("gc200"), s)
-    assert 1 <= mb < 16  # 16 x 512 is out of tile memory (736,647 B on a tile, limit 638,976)
+    assert 1 <= mb < 128  # serial passes fit 89 x 512; one more is out of tile memory with weights on chip
+    assert not tiles.simulate("gc200", workloads.step(case.model, [512] * (mb + 1)), weights="on_chip").fits
 
 
 def test_meets_slo_needs_capacity_above_the_offered_rate(default_report):
@@ -535,11 +536,15 @@ def test_every_grid_point_fits_for_generation_too():
 
 
 def test_every_grid_point_fits_for_spread_and_streamed_placements():
-    # BERT-large on GC200s: a 2-chip pipeline (stages of 12 layers) and a streamed single chip
+    # A BERT-large twice as deep (48 layers, 1.34 GB of FP16 weights: more than one GC200's
+    # 0.9 GB of SRAM, so no single-chip on-chip placement) on GC200s: a 2-chip pipeline
+    # (stages of 24 layers) and a streamed single chip. (BERT-large itself now fits one
+    # GC200 with serial passes, so it no longer yields these two placements.)
     from ipusim import machine
     from ipusim.checklist import Context
 
-    case = Case(model="bert-large", rate_per_s=100, slo_p99_s=0.2, candidates=(Candidate("gc200", 2),))
+    deep = workloads.model("bert-large").replace(name="bert-large x2 depth", layers=48, published_params=0.0)
+    case = Case(model=deep, rate_per_s=100, slo_p99_s=0.2, candidates=(Candidate("gc200", 2),))
     ctx = Context(case)
     cand = case.candidates[0]
     kinds = set()

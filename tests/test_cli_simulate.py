@@ -36,14 +36,14 @@ def test_json_matches_the_library(capsys):
 
 
 def test_a_step_that_does_not_fit_says_so(capsys):
-    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "8", "--seq-len", "1024",
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "24", "--seq-len", "1024",
                         "--phase", "prefill", "--json")
     d = json.loads(out)
-    assert code == 0 and d["fits"] is False
+    assert code == 0 and d["fits"] is False and d["fit"] == "does_not_fit"
     assert "Out of memory on tile" in d["fit_message"]
     assert d["time_s"] is None and d["energy_j"] is None  # inf (the fit rule) prints as null
     assert d["time_if_unlimited_s"] > 0 and d["throughput_seq_per_s"] == 0
-    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "8", "--seq-len", "1024",
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "24", "--seq-len", "1024",
                         "--phase", "prefill")
     assert code == 0 and "step time   none: the step DOES NOT FIT" in out and "inf" not in out
 
@@ -62,3 +62,13 @@ def test_gpu_chip_goes_through_machine_simulate(capsys):
     code, out, _ = _run(capsys, "--chip", "a100-80gb", "--model", "bert-base", "--batch", "8",
                         "--seq-len", "128", "--json")
     assert code == 0 and json.loads(out)["kind"] == "gpu"
+
+
+def test_json_carries_the_fit_state_bert_base_36x384_on_chip(capsys):
+    """The issue's case: BERT-base, batch 36 x 384 tokens on one GC200 stays on chip (serial
+    passes keep the temporaries within the tile)."""
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "bert-base", "--batch", "36", "--seq-len", "384",
+                        "--json")
+    d = json.loads(out)
+    assert code == 0 and d["fit"] == "on_chip" and d["fits"] is True and d["time_s"] > 0
+    assert d["memory_per_unit_max_bytes"] <= d["memory_limit_bytes"]

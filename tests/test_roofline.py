@@ -422,3 +422,25 @@ def test_fused_gpu_simulator_never_beats_the_fused_bound(name, model, L, phase):
     r = machine.simulate(name, s)
     assert r.fits
     assert r.time_s >= roofline.step_time_s(name, s, fused=True) * (1 - 1e-9)
+
+
+def test_byte_count_is_necessary_for_the_tile_rule():
+    """Necessary, not sufficient: for BERT and GPT-2 steps up to the GC200's largest on-chip
+    batches, every step the tile rule puts on chip also passes the byte count (weights +
+    the largest op's live activations with scores held per key block + KV). Counting the
+    scores whole would fail this near the limit (BERT-base 118 x 384: 2 x 418 MB of scores)."""
+    from ipusim import machine
+
+    c = hardware.chip("gc200")
+    cases = [("bert-base", 128, "forward", 356), ("bert-base", 384, "forward", 118), ("bert-base", 512, "forward", 89),
+             ("bert-large", 512, "forward", 16), ("gpt2", 1024, "prefill", 8), ("gpt2", 1024, "decode", 8)]
+    on_chip = 0
+    for model, L, phase, b in cases:
+        s = workloads.step(model, [L] * b, phase=phase)
+        if machine.simulate(c, s).fit == "on_chip":
+            on_chip += 1
+            assert roofline.fits_on_chip(c, s), (model, L, phase, b, roofline.step_need_bytes(s))
+    assert on_chip >= 3  # the check is not vacuous
+    s = workloads.step("bert-base", [384] * 118)
+    whole = s.model.weight_bytes(2) + max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+    assert whole > c.data_bytes and roofline.fits_on_chip(c, s)

@@ -85,7 +85,7 @@ def run(args) -> int:
     if mem.size:
         print(f"memory per {unit}: max {np.max(mem) / 1024:,.1f} KiB, mean {np.mean(mem) / 1024:,.1f} KiB, "
               f"limit {r.memory_limit_bytes / 1024:,.1f} KiB")
-    print({"on_chip": "fits (on_chip)", "streams": "fits (streams weights)"}.get(r.fit, "DOES NOT FIT"))
+    print(f"fit: {r.fit} ({'fits' if r.fits else 'DOES NOT FIT'})")
     if r.fit_message:
         print(r.fit_message)
     return 0

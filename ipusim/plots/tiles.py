@@ -213,3 +213,41 @@ def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def serial_passes(batches, results, single_pass_s, ax=None, label: str = ""):
+    """Step time (ms) against the batch, marking where serial passes begin and what they cost.
+
+    ``results``: the ``StepResult`` of each batch (one chip); ``single_pass_s``: the same
+    step's time if every op ran in one pass (``tiles.single_pass_time_s``). Circles are steps
+    with every op in one pass, squares steps in which some op runs in serial passes; the
+    fill follows the fit state (``plots.style.fit_style``; steps that do not fit are left
+    off). The dashed line is the one-pass time (the gap is what the passes cost); a dotted
+    vertical line marks the first batch with passes.
+    """
+    from .style import chip_color, fit_style
+
+    ax = _ax(ax)
+    b = np.asarray(batches)
+    t = np.array([r.time_s if r.fits else np.nan for r in results]) * 1e3
+    passes = np.array([bool(r.extra.get("passes")) for r in results])
+    col = chip_color(results[0].chip) if results[0].chip in ("gc2", "gc200", "bow") else chip_color("tile")
+    ax.plot(b, t, "-", color=col, lw=1.5, label=f"{label} simulated step".strip())
+    for state in ("on_chip", "streams"):
+        st = np.array([r.fit == state for r in results])
+        for sel, mk, what in ((st & ~passes, "o", "one pass"), (st & passes, "s", "serial passes")):
+            if sel.any():
+                ax.plot(b[sel], t[sel], mk, color=col, ms=6, ls="none", fillstyle=fit_style(state)["fillstyle"],
+                        label=f"{what}, {state}")
+    ax.plot(b, np.asarray(single_pass_s) * 1e3, "--", color="0.4", lw=1,
+            label="every op in one pass (memory ignored)")
+    if passes.any():
+        first = b[np.argmax(passes)]
+        ax.axvline(first, color="0.4", ls=":", lw=1)
+        ax.annotate(f"passes from batch {first}", (first, np.nanmax(t) * 0.9), fontsize=8,
+                    xytext=(4, 0), textcoords="offset points")
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("step time (ms)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
