@@ -514,7 +514,7 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     from ipusim import hardware, machine, workloads
     from ipusim.serving import tables
 
-    s = workloads.step("bert-base", [512] * 32, pad_to=512)
+    s = workloads.step("bert-base", [512] * 96, pad_to=512)  # the tile model fits 89 rows of 512 on chip
     spec = tables.Replica(hardware.chip("gc200"), workloads.model("bert-base"), 1, False)
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
