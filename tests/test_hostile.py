@@ -634,3 +634,22 @@ def test_one_step_is_finite_and_positive(batch, seq, chip, phase):
     t = r.time_s if r.fits else r.extra.get("time_if_unlimited_s", 1.0)
     assert math.isfinite(t) and t > 0
     assert all(math.isfinite(v) and v >= 0 for v in r.split.values())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["train", "--model", "gpt-3-175b", "--chip", "a100-80gb", "--chips", "100000000", "--tokens", "3e11"],
+     "chips = 100,000,000 is over the limit"),
+    (["embed", "--chip", "gc200", "--tables", "100000000", "--rows", "1000", "--dim", "128", "--pooling", "1",
+      "--batch", "2048"], "tables = 100,000,000 is over the limit"),
+    (["sweep", "--chip", "gc200", "--vary", "tiles=1:1e12:100000000", "--model", "bert-base"],
+     "the number of values = 100,000,000 is over the limit"),
+    (["sweep", "--chip", "gc200", "--vary", "tiles=1:10000:10000", "--vary", "sram_per_tile_bytes=1:10000:10000",
+      "--model", "bert-base"], "grid points = 100,000,000 is over the limit"),
+])
+def test_new_commands_bound_their_sizes(argv, words, capsys):
+    """Held-out sizes on train, embed and sweep: refused in one line before any work."""
+    from ipusim import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.strip().count("\n") == 0

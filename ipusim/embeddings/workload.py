@@ -29,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .. import limits
 from .._validate import choice, positive
 
 DLRM_CRITEO_TB_40M_ROWS = (
@@ -116,6 +117,8 @@ class Workload:
         tabs = tuple(self.tables)
         if not tabs or not all(isinstance(t, Table) for t in tabs):
             raise ValueError("Workload.tables must be a non-empty sequence of Table")
+        limits.check_at_most("Workload.tables (count)", len(tabs), MAX_TABLES,
+                             "tables in one embedding step; published recommenders use tens to hundreds")
         object.__setattr__(self, "tables", tabs)
         positive("Workload.batch", self.batch, integer=True)
         positive("Workload.dtype_bytes", self.dtype_bytes, integer=True)
@@ -172,9 +175,13 @@ class Workload:
                 f"{'training' if self.training else 'forward'})")
 
 
+MAX_TABLES = 10_000  # tables in one workload: the simulation loops over tables
+
+
 def uniform_tables(n_tables: int, rows: int, dim: int, pooling: int = 1) -> tuple:
     """``n_tables`` identical tables (the CLI's ``--tables --rows --dim --pooling``)."""
     n = positive("tables", n_tables, integer=True)
+    limits.check_at_most("tables", n, MAX_TABLES, "tables in one embedding step; published recommenders use tens to hundreds")
     return tuple(Table(rows, dim, pooling) for _ in range(n))
 
 

@@ -21,6 +21,8 @@ import re
 
 import numpy as np
 
+from .. import limits
+
 _BINARY = {"kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _DECIMAL = {"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
             "b": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "w": 1.0, "s": 1.0, "ms": 1e-3,
@@ -55,6 +57,10 @@ def parse_value(text):
     return int(v) if v == int(v) and abs(v) < 2**62 else v
 
 
+MAX_VALUES = 100_000  # values of one swept parameter
+MAX_POINTS = 10_000_000  # points in one sweep
+
+
 def parse_values(spec: str) -> list:
     """The values of one ``--vary`` right-hand side: ``lo:hi:n[:log]`` or ``a,b,c`` or one value."""
     s = str(spec).strip()
@@ -79,6 +85,7 @@ def value_range(lo, hi, n, *, log: bool = False, what: str = "range") -> list:
             raise ValueError(f"{what}: {name} must be a finite number, got {v!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{what}: the number of values must be a whole number >= 1, got {n!r}")
+    limits.check_at_most(f"{what}: the number of values", n, MAX_VALUES, "values of one swept parameter")
     if hi < lo:
         raise ValueError(f"{what}: hi ({hi}) is below lo ({lo})")
     if n == 1 and lo != hi:
@@ -118,8 +125,10 @@ def grid(vary: dict, fixed: dict | None = None):
 
 
 def grid_size(vary: dict) -> int:
-    """Points in ``grid(vary)``."""
-    return math.prod(len(v) for v in _check_vary(vary).values())
+    """Points in ``grid(vary)``; refused past ``MAX_POINTS``."""
+    n = math.prod(len(v) for v in _check_vary(vary).values())
+    limits.check_at_most("grid points", n, MAX_POINTS, "points in one sweep (~1 ms to minutes each)")
+    return n
 
 
 def sample(ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lhs", seed: int = 0,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import hardware, workloads
+from .. import hardware, limits, workloads
 from .._validate import choice, positive
 from ..result import DOES_NOT_FIT, ON_CHIP, STREAMS
 from . import memory as mem
@@ -226,6 +226,7 @@ def inputs(model, chip, chips, seq_len=None, global_batch=None):
     cfg = workloads.model(model)
     c = hardware.chip(chip)
     chips = positive("chips", chips, integer=True)
+    limits.check_at_most("chips", chips, limits.MAX_CHIPS, "chips in one deployment")
     s0, b0 = recipe(cfg)
     seq_len = s0 if seq_len is None else positive("seq_len", seq_len, integer=True)
     if seq_len > cfg.max_positions:
