@@ -29,6 +29,10 @@ The model, in the order a step is simulated:
    tile already holds 1/tiles of what it needs and receives the rest (ASSUMPTION).
    A superstep lasts ``sync + max over tiles (exchange) + max over tiles (compute)``: the
    slowest tile sets the pace.
+   Three calibrated parameters (``ipusim.tile_calibration``, each set once from measured IPU
+   microbenchmarks) enter here: the exchange runs at ``EXCHANGE_EFFICIENCY`` of its rate, and
+   an AMP (matmul) compute phase costs ``AMP_PHASE_OVERHEAD_CYCLES`` more plus the rearranging
+   of the bytes the tile received, at ``REARRANGE_BYTES_PER_CYCLE``.
 4. **Layers.** The ops of one layer are simulated once and multiplied by ``Op.count``;
    the trace in ``TileProfile`` shows one instance of each op in program order.
 5. **Streaming.** When the weights do not fit (``weights="auto"``), they stay in off-chip
@@ -37,6 +41,9 @@ The model, in the order a step is simulated:
    buffering; Poplar's copies are explicit program steps, facts §1.2 GC-PG). The copy lands
    in the layout the weights are stored in on chip, so a matmul still pays its weight gather
    in the exchange (ASSUMPTION). The embedding rows a batch needs are streamed likewise.
+
+6. **Energy.** ``energy_split`` prices what the supersteps did (``ipusim.energy.tile_split``):
+   FLOPs, SRAM loads and rearranged bytes, exchange bytes sent and received, streamed bytes.
 
 Constants from facts §1.4 are named below with their source. Assumptions are marked.
 Only forward, prefill and decode steps are mapped (training is left to a later module).
@@ -52,11 +59,11 @@ import numpy as np
 from numba import njit
 
 from . import energy as _energy
+from . import tile_calibration as _cal
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
 from .result import StepResult
-from . import tile_calibration as _cal
 from .workloads import Op, Step
 
 AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM a matmul plan may use for temporaries (POPLIBS-OPT)
