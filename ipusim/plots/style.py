@@ -1,0 +1,51 @@
+"""One visual vocabulary for the whole series: a colour per chip, a marker style per fit state.
+
+Every figure that shows a chip takes its colour from ``chip_color``; every figure that marks
+whether a step fits uses ``fit_style`` (the three states of ``ipusim.result``). ``axes`` is the
+one helper that makes a fresh axes when a plot function is called with ``ax=None``.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+# Tile chips in blues/greens, GPUs in reds/purples, darker for newer parts.
+CHIP_COLORS = {
+    "gc2": "#6baed6", "gc200": "#1f77b4", "bow": "#08519c",
+    "a100-40gb": "#fb6a4a", "a100-80gb": "#d62728", "h100-sxm": "#7b3294", "h200": "#40004b",
+}
+KIND_COLORS = {"tile": "#1f77b4", "gpu": "#d62728"}  # a chip kind, or a chip not in CHIP_COLORS
+
+# on_chip: filled marker; streams: half-filled (the step runs, but pays for copies);
+# does_not_fit: hollow marker on a dotted line (no honest time exists).
+FIT_STYLES = {
+    "on_chip": {"fillstyle": "full", "linestyle": "-"},
+    "streams": {"fillstyle": "bottom", "linestyle": "--"},
+    "does_not_fit": {"fillstyle": "none", "linestyle": ":"},
+}
+FIT_LABELS = {"on_chip": "on chip", "streams": "streams weights", "does_not_fit": "does not fit"}
+
+
+def chip_color(c) -> str:
+    """The series' colour for a chip (a preset name, a chip object, or a kind: "tile"/"gpu")."""
+    name = getattr(c, "name", c)
+    if name in CHIP_COLORS:
+        return CHIP_COLORS[name]
+    kind = getattr(c, "kind", name)
+    if kind in KIND_COLORS:
+        return KIND_COLORS[kind]
+    raise ValueError(f"no colour for chip {name!r}: use a preset name, a chip object, or 'tile'/'gpu'")
+
+
+def fit_style(state: str) -> dict:
+    """Matplotlib keyword arguments (``fillstyle``, ``linestyle``) for a fit state."""
+    if state not in FIT_STYLES:
+        raise ValueError(f"fit state must be one of {', '.join(FIT_STYLES)}; got {state!r}")
+    return dict(FIT_STYLES[state])
+
+
+def axes(ax=None, size=(6.4, 4.4)):
+    """``ax`` itself, or a new axes of ``size`` inches when ``ax`` is None."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax

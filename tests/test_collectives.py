@@ -1,0 +1,127 @@
+"""Collective times against their closed forms and limiting cases, and the link presets
+against their published figures (typed in here from the sources, not read back)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ipusim import collectives as col
+from ipusim import hardware
+
+REL = 1e-12  # tolerance for closed forms evaluated two ways (rounding only)
+LINK = col.Link("test", 100e9, 1e-6)  # beta = 100 GB/s, alpha = 1 us
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 8, 17, 64])
+@pytest.mark.parametrize("n", [0.0, 1.0, 4096.0, 1e6, 3.3e9])
+def test_closed_forms(p, n):
+    bw, a = 100e9, 1e-6
+    assert col.ring_all_reduce_s(n, p, LINK) == pytest.approx(2 * (p - 1) / p * n / bw + 2 * (p - 1) * a, rel=REL)
+    assert col.reduce_scatter_s(n, p, LINK) == pytest.approx((p - 1) / p * n / bw + (p - 1) * a, rel=REL)
+    assert col.all_gather_s(n, p, LINK) == pytest.approx((p - 1) / p * n / bw + (p - 1) * a, rel=REL)
+    steps = {2: 1, 3: 2, 4: 2, 8: 3, 17: 5, 64: 6}[p]  # ceil(log2 p), typed in
+    assert col.tree_all_reduce_s(n, p, LINK) == pytest.approx(2 * n / bw + 2 * steps * a, rel=REL)
+    # ring all-reduce = reduce-scatter + all-gather (the ring's two halves)
+    assert col.ring_all_reduce_s(n, p, LINK) == pytest.approx(
+        col.reduce_scatter_s(n, p, LINK) + col.all_gather_s(n, p, LINK), rel=REL)
+
+
+def test_one_chip_costs_nothing():
+    for f in (col.ring_all_reduce_s, col.reduce_scatter_s, col.all_gather_s, col.tree_all_reduce_s, col.all_reduce_s):
+        assert f(1e9, 1, LINK) == 0.0
+    assert col.point_to_point_s(0, LINK) == 0.0
+    assert col.point_to_point_s(1e9, LINK) == pytest.approx(1e9 / 100e9 + 1e-6, rel=REL)
+    assert col.hierarchical_all_reduce_s(1e9, 1, 1, LINK, LINK) == 0.0
+
+
+def test_bandwidth_term_tends_to_bytes_over_bandwidth():
+    zero = col.Link("no latency", 100e9, 0.0)
+    n = 1e9
+    # ring all-gather moves (p-1)/p of the tensor: -> n / beta as p grows (within 1/p)
+    for p in (10, 100, 1000):
+        t = col.all_gather_s(n, p, zero)
+        assert n / 100e9 * (1 - 1 / p) == pytest.approx(t, rel=REL)
+        assert abs(t - n / 100e9) <= n / 100e9 / p * (1 + 1e-9)
+    assert col.ring_all_reduce_s(n, 1000, zero) == pytest.approx(2 * n / 100e9, rel=2e-3)
+
+
+def test_ring_vs_tree_crossover():
+    p = 64
+    n_star = col.ring_tree_crossover_bytes(p, LINK)
+    assert n_star == pytest.approx(64 * (63 - 6) * 1e-6 * 100e9, rel=REL)
+    # below the crossover the tree wins, above it the ring wins
+    assert col.tree_all_reduce_s(n_star / 10, p, LINK) < col.ring_all_reduce_s(n_star / 10, p, LINK)
+    assert col.tree_all_reduce_s(n_star * 10, p, LINK) > col.ring_all_reduce_s(n_star * 10, p, LINK)
+    assert col.all_reduce_s(n_star / 10, p, LINK) == col.tree_all_reduce_s(n_star / 10, p, LINK)
+    assert col.all_reduce_s(n_star * 10, p, LINK) == col.ring_all_reduce_s(n_star * 10, p, LINK)
+    # with 2 chips the ring has 2 latency steps as the tree does and less bandwidth: no crossover
+    assert col.ring_tree_crossover_bytes(2, LINK) == 0.0
+
+
+def test_hierarchical_limits_and_closed_form():
+    intra, inter = col.Link("in", 150e9, 1e-6), col.Link("out", 40e9, 2e-6)
+    n = 64e6
+    # one node: the in-node ring all-reduce
+    assert col.hierarchical_all_reduce_s(n, 4, 1, intra, inter) == pytest.approx(
+        col.ring_all_reduce_s(n, 4, intra), rel=REL)
+    # one chip per node: an all-reduce on the inter-node link
+    assert col.hierarchical_all_reduce_s(n, 1, 8, intra, inter) == pytest.approx(
+        col.all_reduce_s(n, 8, inter), rel=REL)
+    # 4 x 16: typed-in closed form (n large, so the ring is taken across nodes)
+    g, m = 4, 16
+    expect = (2 * ((g - 1) / g * n / 150e9 + (g - 1) * 1e-6)
+              + 2 * (m - 1) / m * (n / g) / 40e9 + 2 * (m - 1) * 2e-6)
+    assert col.hierarchical_all_reduce_s(n, g, m, intra, inter) == pytest.approx(expect, rel=REL)
+
+
+def test_fabric_presets_and_groups():
+    f = col.fabric("gc200", 64)
+    assert (f.chips, f.chips_per_node, f.nodes) == (64, 4, 16)
+    # CBLAKE: 320 GB/s over 10 IPU-Links, both directions -> 160 GB/s one way; JIA-FT 0.52-0.78 us
+    assert f.intra.bandwidth_bytes_per_s == pytest.approx(160e9, rel=REL)
+    assert 0.52e-6 <= f.intra.latency_s <= 0.78e-6
+    # GC-M2000DS: 2.8 Tbps per 4-chip M2000, both directions -> 175 GB/s one way per node
+    assert f.inter.bandwidth_bytes_per_s * 4 == pytest.approx(2.8e12 / 8 / 2, rel=REL)
+    a = col.fabric("a100-80gb", 16)
+    assert a.chips_per_node == 8
+    assert a.intra.bandwidth_bytes_per_s == pytest.approx(300e9, rel=REL)  # NVLink 600 GB/s both ways
+    assert a.inter.bandwidth_bytes_per_s == pytest.approx(200e9 / 8, rel=REL)  # 8 x 200 Gb/s HDR per node
+    h = col.fabric("h100-sxm", 16)
+    assert h.intra.bandwidth_bytes_per_s == pytest.approx(450e9, rel=REL)
+    assert h.inter.bandwidth_bytes_per_s == pytest.approx(400e9 / 8, rel=REL)  # 8 x 400 Gb/s NDR
+    # within a node vs across nodes
+    assert f.all_reduce_s(1e6, 4) == col.all_reduce_s(1e6, 4, f.intra)
+    assert f.all_reduce_s(1e6, 16) == pytest.approx(
+        col.hierarchical_all_reduce_s(1e6, 4, 4, f.intra, f.inter), rel=REL)
+    assert f.all_reduce_s(1e6, 16) > f.all_reduce_s(1e6, 4)
+    assert f.all_gather_s(1e6, 1) == 0.0
+    assert f.point_to_point_s(1e6, cross_node=True) > f.point_to_point_s(1e6, cross_node=False)
+    assert "ipu-link" in repr(f) and f.to_dict()["chips_per_node"] == 4
+    assert col.fabric("gc200", 64, chips_per_node=64).nodes == 1
+
+
+def test_every_preset_has_a_fabric():
+    for name in hardware.PRESETS:
+        f = col.fabric(name, 2)
+        assert f.intra.bandwidth_bytes_per_s > 0 and f.inter.bandwidth_bytes_per_s > 0
+        assert math.isfinite(f.all_reduce_s(1e6, 2))
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: col.ring_all_reduce_s(-1, 4, LINK), "nbytes"),
+    (lambda: col.ring_all_reduce_s(1e6, 0, LINK), "p"),
+    (lambda: col.all_gather_s(1e6, 2.5, LINK), "whole"),
+    (lambda: col.tree_all_reduce_s(float("nan"), 4, LINK), "finite"),
+    (lambda: col.point_to_point_s(1e6, "nvlink"), "Link"),
+    (lambda: col.Link("x", 0.0, 1e-6), "bandwidth"),
+    (lambda: col.Link("x", 1e9, -1.0), "latency"),
+    (lambda: col.fabric("gc200", 0), "chips"),
+    (lambda: col.fabric("gc200", 8).all_reduce_s(1e6, 16), "does not fit"),
+    (lambda: col.fabric("gc200", 64).all_reduce_s(1e6, 6), "whole nodes"),
+    (lambda: col.fabric("gc200", 4, chips_per_node=0), "chips_per_node"),
+])
+def test_bad_input_is_a_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
