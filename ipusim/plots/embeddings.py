@@ -1,0 +1,71 @@
+"""Views of the embedding model: look-ups per second against table size, skew, per watt."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import axes, chip_color, fit_style
+
+
+def lookups_vs_size(rows: list[dict], ax=None):
+    """Look-ups/s (log) against table bytes (log), one line per chip; markers by fit state
+    (``plots.style``); steps that do not fit are left out. ``rows`` from ``table_size_sweep``."""
+    ax = axes(ax, (7.5, 4.6))
+    for key in dict.fromkeys((r["chip"], r["chips"]) for r in rows):
+        sel = [r for r in rows if (r["chip"], r["chips"]) == key and r["lookups_per_s"] > 0]
+        if not sel:
+            continue
+        x = np.array([r["table_bytes"] for r in sel])
+        y = np.array([r["lookups_per_s"] for r in sel])
+        label = key[0] if key[1] == 1 else f"{key[1]} x {key[0]}"
+        ax.plot(x, y, "-", color=chip_color(key[0]), lw=1.2, label=label)
+        for state in ("on_chip", "streams"):
+            m = np.array([r["fit"] == state for r in sel])
+            if m.any():
+                st = fit_style(state)
+                ax.plot(x[m], y[m], "o", color=chip_color(key[0]), fillstyle=st["fillstyle"], ms=6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes of all tables")
+    ax.set_ylabel("look-ups per second")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
+
+
+def hit_rate_vs_skew(skews, closed, simulated, ax=None, *, label=""):
+    """Cache hit rate against the Zipf exponent: closed form (line) and simulated stream (dots)."""
+    ax = axes(ax)
+    ax.plot(skews, closed, "-", label=f"closed form {label}".strip())
+    ax.plot(skews, simulated, "o", fillstyle="none", label=f"simulated stream {label}".strip())
+    ax.set_xlabel("Zipf exponent s")
+    ax.set_ylabel("share of look-ups served by the cache")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def per_watt_bars(table: list[dict], ax=None):
+    """Throughput per watt relative to the best GPU of each case (linear axis, 1 = that GPU).
+
+    ``table`` rows: ``case``, ``chip``, ``per_w`` (0 when it does not fit).
+    """
+    ax = axes(ax, (8, 4.4))
+    cases = list(dict.fromkeys(r["case"] for r in table))
+    chips = list(dict.fromkeys(r["chip"] for r in table))
+    width = 0.8 / len(chips)
+    for j, ch in enumerate(chips):
+        vals = []
+        for case in cases:
+            gpu_best = max(r["per_w"] for r in table if r["case"] == case and r["kind"] == "gpu")
+            v = next(r["per_w"] for r in table if r["case"] == case and r["chip"] == ch)
+            vals.append(v / gpu_best if gpu_best > 0 else np.nan)
+        ax.bar(np.arange(len(cases)) + (j - (len(chips) - 1) / 2) * width, vals, width, color=chip_color(ch),
+               label=ch)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(len(cases)), cases, rotation=15, ha="right", fontsize=8)
+    ax.set_ylabel("throughput per watt / best GPU's")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    return ax
