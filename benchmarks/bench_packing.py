@@ -50,7 +50,7 @@ def rows(quick: bool) -> list[dict]:
     srow = np.empty(n_small, np.int64)
     out.append({
         "name": f"ffd kernel vs plain-Python first fit, {n_small:,} lengths",
-        "kernel_s": best_of(lambda: packing._ffd(srt, 512, 3, srow)),
+        "kernel_s": best_of(lambda: packing.first_fit_rows(srt, 512, 3, srow)),
         "reference_s": best_of(lambda: packing._ffd_reference(small_list, 512, 3), 1),
         "goal": "", "note": "same n for both; the reference scans every row",
     })

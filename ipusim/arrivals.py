@@ -4,6 +4,8 @@ Every function returns a sorted ``float64`` array of arrival times in seconds, s
 near 0, and takes a ``seed`` (default fixed) so that the same call gives the same times.
 
 * ``poisson``: independent exponential gaps (the textbook "M" in M/M/1).
+* ``gamma``: independent Gamma gaps with a chosen coefficient of variation (cv 1 is
+  Poisson; cv > 1 burstier, cv < 1 more regular), as serving benchmarks draw them.
 * ``two_rate``: a two-state Markov-modulated Poisson process; ``on_off`` is its special
   case with a silent state (bursty traffic).
 * ``daily_ramp``: a non-homogeneous Poisson process whose rate follows one sinusoidal
@@ -29,6 +31,17 @@ def poisson(rate_per_s: float, n: int, *, seed: int = DEFAULT_SEED) -> np.ndarra
     n = positive("n", n, integer=True)
     rng = np.random.default_rng(seed)
     t = rng.exponential(1.0 / rate, n)
+    return np.cumsum(t, out=t)
+
+
+def gamma(rate_per_s: float, n: int, *, cv: float = 1.0, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``n`` arrival times with independent Gamma gaps of mean ``1 / rate_per_s`` and
+    coefficient of variation ``cv`` (shape 1 / cv^2); ``cv = 1`` gives Poisson arrivals."""
+    rate = positive("rate_per_s", rate_per_s)
+    n = positive("n", n, integer=True)
+    c = positive("cv", cv)
+    shape = 1.0 / (c * c)
+    t = np.random.default_rng(seed).gamma(shape, 1.0 / (rate * shape), n)
     return np.cumsum(t, out=t)
 
 

@@ -969,3 +969,18 @@ def format_rows(rows: list[dict]) -> str:
     lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True))]
     lines += ["  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)) for c in cells]
     return "\n".join(lines)
+
+
+def wave_staircase(chip="a100-40gb", *, block_flops: float = 2 * 128 * 128 * 768, blocks_per_sm: int = 1,
+                   max_waves: int = 4) -> dict:
+    """Kernel time (s) for 1 .. ``max_waves`` waves of thread blocks: flat within a wave, a
+    step at each new wave. Blocks are compute-only (``block_flops`` tensor FLOP each, default
+    one 128x128 output tile of a k = 768 matmul), launch overhead left out so the staircase
+    shows. Returns ``blocks``, ``time_s`` (arrays), ``per_wave`` and the chip's name."""
+    c = _chip(chip)
+    per_wave = c.sms * positive("blocks_per_sm", blocks_per_sm, integer=True)
+    n = np.arange(1, positive("max_waves", max_waves, integer=True) * per_wave + 1)
+    t = np.array([simulate_kernel(c, int(b), block_flops, blocks_per_sm=blocks_per_sm, launch_s=0.0).time_s
+                  for b in n])
+    return {"blocks": n, "time_s": t, "per_wave": per_wave, "blocks_per_sm": blocks_per_sm, "chip": c.name,
+            "sms": c.sms}

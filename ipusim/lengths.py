@@ -242,3 +242,29 @@ def sample_long_text_mix(n: int, long_fraction: float, *, short=SHORT_RANGE, lon
     s = rng.integers(s_lo, s_hi + 1, n)
     lg = rng.integers(l_lo, l_hi + 1, n)
     return np.where(is_long, lg, s).astype(np.int64)
+
+
+def sample(n: int, *, long_fraction: float = 0.0, short=SHORT_RANGE, long=LONG_RANGE, histogram=None,
+           seed: int = 0) -> np.ndarray:
+    """``n`` request lengths (tokens, int64) for a serving run.
+
+    Either the "x% long texts" mix (``sample_long_text_mix``) or draws from ``histogram``
+    (``Histogram.sample``): a ``Histogram``, a path to a ``length,count`` CSV
+    (``load_histogram``) or a pair ``(lengths, counts)`` of whole counts.
+    """
+    if histogram is None:
+        return sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
+    if isinstance(histogram, Histogram):
+        h = histogram
+    elif isinstance(histogram, tuple):
+        lens, counts = histogram
+        lens = lengths_array("histogram lengths", lens)
+        counts = np.asarray(counts, dtype=np.float64)
+        if counts.shape != lens.shape:
+            raise ValueError(f"histogram needs one count per length; got {counts.size} counts for {lens.size} lengths")
+        c = np.zeros(int(lens.max()))
+        np.add.at(c, lens - 1, counts)
+        h = Histogram(c, "histogram")
+    else:
+        h = load_histogram(histogram)
+    return h.sample(n, seed=seed)

@@ -209,24 +209,37 @@ def _flop_coefficients(cfg) -> tuple[float, float, float]:
 
 
 @njit(cache=True)
-def _ffd(sorted_lengths, max_len, max_per_row, seq_row_sorted):
+def first_fit_rows(sorted_lengths, max_len, max_per_row, seq_row_sorted):
     """First fit for lengths already sorted longest first; returns the number of rows.
 
     Preconditions: 1 <= sorted_lengths[i] <= max_len, non-increasing; max_per_row >= 1;
-    seq_row_sorted has the same size. A segment tree over row slots holds each row's free
-    space (-1 once it holds ``max_per_row`` sequences); the leftmost row with free space
-    >= l is found in O(log n).
+    seq_row_sorted has the same size. Allocates the work arrays of ``first_fit_rows_into``.
     """
     n = sorted_lengths.size
     size = 1
     while size < n:
         size *= 2
-    tree = np.empty(2 * size, np.int64)
+    return first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
+                               np.empty(2 * size, np.int64), np.empty(size, np.int64))
+
+
+@njit(cache=True)
+def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted, tree, count):
+    """First fit of the first ``n`` lengths (sorted longest first) into rows; returns the rows.
+
+    Preconditions: as ``first_fit_rows``; ``tree`` holds at least 2 x (n rounded up to a power
+    of two) and ``count`` half that (work arrays, overwritten). A segment tree over row
+    slots holds each row's free space (-1 once it holds ``max_per_row`` sequences); the
+    leftmost row with free space >= l is found in O(log n).
+    """
+    size = 1
+    while size < n:
+        size *= 2
     for i in range(size, 2 * size):
         tree[i] = max_len if i - size < n else -1
     for i in range(size - 1, 0, -1):
         tree[i] = max(tree[2 * i], tree[2 * i + 1])
-    count = np.zeros(size, np.int64)
+    count[:size] = 0
     rows = 0
     for j in range(n):
         ln = sorted_lengths[j]
@@ -633,7 +646,7 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
             arr = hist.expand()
         order = np.argsort(-arr, kind="stable")
         srow = np.empty(arr.size, np.int64)
-        nrows = _ffd(arr[order], max_len, K, srow)
+        nrows = first_fit_rows(arr[order], max_len, K, srow)
         seq_row = np.empty(arr.size, np.int64)
         seq_row[order] = srow
         comps = _rows_from_assignment(arr[order], srow, nrows)

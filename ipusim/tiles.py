@@ -678,13 +678,17 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     return " ".join(lines)
 
 
-def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "numba") -> TileProfile:
+def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "numba",
+            explain: bool = True) -> TileProfile:
     """Map and run step ``s`` on tile chip ``c``; return the full per-tile profile.
 
     ``weights``: "auto" keeps weights on chip if the step fits, else streams them from
     off-chip DRAM (when the chip has any); "on_chip" never streams (a model that does not fit
     is reported as such); "stream" always streams. ``seed`` draws the embedding token ids.
     ``engine``: "numba" (default) or "python" (the plain reference loops, for tests).
+    ``explain=False`` skips the out-of-memory explanation of a step that does not fit (it
+    searches the largest batch that fits); callers that only read ``fits`` and ``time_s``
+    (the serving tables) save that search.
     """
     c = _tile_chip(c, "simulate")
     _step_arg(s)
@@ -738,7 +742,7 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     # The fit rule (machine.StepResult): a step that fits nowhere has no honest time.
     time_s = time_if_unlimited if fits else math.inf
     if not fits:
-        msg = _fit_message(c, s, prof, stream_s_if)
+        msg = _fit_message(c, s, prof, stream_s_if) if explain else "does not fit (explanation not asked for)"
     elif streamed:
         msg = (f"Weights do not fit on chip ({onchip_peak:,.0f} bytes on the fullest tile); they stream "
                f"from off-chip DRAM, adding {split['streaming'] * 1e3:,.2f} ms per step.")

@@ -93,3 +93,14 @@ def test_sparse_two_rate_is_fast_and_matches_the_period_by_period_draw(monkeypat
     assert 1 / sparse.mean() == pytest.approx(expect, rel=0.02)
     assert 1 / dense.mean() == pytest.approx(expect, rel=0.02)
     assert sparse.std() / sparse.mean() == pytest.approx(dense.std() / dense.mean(), rel=0.02)
+
+
+@pytest.mark.parametrize("cv", [0.5, 1.0, 2.0])
+def test_gamma_gaps_have_the_rate_and_cv_asked_for(cv):
+    t = A.gamma(400.0, 400_000, cv=cv, seed=2)
+    gaps = np.diff(t)
+    # 4 x 10^5 gaps: standard errors well under 1% (mean) and 2% (cv at cv = 2); tolerances 2% and 4%
+    assert abs(gaps.mean() * 400.0 - 1) < 0.02
+    assert abs(gaps.std() / gaps.mean() / cv - 1) < 0.04
+    with pytest.raises(ValueError, match="cv"):
+        A.gamma(400.0, 10, cv=0)

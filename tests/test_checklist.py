@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ipusim import arrivals, hardware, workloads
+from ipusim import arrivals, hardware, machine, workloads
 from ipusim.checklist import (
     QUESTIONS,
     Candidate,
@@ -23,9 +23,10 @@ from ipusim.checklist import (
     load_case,
     parse_candidates,
     run_checklist,
+    search,
     train_estimate,
 )
-from ipusim.checklist import _engine as eng
+from ipusim.serving import tables
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
@@ -144,14 +145,19 @@ def test_arrival_trace_sets_the_rate():
 def _service(mode="padded", chip="a100-80gb"):
     c, m = hardware.chip(chip), workloads.model("bert-base")
     # The checklist sizes its tables to the largest batch that fits at the longest length (C1).
-    mb = min(16, eng.largest_fitting_batch(c, m, m.max_positions))
-    return eng.ServiceModel(c, m, mode, max_batch=mb)
+    mb = min(16, search.largest_fitting_batch(c, m, m.max_positions))
+    return search.setup(c, m, mode, max_batch=mb)
+
+
+def _on_chip(chip):
+    """Weights held on chip, as the checklist's tables assume for a tile chip."""
+    return {"weights": "on_chip"} if hardware.chip(chip).kind == "tile" else {}
 
 
 def _batch1():
     from ipusim import policies as P
 
-    return eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))
+    return search.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))
 
 
 def test_md1_queue_matches_pollaczek_khinchine():
@@ -161,32 +167,31 @@ def test_md1_queue_matches_pollaczek_khinchine():
     s = svc.batch_time(lens[:1])
     for rho in (0.3, 0.7):
         arr = arrivals.poisson(rho / s, lens.size, seed=1)
-        r = eng.simulate(arr, lens, svc, _batch1(), 1)
+        r = search.serve(arr, lens, svc, _batch1(), 1)
         expect = s + rho * s / (2 * (1 - rho))
-        assert r.mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error
+        assert r.latency_mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error
         assert r.utilization == pytest.approx(rho, rel=0.02)  # busy share = offered load
         assert r.served == lens.size  # every request served once
 
 
 def test_serving_tables_are_the_checklist_tables():
-    from ipusim import serving
-
+    """The serving table the simulator reads is the checklist's interpolation of the machine grid."""
     for mode in ("padded", "packed"):
         svc = _service(mode)
-        sm = eng._serving_service(serving, svc)
+        sm = svc.service
         if mode == "padded":
-            assert sm.time_s([100, 37, 12]) == pytest.approx(svc.table()[2, 99])  # 3 rows of the longest
+            assert sm.time_s([100, 37, 12]) == pytest.approx(svc.time_at(3, 100), rel=1e-12)  # 3 rows of the longest
         else:  # 1,000 tokens = 2 rows of 512
-            assert sm.time_s([500, 300, 200]) == pytest.approx(svc.table()[1, 511])
+            assert sm.time_s([500, 300, 200]) == pytest.approx(svc.time_at(2, 512), rel=1e-12)
 
 
 def test_capacity_search_respects_stability_bound():
     svc = _service()
     lens = np.full(2000, 128)
     s = svc.batch_time(lens[:1])
-    cap, res = eng.capacity_at_slo(lens, svc, _batch1(), 20 * s, upper=10 / s, iters=12)
+    cap, res = search.capacity_at_slo(lens, svc, _batch1(), 20 * s, upper=10 / s, iters=12)
     assert 0 < cap < 1 / s  # a single server of batch 1 cannot pass 1/S
-    assert res.p99_s <= 20 * s
+    assert search.p99_s(res) <= 20 * s
 
 
 def test_service_table_is_the_machine_time_at_grid_points():
@@ -195,16 +200,16 @@ def test_service_table_is_the_machine_time_at_grid_points():
     for b in (1, 4, 8):
         for ln in (8, 64, 512):
             s = workloads.step("bert-base", [ln] * b)
-            t, _ = eng.machine_time(hardware.chip("gc200"), s)  # the machine model the table samples
-            assert svc.table()[b - 1, ln - 1] == pytest.approx(t, rel=1e-9)
-    t = svc.table()
+            t = machine.simulate("gc200", s, weights="on_chip").time_s  # the machine model the table samples
+            assert svc.service.table[b, ln] == pytest.approx(t, rel=1e-9)
+    t = svc.service.table[1:, 1:]
     assert np.all(np.diff(t, axis=0) >= -1e-15) and np.all(np.diff(t, axis=1) >= -1e-15)
 
 
 def test_packing_bounds():
     rng = np.random.default_rng(3)
     lens = rng.integers(1, 513, 500)
-    eff, packs, _ = eng.pack_efficiency(lens, 512)
+    eff, packs, _ = search.pack_efficiency(lens, 512)
     assert packs >= math.ceil(lens.sum() / 512)  # cannot beat the volume bound
     assert eff == pytest.approx(lens.sum() / (packs * 512))
 
@@ -360,8 +365,8 @@ def _reachable_grid_fits(case):
         if dep is None:
             continue
         svc, pl = dep.service, dep.placement
-        phases = ("prefill", "decode") if isinstance(svc, eng.GenService) else ("forward",)
-        model = eng.stage_model(case.model, pl.chips)
+        phases = ("prefill", "decode") if svc.generation else ("forward",)
+        model = tables.stage_model(case.model, pl.chips)
         for ph in phases:
             for b in svc.b_grid:
                 for ln in svc.l_grid:
@@ -460,8 +465,8 @@ def test_interpolation_error_against_direct_machine_calls():
         for _ in range(12):
             b = int(rng.integers(1, svc.max_batch + 1))
             ln = int(rng.integers(8, 513))
-            t, _ = eng.machine_time(hardware.chip(chip), workloads.step("bert-base", [ln] * b))
-            errs.append(svc.table()[b - 1, ln - 1] / t - 1)
+            t = machine.simulate(chip, workloads.step("bert-base", [ln] * b), **_on_chip(chip)).time_s
+            errs.append(svc.service.table[b, ln] / t - 1)
         errs = np.abs(errs)
         assert errs.mean() <= 0.10 and errs.max() <= 0.20, (chip, errs.mean(), errs.max())
 
@@ -536,7 +541,7 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
     for pl in ctx.fit(cand)["placements"]:
         kinds.add(pl.kind)
         svc = ctx.service(cand, pl, "padded")
-        model = eng.stage_model(case.model, pl.chips)
+        model = tables.stage_model(case.model, pl.chips)
         for b in svc.b_grid:
             for ln in svc.l_grid:
                 s = workloads.step(model, [int(ln)] * int(b))

@@ -342,7 +342,7 @@ def test_plots_draw_and_return_axes():
     rows = gpu.calibration_table()
     ax = pg.calibration(rows)
     assert ax.get_xscale() == "log" and len(ax.collections) >= 3
-    ax = pg.wave_staircase(max_waves=2)
+    ax = pg.wave_staircase(gpu.wave_staircase(max_waves=2))
     y = ax.lines[0].get_ydata()
     assert y[A100.sms] > 1.9 * y[A100.sms - 1]  # block 109 doubles the time
     oom = gpu.simulate(A100, step("llama-2-70b", [128], phase="prefill"))

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import serving_reference as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
+from ipusim.serving import batching, service
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,13 @@ def _cases(svc):
     ]
 
 
+def _reference(arr, lens, pol, devs, router=None, seed=0):
+    """The plain-Python reference's run of the same inputs, as a ServingResult."""
+    devs = batching.as_devices(devs)
+    plan = batching.make_plan(arr, lens, pol, devs, router, seed, 100_000)
+    return batching.result_of(plan, devs, pol, R.simulate_reference(plan), 0.1)
+
+
 def _same(a, b):
     return all(np.array_equal(x, y, equal_nan=True) for x, y in (
         (a.start_s, b.start_s), (a.finish_s, b.finish_s), (a.device, b.device), (a.batch_id, b.batch_id)))
@@ -44,10 +53,10 @@ def _same(a, b):
 @pytest.mark.parametrize("rate", [300.0, 3000.0])
 def test_kernel_matches_reference_every_policy(svc, n, rate):
     arr = A.poisson(rate, n, seed=n)
-    lens = S.sample_lengths(n, long_fraction=0.3, seed=n)
+    lens = lengths.sample(n, long_fraction=0.3, seed=n)
     for name, pol, devs, router in _cases(svc):
         a = S.simulate(arr, lens, pol, devs, router=router, seed=5)
-        b = S.simulate(arr, lens, pol, devs, router=router, seed=5, engine="python")
+        b = _reference(arr, lens, pol, devs, router=router, seed=5)
         assert _same(a, b), name
         assert np.array_equal(a.device_busy_s, b.device_busy_s), name
         assert a.batches == b.batches, name
@@ -56,10 +65,10 @@ def test_kernel_matches_reference_every_policy(svc, n, rate):
 @pytest.mark.parametrize("pol", [P.Dynamic(16, 0.002), P.Dynamic(8, 0.0), P.Dynamic(16, 0.003, (4, 8))])
 def test_kernel_matches_simpy_model(svc, pol):
     arr = A.poisson(2000, 5000, seed=1)
-    lens = S.sample_lengths(5000, long_fraction=0.3, seed=1)
+    lens = lengths.sample(5000, long_fraction=0.3, seed=1)
     devs = [svc["gc200"], svc["a100"]]
     a = S.simulate(arr, lens, pol, devs)
-    st_, fi, de, bi = S.simpy_dynamic(arr, lens, pol, devs)
+    st_, fi, de, bi = R.simpy_dynamic(arr, lens, pol, devs)
     assert np.array_equal(a.start_s, st_) and np.array_equal(a.finish_s, fi)
     assert np.array_equal(a.device, de) and np.array_equal(a.batch_id, bi)
 
@@ -112,7 +121,7 @@ def test_batching_raises_capacity(svc):
        which=st.integers(0, 7), long_fraction=st.floats(0, 1))
 def test_properties(svc, n, rate, seed, which, long_fraction):
     arr = A.poisson(rate, n, seed=seed)
-    lens = S.sample_lengths(n, long_fraction=long_fraction, seed=seed)
+    lens = lengths.sample(n, long_fraction=long_fraction, seed=seed)
     name, pol, devs, router = _cases(svc)[which]
     r = S.simulate(arr, lens, pol, devs, router=router, seed=seed, max_waiting=None)
     # served exactly once: every request has one start, one batch, and batches partition them
@@ -168,24 +177,29 @@ def test_packed_wastes_less_than_padded(svc):
     # and the token budget builds padded batches that do not fit its tiles, which simulate refuses;
     # at 400 batches are ~2 and a packed row's empty tail outweighs padding)
     arr = A.poisson(600, n, seed=1)
-    lens = S.sample_lengths(n, long_fraction=0.2, seed=1)
+    lens = lengths.sample(n, long_fraction=0.2, seed=1)
     pad = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["gc200"])
     pack = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["packed"])
     assert pack.padded_token_waste < pad.padded_token_waste
 
 
+def _generation_requests(n, rate):
+    """Seeded arrivals (Poisson at ``rate``), prompts of 8-399 and replies of 1-199 tokens."""
+    rng = np.random.default_rng(n)
+    return A.poisson(rate, n, seed=n), rng.integers(8, 400, n), rng.integers(1, 200, n)
+
+
 def test_continuous_matches_reference_and_kv_limit():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 50, 800):
-        arr = A.poisson(30, n, seed=n)
-        rng = np.random.default_rng(n)
-        pr, out = rng.integers(8, 400, n), rng.integers(1, 200, n)
+        arr, pr, out = _generation_requests(n, 30)
         # Continuous(40, ...) runs more sequences than the 16-row tables: whole tables in series
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            b = S.simulate_generation(arr, pr, out, pol, g, engine="python")
-            assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.first_token_s, b.first_token_s)
+            st_, first, fin, iters = R.continuous_reference(arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens)
+            assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
+            assert np.array_equal(a.start_s, st_) and a.batches == iters
             assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
             assert np.all(a.finish_s >= a.first_token_s)
             # at most max_batch running at once and the KV reservation never exceeds capacity
@@ -213,16 +227,16 @@ def test_bad_inputs_raise(svc):
 
 
 def test_lengths_mix_and_histogram(tmp_path):
-    lens = S.sample_lengths(100_000, long_fraction=0.4, short=(10, 100), long=(300, 500), seed=1)
+    lens = lengths.sample(100_000, long_fraction=0.4, short=(10, 100), long=(300, 500), seed=1)
     assert abs(np.mean(lens >= 300) - 0.4) < 0.01
     p = tmp_path / "h.csv"
     p.write_text("length,count\n5,1\n7,3\n9,0\n")
-    h = S.sample_lengths(40_000, histogram=str(p), seed=2)
+    h = lengths.sample(40_000, histogram=str(p), seed=2)
     assert set(np.unique(h)) == {5, 7}
     assert abs(np.mean(h == 7) - 0.75) < 0.01
     # the same histogram given as a file, a (lengths, counts) pair or a Histogram: same draws
-    assert np.array_equal(h, S.sample_lengths(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
-    assert np.array_equal(h, S.sample_lengths(40_000, histogram=lengths.load_histogram(p), seed=2))
+    assert np.array_equal(h, lengths.sample(40_000, histogram=([5, 7, 9], [1, 3, 0]), seed=2))
+    assert np.array_equal(h, lengths.sample(40_000, histogram=lengths.load_histogram(p), seed=2))
 
 
 def test_result_repr_and_dict(svc):
@@ -242,7 +256,7 @@ def test_ten_million_requests_stay_within_100_bytes_each():
     dev = S.chip_service("gc200", "bert-base", max_batch=32)
     tracemalloc.start()
     arr = A.poisson(2000.0, n, seed=0)
-    lens = S.sample_lengths(n, long_fraction=0.3, seed=1)
+    lens = lengths.sample(n, long_fraction=0.3, seed=1)
     r = S.simulate(arr, lens, P.Dynamic(S.largest_batch(dev, 512), 0.002), dev, max_waiting=None)  # 32 does not fit
     s = r.summary()
     peak = tracemalloc.get_traced_memory()[1]
@@ -334,18 +348,18 @@ def test_packed_batches_use_a_real_packing(svc):
         lens = rng.integers(100, 400, rng.integers(2, 30))
         rows = packing.pack(lens, dev.pack_len, "ffd").rows
         assert rows >= -(-int(lens.sum()) // dev.pack_len)
-        assert dev.time_s(lens) == S._lookup(dev.table, rows, 1)
+        assert dev.time_s(lens) == service.lookup_s(dev.table, rows, 1)
     # three 300-token requests: ideal packing says 2 rows of 512, a real packing needs 3
     assert dev.time_s([300, 300, 300]) == dev.table[3, 1] > dev.table[2, 1]
     arr = A.poisson(3000, 3000, seed=2)
-    lens = S.sample_lengths(3000, long_fraction=0.3, seed=2)
+    lens = lengths.sample(3000, long_fraction=0.3, seed=2)
     r = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev)
-    ref = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), dev, engine="python")
+    ref = _reference(arr, lens, P.TokenBudget(4096, 0.002, 64), dev)
     assert _same(r, ref)
     for b in np.unique(r.batch_id)[:100]:
         idx = np.flatnonzero(r.batch_id == b)
         rows = packing.pack(r.lengths[idx], dev.pack_len, "ffd").rows
-        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(S._lookup(dev.table, rows, 1), rel=1e-12)
+        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(service.lookup_s(dev.table, rows, 1), rel=1e-12)
 
 
 def test_one_overloaded_pool_makes_the_run_unstable(svc):
@@ -389,3 +403,112 @@ def test_gc200_table_is_monotone_where_it_fits(svc):
         both = np.isfinite(a) & np.isfinite(b)
         assert both.sum() > 5000 and np.all(b[both] >= a[both])
         assert not np.any(np.isinf(a) & np.isfinite(b))  # once a step does not fit, a bigger one does not either
+
+
+def test_static_generation_matches_reference_and_continuous_wins_on_latency():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for n in (1, 40, 600):
+        arr, pr, out = _generation_requests(n, 20)
+        for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
+            a = S.simulate_generation(arr, pr, out, pol, g)
+            st_, first, fin, _ = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
+            assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
+            assert np.array_equal(a.finish_s, fin)
+    # the same load: run-to-completion holds short replies until the batch's longest is done
+    n = 3000
+    arr = A.poisson(20, n, seed=1)
+    rng = np.random.default_rng(1)
+    pr, out = rng.integers(32, 256, n), rng.integers(16, 256, n)
+    cont = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
+    stat = S.simulate_generation(arr, pr, out, P.Static(16, 0.05), g)
+    assert cont.stable and stat.stable
+    assert cont.latency_p50_s < stat.latency_p50_s
+    assert stat.padded_token_waste > 0.2 and cont.padded_token_waste == 0.0
+
+
+def test_time_between_tokens_and_ttft_in_the_summary():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    n = 500
+    arr = A.poisson(5, n, seed=2)
+    rng = np.random.default_rng(2)
+    pr, out = rng.integers(8, 300, n), rng.integers(1, 100, n)
+    r = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
+    s = r.summary()
+    gap = (r.finish_s - r.first_token_s)[out > 1] / (out[out > 1] - 1)
+    assert s["tbt_p50_s"] == np.percentile(gap, 50) and s["tbt_p99_s"] == np.percentile(gap, 99)
+    assert s["ttft_p99_s"] == np.percentile(r.first_token_s - arr, 99)
+    # a decode step of one short sequence bounds the gap from below
+    assert s["tbt_p50_s"] >= g.decode[1, 1] * (1 - 1e-12)
+    assert "TBT p99" in repr(r)
+
+
+def test_generation_replicas_deal_requests_in_turn():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=8)
+    n = 300
+    arr = A.poisson(40, n, seed=4)
+    pr, out = np.full(n, 64), np.full(n, 32)
+    two = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), g, replicas=2)
+    one = S.simulate_generation(arr[1::2], pr[1::2], out[1::2], P.Continuous(8, 10**6), g)
+    assert np.array_equal(two.finish_s[1::2], one.finish_s) and np.array_equal(two.device[1::2], np.ones(150))
+    assert two.device_busy_s.size == 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 1000, 50_000])
+def test_quantiles_are_numpys_percentiles(n):
+    rng = np.random.default_rng(n)
+    q = (0, 1, 50, 90, 99, 99.9, 100)
+    for x in (rng.exponential(1, n), np.round(rng.random(n) * 4) / 4, np.where(rng.random(n) < 0.3, 2e-3, rng.random(n))):
+        y = x.copy()
+        y[rng.random(n) < 0.05] = np.nan
+        ok = ~np.isnan(y)
+        expect = np.percentile(y[ok], q) if ok.any() else np.full(len(q), np.nan)
+        assert np.array_equal(S.quantiles(y, None, q), expect, equal_nan=True)
+
+
+def test_tables_cache_on_disk_and_without_a_writable_folder(tmp_path, monkeypatch):
+    from ipusim.serving import tables
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return np.arange(6.0).reshape(2, 3)
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tables, "_memory", {})
+    a = tables._cached(build, "test", 1)
+    monkeypatch.setattr(tables, "_memory", {})  # a new process: memory empty, disk holds the table
+    b = tables._cached(build, "test", 1)
+    assert np.array_equal(a, b) and len(calls) == 1 and not a.flags.writeable
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".npy"]  # no temporary left behind
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(blocked / "cache"))
+    monkeypatch.setattr(tables, "_memory", {})
+    c = tables._cached(build, "test", 1)  # nothing writable: built again, no error
+    assert np.array_equal(a, c) and len(calls) == 2
+
+
+def test_two_processes_building_one_table_at_once(tmp_path):
+    """Both write the same key (temporary file + rename): the file is whole and loads."""
+    import subprocess
+    import sys
+
+    code = ("from ipusim.serving import tables; import numpy as np; "
+            "tables._cached(lambda: np.full((200, 300), 7.0), 'race', 1)")
+    env = {**__import__("os").environ, "IPUSIM_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and np.array_equal(np.load(files[0]), np.full((200, 300), 7.0))
+
+
+def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
+    from ipusim import hardware, machine, workloads
+    from ipusim.serving import tables
+
+    s = workloads.step("bert-base", [512] * 32, pad_to=512)
+    spec = tables.Replica(hardware.chip("gc200"), workloads.model("bert-base"), 1, False)
+    quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
+    assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
+    assert "Out of memory" in full.fit_message and "Out of memory" not in quiet.fit_message

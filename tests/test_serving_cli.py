@@ -108,3 +108,40 @@ def test_serve_refuses_a_model_that_does_not_fit(capsys):
     code, out, err = _run(capsys, "--model", "llama-2-70b", "--chip", "a100-40gb", "--rate", "100",
                           "--requests", "100", "--max-batch", "2")
     assert code == 2 and "does not fit" in err and err.strip().count("\n") == 0 and not out
+
+
+def test_serve_rate_sweep_json_list_and_csv(tmp_path, capsys):
+    f = tmp_path / "rates.csv"
+    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500:1500:500",
+                        "--requests", "3000", "--json", "--csv", str(f))
+    rows = json.loads(out)
+    assert code == 0 and [r["rate_rps"] for r in rows] == [500, 1000, 1500]
+    assert rows[0]["mean_batch"] < rows[-1]["mean_batch"]  # more load, bigger batches
+    lines = f.read_text().splitlines()
+    assert len(lines) == 4 and lines[0].startswith("policy,")  # header + one row per rate
+    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500:1500:500",
+                        "--requests", "300")
+    assert code == 0 and len([ln for ln in out.splitlines() if ln.strip().startswith(("500", "1,000", "1,500"))]) == 3
+
+
+def test_serve_csv_per_request_and_gamma_arrivals(tmp_path, capsys):
+    f = tmp_path / "req.csv"
+    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500", "--requests", "400",
+                        "--arrivals", "gamma", "--cv", "2", "--csv", str(f), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["arrivals"] == "gamma" and d["cv"] == 2
+    lines = f.read_text().splitlines()
+    assert lines[0] == "arrival_s,length,start_s,finish_s,latency_s,device,batch_id" and len(lines) == 401
+    code, _, err = _run(capsys, "--service", "fixed", "--rate", "500", "--cv", "2")
+    assert code == 2 and "--cv" in err
+    with pytest.raises(SystemExit) as e:  # argparse refuses a bad --rate: exit 2, one line
+        _run(capsys, "--service", "fixed", "--rate", "900:100:50")
+    assert e.value.code == 2 and "START <= STOP" in capsys.readouterr().err
+
+
+def test_a_delay_longer_than_the_run_is_not_stable(capsys):
+    """Batches that only leave at the delay: almost nothing is served within the run."""
+    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "100", "--requests", "1000",
+                        "--max-delay-ms", "1e300", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["stable"] is False and "offered" in d["unstable_reason"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import arrivals, roofline, workloads
 from ..config import sweep_size
-from . import _engine as eng
+from . import search
 from .case import ANSWERS, ASSUMPTIONS, Case
 
 STATUSES = ("pass", "warn", "fail", "info", "skipped")
@@ -124,9 +124,9 @@ class Deployment:
 
     placement: Placement
     mode: str
-    policy: eng.Policy
+    policy: search.Policy
     capacity_per_replica: float  # req/s at the p99 target
-    service: eng.ServiceModel
+    service: search.Setup
     at_capacity: object  # ServingResult at capacity
     chips_needed: int = 0
     usd_per_hour: float = 0.0
@@ -141,7 +141,7 @@ class Context:
     def __init__(self, case: Case):
         self.case = case
         self.n = sweep_size(8000, 2000)
-        self.lengths = eng.traffic_lengths(case, self.n)
+        self.lengths = search.traffic_lengths(case, self.n)
         self.quick_bisect = sweep_size(12, 7)
         self._fit: dict = {}
         self._search: dict = {}
@@ -157,22 +157,22 @@ class Context:
         if self.case.task == "generate":  # continuous batching; none if one request's KV does not fit
             need = self.case.max_len + self.case.output_tokens
             kv = getattr(svc, "kv_tokens", 0)
-            return [eng.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
+            return [search.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
                     for b in bs if b <= max_batch] if kv >= need else []
         out = []
         if cand.policy in ("auto", "dynamic"):
-            out += [eng.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
+            out += [search.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
                     for b in bs if b <= max_batch for d in delays]
         if cand.policy in ("auto", "static"):
-            out += [eng.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
+            out += [search.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
                     for b in sweep_size((8, 32), (16,)) if b <= max_batch]
         if cand.policy == "auto":
             # A budget never asks for more rows of the longest length than fit (C1).
             most = max_batch * self.case.model.max_positions
             budgets = sorted({min(t, most) for t in sweep_size((2048, 8192), (4096,))})
-            out += [eng.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
+            out += [search.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
                     for t in budgets for d in delays[-1:]]
-        return out or [eng.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
+        return out or [search.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
 
     # --- fit --------------------------------------------------------------------------
     def working_set(self, c, batch: int = 1) -> dict:
@@ -214,7 +214,7 @@ class Context:
             if per_stage in tried:
                 continue
             tried.add(per_stage)
-            mb = eng.largest_fitting_batch(c, model, length, phases, chips=m)
+            mb = search.largest_fitting_batch(c, model, length, phases, chips=m)
             if mb >= 1:
                 kind = ("on-chip" if c.kind == "tile" else "hbm") if m == 1 else "spread"
                 room = m * cap - ws["weights"]
@@ -227,7 +227,7 @@ class Context:
             m_chips = max(m_chips, model.layers + 1)
         if (c.kind == "tile" and (m_chips > 1 or not out["placements"]) and c.offchip_bytes > 0
                 and ws["weights"] <= c.offchip_bytes):
-            mb = eng.largest_fitting_batch(c, model, length, phases, streaming=True)
+            mb = search.largest_fitting_batch(c, model, length, phases, streaming=True)
             if mb >= 1:
                 kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * length) if kv_per_tok else 0
@@ -266,12 +266,12 @@ class Context:
 
     def service(self, cand, placement: Placement, mode: str):
         if self.continuous():
-            return eng.GenService(cand.chip, self.case.model, chips=placement.chips,
-                                  streaming=placement.streaming, output_tokens=self.case.output_tokens,
-                                  max_batch=min(128, placement.max_batch), kv_tokens=placement.kv_tokens // self.depth(placement))
-        return eng.ServiceModel(cand.chip, self.case.model, mode,
-                                chips=placement.chips, streaming=placement.streaming,
-                                max_batch=min(128, placement.max_batch))
+            return search.setup(cand.chip, self.case.model, mode, chips=placement.chips,
+                                streaming=placement.streaming, output_tokens=self.case.output_tokens,
+                                max_batch=min(128, placement.max_batch),
+                                kv_tokens=placement.kv_tokens // self.depth(placement))
+        return search.setup(cand.chip, self.case.model, mode, chips=placement.chips, streaming=placement.streaming,
+                            max_batch=min(128, placement.max_batch))
 
     def search(self, cand, lengths=None, key_extra=None) -> list:
         """Every (placement, mode) of a candidate with its best policy (capacity at SLO)."""
@@ -293,11 +293,11 @@ class Context:
         mean_len = float(np.mean(lengths))
         pols = self.policies(cand, svc.max_batch, svc)
         if not pols:  # e.g. no room for one request's KV cache
-            return Deployment(pl, mode, eng.Policy("continuous", 1, 0.0), 0.0, svc, None)
+            return Deployment(pl, mode, search.Policy("continuous", 1, 0.0), 0.0, svc, None)
         for pol in pols:
             b = pol.max_batch
             upper = 2.0 * b * self.depth(pl) / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
-            cap, res = eng.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed, servers=self.depth(pl),
+            cap, res = search.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed, servers=self.depth(pl),
                                            iters=self.quick_bisect, upper=upper)
             if best is None or cap > best.capacity_per_replica:
                 best = Deployment(pl, mode, pol, cap, svc, res)
@@ -341,7 +341,7 @@ class Context:
         else:
             arr = arrivals.poisson(case.rate_per_s, n, seed=case.seed + 1)
             lens = self.lengths
-        return eng.simulate(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
+        return search.serve(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
 
     def sources(self) -> str:
         srcs = set()
@@ -462,20 +462,23 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
             r = None
         # Meets the target only if the p99 is within it, the run is not overloaded (queue
         # growing, or busy above MAX_UTILIZATION) and the capacity carries the offered rate.
-        meets = (r is not None and r.p99_s <= slo and not r.saturated
+        meets = (r is not None and search.p99_s(r) <= slo and not search.saturated(r)
                  and cap_given >= case.rate_per_s)
         rows.append({
             "candidate": cand.label, "placement": dep.placement.label, "mode": dep.mode,
             "policy": dep.policy.label, "capacity_req_s": cap_given, "replicas_given": replicas,
-            "p50_ms": r.p50_s * 1e3 if r else math.nan, "p99_ms": r.p99_s * 1e3 if r else math.nan,
-            "utilization_%": r.utilization * 100 if r else math.nan, "meets_slo": meets,
+            "p50_ms": r.latency_p50_s * 1e3 if r else math.nan,
+            "p99_ms": search.p99_s(r) * 1e3 if r else math.nan,
+            "utilization_%": search.utilization(r) * 100 if r else math.nan, "meets_slo": meets,
         })
         ev.append(Evidence(f"capacity_per_replica.{key}", dep.capacity_per_replica, "req/s",
                            f"{dep.mode}, {dep.policy.label}, p99 <= {fmt(slo * 1e3, 'ms')}"))
         ev.append(Evidence(f"capacity.{key}", cap_given, "req/s", f"{replicas} replica(s) as given"))
         if r is not None:
-            ev.append(Evidence(f"p99_at_rate.{key}", r.p99_s * 1e3, "ms", f"at {fmt(case.rate_per_s, 'req/s')}"))
-            ev.append(Evidence(f"utilization.{key}", r.utilization * 100, "%", "busy share at the offered rate"))
+            ev.append(Evidence(f"p99_at_rate.{key}", search.p99_s(r) * 1e3, "ms",
+                               f"at {fmt(case.rate_per_s, 'req/s')}"))
+            ev.append(Evidence(f"utilization.{key}", search.utilization(r) * 100, "%",
+                               "busy share at the offered rate"))
     ev.append(Evidence("fastest_single_request", fastest * 1e3, "ms",
                        f"one request of the median length ({median} tokens) on the fastest candidate"))
     ok = [r for r in rows if r["meets_slo"]]
@@ -496,7 +499,7 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
                   "with the chips given; the cost check scales each to the chips it needs")
     summary = "; ".join(f"{r['candidate']}: {fmt(r['capacity_req_s'], 'req/s')} at p99 <= "
                         f"{fmt(slo * 1e3, 'ms')} ({r['policy']}, {r['mode']})" for r in rows)
-    src = ctx.sources() + "; " + eng.SERVING_MODULE_SOURCE
+    src = ctx.sources() + "; " + search.SERVING_SOURCE
     if ctx.continuous():
         src += " (continuous batching)"
     return Check("C2", "Throughput at the latency target", status, summary, reason, ev,
@@ -523,7 +526,7 @@ def check_padding(case: Case, ctx: Context | None = None) -> Check:
     pad_batch = 1 - groups.sum() / (groups.max(axis=1).sum() * b)
     buckets = np.array(sorted({128, 256, 384, max_len} & set(range(1, max_len + 1)) | {max_len}))
     pad_bucket = waste(packing.pack(lens, max_len, "bucket", buckets=[int(x) for x in buckets]))
-    eff, packs, pack_src = eng.pack_efficiency(lens, max_len)
+    eff, packs, pack_src = search.pack_efficiency(lens, max_len)
     # FLOPs over every sampled request (a 64-request subsample moved the ratio by 25%).
     s_pad = workloads.step(case.model, lens, pad_to=max_len)
     s_real = workloads.step(case.model, lens)
@@ -588,7 +591,7 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         # the offered rate (serving run), per request served. A pipeline batch occupies each
         # of its m chips for 1/m of its time, so its chip-seconds are its time.
         run = ctx.offered(cand, dep, max(1, dep.chips_needed // dep.placement.chips))
-        busy_j = c.power_w * run.busy_s / max(run.served, 1)
+        busy_j = c.power_w * float(run.device_busy_s.sum()) / max(run.served, 1)
         rows.append({"candidate": cand.label, "kind": c.kind,
                      "deployment": f"{c.name} x{dep.chips_needed} ({dep.placement.label}, {dep.mode})",
                      "chips_needed": dep.chips_needed,
@@ -716,7 +719,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     fracs = sweep_size((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), (0.0, 0.2, 0.5, 1.0))
     long_rows = []
     for fr in fracs:
-        lens = eng.traffic_lengths(case, ctx.n, long_fraction=fr)
+        lens = search.traffic_lengths(case, ctx.n, long_fraction=fr)
         cost = {}
         for kind, (cand, d) in best.items():
             res = ctx._best_policy(cand, d.placement, d.mode, d.service, lens)

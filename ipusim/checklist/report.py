@@ -132,9 +132,9 @@ class Report:
                 "assumptions": dict(ASSUMPTIONS)}
 
     def to_json(self, indent: int = 2) -> str:
-        from ..commands._common import _clean
+        from .._json import json_safe
 
-        return json.dumps(_clean(self.to_dict()), indent=indent, allow_nan=False)
+        return json.dumps(json_safe(self.to_dict()), indent=indent, allow_nan=False)
 
     def __repr__(self):
         lines = [f"Report({self.case.name}): {self.verdict.headline}"]

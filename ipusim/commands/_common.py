@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
-
-import numpy as np
 
 from .. import hardware, workloads
+from .._json import json_safe
 
 
 def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) -> None:
@@ -26,26 +24,9 @@ def add_json(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _clean(obj):
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
-
-
 def print_json(obj) -> None:
     """Print one JSON object (NaN and infinities become null)."""
-    print(json.dumps(_clean(obj), indent=2, allow_nan=False))
+    print(json.dumps(json_safe(obj), indent=2, allow_nan=False))
 
 
 def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import csv
+
+import numpy as np
+
 from .. import arrivals, lengths, policies, serving
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
@@ -16,10 +21,15 @@ def add_arguments(p):
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
     p.add_argument("--service-ms", type=float, default=10.0, help="batch time for --service fixed/exponential, ms")
-    p.add_argument("--rate", type=float, help="mean arrival rate, requests/s (required unless --trace)")
-    p.add_argument("--arrivals", choices=("poisson", "bursty", "ramp"), default="poisson",
-                   help="arrival process at the mean --rate: Poisson (default); bursty (on/off, on 1 s at "
-                        "twice the rate, off 1 s); ramp (one sinusoidal 'day' over the run, swing 0.8)")
+    p.add_argument("--rate", type=_rate_arg, metavar="R or START:STOP:STEP",
+                   help="mean arrival rate, requests/s (required unless --trace); START:STOP:STEP sweeps the "
+                        "rates START, START+STEP, ... up to STOP and prints one row per rate")
+    p.add_argument("--arrivals", choices=("poisson", "gamma", "bursty", "ramp"), default="poisson",
+                   help="arrival process at the mean --rate: Poisson (default); gamma (Gamma gaps with "
+                        "coefficient of variation --cv); bursty (on/off, on 1 s at twice the rate, off 1 s); "
+                        "ramp (one sinusoidal 'day' over the run, swing 0.8)")
+    p.add_argument("--cv", type=float, default=1.0,
+                   help="coefficient of variation of the gaps for --arrivals gamma; default 1 (Poisson)")
     p.add_argument("--trace", help="CSV of requests (columns arrival_s,length) to replay instead of --rate")
     p.add_argument("--requests", type=int, default=10_000,
                    help=f"requests to simulate; default 10000, at most {serving.MAX_REQUESTS:,} (memory: about "
@@ -35,7 +45,63 @@ def add_arguments(p):
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
     p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
     p.add_argument("--seed", type=int, default=0, help="random seed; default 0")
+    p.add_argument("--csv", metavar="FILE",
+                   help="write rows to FILE: one per request for one rate, one per rate for a sweep")
     add_json(p)
+
+
+def parse_rates(text: str) -> list[float]:
+    """``R`` or ``START:STOP:STEP`` (requests/s; STOP included when the steps land on it)."""
+    parts = text.split(":")
+    try:
+        vals = [float(x) for x in parts]
+    except ValueError:
+        raise ValueError(f"--rate must be a number or START:STOP:STEP, got {text!r}") from None
+    if len(vals) == 1:
+        return vals
+    if len(vals) != 3:
+        raise ValueError(f"--rate takes START:STOP:STEP, got {text!r}")
+    lo, hi, step = vals
+    if not (0 < lo <= hi and step > 0):
+        raise ValueError(f"--rate START:STOP:STEP needs 0 < START <= STOP and STEP > 0, got {text!r}")
+    k = int(np.floor((hi - lo) / step * (1 + 1e-12))) + 1
+    if k > 1000:
+        raise ValueError(f"--rate {text} asks for {k} rates; at most 1000")
+    return [lo + i * step for i in range(k)]
+
+
+def _rate_arg(text: str) -> list[float]:
+    try:
+        return parse_rates(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_REQUEST_COLUMNS = ("arrival_s", "length", "start_s", "finish_s", "latency_s", "device", "batch_id")
+
+
+def _write_csv(path, rows: list[dict], result=None) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        if result is not None:  # one row per request
+            w.writerow(_REQUEST_COLUMNS)
+            cols = (result.arrival_s, result.lengths, result.start_s, result.finish_s, result.latency_s,
+                    result.device, result.batch_id)
+            w.writerows(zip(*(c.tolist() for c in cols), strict=True))
+        else:  # one row per rate
+            keys = [k for k, v in rows[0].items() if not isinstance(v, (list, dict))]
+            w.writerow(keys)
+            w.writerows([r[k] for k in keys] for r in rows)
+
+
+def _arrivals(args, rate, n):
+    if args.arrivals == "poisson":
+        return arrivals.poisson(rate, n, seed=args.seed)
+    if args.arrivals == "gamma":
+        return arrivals.gamma(rate, n, cv=args.cv, seed=args.seed)
+    if args.arrivals == "bursty":
+        return arrivals.on_off(2 * rate, n, mean_on_s=1.0, mean_off_s=1.0, seed=args.seed)
+    return arrivals.daily_ramp(rate, n, period_s=n / rate, seed=args.seed)
 
 
 def run(args) -> int:
@@ -43,22 +109,20 @@ def run(args) -> int:
     if not 1 <= n <= serving.MAX_REQUESTS:
         raise ValueError(f"--requests must lie in 1..{serving.MAX_REQUESTS:,}, got {n:,} (the simulator keeps "
                          f"about {serving.BYTES_PER_REQUEST} bytes per request in memory; split longer runs)")
+    if args.cv != 1.0 and args.arrivals != "gamma":
+        raise ValueError("--cv applies to --arrivals gamma only")
     if args.trace:
         arr, lens = arrivals.load_trace(args.trace)
         n = arr.size
+        rates = [None]
     else:
         if args.rate is None:
             raise ValueError("give --rate (requests/s) or --trace FILE")
-        if args.arrivals == "poisson":
-            arr = arrivals.poisson(args.rate, n, seed=args.seed)
-        elif args.arrivals == "bursty":
-            arr = arrivals.on_off(2 * args.rate, n, mean_on_s=1.0, mean_off_s=1.0, seed=args.seed)
-        else:
-            arr = arrivals.daily_ramp(args.rate, n, period_s=n / args.rate, seed=args.seed)
+        rates = args.rate
         if args.lengths:
-            lens = serving.sample_lengths(n, histogram=args.lengths, seed=args.seed + 1)
+            lens = lengths.sample(n, histogram=args.lengths, seed=args.seed + 1)
         else:
-            lens = serving.sample_lengths(n, long_fraction=args.long_fraction, seed=args.seed + 1)
+            lens = lengths.sample(n, long_fraction=args.long_fraction, seed=args.seed + 1)
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")
@@ -71,21 +135,34 @@ def run(args) -> int:
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
         dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
-    r = serving.simulate(arr, lens, pol, dev, latency_target_s=args.latency_target_ms / 1e3, seed=args.seed)
-    d = r.to_dict()
-    d.update({"chip": args.chip if args.service == "chip" else None, "model": args.model if args.service == "chip" else None,
-              "service": args.service, "rate_rps": args.rate, "arrivals": "trace" if args.trace else args.arrivals,
-              "seed": args.seed})
+    out, last = [], None
+    for rate in rates:
+        a = arr if rate is None else _arrivals(args, rate, n)
+        last = serving.simulate(a, lens, pol, dev, latency_target_s=args.latency_target_ms / 1e3, seed=args.seed)
+        d = last.to_dict()
+        d.update({"chip": args.chip if args.service == "chip" else None,
+                  "model": args.model if args.service == "chip" else None, "service": args.service,
+                  "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
+                  "cv": args.cv if args.arrivals == "gamma" else None, "seed": args.seed})
+        out.append(d)
+    sweep = len(out) > 1
+    if args.csv:
+        _write_csv(args.csv, out, None if sweep else last)
     if args.json:
-        print_json(d)
+        print_json(out if sweep else out[0])
         return 0
-    print(repr(r))
+    if not sweep:
+        print(repr(last))
     keys = [("throughput_rps", "req/s", ",.1f"), ("goodput_rps", "goodput req/s", ",.1f"),
             ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
             ("latency_p999_s", "p99.9 s", ".4g"), ("queueing_mean_s", "mean queue s", ".4g"),
             ("mean_batch", "mean batch", ".2f"), ("utilization", "utilization", ".3f"),
             ("padded_token_waste", "pad waste", ".3f")]
-    print(format_table([d], keys))
-    if not d["stable"]:
-        print(f"UNSTABLE: {d['unstable_reason']}")
+    if sweep:
+        keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
+    print(format_table(out, keys))
+    for d in out:
+        if not d["stable"]:
+            rate = "" if not sweep else f"at {d['rate_rps']:,.0f} req/s: "
+            print(f"UNSTABLE {rate}{d['unstable_reason']}")
     return 0

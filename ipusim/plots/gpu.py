@@ -60,30 +60,19 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
     return ax
 
 
-def wave_staircase(chip="a100-40gb", ax=None, *, block_flops: float = 2 * 128 * 128 * 768,
-                   blocks_per_sm: int = 1, max_waves: int = 4):
-    """Kernel time vs number of thread blocks: flat within a wave, a step at each new wave.
-
-    Blocks are compute-only (``block_flops`` tensor FLOP each, default one 128x128 output tile
-    of a k = 768 matmul); launch overhead left out so the staircase shows.
-    """
-    from .. import gpu
-    from ..hardware import chip as _chip
-
-    c = _chip(chip)
+def wave_staircase(data: dict, ax=None):
+    """Kernel time vs number of thread blocks (``gpu.wave_staircase``'s result): flat within
+    a wave, a step at each new wave, beside the time with no quantization."""
     ax = _axes(ax)
-    per_wave = c.sms * blocks_per_sm
-    n = np.arange(1, max_waves * per_wave + 1)
-    t = np.array([gpu.simulate_kernel(c, int(b), block_flops, blocks_per_sm=blocks_per_sm,
-                                      launch_s=0.0).time_s for b in n])
+    n, t, per_wave = data["blocks"], data["time_s"], data["per_wave"]
     ideal = t[per_wave - 1] * n / per_wave  # perfect load balance: time proportional to blocks
     ax.plot(n, t * 1e6, drawstyle="steps-post", label="simulated (waves)")
     ax.plot(n, ideal * 1e6, "--", color="gray", label="no quantization (time ∝ blocks)")
-    for w in range(1, max_waves):
+    for w in range(1, n.size // per_wave):
         ax.axvline(w * per_wave, color="black", lw=0.5, alpha=0.4)
-    ax.set_xlabel(f"thread blocks ({c.sms} SMs x {blocks_per_sm} per SM = {per_wave} per wave)")
+    ax.set_xlabel(f"thread blocks ({data['sms']} SMs x {data['blocks_per_sm']} per SM = {per_wave} per wave)")
     ax.set_ylabel("kernel time (µs)")
-    ax.set_title(f"Wave quantization on {c.name}: block {per_wave + 1} starts a new wave")
+    ax.set_title(f"Wave quantization on {data['chip']}: block {per_wave + 1} starts a new wave")
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
     return ax

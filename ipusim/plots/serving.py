@@ -5,6 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..serving import theory
+
 
 def _ax(ax):
     if ax is None:
@@ -92,10 +94,9 @@ def theory_check(rows: list[dict], ax=None):
         rr = [r for r in rows if r["queue"] == kind]
         rho = np.array([r["rho"] for r in rr])
         rho_line = np.linspace(0.05, 0.95, 100)
-        cs2 = 1.0 if kind == "M/M/1" else 0.0
+        cv2 = theory.SERVICE_CV2["mm1" if kind == "M/M/1" else "md1"]
         s = rr[0]["service_s"]
-        ax.plot(rho_line, rho_line * s * (1 + cs2) / (2 * (1 - rho_line)) * 1e3, "-", lw=1,
-                label=f"{kind} theory")
+        ax.plot(rho_line, theory.pk_wait_s(rho_line / s, s, cv2) * 1e3, "-", lw=1, label=f"{kind} theory")
         ax.plot(rho, np.array([r["simulated_s"] for r in rr]) * 1e3, marker, label=f"{kind} simulated")
     ax.set_yscale("log")
     ax.set_xlabel("utilization ρ")

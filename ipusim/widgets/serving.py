@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from .. import arrivals, policies, serving
+from .. import arrivals, lengths, policies, serving
 from ..plots import serving as plots
 
 
@@ -20,7 +20,7 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
 
     def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
         arr = arrivals.poisson(rate, n, seed=0)
-        lens = serving.sample_lengths(n, long_fraction=long_fraction, seed=1)
+        lens = lengths.sample(n, long_fraction=long_fraction, seed=1)
         pol = policies.make(policy, max_batch=max_batch, max_delay_s=max_delay_ms / 1e3)
         packed = policy == "token"
         rows = getattr(pol, "max_batch", max_batch)

@@ -1,0 +1,251 @@
+"""The checklist's policy search, on the serving package.
+
+Each deployment the checklist weighs is a ``Setup``: a replica (one chip, several chips
+holding the layers in turn, or weights streamed), the serving package's service table for
+it (``serving.chip_service`` or ``serving.generation_model`` on the coarse grid), and what
+the search needs besides. ``serve`` runs a policy on replicas with ``serving.simulate`` or
+``serving.simulate_generation``; ``capacity_at_slo`` bisects the largest rate whose p99
+meets a target. The traffic's lengths (``traffic_lengths``) and how well they pack
+(``pack_efficiency``) come from ``ipusim.lengths`` and ``ipusim.packing``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import lengths as _lengths
+from .. import serving
+from ..serving import tables
+
+SHORT_RANGE = _lengths.SHORT_RANGE  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
+LONG_FROM = _lengths.LONG_RANGE[0]  # tokens, ASSUMPTION: a "long" text starts here
+SERVING_SOURCE = "ipusim.serving simulator"
+MAX_UTILIZATION = 0.97  # busy share above which a finite run counts as overloaded
+
+
+# ---------------------------------------------------------------------------------------
+# Traffic
+# ---------------------------------------------------------------------------------------
+def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np.ndarray:
+    """``n`` lengths: a ``long_fraction`` share long (LONG_FROM..max_len), the rest short
+    (``lengths.sample_long_text_mix`` with the ranges cut at ``max_len``)."""
+    s_hi = min(SHORT_RANGE[1], max_len)
+    short = (min(SHORT_RANGE[0], s_hi), s_hi)
+    long = (min(LONG_FROM, max_len), max_len)
+    return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
+
+
+def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int | None = None) -> np.ndarray:
+    """``n`` request lengths for the case; ``long_fraction`` re-weights the long share."""
+    seed = case.seed if seed is None else seed
+    if case.lengths is None:
+        f = case.long_fraction if long_fraction is None else long_fraction
+        return mix_lengths(f, n, case.model.max_positions, seed)
+    rng = np.random.default_rng(seed)
+    pool = case.lengths
+    if long_fraction is None:
+        return rng.choice(pool, size=n)
+    is_long = pool >= min(LONG_FROM, int(pool.max()))
+    longs, shorts = pool[is_long], pool[~is_long]
+    if longs.size == 0 or shorts.size == 0:
+        return rng.choice(pool, size=n)
+    pick_long = rng.random(n) < long_fraction
+    return np.where(pick_long, rng.choice(longs, size=n), rng.choice(shorts, size=n))
+
+
+def pack_efficiency(lengths: np.ndarray, max_len: int) -> tuple[float, int, str]:
+    """Share of real tokens in rows of ``max_len`` tokens, rows used, and the method's name
+    (``ipusim.packing`` SPFHP, Krell et al. 2021, at most 3 sequences a row)."""
+    from .. import packing
+
+    res = packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=3)
+    return float(res.efficiency), int(res.rows), "ipusim.packing SPFHP, at most 3 sequences a row"
+
+
+# ---------------------------------------------------------------------------------------
+# Deployments
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Policy:
+    """A batching policy of ``ipusim.policies`` (``obj``) with its kind and size for the search."""
+
+    kind: str  # "static", "dynamic", "token" or "continuous"
+    max_batch: int  # requests (sequences for continuous batching)
+    max_delay_s: float  # s the oldest request may wait for a batch to grow
+    obj: object = None  # the ipusim.policies object the serving simulator runs
+
+    @property
+    def label(self) -> str:
+        return self.obj.describe() if self.obj is not None else f"{self.kind}, max batch {self.max_batch}"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "label": self.label, "max_batch": self.max_batch,
+                "max_delay_s": self.max_delay_s if math.isfinite(self.max_delay_s) else None}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One deployment's replica and its serving tables (coarse grid), with what the search needs.
+
+    ``service`` is a ``serving.ServiceModel`` (classification) or a
+    ``serving.GenerationModel`` (generation, ``output_tokens`` > 0).
+    """
+
+    replica: tables.Replica
+    mode: str  # "padded" or "packed"
+    max_batch: int  # rows of the tables
+    service: object  # serving.ServiceModel or serving.GenerationModel
+    output_tokens: int = 0  # reply tokens (generation)
+    kv_tokens: int = 0  # KV-cache tokens a replica stream holds (generation)
+
+    @property
+    def generation(self) -> bool:
+        return isinstance(self.service, serving.GenerationModel)
+
+    @property
+    def max_prompt(self) -> int:
+        """Longest prompt (tokens) the tables take."""
+        m = self.replica.model.max_positions
+        return max(8, m - self.output_tokens) if self.generation else m
+
+    @property
+    def source(self) -> str:
+        return self.service.source
+
+    @property
+    def b_grid(self) -> np.ndarray:
+        """Rows at which the machine model is run (powers of two, then ``max_batch``)."""
+        return tables.coarse_grid(self.replica, "forward", self.max_batch)[0]
+
+    @property
+    def l_grid(self) -> np.ndarray:
+        """Lengths (tokens) at which the machine model is run."""
+        return tables.coarse_grid(self.replica, "forward", self.max_batch)[1]
+
+    def grid(self, phase: str = "forward") -> np.ndarray:
+        """Machine seconds at the grid points (rows ``b_grid``, columns ``l_grid``)."""
+        return tables.coarse_grid(self.replica, phase, self.max_batch)[2]
+
+    def time_at(self, b: float, ln: float) -> float:
+        """Seconds for a batch of ``b`` sequences of ``ln`` tokens (interpolated); for
+        generation, a static batch: the prompt pass plus every reply token at the mean context."""
+        def at(phase, length):
+            return float(tables.coarse_time_s(self.replica, phase, self.max_batch, b, length)[0, 0])
+
+        if not self.generation:
+            return at("forward", ln)
+        ctx = min(self.replica.model.max_positions, ln + self.output_tokens / 2)
+        return at("prefill", ln) + self.output_tokens * at("decode", ctx)
+
+    def batch_time(self, lengths) -> float:
+        """Seconds for one batch of requests with these lengths (tokens): padded at the longest,
+        packed at the mean length (ideal packing)."""
+        lengths = np.asarray(lengths)
+        b = int(lengths.size)
+        if self.generation:
+            return self.time_at(min(b, self.max_batch), float(lengths.max()))
+        ln = float(lengths.max() if self.mode == "padded" else lengths.mean())
+        if b <= self.max_batch:
+            return self.time_at(b, min(math.ceil(ln), self.max_prompt))
+        return self.time_at(self.max_batch, min(ln, self.max_prompt)) * (b / self.max_batch)
+
+
+def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, max_batch: int = 128,
+          output_tokens: int = 0, kv_tokens: int = 0) -> Setup:
+    """The ``Setup`` of ``model`` on a replica of ``chips`` chips; generation when ``output_tokens`` > 0."""
+    rep = tables.Replica(chip, model, chips, bool(streaming))
+    if output_tokens:
+        svc = serving.generation_model(chip, model, max_batch=max_batch, chips=chips, streaming=bool(streaming),
+                                       max_prompt=max(8, model.max_positions - output_tokens), grid="coarse")
+    else:
+        svc = serving.chip_service(chip, model, max_batch=max_batch, packed=mode == "packed", chips=chips,
+                                   streaming=bool(streaming), grid="coarse")
+    return Setup(rep, mode, max_batch, svc, output_tokens, kv_tokens)
+
+
+def largest_fitting_batch(chip, model, length: int, phases=("forward",), *, chips: int = 1,
+                          streaming: bool = False, cap: int = 256) -> int:
+    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
+    every phase (``serving.tables.largest_replica_batch``)."""
+    return tables.largest_replica_batch(tables.Replica(chip, model, chips, bool(streaming)), length, phases, cap=cap)
+
+
+# ---------------------------------------------------------------------------------------
+# Serving runs
+# ---------------------------------------------------------------------------------------
+def serve(arrivals, lengths, su: Setup, policy: Policy, servers: int) -> serving.ServingResult:
+    """Serve requests (``arrivals`` s, ``lengths`` tokens) with ``policy`` on ``servers`` replicas."""
+    arrivals = np.asarray(arrivals, dtype=float)
+    lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
+    if su.generation:
+        return serving.simulate_generation(arrivals, lens, su.output_tokens, policy.obj, su.service,
+                                           latency_target_s=1.0, replicas=servers)
+    return serving.simulate(arrivals, lens, policy.obj, [su.service] * servers, latency_target_s=1.0,
+                            max_waiting=max(1000, lens.size // 4))
+
+
+def p99_s(r: serving.ServingResult) -> float:
+    """The run's p99 latency (s); infinite when the run is not stable."""
+    return r.latency_p99_s if r.stable else math.inf
+
+
+def utilization(r: serving.ServingResult) -> float:
+    """Busy share of the replicas; 1 when the run is not stable."""
+    return r.utilization if r.stable else 1.0
+
+
+def saturated(r: serving.ServingResult) -> bool:
+    """The run's queue would grow without bound at this rate (or the replicas are busy
+    ``MAX_UTILIZATION`` of the time or more)."""
+    return not r.stable or utilization(r) >= MAX_UTILIZATION
+
+
+def saturation_rate(lengths, su: Setup, batch: int) -> float:
+    """Requests/s one replica carries when every batch is full (``batch`` requests)."""
+    batch = min(batch, su.max_batch)
+    k = max(1, lengths.size // batch)
+    groups = np.resize(lengths, (k, batch)) if lengths.size >= batch else lengths[None, :]
+    b = groups.shape[1]
+    ln = groups.max(axis=1) if su.mode == "padded" else -(-groups.sum(axis=1) // b)
+    t = tables.coarse_time_s(su.replica, "forward", su.max_batch, b, np.minimum(ln, su.max_prompt))[0]
+    return b / float(np.mean(t))
+
+
+def capacity_at_slo(lengths, su: Setup, policy: Policy, slo_s: float, *, servers: int = 1,
+                    seed: int = 0, iters: int = 10, upper: float):
+    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` (bisection), and
+    the ``ServingResult`` there (None if none)."""
+    n = lengths.size
+    unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
+    unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
+    # A finite run hides a slowly growing queue: cap the rate below what full batches can
+    # carry (the saturation throughput), whatever the run's p99 says.
+    if policy.kind != "continuous":
+        sat = servers * saturation_rate(lengths, su, policy.max_batch)
+        upper = min(upper, MAX_UTILIZATION * sat)
+    lo, hi = upper / 1e4, upper
+
+    def run(rate):
+        return serve(unit / rate, lengths, su, policy, servers)
+
+    def ok(r):
+        return p99_s(r) <= slo_s and not saturated(r)
+
+    r_lo = run(lo)
+    if not ok(r_lo):
+        return 0.0, r_lo
+    best = r_lo
+    r_hi = run(hi)
+    if ok(r_hi):
+        return hi, r_hi
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        r = run(mid)
+        if ok(r):
+            lo, best = mid, r
+        else:
+            hi = mid
+    return lo, best

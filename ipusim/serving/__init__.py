@@ -1,0 +1,44 @@
+"""Serving simulation: requests through a batching policy onto one or more devices.
+
+The pipeline is ``arrivals`` (when requests come) + ``lengths.sample`` (how long each is)
+-> a policy from ``ipusim.policies`` (when and how many leave the queue together) -> a
+``ServiceModel`` per device (how long a batch takes) -> a ``ServingResult`` (per-request
+start and finish, latency percentiles, throughput, utilization, padding waste).
+
+=============  ==============================================================================
+``service``    ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
+``tables``     service-time tables from the machine model, cached in memory and on disk
+``batching``   the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
+``generation`` continuous and static batching of decoder generation (``simulate_generation``)
+``result``     ``ServingResult`` and its one-pass summary
+``theory``     Pollaczek-Khinchine, the closed form the simulator is checked against
+=============  ==============================================================================
+"""
+
+from .batching import (
+    BYTES_PER_REQUEST,
+    DEFAULT_SEED,
+    MAX_REQUESTS,
+    Router,
+    simulate,
+    sweep_rates,
+)
+from .generation import GenerationModel, generation_model, simulate_generation
+from .result import ServingResult, quantiles
+from .service import (
+    MAX_LENGTH,
+    ServiceModel,
+    chip_service,
+    exponential_service,
+    fixed_service,
+    largest_batch,
+    surrogate_error,
+)
+from .theory import pk_wait_s, theory_wait_s
+
+__all__ = [
+    "BYTES_PER_REQUEST", "DEFAULT_SEED", "GenerationModel", "MAX_LENGTH", "MAX_REQUESTS", "Router",
+    "ServiceModel", "ServingResult", "chip_service", "exponential_service", "fixed_service", "generation_model",
+    "largest_batch", "pk_wait_s", "quantiles", "simulate", "simulate_generation", "surrogate_error",
+    "sweep_rates", "theory_wait_s",
+]

@@ -1,0 +1,605 @@
+"""Batched serving: the event kernel and ``simulate``.
+
+Requests (arrival times, lengths) wait in one queue (or one per length bucket, or one per
+pool of a ``Router``); a policy from ``ipusim.policies`` decides when a batch leaves and how
+many it holds; a ``ServiceModel`` per device says how long the batch takes. ``make_plan``
+turns the inputs into the arrays the kernel reads (a ``Plan``); ``run_plan`` runs the Numba
+kernel; ``simulate`` does both and returns a ``ServingResult``. The tests hold an
+independent plain-Python event-driven reference and a simpy model of the same policies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .. import packing
+from .. import policies as P
+from .._validate import lengths_array, positive
+from .result import ServingResult
+from .service import MAX_LENGTH, ServiceModel, batch_shape, largest_batch
+
+DEFAULT_SEED = 0
+# The CLI's cap on requests per run. A run holds about 100 bytes per request (arrival, length,
+# start, finish, device, batch id and the summary's temporaries; measured in
+# tests/test_serving.py::test_ten_million_requests_stay_within_100_bytes_each), so 20 million
+# requests need about 2 GB: the most a laptop-sized machine holds without being OOM-killed.
+MAX_REQUESTS = 20_000_000
+BYTES_PER_REQUEST = 100
+_INF = np.inf
+
+# Policy kinds inside the kernel
+STATIC, DYNAMIC, TOKEN, ADAPTIVE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Router:
+    """Hybrid pool: requests of at most ``threshold`` tokens go to ``short_devices``, longer to ``long_devices``.
+
+    Device numbers index the ``devices`` list given to ``simulate``; each pool runs the
+    policy on its own queue.
+    """
+
+    threshold: int = 256  # tokens
+    short_devices: tuple = (0,)
+    long_devices: tuple = (1,)
+
+    def __post_init__(self):
+        positive("Router.threshold", self.threshold, integer=True)
+        s, lg = tuple(self.short_devices), tuple(self.long_devices)
+        if not s or not lg or set(s) & set(lg):
+            raise ValueError("Router needs non-empty, disjoint short_devices and long_devices")
+        object.__setattr__(self, "short_devices", s)
+        object.__setattr__(self, "long_devices", lg)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the kernel (and the tests' reference) reads, as arrays (built by ``make_plan``)."""
+
+    arrival: np.ndarray  # float64 [n], sorted, s
+    lengths: np.ndarray  # int64 [n], tokens (kept wide: int32 would wrap lengths >= 2**31)
+    mult: np.ndarray  # float64 [n] Exp(1) service multipliers (exp service) or [0]
+    qidx: np.ndarray  # int64 [n] request ids by queue then arrival, or [0] for one queue
+    qoff: np.ndarray  # int64 [nq + 1]
+    serves: np.ndarray  # bool [nd, nq]
+    dev_model: np.ndarray  # int64 [nd]
+    tables: np.ndarray  # float64 [n_models, R + 1, J + 1], s
+    m_len_step: np.ndarray  # int64 [n_models]
+    m_packed: np.ndarray  # bool
+    m_pack_len: np.ndarray  # int64
+    m_rand: np.ndarray  # bool
+    m_rows: np.ndarray  # int64: rows of each model's own table
+    kind: int  # STATIC, DYNAMIC, TOKEN or ADAPTIVE
+    q_batch: np.ndarray  # int64 [nq]
+    q_delay: np.ndarray  # float64 [nq], s
+    budget: int  # tokens (TOKEN)
+    pad_full: bool  # STATIC: run the full compiled batch
+    pref_min: int  # smallest preferred size, 0 if none
+    pref: np.ndarray  # int64 ascending
+    ad_target: float  # s (ADAPTIVE)
+    ad_util: float
+    ad_window: int
+    max_waiting: int
+
+
+def as_devices(devices) -> list[ServiceModel]:
+    """``devices`` as a list of ``ServiceModel`` (one per device)."""
+    if isinstance(devices, ServiceModel):
+        return [devices]
+    devs = list(devices)
+    if not devs or not all(isinstance(d, ServiceModel) for d in devs):
+        raise ValueError("devices must be a ServiceModel or a non-empty list of them "
+                         "(see chip_service, fixed_service, exponential_service)")
+    return devs
+
+
+def arrival_array(arrival_s) -> np.ndarray:
+    """Arrival times as a float64 array (no copy when already one), checked sorted and finite."""
+    arr = np.asarray(arrival_s, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError("arrival_s must be a non-empty one-dimensional array of times (s)")
+    if not (np.isfinite(arr[0]) and np.isfinite(arr[-1])) or arr[0] < 0:
+        raise ValueError("arrival_s must hold finite times >= 0 (s)")
+    if not _sorted_finite(arr):
+        raise ValueError("arrival_s must be sorted ascending and finite (results are per request in arrival order)")
+    return arr
+
+
+@njit(cache=True)
+def _sorted_finite(a):
+    for i in range(1, a.shape[0]):
+        if not a[i] >= a[i - 1]:  # also false for NaN
+            return False
+    return True
+
+
+@njit(cache=True)
+def _min_max(a):
+    lo = a[0]
+    hi = a[0]
+    for x in a:
+        if x < lo:
+            lo = x
+        if x > hi:
+            hi = x
+    return lo, hi
+
+
+def token_array(name: str, values, n: int) -> np.ndarray:
+    """Per-request token counts as int64 (a scalar repeats); whole numbers >= 1, one per request."""
+    return _tokens(name, values, n)[0]
+
+
+def _tokens(name, values, n):
+    """(``token_array``, its largest value)."""
+    if np.isscalar(values) or np.ndim(values) == 0:
+        v = positive(name, values, integer=True)
+        return np.full(n, v, dtype=np.int64), v
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.size:
+        lo, hi = _min_max(values)
+        if lo < 1:
+            raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
+        arr = values
+    else:
+        arr = lengths_array(name, values)  # int64: no narrowing, so 1e12 tokens is rejected below
+        hi = arr.max()
+    if arr.size != n:
+        raise ValueError(f"{name} has {arr.size} entries, arrival_s has {n}: give one length per request (token counts)")
+    return arr, int(hi)
+
+
+def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEED, max_waiting=None) -> Plan:
+    """Check the inputs of ``simulate`` and turn them into a ``Plan``."""
+    arr = arrival_array(arrival_s)
+    n = arr.size
+    lens, lmax = _tokens("lengths", lengths, n)
+    devs = as_devices(devices)
+    if isinstance(policy, P.Continuous):
+        raise ValueError("Continuous batching is for generation: use simulate_generation")
+    if not isinstance(policy, (P.Static, P.Dynamic, P.TokenBudget, P.LengthBuckets, P.Adaptive)):
+        raise ValueError(f"policy must be one of ipusim.policies' objects, got {policy!r}")
+    if lmax > MAX_LENGTH:
+        raise ValueError(f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
+                         "token sums per batch must stay far from int64 overflow")
+    for d in devs:
+        if d.len_step and lmax > d.max_len:
+            raise ValueError(f"a request of {lmax} tokens is longer than device {d.name!r} handles ({d.max_len})")
+    nd = len(devs)
+    if router is not None and isinstance(policy, P.LengthBuckets):
+        raise ValueError("a Router and LengthBuckets cannot be combined; pick one way to split by length")
+    if isinstance(policy, P.LengthBuckets):
+        if lmax > policy.edges[-1]:
+            raise ValueError(f"a request of {lmax} tokens is longer than the last bucket edge {policy.edges[-1]}")
+        qid = np.searchsorted(np.asarray(policy.edges), lens, side="left")
+        nq = len(policy.edges)
+        serves = np.ones((nd, nq), dtype=np.bool_)
+    elif router is not None:
+        if not isinstance(router, Router):
+            raise ValueError(f"router must be a serving.Router, got {router!r}")
+        if max(router.short_devices + router.long_devices) >= nd or min(router.short_devices + router.long_devices) < 0:
+            raise ValueError(f"router device numbers must lie in 0..{nd - 1}")
+        qid = (lens > router.threshold).astype(np.int64)
+        nq = 2
+        serves = np.zeros((nd, 2), dtype=np.bool_)
+        serves[list(router.short_devices), 0] = True
+        serves[list(router.long_devices), 1] = True
+    else:
+        qid, nq = None, 1
+        serves = np.ones((nd, 1), dtype=np.bool_)
+    if qid is not None:
+        qoff, qidx, qmax = _queues(qid.astype(np.int64, copy=False), lens, nq)
+    else:
+        qoff = np.array([0, n], dtype=np.int64)
+        qidx = np.zeros(0, dtype=np.int64)
+        qmax = np.array([lmax], dtype=np.int64)
+    uniq, dev_model = [], []
+    for d in devs:
+        if not any(d is u for u in uniq):
+            uniq.append(d)
+        dev_model.append(next(i for i, u in enumerate(uniq) if u is d))
+    R = max(u.table.shape[0] for u in uniq)
+    J = max(u.table.shape[1] for u in uniq)
+    tables = np.zeros((len(uniq), R, J))
+    for i, u in enumerate(uniq):
+        tables[i, :u.table.shape[0], :u.table.shape[1]] = u.table
+    m_rand = np.array([u.random == "exp" for u in uniq])
+    mult = np.random.default_rng([seed, 0x5E7]).exponential(1.0, n) if m_rand.any() else np.zeros(0)
+    pref = np.zeros(0, dtype=np.int64)
+    budget, pad_full, ad = 0, False, (0.0, 1.0, 1)
+    if isinstance(policy, P.Static):
+        kind, B, D, pad_full = STATIC, policy.batch, policy.timeout_s, True
+    elif isinstance(policy, (P.Dynamic, P.LengthBuckets)):
+        kind, B, D = DYNAMIC, policy.max_batch, policy.max_delay_s
+        if isinstance(policy, P.Dynamic):
+            pref = np.array(policy.preferred, dtype=np.int64)
+    elif isinstance(policy, P.TokenBudget):
+        kind, B, D, budget = TOKEN, policy.max_batch, policy.max_delay_s, policy.max_tokens
+    else:
+        kind, B, D = ADAPTIVE, policy.max_batch, 0.0
+        ad = (policy.latency_target_s, policy.utilization_target, policy.window)
+    _check_fit(policy, B, devs, qmax, serves)
+    mw = n if max_waiting is None else positive("max_waiting", max_waiting, integer=True)
+    return Plan(
+        arrival=arr, lengths=lens, mult=mult, qidx=qidx, qoff=qoff, serves=serves,
+        dev_model=np.array(dev_model, dtype=np.int64), tables=tables,
+        m_len_step=np.array([u.len_step for u in uniq], dtype=np.int64),
+        m_packed=np.array([u.packed for u in uniq]), m_pack_len=np.array([u.pack_len for u in uniq], dtype=np.int64),
+        m_rand=m_rand, m_rows=np.array([u.table.shape[0] - 1 for u in uniq], dtype=np.int64),
+        kind=kind, q_batch=np.full(nq, B, dtype=np.int64), q_delay=np.full(nq, float(D)), budget=int(budget),
+        pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
+        ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
+    )
+
+
+@njit(cache=True)
+def _queues(qid, lengths, nq):
+    """(offsets [nq + 1], request ids by queue then arrival [n], longest request per queue [nq])."""
+    n = qid.shape[0]
+    qoff = np.zeros(nq + 1, dtype=np.int64)
+    qmax = np.zeros(nq, dtype=np.int64)
+    for i in range(n):
+        qoff[qid[i] + 1] += 1
+        if lengths[i] > qmax[qid[i]]:
+            qmax[qid[i]] = lengths[i]
+    for k in range(nq):
+        qoff[k + 1] += qoff[k]
+    fill = qoff[:nq].copy()
+    qidx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        qidx[fill[qid[i]]] = i
+        fill[qid[i]] += 1
+    return qoff, qidx, qmax
+
+
+def _check_fit(policy, B, devs, qmax, serves):
+    """Refuse a policy whose full batch at a queue's longest request does not fit a device.
+
+    A batch of ``B`` requests padded to the longest one is the largest step the policy can
+    send (a static policy always sends it); if the machine model says it does not fit,
+    there is no honest time for it (the fit rule), so the configuration is an error that
+    names the largest batch that fits. Token-budget and packed batches are checked batch
+    by batch after the run.
+    """
+    if isinstance(policy, P.TokenBudget):
+        return
+    for k in range(qmax.size):
+        L = int(qmax[k])
+        if L == 0:  # an empty queue
+            continue
+        for d, dev in enumerate(devs):
+            if not serves[d, k] or dev.packed or not dev.len_step:
+                continue
+            if not np.isfinite(dev.time_s([L] * B)):
+                most = largest_batch(dev, L)
+                fix = ("Lower the policy's max batch or route long requests elsewhere" if most else
+                       "Not even one request fits: use a chip with more memory")
+                raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
+                                 f"model has no time for it); largest batch that fits at {L} tokens: "
+                                 f"{most or 'none'}. {fix}")
+
+
+@njit(cache=True, error_model="numpy")
+def _svc(tables, mi, m_rows, rows, j):
+    """Seconds in model ``mi``'s table (its own row count); beyond it, whole tables in series."""
+    rmax = m_rows[mi]
+    if rows <= rmax:
+        return tables[mi, rows, j]
+    full = rows // rmax
+    rest = rows - full * rmax
+    t = full * tables[mi, rmax, j]
+    if rest > 0:
+        t += tables[mi, rest, j]
+    return t
+
+
+@njit(cache=True, error_model="numpy")
+def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_len_step, m_packed,
+                     m_pack_len, B, n_serving, ad_target, ad_util, ad_window):
+    """(fill target b, delay) of the adaptive policy for queue ``k`` with head position ``h``."""
+    one = qidx.shape[0] == 0
+    w = min(h, ad_window)
+    rate = 0.0
+    if w >= 1:
+        span = arrival[h if one else qidx[qoff[k] + h]] - arrival[h - w if one else qidx[qoff[k] + h - w]]
+        if span > 0.0:
+            rate = w / span
+    L = lengths[h if one else qidx[qoff[k] + h]]
+    need = rate / (ad_util * n_serving)
+    b = B
+    for c in range(1, B + 1):
+        r, j, _ = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], c, L, c * L)
+        if c / _svc(tables, mi, m_rows, r, j) >= need:
+            b = c
+            break
+    r, j, _ = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], b, L, b * L)
+    d = ad_target - _svc(tables, mi, m_rows, r, j)
+    if d < 0.0:
+        d = 0.0
+    return b, d
+
+
+@njit(cache=True, error_model="numpy")
+def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
+                     m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
+                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting,
+                     start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
+    """Event loop of batched serving. Writes per-request start/finish/device/batch_id.
+
+    Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
+    one device; outputs of size n (any content: every entry is written, NaN / -1 for
+    requests not served); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
+    dispatched requests]. Each step picks the (device, queue) pair that can send a batch
+    earliest (ties: the device free first, then the oldest head request, then lower
+    indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
+    wait. A packed batch is sorted and packed first fit in work arrays allocated once.
+    """
+    n = arrival.shape[0]
+    nd = serves.shape[0]
+    nq = serves.shape[1]
+    head = np.zeros(nq, dtype=np.int64)
+    cnt = np.empty(nq, dtype=np.int64)
+    for k in range(nq):
+        cnt[k] = qoff[k + 1] - qoff[k]
+    n_serving = np.zeros(nq, dtype=np.int64)
+    for d in range(nd):
+        for k in range(nq):
+            if serves[d, k]:
+                n_serving[k] += 1
+    free = np.zeros(nd)
+    qmax = 1
+    for k in range(nq):
+        if q_batch[k] > qmax:
+            qmax = q_batch[k]
+    size2 = 1
+    while size2 < qmax:
+        size2 *= 2
+    pbuf = np.empty(qmax, dtype=np.int64)  # lengths of a packed batch, sorted longest first
+    prow = np.empty(qmax, dtype=np.int64)
+    ptree = np.empty(2 * size2, dtype=np.int64)
+    pcount = np.empty(size2, dtype=np.int64)
+    one = qidx.shape[0] == 0  # a single queue: queue position = request id
+    dispatched = 0
+    nb = 0
+    tail = 0
+    stopped = 0
+    while dispatched < n:
+        best_t = _INF
+        best_f = _INF
+        best_a = _INF
+        bd = -1
+        bk = -1
+        for k in range(nq):
+            h = head[k]
+            if h >= cnt[k]:
+                continue
+            B = q_batch[k]
+            fill = B
+            D = q_delay[k]
+            if kind == ADAPTIVE:
+                # any device serving k gives the same plan; take the first
+                for d in range(nd):
+                    if serves[d, k]:
+                        fill, D = _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, dev_model[d],
+                                                   m_rows, m_len_step, m_packed, m_pack_len, B, n_serving[k],
+                                                   ad_target, ad_util, ad_window)
+                        break
+            # earliest time queue k may send a batch (written out here: helper calls that take
+            # arrays cost reference counting on every call)
+            a0 = arrival[h if one else qidx[qoff[k] + h]]
+            r = a0 + D
+            if kind == TOKEN:
+                tok = 0
+                c = 0
+                m = h
+                while m < cnt[k]:
+                    i = m if one else qidx[qoff[k] + m]
+                    tok += lengths[i]
+                    c += 1
+                    if tok >= budget or c >= B:
+                        if arrival[i] < r:
+                            r = arrival[i]
+                        break
+                    m += 1
+            else:
+                if h + fill - 1 < cnt[k]:
+                    x = arrival[h + fill - 1 if one else qidx[qoff[k] + h + fill - 1]]
+                    if x < r:
+                        r = x
+                if kind == DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt[k]:
+                    x = arrival[h + pref_min - 1 if one else qidx[qoff[k] + h + pref_min - 1]]
+                    if x < r:
+                        r = x
+            for d in range(nd):
+                if not serves[d, k]:
+                    continue
+                f = free[d]
+                t = r if r > f else f
+                if (t < best_t or (t == best_t and (f < best_f or (f == best_f and a0 < best_a)))):
+                    best_t = t
+                    best_f = f
+                    best_a = a0
+                    bd = d
+                    bk = k
+        k = bk
+        d = bd
+        t = best_t
+        h = head[k]
+        B = q_batch[k]
+        D = q_delay[k]
+        # size of the batch sent at t
+        size = 0
+        tok = 0
+        mx = 0
+        m = h
+        while m < cnt[k] and size < B:
+            i = m if one else qidx[qoff[k] + m]
+            if arrival[i] > t:
+                break
+            li = lengths[i]
+            if kind == TOKEN and size > 0 and tok + li > budget:
+                break
+            tok += li
+            if li > mx:
+                mx = li
+            size += 1
+            m += 1
+        if kind == DYNAMIC and size < B and pref_min > 0 and t < best_a + D:
+            # sent early because a preferred size was reached: the largest preferred <= size
+            p = 0
+            for x in pref:
+                if x <= size:
+                    p = x
+            if p < size:
+                size = p
+                tok = 0
+                mx = 0
+                for m in range(h, h + size):
+                    li = lengths[m if one else qidx[qoff[k] + m]]
+                    tok += li
+                    if li > mx:
+                        mx = li
+        mi = dev_model[d]
+        rows_req = B if (kind == STATIC and pad_full) else size
+        rows, j, computed = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok)
+        if m_packed[mi]:  # a real packing of this batch: first-fit decreasing into pack_len rows
+            for m in range(size):  # insertion sort, longest first
+                li = lengths[h + m if one else qidx[qoff[k] + h + m]]
+                p = m
+                while p > 0 and pbuf[p - 1] < li:
+                    pbuf[p] = pbuf[p - 1]
+                    p -= 1
+                pbuf[p] = li
+            rows = packing.first_fit_rows_into(pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount)
+            computed = rows * m_pack_len[mi]
+        rmax = m_rows[mi]
+        if rows <= rmax:
+            s = tables[mi, rows, j]
+        else:  # beyond the table: whole tables in series, then the rest
+            s = (rows // rmax) * tables[mi, rmax, j]
+            if rows % rmax > 0:
+                s += tables[mi, rows % rmax, j]
+        if m_rand[mi]:
+            s = s * mult[h if one else qidx[qoff[k] + h]]
+        fin = t + s
+        for m in range(h, h + size):
+            i = m if one else qidx[qoff[k] + m]
+            start[i] = t
+            finish[i] = fin
+            device[i] = d
+            batch_id[i] = nb
+        free[d] = fin
+        dev_busy[d] += s
+        dev_real[d] += tok
+        dev_computed[d] += computed if m_len_step[mi] > 0 else tok
+        head[k] = h + size
+        dispatched += size
+        nb += 1
+        while tail < n and arrival[tail] <= t:
+            tail += 1
+        if tail - dispatched > max_waiting:
+            stopped = 1
+            break
+    for k in range(nq):  # requests never sent
+        for m in range(head[k], cnt[k]):
+            i = m if one else qidx[qoff[k] + m]
+            start[i] = np.nan
+            finish[i] = np.nan
+            device[i] = -1
+            batch_id[i] = -1
+    info[0] = nb
+    info[1] = stopped
+    info[2] = dispatched
+
+
+def run_plan(plan: Plan):
+    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info)."""
+    n, nd = plan.arrival.size, plan.serves.shape[0]
+    start, finish = np.empty(n), np.empty(n)
+    device, batch_id = np.empty(n, dtype=np.int16), np.empty(n, dtype=np.int32)
+    busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
+    info = np.zeros(3, dtype=np.int64)
+    _simulate_kernel(plan.arrival, plan.lengths, plan.mult, plan.qidx, plan.qoff, plan.serves, plan.dev_model,
+                     plan.tables, plan.m_len_step, plan.m_packed, plan.m_pack_len, plan.m_rand, plan.m_rows,
+                     plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
+                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting,
+                     start, finish, device, batch_id, busy, real, comp, info)
+    return start, finish, device, batch_id, busy, real, comp, info
+
+
+def result_of(plan: Plan, devices, policy, out, latency_target_s: float) -> ServingResult:
+    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them)."""
+    start, finish, device, batch_id, busy, real, comp, info = out
+    if info[2] and not np.isfinite(busy).all():  # a batch whose step did not fit has an infinite time
+        i = int(np.flatnonzero(np.isinf(finish))[0])
+        raise ValueError(f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
+                         f"(the machine model has no time for it); lower the policy's batch or token budget")
+    return ServingResult(
+        policy=policy.describe(), devices=tuple(d.name for d in devices), arrival_s=plan.arrival,
+        lengths=plan.lengths, start_s=start, finish_s=finish, device=device, batch_id=batch_id,
+        device_busy_s=busy, device_real_tokens=real, device_computed_tokens=comp, batches=int(info[0]),
+        stopped_early=bool(info[1]), latency_target_s=float(latency_target_s), max_waiting=plan.max_waiting,
+        capacity_rps=_capacity_rps(devices, plan),
+    )
+
+
+def simulate(
+    arrival_s,
+    lengths,
+    policy,
+    devices,
+    *,
+    router: Router | None = None,
+    latency_target_s: float = 0.1,
+    max_waiting: int | None = 100_000,
+    seed: int = DEFAULT_SEED,
+) -> ServingResult:
+    """Simulate requests (``arrival_s``, sorted, s; ``lengths``, tokens) through ``policy`` onto ``devices``.
+
+    ``devices`` is a ``ServiceModel`` or a list (one per device). ``router`` splits
+    requests by length between two device pools. ``latency_target_s`` defines goodput.
+    The run stops early (and reports ``stable = False``) when more than ``max_waiting``
+    requests wait at once; ``None`` never stops early. ``seed`` draws exponential service
+    times.
+    """
+    positive("latency_target_s", latency_target_s)
+    devs = as_devices(devices)
+    plan = make_plan(arrival_s, lengths, policy, devs, router, seed, max_waiting)
+    return result_of(plan, devs, policy, run_plan(plan), latency_target_s)
+
+
+def _capacity_rps(devs, plan) -> float:
+    """Rough service capacity: each device's best requests/s at the mean length and the policy's batch."""
+    L = int(round(float(plan.lengths.mean())))
+    B = int(plan.q_batch[0])
+    cap = 0.0
+    for d in devs:
+        lens = [min(L, d.max_len)] * B
+        rows = B if plan.kind == STATIC else None
+        cap += B / d.time_s(lens, rows=rows)
+    return cap
+
+
+def sweep_rates(rates, lengths_fn, policy, devices, *, n: int = 20_000, router: Router | None = None,
+                latency_target_s: float = 0.1, seed: int = DEFAULT_SEED, progress=None,
+                arrivals_fn=None) -> list[dict]:
+    """Run ``simulate`` at each arrival rate; one summary dict per rate (with ``rate_rps``).
+
+    ``lengths_fn(n, seed)`` draws the request lengths (the same for every rate);
+    ``arrivals_fn(rate, n, seed)`` the arrival times (default Poisson).
+    ``progress`` optionally wraps the rate iterable (e.g. ``ipusim.config.progress``).
+    """
+    from .. import arrivals
+
+    arrivals_fn = arrivals_fn or (lambda rate, n, seed: arrivals.poisson(rate, n, seed=seed))
+    lens = lengths_fn(n, seed)
+    out = []
+    it = rates if progress is None else progress(rates)
+    for rate in it:
+        arr = arrivals_fn(rate, n, seed)
+        r = simulate(arr, lens, policy, devices, router=router, latency_target_s=latency_target_s, seed=seed,
+                     max_waiting=max(1000, n // 10))
+        out.append({"rate_rps": float(rate), **r.summary()})
+    return out

@@ -1,0 +1,346 @@
+"""The result of a serving run: per-request times and a summary computed in one pass.
+
+``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
+``summary()`` reduces them with two Numba kernels: ``_totals`` (counts, sums, extremes, per
+device) in one pass, and ``quantiles`` (exact percentiles, as ``numpy.percentile``'s
+linear rule, from a histogram pass and a pass over the values in the wanted bins).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+_HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
+# A run of 100+ requests that serves less than this share of the offered rate is not stable: its
+# requests wait for a delay (or a batch that never fills) longer than the run.
+STABLE_SERVED_SHARE = 0.5
+
+
+@njit(cache=True, error_model="numpy")
+def _totals(arrival, start, finish, device, target, n_dev):
+    """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
+    started after the last arrival, served per device."""
+    n = arrival.shape[0]
+    last_arrival = arrival[n - 1]
+    ns = 0
+    lat_sum = 0.0
+    wait_sum = 0.0
+    lat_lo = np.inf
+    lat_hi = -np.inf
+    wait_lo = np.inf
+    wait_hi = -np.inf
+    t1 = arrival[0]
+    good = 0
+    late = 0
+    per_dev = np.zeros(n_dev, dtype=np.int64)
+    for i in range(n):
+        f = finish[i]
+        if f != f:
+            continue
+        ns += 1
+        a = arrival[i]
+        lat = f - a
+        w = start[i] - a
+        lat_sum += lat
+        wait_sum += w
+        lat_lo = min(lat_lo, lat)
+        lat_hi = max(lat_hi, lat)
+        wait_lo = min(wait_lo, w)
+        wait_hi = max(wait_hi, w)
+        if f > t1:
+            t1 = f
+        if lat <= target:
+            good += 1
+        if start[i] > last_arrival:
+            late += 1
+        per_dev[device[i]] += 1
+    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev
+
+
+@njit(cache=True, error_model="numpy")
+def _quantiles_kernel(series, b, lo, hi, count, qs, out):
+    """Percentiles ``qs`` (0..100) of x = a - b for each array ``a`` of the tuple ``series``
+    (x = a when ``b`` is empty), over the entries where x is not NaN; ``out[s, q]``, as
+    numpy.percentile's linear interpolation.
+
+    Preconditions: ``count`` >= 1 entries are not NaN (the same entries in every series), all
+    of series s within [lo[s], hi[s]]. One pass histograms every series, noting each bin's
+    first value and how often it recurs (ties are common: a batch's requests share a
+    finish, a policy's delay recurs); a second pass gathers the other values of the bins
+    that hold the wanted order statistics, and one partial sort of each bin picks them.
+    """
+    n = b.shape[0] if b.shape[0] else series[0].shape[0]
+    ns = len(series)
+    nq = qs.shape[0]
+    nbins = _HIST_BINS
+    ranks = np.empty(2 * nq, dtype=np.int64)
+    gam = np.empty(nq)
+    for q in range(nq):
+        vi = qs[q] / 100.0 * (count - 1)
+        k = int(math.floor(vi))
+        gam[q] = vi - k
+        ranks[2 * q] = k
+        ranks[2 * q + 1] = min(k + 1, count - 1)
+    scale = np.zeros(ns)
+    for s in range(ns):
+        if hi[s] > lo[s]:
+            scale[s] = nbins / (hi[s] - lo[s])
+    hist = np.zeros((ns, nbins), dtype=np.int64)
+    first = np.empty((ns, nbins))  # each bin's first value
+    ties = np.zeros((ns, nbins), dtype=np.int64)  # values equal to it
+    hb = b.shape[0] > 0
+    for i in range(n):
+        bi = b[i] if hb else 0.0
+        for s in range(ns):
+            x = series[s][i] - bi
+            if x == x:
+                j = min(int((x - lo[s]) * scale[s]), nbins - 1)
+                if hist[s, j] == 0:
+                    first[s, j] = x
+                if x == first[s, j]:
+                    ties[s, j] += 1
+                hist[s, j] += 1
+    # bin of each rank, the values below it, and where each wanted bin's values go
+    rbin = np.empty((ns, 2 * nq), dtype=np.int64)
+    below = np.empty((ns, 2 * nq), dtype=np.int64)
+    off = np.full((ns, nbins), -1, dtype=np.int64)
+    total = 0
+    for s in range(ns):
+        if scale[s] == 0.0:  # every value is lo[s]
+            continue
+        for r in range(2 * nq):
+            c = 0
+            j = 0
+            while c + hist[s, j] <= ranks[r]:
+                c += hist[s, j]
+                j += 1
+            rbin[s, r] = j
+            below[s, r] = c
+            if off[s, j] < 0:
+                off[s, j] = total
+                total += hist[s, j] - ties[s, j]
+    buf = np.empty(total)
+    fill = off.copy()
+    less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
+    for i in range(n):
+        bi = b[i] if hb else 0.0
+        for s in range(ns):
+            x = series[s][i] - bi
+            if x == x and scale[s] > 0.0:
+                j = min(int((x - lo[s]) * scale[s]), nbins - 1)
+                if fill[s, j] >= 0 and x != first[s, j]:
+                    buf[fill[s, j]] = x
+                    fill[s, j] += 1
+                    if x < first[s, j]:
+                        less[s, j] += 1
+    stats = np.empty(2 * nq)
+    for s in range(ns):
+        if scale[s] == 0.0:
+            out[s, :] = lo[s]
+            continue
+        done = np.zeros(2 * nq, dtype=np.bool_)
+        for r in range(2 * nq):  # one partial sort per wanted bin, at all its ranks
+            if done[r]:
+                continue
+            j = rbin[s, r]
+            m = 0
+            for r2 in range(2 * nq):
+                if rbin[s, r2] == j:
+                    m += 1
+            # in the bin: `less` gathered values, then `ties` copies of first, then the rest
+            lj, tj = less[s, j], ties[s, j]
+            ks = np.zeros(m, dtype=np.int64)
+            m = 0
+            for r2 in range(2 * nq):
+                k = ranks[r2] - below[s, r2]
+                if rbin[s, r2] == j and not lj <= k < lj + tj:
+                    ks[m] = k if k < lj else k - tj
+                    m += 1
+            part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
+            if m > 0:
+                part = np.partition(part, ks[:m])
+            for r2 in range(2 * nq):
+                if rbin[s, r2] == j:
+                    k = ranks[r2] - below[s, r2]
+                    stats[r2] = part[k] if k < lj else (first[s, j] if k < lj + tj else part[k - tj])
+                    done[r2] = True
+        for q in range(nq):
+            g = gam[q]
+            d = stats[2 * q + 1] - stats[2 * q]
+            out[s, q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
+
+
+def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
+    """Percentiles ``qs`` of ``a - b`` (or of ``a``) over the entries that are not NaN, as
+    ``numpy.percentile`` gives them; NaN when every entry is NaN. ``a`` may be a tuple of
+    arrays (one row of the result each, NaN at the same entries); ``lo``, ``hi`` (one per
+    array) and ``count`` (entries that are not NaN) may be passed when already known."""
+    series = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (a if isinstance(a, tuple) else (a,)))
+    b = np.zeros(0) if b is None else np.ascontiguousarray(b, dtype=np.float64)
+    qs = np.asarray(qs, dtype=np.float64)
+    if count is None:
+        xs = [x - b if b.size else x for x in series]
+        ok = ~np.isnan(xs[0])
+        count = int(ok.sum())
+        if count:
+            lo, hi = [float(x[ok].min()) for x in xs], [float(x[ok].max()) for x in xs]
+    out = np.full((len(series), qs.size), math.nan)
+    if count:
+        _quantiles_kernel(series, b, np.atleast_1d(np.asarray(lo, dtype=np.float64)),
+                          np.atleast_1d(np.asarray(hi, dtype=np.float64)), int(count), qs, out)
+    return out if isinstance(a, tuple) else out[0]
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """Per-request times of a serving run and its summary. Times in seconds.
+
+    Requests not served (a run stopped early as unstable) have NaN start and finish.
+    Generation runs also carry ``first_token_s`` (time the first token is out) and
+    ``output_tokens`` (tokens generated per request).
+    """
+
+    policy: str
+    devices: tuple
+    arrival_s: np.ndarray = field(repr=False)
+    lengths: np.ndarray = field(repr=False)
+    start_s: np.ndarray = field(repr=False)
+    finish_s: np.ndarray = field(repr=False)
+    device: np.ndarray = field(repr=False)  # int16, -1 when not served
+    batch_id: np.ndarray = field(repr=False)  # int32, -1 when not served
+    device_busy_s: np.ndarray = field(repr=False)
+    device_real_tokens: np.ndarray = field(repr=False)
+    device_computed_tokens: np.ndarray = field(repr=False)
+    batches: int = 0
+    stopped_early: bool = False
+    latency_target_s: float = 0.1
+    max_waiting: int = 0
+    capacity_rps: float = float("nan")  # rough a-priori estimate; the summary measures served per busy second
+    first_token_s: np.ndarray | None = field(default=None, repr=False)  # generation only
+    output_tokens: np.ndarray | None = field(default=None, repr=False)  # generation only
+
+    @property
+    def n(self) -> int:
+        return int(self.arrival_s.size)
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def queueing_s(self) -> np.ndarray:
+        return self.start_s - self.arrival_s
+
+    @functools.cached_property
+    def _summary(self) -> dict:
+        arr = self.arrival_s
+        nd = len(self.devices)
+        ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev = _totals(
+            arr, self.start_s, self.finish_s, self.device, self.latency_target_s, nd)
+        t0 = float(arr[0])
+        dur = max(float(t1) - t0, 1e-300)
+        q, qw = quantiles((self.finish_s, self.start_s), arr, (50, 90, 99, 99.9), lo=(lat_lo, wait_lo),
+                          hi=(lat_hi, wait_hi), count=ns)
+        wait_p99 = qw[2]
+        real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
+        offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
+        backlog = self.n - ns + int(late)
+        busy = self.device_busy_s
+        cap = float(np.sum(np.divide(per_dev, busy, out=np.zeros(nd), where=busy > 0)))
+        if not cap:
+            cap = self.capacity_rps
+        throughput = ns / dur
+        gen = self.first_token_s is not None
+        stable, reason = True, ""
+        if self.stopped_early:
+            stable, reason = False, (f"stopped: more than {self.max_waiting:,} requests waiting; offered "
+                                     f"{offered:,.0f} req/s vs capacity about {cap:,.0f} req/s")
+        elif self.n >= 100 and backlog > max(50, 0.05 * self.n):
+            stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
+                                     f"last arrived; offered {offered:,.0f} req/s vs capacity about "
+                                     f"{cap:,.0f} req/s")
+        elif ns and not gen and np.any(busy * offered / ns > 1.0):
+            # A device given a share per_dev/ns of the offered rate serves per_dev/busy requests per
+            # busy second; it keeps up only if busy x offered / ns <= 1. Beyond that there is no
+            # steady state, whatever the run length; per device, so one overloaded pool counts.
+            # Not for generation: there "busy" is the time any sequence runs.
+            d = int(np.argmax(busy * offered / ns))
+            off_d, cap_d = offered * per_dev[d] / ns, per_dev[d] / busy[d]
+            stable, reason = False, (f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
+                                     f"{cap_d:,.0f} req/s (requests served per busy second)")
+        elif self.n >= 100 and math.isfinite(offered) and throughput < STABLE_SERVED_SHARE * offered:
+            stable, reason = False, (f"served {throughput:,.4g} req/s of {offered:,.0f} offered: requests wait for the "
+                                     "policy's longest delay (or a batch that never fills) longer than the run")
+        out = {
+            "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
+            "batches": self.batches,
+            "mean_batch": ((real / self.batches) if gen else ns / self.batches) if self.batches else 0.0,
+            "offered_rps": float(offered), "capacity_rps": cap,
+            "throughput_rps": throughput,
+            "goodput_rps": float(good) / dur,
+            "latency_target_s": self.latency_target_s,
+            "latency_mean_s": lat_sum / ns if ns else math.nan,
+            "latency_p50_s": float(q[0]), "latency_p90_s": float(q[1]),
+            "latency_p99_s": float(q[2]), "latency_p999_s": float(q[3]),
+            "queueing_mean_s": wait_sum / ns if ns else math.nan,
+            "queueing_p99_s": float(wait_p99),
+            "utilization": float(busy.sum() / (dur * nd)),
+            "device_utilization": (busy / dur).tolist(),
+            "padded_token_waste": float(1.0 - real / comp) if comp else 0.0,
+            "stable": stable, "unstable_reason": reason,
+        }
+        if gen:
+            ttft = quantiles(self.first_token_s, arr, (50, 99)) if ns else [math.nan] * 2
+            out["ttft_p50_s"], out["ttft_p99_s"] = float(ttft[0]), float(ttft[1])
+            out.update(_between_tokens(self.first_token_s, self.finish_s, self.output_tokens))
+        return out
+
+    def summary(self) -> dict:
+        """Headline numbers (see ``to_dict``)."""
+        return dict(self._summary)
+
+    def __getattr__(self, name):
+        s = type(self).__dict__["_summary"].__get__(self)
+        if name in s:
+            return s[name]
+        raise AttributeError(name)
+
+    def to_dict(self) -> dict:
+        return self.summary()
+
+    def __repr__(self):
+        s = self._summary
+        flag = "" if s["stable"] else f"  UNSTABLE: {s['unstable_reason']}"
+        gen = (f", TTFT p99 {s['ttft_p99_s'] * 1e3:,.1f} ms, TBT p99 {s['tbt_p99_s'] * 1e3:,.2f} ms"
+               if "ttft_p99_s" in s else "")
+        return (
+            f"ServingResult({s['policy']} on {', '.join(self.devices)}: {s['served']:,}/{s['requests']:,} served, "
+            f"{s['throughput_rps']:,.1f} req/s, p50 {s['latency_p50_s'] * 1e3:,.2f} ms, p99 "
+            f"{s['latency_p99_s'] * 1e3:,.2f} ms{gen}, mean batch {s['mean_batch']:.1f}, utilization "
+            f"{s['utilization']:.0%}, padding waste {s['padded_token_waste']:.0%}){flag}"
+        )
+
+    def _repr_html_(self):
+        s = self._summary
+        rows = "".join(
+            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>" if isinstance(v, float) else f"<tr><td>{k}</td><td>{v}</td></tr>"
+            for k, v in s.items() if k not in ("devices", "device_utilization")
+        )
+        return f"<table><caption>ServingResult</caption>{rows}</table>"
+
+
+def _between_tokens(first, finish, output) -> dict:
+    """Time between tokens (s): each request's mean gap after its first token,
+    (finish - first token) / (output tokens - 1), over requests with two or more tokens."""
+    if output is None:
+        return {"tbt_p50_s": math.nan, "tbt_p99_s": math.nan, "tbt_mean_s": math.nan}
+    many = output > 1
+    gap = np.where(many, (finish - first) / np.maximum(output - 1, 1), np.nan)
+    q = quantiles(gap, None, (50, 99))
+    return {"tbt_p50_s": float(q[0]), "tbt_p99_s": float(q[1]),
+            "tbt_mean_s": float(np.nanmean(gap)) if many.any() else math.nan}

@@ -1,0 +1,380 @@
+"""Service-time tables from the machine model, built once and cached on disk.
+
+A table holds the seconds of one step (``ipusim.machine``: the tile simulator for a tile
+chip, the GPU simulator for a GPU) for a batch of ``rows`` sequences padded to a length,
+``inf`` where the step does not fit (the fit rule). The step runs on a ``Replica``: one chip,
+or ``chips`` chips holding the model's layers in turn (pipeline stages).
+
+Two ways to fill a table:
+
+* ``time_table`` (fine): every ``len_step`` tokens plus the last length before each memory
+  cliff, rows exact or linearly interpolated within a regime; what ``serve`` and the
+  notebooks use.
+* ``coarse_table`` (coarse): powers of two in rows and length, bilinear in log rows and
+  log length; what the checklist's policy search uses.
+
+Tables are kept in memory and on disk (``cache_dir()``, one ``.npy`` file a table, keyed by
+the library version, the machine-model sources, the chip, the model and the grid), written
+atomically so that two processes building the same table at once are safe. When no
+cache directory is writable the tables are simply rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+_INF = np.inf
+ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+COARSE_MIN_LEN = 8  # tokens: the shortest length of the coarse grid
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Where a step runs: ``chips`` chips of ``chip`` holding ``model``'s layers in turn.
+
+    ``streaming``: None lets the machine model choose (weights on chip when they fit, else
+    streamed); True streams the weights from off-chip DRAM; False keeps them on chip.
+    """
+
+    chip: object  # hardware.TileChip or hardware.GpuChip
+    model: object  # workloads.TransformerConfig
+    chips: int = 1
+    streaming: bool | None = None
+
+
+def source(spec: Replica) -> str:
+    """Name of the machine model that fills ``spec``'s tables."""
+    return f"ipusim.{'tiles' if spec.chip.kind == 'tile' else 'gpu'} simulator"
+
+
+def stage_model(model, chips: int):
+    """The part of ``model`` one chip of a ``chips``-stage pipeline runs: ceil(layers / chips)
+    layers. ASSUMPTION: the embedding table and output head are left out of the stage (a
+    2-token vocabulary); they sit on the first and last stages."""
+    if chips <= 1:
+        return model
+    return dataclasses.replace(model, name=f"{model.name} stage of {chips}", layers=-(-model.layers // chips),
+                               vocab=2, type_vocab=0, learned_positions=False, tied_embeddings=True,
+                               published_params=0.0)
+
+
+def step_result(spec: Replica, step):
+    """``machine.simulate`` of ``step`` on one chip of ``spec`` (its stage when chips > 1)."""
+    from .. import machine, workloads
+
+    if spec.chips > 1:
+        step = workloads.step(stage_model(step.model, spec.chips), list(step.lengths), phase=step.phase,
+                              pad_to=step.row_len or None, dtype_bytes=step.dtype_bytes)
+    if spec.chip.kind != "tile":
+        return machine.simulate(spec.chip, step)
+    weights = "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
+    return machine.simulate(spec.chip, step, weights=weights, explain=False)  # tables read fits and time only
+
+
+def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
+    """(seconds, regime) of ``step`` on the replica; seconds = inf when it does not fit.
+
+    With ``chips`` > 1 the batch passes the stages in turn: ``chips`` x the stage time plus
+    the activation hops over the chip links. ``regime`` is (fits, streams weights): times
+    are smooth within a regime and jump between regimes (a memory cliff), so the tables
+    never interpolate across one.
+    """
+    res = step_result(spec, step)
+    ok = bool(res.fits) and math.isfinite(res.time_s)
+    streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
+    t = float(res.time_s) if ok else _INF
+    if spec.chips > 1 and ok:
+        tokens = step.batch * (1 if step.phase == "decode" else max(step.lengths))
+        link = spec.chip.link_bandwidth_bytes_per_s
+        hop = tokens * step.model.d_model * step.dtype_bytes * (spec.chips - 1) / link if link > 0 else _INF
+        t = spec.chips * t + hop
+    return t, (ok, streams)
+
+
+def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, cap: int = 256) -> int:
+    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
+    every phase. Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs:
+    bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch."""
+    from .. import tiles, workloads
+
+    m = stage_model(spec.model, spec.chips)
+    best = cap
+    for ph in phases:
+        if spec.chip.kind == "tile":
+            s = workloads.step(m, [int(length)] * best, phase=ph)
+            best = min(best, tiles.largest_batch_that_fits(spec.chip, s, weights_on_chip=not spec.streaming))
+        else:
+            lo, hi = 0, best
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if step_result(dataclasses.replace(spec, chips=1, model=m),
+                               workloads.step(m, [int(length)] * mid, phase=ph)).fits:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            best = lo
+        if best == 0:
+            return 0
+    return best
+
+
+# ---------------------------------------------------------------------------------------
+# Disk cache
+# ---------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path | None:
+    """Folder of the on-disk table cache: ``$IPUSIM_CACHE_DIR`` (``off`` disables it), else
+    the user's cache folder (XDG on Linux, Library/Caches on macOS, LOCALAPPDATA on Windows)."""
+    env = os.environ.get("IPUSIM_CACHE_DIR")
+    if env:
+        return None if env.lower() in ("off", "0", "none") else Path(env)
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ipusim" / "tables"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_key() -> str:
+    """Library version and a digest of the sources the tables depend on."""
+    from .. import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    root = Path(__file__).resolve().parent.parent
+    for name in ("tiles.py", "gpu.py", "workloads.py", "hardware.py", "result.py", "machine.py",
+                 "serving/tables.py"):
+        try:
+            h.update((root / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
+def _describe(x):
+    """A full, stable description of a key part (every field of a dataclass, not its repr)."""
+    if dataclasses.is_dataclass(x):
+        return (type(x).__name__,) + tuple((f.name, _describe(getattr(x, f.name))) for f in dataclasses.fields(x))
+    if isinstance(x, dict):
+        return tuple(sorted((str(k), _describe(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_describe(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, hashlib.sha256(x.tobytes()).hexdigest())
+    return repr(x)
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(repr((_code_key(), _describe(parts))).encode()).hexdigest()[:32]
+
+
+def _load(key: str):
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        tab = np.load(d / f"{key}.npy", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    tab.setflags(write=False)
+    return tab
+
+
+def _store(key: str, tab: np.ndarray) -> None:
+    """Write atomically (temporary file + rename); give up silently when nothing is writable."""
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, tab, allow_pickle=False)
+            os.replace(tmp, d / f"{key}.npy")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def _cached(build, *parts) -> np.ndarray:
+    key = _key(*parts)
+    tab = _memory.get(key)
+    if tab is None:
+        tab = _load(key)
+        if tab is None:
+            tab = np.asarray(build(), dtype=np.float64)
+            tab.setflags(write=False)
+            _store(key, tab)
+        _memory[key] = tab
+    return tab
+
+
+_memory: dict = {}
+
+
+# ---------------------------------------------------------------------------------------
+# Fine tables
+# ---------------------------------------------------------------------------------------
+
+
+def _step_eval(spec, phase, rows, length, memo):
+    key = (rows, length)
+    if key not in memo:
+        from .. import workloads
+
+        pad = None if phase == "decode" else length
+        memo[key] = replica_step_s(spec, workloads.step(spec.model, [length] * rows, phase=phase, pad_to=pad))
+    return memo[key]
+
+
+def _fill_rows(spec, phase, max_rows, rows_grid, length, memo):
+    """Seconds for 1..max_rows rows at ``length``: grid rows computed, rows between two grid
+    rows of the same regime interpolated linearly, rows between regimes computed exactly."""
+    col = np.empty(max_rows + 1)
+    col[0] = 0.0
+    for r in rows_grid:
+        col[r] = _step_eval(spec, phase, r, length, memo)[0]
+    for a, b in zip(rows_grid[:-1], rows_grid[1:], strict=True):
+        if b - a < 2:
+            continue
+        ta, ga = _step_eval(spec, phase, a, length, memo)
+        tb, gb = _step_eval(spec, phase, b, length, memo)
+        if ga == gb and math.isfinite(ta) and math.isfinite(tb):
+            col[a + 1:b] = np.interp(np.arange(a + 1, b), [a, b], [ta, tb])
+        elif ga == gb:  # both do not fit: rows in between need at least a's memory
+            col[a + 1:b] = _INF
+        else:
+            for r in range(a + 1, b):
+                col[r] = _step_eval(spec, phase, r, length, memo)[0]
+    return col
+
+
+def time_table(spec: Replica, phase: str, max_rows: int, max_len: int, len_step: int, exact_rows: bool):
+    """Seconds of one step, ``tab[rows, j]``; ``inf`` where the step does not fit.
+
+    ``phase`` "decode": one new token per sequence with ``j * len_step`` tokens of context
+    (columns every ``len_step``). ``phase`` "forward"/"prefill": every sequence padded to
+    ``L`` tokens, one column per token length ``L``: the machine model runs on the lengths
+    ``len_step, 2 len_step, ...`` plus, for each grid row count, the last length before each
+    memory cliff (found by bisection); a length is charged the time of the next length
+    computed, which is never on the other side of a cliff. Rows on a grid are linearly
+    interpolated within a regime and computed exactly across one.
+    """
+    return _cached(lambda: _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows),
+                   "fine", spec, phase, max_rows, max_len, len_step, exact_rows)
+
+
+def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
+    memo: dict = {}
+    rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in ROW_GRID if r < max_rows} | {max_rows})
+    n_len = -(-max_len // len_step)
+    grid = sorted({min(j * len_step, max_len) for j in range(1, n_len + 1)})
+    if phase == "decode":
+        tab = np.zeros((max_rows + 1, n_len + 1))
+        for j in range(1, n_len + 1):
+            tab[:, j] = _fill_rows(spec, phase, max_rows, rows_grid, min(j * len_step, max_len), memo)
+        return tab
+    cols = set(grid)
+    for r in rows_grid:
+        prev = None
+        for L in grid:
+            g = _step_eval(spec, phase, r, L, memo)[1]
+            if prev is not None and g != prev[1]:
+                lo, hi = prev[0], L  # regime(lo) = prev regime, regime(hi) differs
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _step_eval(spec, phase, r, mid, memo)[1] == prev[1]:
+                        lo = mid
+                    else:
+                        hi = mid
+                cols.add(lo)
+            prev = (L, g)
+    cols = sorted(cols)
+    vals = np.array([_fill_rows(spec, phase, max_rows, rows_grid, L, memo) for L in cols]).T
+    idx = np.searchsorted(cols, np.arange(1, max_len + 1), side="left")  # the next length computed
+    tab = np.zeros((max_rows + 1, max_len + 1))
+    tab[:, 1:] = vals[:, idx]
+    return tab
+
+
+# ---------------------------------------------------------------------------------------
+# Coarse tables
+# ---------------------------------------------------------------------------------------
+
+
+def pow2_grid(lo: int, hi: int) -> list[int]:
+    """lo, 2 lo, 4 lo, ... below hi, then hi."""
+    g, v = [], lo
+    while v < hi:
+        g.append(v)
+        v *= 2
+    g.append(hi)
+    return g
+
+
+def coarse_grid(spec: Replica, phase: str, max_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows grid, length grid, seconds[rows, length]) of the machine model on powers of two."""
+    bg = np.array(pow2_grid(1, max_rows), dtype=float)
+    lg = np.array(pow2_grid(COARSE_MIN_LEN, spec.model.max_positions), dtype=float)
+
+    def build():
+        from .. import workloads
+
+        return [[replica_step_s(spec, workloads.step(spec.model, [int(ln)] * int(b), phase=phase))[0] for ln in lg]
+                for b in bg]
+
+    return bg, lg, _cached(build, "coarse", spec, phase, max_rows)
+
+
+def coarse_time_s(spec: Replica, phase: str, max_rows: int, rows, length) -> np.ndarray:
+    """Seconds for ``rows`` x ``length`` (arrays, broadcast to a rows x length table),
+    bilinear in log rows and log length between the coarse grid points."""
+    bg, lg, grid = coarse_grid(spec, phase, max_rows)
+    return _bilinear_log(bg, lg, grid, np.atleast_1d(np.asarray(rows, float)), np.atleast_1d(np.asarray(length, float)))
+
+
+def coarse_table(spec: Replica, phase: str, max_rows: int, max_len: int, cols=None) -> np.ndarray:
+    """``tab[rows, j]`` for rows 1..max_rows and lengths ``cols`` (default 1..max_len) from
+    the coarse grid; row 0 and column 0 are unused (zero)."""
+    cols = np.arange(1, max_len + 1) if cols is None else np.asarray(cols)
+    tab = np.zeros((max_rows + 1, cols.size + 1))
+    tab[1:, 1:] = coarse_time_s(spec, phase, max_rows, np.arange(1, max_rows + 1), np.minimum(cols, max_len))
+    tab.setflags(write=False)
+    return tab
+
+
+def _bilinear_log(bg, lg, grid, b, ln):
+    """Interpolate ``grid`` (rows ``bg``, columns ``lg``) bilinearly in log b and log ln."""
+    def weights(g, x):
+        if g.size == 1:
+            return np.zeros(x.size, dtype=np.int64), np.zeros(x.size)
+        i = np.clip(np.searchsorted(g, x) - 1, 0, g.size - 2)
+        w = (np.log(np.clip(x, g[0], g[-1])) - np.log(g[i])) / (np.log(g[i + 1]) - np.log(g[i]))
+        return i, np.clip(w, 0.0, 1.0)
+
+    i, u = weights(bg, b)
+    j, v = weights(lg, ln)
+    i1 = np.minimum(i + 1, bg.size - 1)
+    j1 = np.minimum(j + 1, lg.size - 1)
+    u, v = u[:, None], v[None, :]
+    with np.errstate(invalid="ignore"):
+        out = ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
+               + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+    # A cell next to a grid point that does not fit (inf) is unavailable too (0 x inf = nan).
+    return np.where(np.isnan(out), np.inf, out)
