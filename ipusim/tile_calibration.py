@@ -74,11 +74,15 @@ def overrides(**values):
         if not float(v) > 0 and not (k == "AMP_PHASE_OVERHEAD_CYCLES" and float(v) == 0):
             raise ValueError(f"{k} must be > 0, got {v!r}")
     old = {k: g[k] for k in values}
+    from . import tileplan  # the planner caches plans ranked by these costs
+
     g.update({k: float(v) for k, v in values.items()})
+    tileplan.clear_plan_cache()
     try:
         yield
     finally:
         g.update(old)
+        tileplan.clear_plan_cache()
 
 
 TESS_PF_BOW_FP16_TFLOPS = (
