@@ -325,17 +325,18 @@ def test_a_batch_that_does_not_fit_is_refused(svc):
 
 
 def test_table_is_honest_at_the_weight_streaming_cliff(svc):
-    """12 rows of BERT-base on GC200: on chip up to 504 tokens, weights stream from 505-508.
-    The old 16-token columns charged 12 x 502 the 512-token (streaming) time, 43% over; the
-    table now computes the last length before the cliff, so every length 480..512 is charged
-    the next length computed, in the same regime: never lower, and at most 15 tokens of padding
-    more (3.1% of 482 tokens; 4% bound), where the old table was 43% over at 502."""
+    """12 rows of BERT-base on GC200, 480..512 tokens. The old 16-token columns charged 12 x 502
+    the 512-token (streaming) time, 43% over; the table computes the last length before a change
+    of regime (with the serialising planner and the calibrated tile model 12 rows stay on chip
+    up to 512 tokens), so every length is charged the next length computed, in the same regime:
+    never lower, and at most 15 tokens more, whose time grows at most quadratically in the
+    length (attention): ratio < (1 + 15 / L)^2 (6.3% at 482; 482 -> 496 is 4.1% over)."""
     from ipusim import machine, workloads
     dev = svc["gc200"]
     for L in range(480, 513, 2):
         direct = machine.step_time_s("gc200", workloads.step("bert-base", [L] * 12, pad_to=L))
         ratio = dev.time_s([L] * 12) / direct
-        assert 1 - 1e-12 <= ratio < 1.04, (L, ratio)
+        assert 1 - 1e-12 <= ratio < (1 + 15 / L) ** 2, (L, ratio)
 
 
 def test_packed_batches_use_a_real_packing(svc):
@@ -510,7 +511,7 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     from ipusim import hardware, machine, workloads
     from ipusim.serving import tables
 
-    s = workloads.step("bert-base", [512] * 32, pad_to=512)
+    s = workloads.step("bert-base", [512] * 128, pad_to=512)  # 96 rows stream, 128 do not fit
     spec = tables.Replica(hardware.chip("gc200"), workloads.model("bert-base"), 1, False)
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
