@@ -18,9 +18,10 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
     Each change runs one simulation of ``n`` Poisson requests and draws the latency
     distribution and the batch sizes, with the headline numbers in the title. A setting the
     simulator refuses (a batch that does not fit the chip) shows the reason instead; the
-    result is then that message. The rate starts at half the first chip's capacity for the
-    default settings (back-to-back batches of 16 at the mean sampled length), on the slider's
-    grid, so the default view is a stable queue whatever the calibration.
+    result is then that message. The rate starts at half the first chip's capacity for
+    back-to-back batches of 16 padded to the longest sampled request (a lower bound on its
+    capacity), on the slider's grid, so the default view is a stable queue whatever the
+    calibration.
     """
 
     def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
@@ -49,8 +50,8 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
         plt.show()
         return r
 
-    mean_len = int(math.ceil(np.mean(lengths.sample(n, long_fraction=0.2, seed=1))))
-    cap = serving.chip_service(chips[0], model, max_batch=16).throughput_rps(mean_len, 16)
+    longest = int(np.max(lengths.sample(n, long_fraction=0.2, seed=1)))
+    cap = serving.chip_service(chips[0], model, max_batch=16).throughput_rps(longest, 16)
     rate0 = 10 ** (math.floor(math.log10(0.5 * cap) / 0.05) * 0.05)  # on the slider's 0.05-decade grid
     return W.interactive(
         show,
