@@ -60,8 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_numbers(args) -> None:
-    """Every numeric option: finite, and whole numbers within what the code can count exactly."""
+def _check_numbers(args, defaults=None) -> None:
+    """Every numeric option: finite, and whole numbers within what the code can count exactly.
+
+    ``defaults`` maps an option to its default; an empty list is refused unless it is that
+    option's default (argparse turns ``--batch=--`` into ``[]``)."""
+    defaults = defaults or {}
     for key, v in vars(args).items():
         if key.startswith("_") or isinstance(v, bool):
             continue
@@ -70,7 +74,8 @@ def _check_numbers(args) -> None:
             raise ValueError(f"{flag} must be a finite number, got {v}")
         if isinstance(v, str) and not v.strip():
             raise ValueError(f"{flag} is empty; give a value (see --help)")
-        if isinstance(v, list) and any(isinstance(x, str) and not x.strip() for x in v):
+        if isinstance(v, list) and ((not v and defaults.get(key) != []) or
+                                    any(isinstance(x, str) and not x.strip() for x in v)):
             raise ValueError(f"{flag} needs a value (see --help)")
         if isinstance(v, int) and abs(v) > _MAX_INT:
             raise ValueError(f"{flag} = {v:.3g} is too large (at most {_MAX_INT:.3g})")
@@ -92,7 +97,8 @@ def main(argv=None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             return 0
-        _check_numbers(args)
+        sub = parser._subparsers._group_actions[0].choices[command]
+        _check_numbers(args, {a.dest: a.default for a in sub._actions})
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"\n{'ipusim ' + command if command else 'ipusim'}: interrupted", file=sys.stderr)

@@ -303,25 +303,33 @@ def test_short_overloaded_run_is_unstable():
         assert ok.stable, ok.unstable_reason
 
 
-def test_a_batch_that_does_not_fit_is_refused(svc):
-    """Review A1: GC200 BERT-base at 32 rows x 512 tokens does not fit: no time, no silent number."""
-    dev = svc["gc200"]
-    assert S.largest_batch(dev, 512) == 18 and S.largest_batch(dev, 128) == 32
-    assert not np.isfinite(dev.time_s([512] * 32)) and np.isfinite(dev.time_s([512] * 18))
-    with pytest.raises(ValueError, match="largest batch that fits at 512 tokens: 18"):
+def test_a_batch_that_does_not_fit_is_refused():
+    """Review A1: a batch past the chip's fit limit gets no time, never a silent number.
+
+    A quarter of a GC200 (368 tiles) keeps the table small: BERT-base at 512 tokens has a fit
+    limit (weights streamed when that is what fits) below the table's 32 rows, taken from the
+    tile model itself; one row more does not fit."""
+    from ipusim import hardware, machine, tiles, workloads
+    chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
+    dev = S.chip_service(chip, "bert-base", max_batch=32, len_step=128)  # coarse columns: fast to build
+    limit = tiles.largest_batch_that_fits(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
+                                          weights_on_chip=False)
+    assert 1 <= limit < 32
+    assert S.largest_batch(dev, 512) == limit and S.largest_batch(dev, 128) == 32
+    assert not np.isfinite(dev.time_s([512] * (limit + 1))) and np.isfinite(dev.time_s([512] * limit))
+    with pytest.raises(ValueError, match=f"largest batch that fits at 512 tokens: {limit}"):
         S.simulate([0.0, 0.001], [512, 512], P.Dynamic(32, 0.002), dev)
     with pytest.raises(ValueError, match="largest batch that fits"):
         S.simulate([0.0, 0.001], [64, 512], P.Static(32, 0.002), dev)
     # a token budget that lands on an unfit step is refused after the run
-    tb = S.chip_service("gc200", "bert-base", max_batch=64)
+    n = limit + 1
     with pytest.raises(ValueError, match="does not fit"):
-        S.simulate(np.zeros(40), [512] * 40, P.TokenBudget(40 * 512, 0.01, 40), tb)
+        S.simulate(np.zeros(n), [512] * n, P.TokenBudget(n * 512, 0.01, n), dev)
     # every table cell is inf exactly when the direct machine call does not fit (sampled)
-    from ipusim import machine, workloads
-    for rows, L in ((18, 512), (19, 512), (30, 304), (31, 304), (12, 504), (12, 508)):
-        res = machine.simulate("gc200", workloads.step("bert-base", [L] * rows, pad_to=L))
+    for rows, L in ((limit, 512), (limit + 1, 512), (32, 384), (32, 256)):
+        res = machine.simulate(chip, workloads.step("bert-base", [L] * rows, pad_to=L))
         fits = res.fits and np.isfinite(res.time_s)
-        assert np.isfinite(dev.time_s([L] * rows)) == fits
+        assert np.isfinite(dev.time_s([L] * rows)) == fits, (rows, L, res.fit)
 
 
 def test_table_is_honest_at_the_weight_streaming_cliff(svc):
@@ -378,17 +386,19 @@ def test_one_overloaded_pool_makes_the_run_unstable(svc):
 
 def test_generation_prefill_table_uses_the_prefill_phase():
     """Review E1: the prefill table is built with phase="prefill" (KV-cache writes count in the fit
-    check). GPT-2, 32 prompts of 256 tokens on a GC200: a forward pass fits, a prefill does not."""
-    from ipusim import machine, workloads
-    gen = S.generation_model("gc200", "gpt2", max_batch=32, max_ctx=256)
+    check). GPT-2, 32 prompts of 256 tokens on a quarter of a GC200 (368 tiles): a forward pass
+    fits (streaming its weights), a prefill does not."""
+    from ipusim import hardware, machine, workloads
+    chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
+    gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256)
     for rows, L in ((32, 256), (8, 256), (4, 128)):
-        pre = machine.simulate("gc200", workloads.step("gpt2", [L] * rows, phase="prefill", pad_to=L))
+        pre = machine.simulate(chip, workloads.step("gpt2", [L] * rows, phase="prefill", pad_to=L))
         fits = pre.fits and np.isfinite(pre.time_s)
         assert np.isfinite(gen.prefill.table[rows, L]) == fits
         if fits:
             assert gen.prefill.table[rows, L] == pytest.approx(pre.time_s, rel=1e-12)
-    fwd = machine.simulate("gc200", workloads.step("gpt2", [256] * 32, phase="forward", pad_to=256))
-    pre = machine.simulate("gc200", workloads.step("gpt2", [256] * 32, phase="prefill", pad_to=256))
+    fwd = machine.simulate(chip, workloads.step("gpt2", [256] * 32, phase="forward", pad_to=256))
+    pre = machine.simulate(chip, workloads.step("gpt2", [256] * 32, phase="prefill", pad_to=256))
     assert fwd.fits and not pre.fits  # the case the old forward-phase table hid
     # an iteration that lands on such a cell is refused, not timed
     n = 64

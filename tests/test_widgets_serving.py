@@ -20,8 +20,16 @@ def test_explorer_reacts_to_controls():
     kw["rate (req/s)"].value = 10**4.5  # far past capacity
     assert not w.result.stable
 
-    kw["rate (req/s)"].value = 100
-    kw["policy"].value = "dynamic"
-    kw["max batch"].value = 64
-    kw["long share"].value = 1.0  # 64 rows of up to 512 tokens do not fit a GC200: refused, not timed
+
+def test_explorer_shows_a_refusal_instead_of_a_traceback(monkeypatch):
+    """A setting the simulator refuses (a batch past the chip's fit limit; the refusal itself is
+    tested in tests/test_serving.py) shows the reason and returns it."""
+    w = ws.explore(n=200)
+    kw = {c.description: c for c in w.kwargs_widgets}
+
+    def refuse(*a, **k):
+        raise ValueError("dynamic max batch 64 does not fit gc200 bert-base: largest batch that fits at 512 tokens: 60")
+
+    monkeypatch.setattr(ws.serving, "simulate", refuse)
+    kw["long share"].value = 1.0
     assert isinstance(w.result, str) and "largest batch that fits" in w.result

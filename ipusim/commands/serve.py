@@ -7,7 +7,7 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, policies, serving
+from .. import arrivals, lengths, machine, policies, serving, workloads
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "serve"
@@ -134,6 +134,11 @@ def run(args) -> int:
     elif args.service == "exponential":
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
+        # One shortest request first: a model that fits nowhere is refused before a table is built.
+        one = machine.simulate(args.chip, workloads.step(args.model, [int(lens.min())], pad_to=int(lens.min())))
+        if one.fit == "does_not_fit":
+            raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "
+                             f"({int(lens.min())} tokens): {one.fit_message.split('. ')[0]}")
         dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
     out, last = [], None
     for rate in rates:
