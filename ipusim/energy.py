@@ -14,11 +14,15 @@ chip, so that comparisons isolate *where the bytes come from*, not the process n
 
 Two energy estimates exist in ipusim, on purpose, and they are not the same number:
 
-* this table, bottom-up (FLOPs and compulsory bytes priced per level), used by
-  ``roofline.step_energy``: what the work costs at least, at 45 nm;
-* ``machine.StepResult.energy_j`` = board power (``chip.power_w``, sourced in
-  ``ipusim.hardware``) x simulated time, for tile chips and GPUs alike: an upper-bound
-  estimate (a chip rarely draws its full board power), ``inf`` for a step that does not fit.
+* the bottom-up estimate of the *work* (this table): ``roofline.step_energy`` prices a step's
+  FLOPs and its compulsory (unfused) bytes per level; ``tile_split`` and ``gpu_split`` price
+  every byte the machine simulations actually move (tile SRAM reads, exchange, Streaming
+  Memory, IPU-Links; GPU HBM, L2 and shared memory) and every FLOP they run. That is
+  ``StepResult.energy_j`` and ``StepResult.energy_split``: dynamic energy at 45 nm, with no
+  static (leakage, idle) power, because no source gives that split for these chips;
+* ``StepResult.board_energy_j`` = board power (``chip.power_w``, sourced in ``ipusim.hardware``)
+  x simulated time: an upper bound (a chip rarely draws its full board power) that includes
+  static power, for throughput-per-watt uses.
 """
 
 from __future__ import annotations
@@ -77,7 +81,30 @@ BYTE = {
         "ASSUMPTION: one tile-SRAM read + one write (GIST-HOROWITZ 32 KB); die wires not counted",
     ),
 }
-# No sourced pJ/bit for IPU-Links or NVLink: "chip-to-chip link" bytes are not priced.
+# A chip-to-chip link byte. No sourced pJ/bit for IPU-Links or NVLink exists in the facts sheet.
+LINK = EnergyCost(
+    2.0 * 8, "byte",
+    "ASSUMPTION: 2 pJ/bit for transmitter + receiver; published 40-80 Gb/s wireline transceivers of "
+    "the 28-45 nm era draw about 0.4-1.1 pJ/bit on each side (RAZAVI-WL); channel and switch not counted",
+)
+# A byte read from a GPU's L2 into an SM: the L2 is tens of MB, so Horowitz's largest array,
+# 1 MB, is a floor for it.
+L2 = EnergyCost(100.0 / 8, "byte", "GIST-HOROWITZ 45 nm: 1 MB SRAM, 64-bit access 100 pJ (a floor for a 40-50 MB L2)")
+# A byte read or written in an SM's shared memory (up to 164-228 KB in 32 banks): priced as a tile's
+# SRAM bank, so that the two machines differ only in where bytes come from.
+SMEM = EnergyCost(20.0 / 8, "byte", "GIST-HOROWITZ 45 nm: 32 KB SRAM, 64-bit access 20 pJ (as a tile SRAM bank)")
+# ASSUMPTION: a GEMM or fused-attention block reads each operand byte it stages in shared memory
+# twice (a 2 x 2 grid of warps: every A row panel is read by two warps, every B column panel by
+# two) after writing it once: 3 shared-memory accesses per staged byte. Element-wise kernels
+# stream through registers and touch no shared memory.
+SMEM_ACCESSES_PER_STAGED_BYTE = 3.0
+
+TILE_LEVELS = ("flops", "sram", "exchange", "streaming", "link")
+"""Keys of a tile chip's ``StepResult.energy_split``."""
+GPU_LEVELS = ("flops", "hbm", "l2", "smem")
+"""Keys of a GPU's ``StepResult.energy_split``."""
+DATA_LEVELS = ("sram", "exchange", "streaming", "link", "hbm", "l2", "smem")
+"""Levels that are data movement (every key of an energy split except "flops")."""
 
 
 @dataclass(frozen=True)
@@ -132,4 +159,64 @@ def table() -> list[dict]:
     rows = [{"item": "FP16 FLOP", "pj": FLOP_FP16.pj, "unit": "FLOP", "source": FLOP_FP16.source},
             {"item": "FP32 FLOP", "pj": FLOP_FP32.pj, "unit": "FLOP", "source": FLOP_FP32.source}]
     rows += [{"item": k, "pj": v.pj, "unit": v.unit, "source": v.source} for k, v in BYTE.items()]
+    rows += [{"item": k, "pj": v.pj, "unit": v.unit, "source": v.source}
+             for k, v in (("GPU L2", L2), ("GPU shared memory", SMEM), ("chip-to-chip link", LINK))]
     return rows
+
+
+def _nonneg(name, v) -> float:
+    v = float(v)
+    if not v >= 0.0:
+        raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+    return v
+
+
+def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
+               exchange_sent_bytes: float, exchange_received_bytes: float,
+               streamed_bytes: float = 0.0, link_bytes: float = 0.0) -> dict:
+    """Energy of what a tile simulation did, by level, joules (keys ``TILE_LEVELS``).
+
+    * "flops": AMP (matmul) FLOPs at the FP16 price, vector-unit FLOPs at the FP32 price;
+    * "sram": bytes the compute phases load from their tile's SRAM (32 KB-bank price);
+    * "exchange": each byte sent is read once from the sender's SRAM and each byte received is
+      written once into the receiver's (a multicast byte is read once, written at every
+      receiver); the wires across the die are not counted, so this is a floor (see
+      ``BYTE["exchange"]``, the same 5 pJ for one read plus one write);
+    * "streaming": bytes copied in from Streaming Memory at the DRAM price;
+    * "link": bytes over IPU-Links at ``LINK`` (0 for one chip).
+    """
+    sram = BYTE["tile SRAM"].pj
+    return {
+        "flops": (_nonneg("amp_flops", amp_flops) * FLOP_FP16.pj
+                  + _nonneg("vector_flops", vector_flops) * FLOP_FP32.pj) * PJ,
+        "sram": _nonneg("sram_read_bytes", sram_read_bytes) * sram * PJ,
+        "exchange": (_nonneg("exchange_sent_bytes", exchange_sent_bytes)
+                     + _nonneg("exchange_received_bytes", exchange_received_bytes)) * sram * PJ,
+        "streaming": _nonneg("streamed_bytes", streamed_bytes) * BYTE["streaming DRAM"].pj * PJ,
+        "link": _nonneg("link_bytes", link_bytes) * LINK.pj * PJ,
+    }
+
+
+def gpu_split(*, tensor_flops: float, simt_flops: float, hbm_bytes: float, l2_bytes: float,
+              smem_staged_bytes: float) -> dict:
+    """Energy of what a GPU simulation did, by level, joules (keys ``GPU_LEVELS``).
+
+    * "flops": tensor-core FLOPs (padded tiles included) at the FP16 price, CUDA-core FLOPs at
+      the FP32 price;
+    * "hbm": bytes moved between HBM and the chip (``BYTE["HBM"]``);
+    * "l2": bytes SMs pull from L2 (``L2``);
+    * "smem": ``SMEM_ACCESSES_PER_STAGED_BYTE`` accesses per byte a block stages in shared
+      memory (``SMEM``).
+    """
+    return {
+        "flops": (_nonneg("tensor_flops", tensor_flops) * FLOP_FP16.pj
+                  + _nonneg("simt_flops", simt_flops) * FLOP_FP32.pj) * PJ,
+        "hbm": _nonneg("hbm_bytes", hbm_bytes) * BYTE["HBM"].pj * PJ,
+        "l2": _nonneg("l2_bytes", l2_bytes) * L2.pj * PJ,
+        "smem": _nonneg("smem_staged_bytes", smem_staged_bytes) * SMEM_ACCESSES_PER_STAGED_BYTE * SMEM.pj * PJ,
+    }
+
+
+def data_j(split: dict) -> float:
+    """Joules of an energy split spent moving data (every level but "flops")."""
+    return float(sum(v for k, v in split.items() if k != "flops"))

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from . import energy as _energy
 from ._validate import choice, fraction, positive
 from .hardware import GPU_PRESETS, GpuChip
 from .hardware import chip as _chip
@@ -53,30 +54,28 @@ from .workloads import step as _make_step
 # how much each one matters.
 # --------------------------------------------------------------------------------------------
 
-TENSOR_EFFICIENCY = 0.72
+TENSOR_EFFICIENCY = 0.70
 """Fraction of the dense FP16 tensor peak a GEMM main loop sustains on an SM.
 
-The one constant set from published latencies, by a stated rule on a declared subset
-(``fit_tensor_efficiency`` reproduces it; a test checks that it still gives this value):
+One of the two constants set from published latencies, together with the per-kernel cost
+``hardware.KERNEL_LAUNCH_S`` (every GPU preset's ``kernel_launch_s``), by one stated rule
+(``fit_calibration`` reproduces both; a test checks that it still gives these values):
 
-* in-sample: the four 128-token rows of hardware_facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16
-  on an A100 40GB, batch 1, 8, 32, 128; ``CALIBRATION_IN_SAMPLE_SEQ``);
-* rule: the value on the grid 0.50, 0.51, ..., 1.00 that minimises the sum over those rows of
-  ``log(simulated / published)**2``, every other constant at its default;
-* out of sample (never used to set anything): the 384-token rows of §6.1 and
-  FasterTransformer's absolute BERT-base FP16 latencies on an A100 80GB (§4.2, FT-GUIDE),
-  both in ``calibration_table``.
+* in-sample: the eight rows of hardware_facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16 on an
+  A100 40GB, 128 and 384 tokens, batch 1, 8, 32, 128);
+* rule: the pair on the grid (0.50, 0.51, ..., 1.00) x (0, 0.1, ..., 10 us) that minimises the
+  sum over those rows of ``log(simulated / published)**2``, every other constant at its default;
+* out of sample (never used to set anything): FasterTransformer's absolute BERT-base FP16
+  latencies on an A100 80GB (§4.2, FT-GUIDE), in ``calibration_table(sources="FT-GUIDE")``,
+  and every H100/H200 prediction.
+
+The tensor efficiency is what large batches pin down; the per-kernel cost is what batch 1
+pins down (about 86 kernels of a few microseconds of work each).
 
 Plausibility (not used to set it): tuned cuBLAS/CUTLASS FP16 GEMMs on large square shapes reach
 roughly 75-90% of the A100's 312 TFLOP/s; BERT-base's narrow shapes and sustained-load clocks
 below the 1.41 GHz boost do worse. Tile quantization, waves and launches are modelled
 separately and are not part of this number.
-
-What "out of sample" does not cover: the other constants below are sourced values or
-ASSUMPTIONs that no rule fits, but the model's structure was built with all §6.1 rows in
-view (TensorRT's attention grid, taken from TensorRT's source, was added when the batch-1 rows
-were off by -43%; ``WAVE_FILL_CYCLES`` was added in the same period). The 384-token rows are
-out of sample for this constant, not for every modelling choice.
 """
 
 HBM_EFFICIENCY = 0.85
@@ -333,9 +332,11 @@ class _Kernel:
     groups: list  # [(count, compute_s, l2_s, hbm_bytes per block), ...] in dispatch order
     blocks_per_sm: int
     smem_per_block: float  # bytes of shared memory one block holds
-    flops: float  # FLOP one instance performs (padded tiles included)
+    flops: float  # tensor-core FLOP one instance performs (padded tiles included)
     hbm_bytes: float  # HBM bytes one instance moves
     tile: str = ""
+    simt_flops: float = 0.0  # CUDA-core FLOP one instance performs (epilogues, softmax, element-wise)
+    stages_smem: bool = True  # blocks stage their L2 operands in shared memory (GEMM, attention)
 
 
 @dataclass(frozen=True)
@@ -415,7 +416,7 @@ def _gemm_candidates(name, ops, m, k, n, dt, r: _Rates, *, epilogue_flops_per_el
             out.append(_Kernel(
                 name, ops, [(blocks, comp, l2_blk / r.sm_bw, hbm / blocks)], bps, smem,
                 flops=flops_blk * blocks, hbm_bytes=hbm,
-                tile=f"{tm}x{tn}" + (f" split-k {split}" if split > 1 else ""),
+                tile=f"{tm}x{tn}" + (f" split-k {split}" if split > 1 else ""), simt_flops=simt_blk * blocks,
             ))
     return out
 
@@ -443,7 +444,7 @@ def _fused_attention(name, ops, s: Step, r: _Rates, dt):
     q_rows, k_rows = _seq_shapes(s)
     kv_write = s.phase == "prefill"
     whole = s.phase == "decode" or int(k_rows.max()) <= ATTENTION_WHOLE_SEQUENCE_MAX_LEN
-    groups, flops, hbm = [], 0.0, 0.0
+    groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
     g = MMA_GRANULE
     for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
         tile = q if whole else ATTENTION_Q_TILE
@@ -462,6 +463,7 @@ def _fused_attention(name, ops, s: Step, r: _Rates, dt):
             comp = f * r.tensor_s_per_flop + simt * r.simt_s_per_flop
             groups.append((cnt * h, comp, l2 / r.sm_bw, b))
             flops += f * cnt * h
+            simt_total += simt * cnt * h
             hbm += b * cnt * h
     if whole:
         qmax, kmax = int(q_rows.max()), int(k_rows.max())
@@ -471,7 +473,7 @@ def _fused_attention(name, ops, s: Step, r: _Rates, dt):
         smem = (ATTENTION_Q_TILE + 2 * ATTENTION_K_TILE) * hd * dt * 2
         tile = f"q{ATTENTION_Q_TILE}"
     bps = int(max(1, min(r.smem_per_sm // smem, 4)))
-    return _Kernel(name, ops, _merge(groups), bps, smem, flops, hbm, tile=tile)
+    return _Kernel(name, ops, _merge(groups), bps, smem, flops, hbm, tile=tile, simt_flops=simt_total)
 
 
 def _unfused_attention(op: Op, s: Step, r: _Rates, dt):
@@ -502,7 +504,8 @@ def _elementwise(name, ops, flops, bytes_, elements, r: _Rates):
     blocks = max(1, _ceil(max(elements, 1), ELEMENTWISE_BLOCK_ELEMENTS))
     b = bytes_ / blocks
     groups = [(blocks, flops / blocks * r.simt_s_per_flop, b / r.sm_bw, b)]
-    return _Kernel(name, ops, groups, ELEMENTWISE_BLOCKS_PER_SM, 0.0, flops, bytes_, tile="elementwise")
+    return _Kernel(name, ops, groups, ELEMENTWISE_BLOCKS_PER_SM, 0.0, 0.0, bytes_, tile="elementwise",
+                   simt_flops=flops, stages_smem=False)
 
 
 def _op_kernel_candidates(ops: list[Op], name: str, s: Step, r: _Rates, fusion: str):
@@ -677,9 +680,9 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     (the GEMM of ``ffn_up``, ``attn_scores`` for the fused attention); ops fused into another
     op's kernel (softmax, attention context, activation) get 0, and ``extra["op_kernel"]`` maps
     every op to the kernel that runs it. Compare machines per kernel, not per fused-away op.
-    ``energy_j = chip.power_w x time_s``: board power (TDP, hardware.py) times time, the
-    upper-bound estimate both machine kinds report (``machine.StepResult``); the bottom-up pJ
-    estimate is ``roofline.step_energy``.
+    ``energy_split`` prices the simulated kernels' FLOPs and their HBM, L2-to-SM and shared-memory
+    bytes (``energy.gpu_split``); ``energy_j`` is its sum and ``board_energy_j`` the board-power
+    upper bound (``machine.StepResult``).
     """
     c = _resolve(chip)
     if not isinstance(c, GpuChip):
@@ -716,6 +719,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     unit_smem = np.zeros(r.sms)
     kernels = []
     op_kernel = {}
+    work = {"tensor_flops": 0.0, "simt_flops": 0.0, "hbm_bytes": 0.0, "l2_bytes": 0.0, "smem_staged_bytes": 0.0}
     for i, (kname, ops) in enumerate(plan):
         idx = np.flatnonzero(owner == i)
         best = idx[np.argmin(t[idx])]  # the autotuner keeps the fastest candidate
@@ -731,6 +735,12 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         for o in ops:
             op_kernel[o.name] = kname
         unit_busy += busy[best] * count
+        l2_bytes = sum(g[0] * g[2] for g in kern.groups) * r.sm_bw  # L2-to-SM bytes of one instance
+        work["tensor_flops"] += kern.flops * count
+        work["simt_flops"] += kern.simt_flops * count
+        work["hbm_bytes"] += kern.hbm_bytes * count
+        work["l2_bytes"] += l2_bytes * count
+        work["smem_staged_bytes"] += (l2_bytes if kern.stages_smem else 0.0) * count
         used = min(sum(g[0] for g in kern.groups), r.sms)
         unit_smem[:used] = np.maximum(unit_smem[:used], kern.blocks_per_sm * kern.smem_per_block)
         kernels.append({
@@ -739,7 +749,8 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
             "waves": int(waves[best]), "time_s": float(t[best] * count + launch * count),
             "compute_s": float(comp[best] * count), "memory_s": float(mem[best] * count),
             "hbm_s": float(kern.hbm_bytes / r.hbm_bw * count), "launch_s": float(launch * count),
-            "flops": float(kern.flops * count), "hbm_bytes": float(kern.hbm_bytes * count),
+            "flops": float((kern.flops + kern.simt_flops) * count), "hbm_bytes": float(kern.hbm_bytes * count),
+            "l2_bytes": float(l2_bytes * count),
         })
     split = {k: float(v.sum()) for k, v in op_split.items()}
     estimate_s = float(sum(split.values()))
@@ -747,13 +758,14 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     fits, msg, need = _fit(c, s)
     # The fit rule (machine.StepResult): a step that does not fit in HBM has no honest time.
     time_s = estimate_s if fits else math.inf
+    esplit = _energy.gpu_split(**work)
     return StepResult(
         chip=c.name, kind="gpu", model=s.model.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
         op_names=tuple(o.name for o in s.ops), op_time_s=op_time, op_split=op_split,
         unit_busy_s=unit_busy, unit_memory_bytes=unit_smem,
         memory_limit_bytes=float(c.smem_per_sm_bytes), fits=fits, fit_message=msg,
-        energy_j=c.power_w * time_s,
+        energy_j=sum(esplit.values()) if fits else math.inf, energy_split=esplit, board_power_w=c.power_w,
         extra={"kernels": kernels, "op_kernel": op_kernel, "fusion": fusion, "hbm_need_bytes": need,
                "time_if_unlimited_s": estimate_s,
                "tensor_efficiency": teff, "hbm_efficiency": heff, "launch_per_kernel_s": launch},
@@ -780,18 +792,14 @@ FT_BERT_BASE_A100_80GB_FP16_MS = (
 with padding ("FT" column) on an A100 80GB (hardware_facts.md §4.2, FT-GUIDE; mclk 1593 MHz
 names the 80 GB part). Out of sample: not used to set any constant."""
 
-CALIBRATION_IN_SAMPLE_SEQ = 128
-"""The §6.1 rows of this sequence length set ``TENSOR_EFFICIENCY``; every other row is out of
-sample."""
-
 TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
-"""Candidate values ``fit_tensor_efficiency`` searches (0.50 to 1.00 in steps of 0.01)."""
+"""Candidate tensor efficiencies ``fit_calibration`` searches (0.50 to 1.00 in steps of 0.01)."""
 
-CALIBRATION_TOLERANCE = 0.30
+LAUNCH_GRID_S = tuple(round(0.1e-6 * i, 13) for i in range(101))
+"""Candidate per-kernel costs ``fit_calibration`` searches (0 to 10 us in steps of 0.1 us)."""
+
+CALIBRATION_TOLERANCE = 0.15
 """Largest relative error |simulated - published| / published allowed for any §6.1 row."""
-
-BATCHED_TOLERANCE = 0.10
-"""Largest relative error allowed for a §6.1 row of batch >= 8 (in or out of sample)."""
 
 FT_TOLERANCE = 0.30
 """Largest relative error allowed for a FasterTransformer (§4.2) row of batch >= 8. Looser than
@@ -809,7 +817,7 @@ CALIBRATION_SOURCES = ("TRT-BERT", "FT-GUIDE")
 
 def _row_tolerance(source: str, batch: int) -> float:
     if source == "TRT-BERT":
-        return BATCHED_TOLERANCE if batch >= 8 else CALIBRATION_TOLERANCE
+        return CALIBRATION_TOLERANCE
     return FT_TOLERANCE if batch >= 8 else FT_BATCH1_TOLERANCE
 
 
@@ -818,8 +826,7 @@ def _calibration_points(sources):
     out = []
     if "TRT-BERT" in sources:
         for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
-            sample = "in" if seq == CALIBRATION_IN_SAMPLE_SEQ else "out"
-            out.append(("TRT-BERT", "a100-40gb", seq, batch, ms, sample))
+            out.append(("TRT-BERT", "a100-40gb", seq, batch, ms, "in"))
     if "FT-GUIDE" in sources:
         for src, seq, batch, ms in FT_BERT_BASE_A100_80GB_FP16_MS:
             out.append((src, "a100-80gb", seq, batch, ms, "out"))
@@ -835,7 +842,7 @@ def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[di
 
     Rows: ``source``, ``chip``, ``seq``, ``batch``, ``published_ms``, ``simulated_ms``,
     ``rel_error`` (signed: (simulated - published) / published), ``sample`` ("in": the row
-    helped set ``TENSOR_EFFICIENCY``; "out": it did not) and ``tolerance`` (the largest
+    helped set ``TENSOR_EFFICIENCY`` and the per-kernel cost; "out": it did not) and ``tolerance`` (the largest
     |rel_error| the tests allow for that row).
     """
     if isinstance(sources, str):
@@ -856,24 +863,40 @@ def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[di
     return rows
 
 
-def fit_tensor_efficiency(grid=TENSOR_EFFICIENCY_GRID, **options) -> float:
-    """Re-run the rule that set ``TENSOR_EFFICIENCY``: the grid value minimising the sum of
-    ``log(simulated / published)**2`` over the in-sample rows (§6.1, 128 tokens, A100 40GB).
+def fit_calibration(eff_grid=TENSOR_EFFICIENCY_GRID, launch_grid=LAUNCH_GRID_S, **options) -> tuple:
+    """Re-run the rule that sets ``TENSOR_EFFICIENCY`` and ``hardware.KERNEL_LAUNCH_S``: the
+    (efficiency, seconds per kernel) pair on the grids minimising the sum of
+    ``log(simulated / published)**2`` over the in-sample rows (§6.1, A100 40GB).
 
-    ``options`` go to ``simulate`` (not ``tensor_efficiency``). Ties go to the smaller value.
+    A step's time is its time without launches plus kernels x the per-kernel cost, so each
+    efficiency is simulated once. ``options`` go to ``simulate`` (not ``tensor_efficiency``
+    or ``launch_s``). Ties go to the smaller values.
     """
-    if "tensor_efficiency" in options:
-        raise ValueError("fit_tensor_efficiency chooses tensor_efficiency itself; do not pass it")
+    for k in ("tensor_efficiency", "launch_s"):
+        if k in options:
+            raise ValueError(f"fit_calibration chooses {k} itself; do not pass it")
     points = [p for p in _calibration_points(("TRT-BERT",)) if p[5] == "in"]
     steps = [(p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4]) for p in points]
+    launches = np.array([positive("launch_s", v, allow_zero=True) for v in launch_grid])
     best, best_cost = None, math.inf
-    for e in grid:
+    for e in eff_grid:
         e = _efficiency("tensor_efficiency", e)
-        cost = sum(math.log(simulate(c, st, tensor_efficiency=e, **options).time_s * 1e3 / ms) ** 2
-                   for c, st, ms in steps)
-        if cost < best_cost:
-            best, best_cost = e, cost
+        cost = np.zeros(launches.size)
+        for c, st, ms in steps:
+            r = simulate(c, st, tensor_efficiency=e, launch_s=0.0, **options)
+            kernels = sum(k["count"] for k in r.extra["kernels"])
+            cost += np.log((r.time_s + kernels * launches) * 1e3 / ms) ** 2
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            best, best_cost = (e, float(launches[i])), float(cost[i])
     return best
+
+
+def fit_tensor_efficiency(**options) -> float:
+    """The tensor efficiency ``fit_calibration`` chooses (see there)."""
+    if "tensor_efficiency" in options:
+        raise ValueError("fit_tensor_efficiency chooses tensor_efficiency itself; do not pass it")
+    return fit_calibration(**options)[0]
 
 
 PADDING_REMOVAL_SPEEDUPS = (

@@ -193,6 +193,17 @@ Chip = TileChip | GpuChip
 # Presets. Source keys: docs/sources.md.
 # --------------------------------------------------------------------------------------------
 
+SRAM_BYTES_PER_CYCLE_PER_TILE = 16.0
+"""Bytes a tile loads from its SRAM per cycle, one rule for every tile preset: one 128-bit load
+per cycle, Jia's theoretical 31.1 TB/s on a GC2 (LOUW §IV), which hand-written assembly attains
+at 30.70 TB/s (JIA-FT, facts §1.5). The vendors' aggregates (45 TB/s GC2, 47.5 TB/s GC200) are
+not measured; they imply the same ~23-24 B/cycle/tile on both generations, so the per-tile load
+width did not change from Mk1 to Mk2, and the measured Mk1 width is applied to GC200 and Bow
+(ASSUMPTION that Mk2 tiles load 128 bits per cycle, as Mk1 tiles do)."""
+
+_SRAM_SOURCE = ("one rule for all tile presets (SRAM_BYTES_PER_CYCLE_PER_TILE): a 128-bit load per cycle, "
+                "31.1 TB/s on a GC2 (Jia via LOUW §IV), 30.70 TB/s measured in assembly (JIA-FT)")
+
 _IPU_COMMON_SOURCES = {
     "sync_cycles": "UNATTR-IPU21 getGlobalSyncCycles = 600 (conf. L); no ns figure found (facts §1.4)",
     "vertex_overhead_cycles": "POPLIBS-EST, newer PerformanceEstimation.cpp: 11 cycles (older: 198)",
@@ -210,7 +221,7 @@ def _gc2() -> TileChip:
         clock_hz=clock,
         fp16_flops_per_cycle_per_tile=64.0,
         fp32_flops_per_cycle_per_tile=16.0,
-        sram_bytes_per_cycle_per_tile=16.0,
+        sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
         sync_cycles=600.0,
         vertex_overhead_cycles=11.0,
@@ -225,8 +236,7 @@ def _gc2() -> TileChip:
             "clock_hz": "JIA-T, IPUG: 1.6 GHz",
             "fp16_flops_per_cycle_per_tile": "derived: 124.5 TFLOPS (APAD2) / (1216 x 1.6 GHz)",
             "fp32_flops_per_cycle_per_tile": "derived: 31.1 TFLOPS (APAD2) / (1216 x 1.6 GHz)",
-            "sram_bytes_per_cycle_per_tile": "Jia via LOUW §IV: one 16-byte load/cycle/tile = 31.1 TB/s "
-            "(chosen over the vendor's 45 TB/s; measured STREAM reaches 7.3-12.4 TB/s, LOUW Table I)",
+            "sram_bytes_per_cycle_per_tile": _SRAM_SOURCE,
             "exchange_bytes_per_cycle_per_tile": "LOUW §II: exchange 'theoretically 8 TB/s'",
             "offchip_bytes": "C2 PCIe card has no Streaming Memory DIMMs (GC-LEGACY); host memory not modelled",
             "offchip_bandwidth_bytes_per_s": "0: no Streaming Memory on the C2 card (GC-LEGACY), so no bandwidth",
@@ -247,7 +257,7 @@ def _gc200() -> TileChip:
         clock_hz=clock,
         fp16_flops_per_cycle_per_tile=128.0,
         fp32_flops_per_cycle_per_tile=32.0,
-        sram_bytes_per_cycle_per_tile=47.5e12 / (tiles * clock),
+        sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
         sync_cycles=600.0,
         vertex_overhead_cycles=11.0,
@@ -262,7 +272,7 @@ def _gc200() -> TileChip:
             "clock_hz": "EENEWS-MK2 (Hot Chips 33): 1.325 GHz",
             "fp16_flops_per_cycle_per_tile": "derived: 250 TFLOPS (CBLAKE, GC-M2000DS) / (1472 x 1.325 GHz)",
             "fp32_flops_per_cycle_per_tile": "derived: 62.5 TFLOPS (CAMBRIAN) / (1472 x 1.325 GHz)",
-            "sram_bytes_per_cycle_per_tile": "derived from vendor aggregate 47.5 TB/s (IOTECH, CBLAKE)",
+            "sram_bytes_per_cycle_per_tile": _SRAM_SOURCE + "; the vendor's 47.5 TB/s (IOTECH, CBLAKE) is not used",
             "exchange_bytes_per_cycle_per_tile": "CBLAKE: exchange '8 TB/s using any communication "
             "pattern' (GC-MPO2 says 47 TB/s; facts §9: we take CBLAKE)",
             "offchip_bytes": "CAMBRIAN: up to 448 GB Streaming Memory per M2000 (4 IPUs), split evenly",
@@ -284,7 +294,7 @@ def _bow() -> TileChip:
         clock_hz=clock,
         fp16_flops_per_cycle_per_tile=128.0,
         fp32_flops_per_cycle_per_tile=32.0,
-        sram_bytes_per_cycle_per_tile=47.5e12 / (tiles * 1.325e9),
+        sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * 1.325e9),
         sync_cycles=600.0,
         vertex_overhead_cycles=11.0,
@@ -300,8 +310,7 @@ def _bow() -> TileChip:
             "fp16_flops_per_cycle_per_tile": "derived: 128 as GC200 (1472 x 1.85 GHz x 128 = 348.6 TFLOPS "
             "vs 350 TFLOPS, CONVERGE24, GC-BOW2000)",
             "fp32_flops_per_cycle_per_tile": "ASSUMPTION: same tile as GC200 (no Bow FP32 figure found)",
-            "sram_bytes_per_cycle_per_tile": "ASSUMPTION: GC200's per-cycle rate (same tile), so the "
-            "aggregate scales with the 1.85 GHz clock",
+            "sram_bytes_per_cycle_per_tile": _SRAM_SOURCE,
             "exchange_bytes_per_cycle_per_tile": "ASSUMPTION: GC200's per-cycle rate, scaled by clock",
             "offchip_bytes": "GC-BOW2000: up to 256 GB Streaming Memory per Bow-2000 (4 IPUs), split evenly",
             "offchip_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (no figure found)",
@@ -312,10 +321,14 @@ def _bow() -> TileChip:
     )
 
 
-_GPU_LAUNCH = (
-    "ASSUMPTION: ~3 us per kernel launch, the usual order for CUDA launches without CUDA graphs; "
-    "not in hardware_facts.md"
-)
+KERNEL_LAUNCH_S = 4.9e-6
+"""Seconds every GPU kernel costs besides its waves (launch, and the dependency wait between
+back-to-back kernels): fitted once, with ``gpu.TENSOR_EFFICIENCY``, on the eight TensorRT
+BERT-base rows of facts §6.1 (TRT-BERT, A100 40GB) by ``gpu.fit_calibration()``; the same value
+for every GPU preset (ASSUMPTION for Hopper, where no published row constrains it)."""
+
+_GPU_LAUNCH = ("fitted once on TRT-BERT (facts §6.1) by gpu.fit_calibration(), with the tensor "
+               "efficiency; ASSUMPTION: the same per-kernel cost on every GPU")
 
 
 def _a100(hbm_gb: int) -> GpuChip:
@@ -330,7 +343,7 @@ def _a100(hbm_gb: int) -> GpuChip:
         hbm_bandwidth_bytes_per_s=2.039e12 if big else 1.555e12,
         l2_bytes=41_943_040,
         smem_per_sm_bytes=164 * KiB,
-        kernel_launch_s=3e-6,
+        kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=600e9,
         power_w=400.0,
         sources={
@@ -361,7 +374,7 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
         hbm_bandwidth_bytes_per_s=hbm_bw,
         l2_bytes=50 * MiB,
         smem_per_sm_bytes=228 * KiB,
-        kernel_launch_s=3e-6,
+        kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=900e9,
         power_w=700.0,
         sources={

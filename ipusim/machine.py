@@ -62,3 +62,28 @@ def place(c, s: Step, *, chips: int, **kwargs):
     from . import placement
 
     return placement.place(c, s, chips=chips, **kwargs)
+
+
+ENERGY_COMPARATOR = ("gc200", "a100-80gb")
+"""The chips the data-movement energy claim is judged on (notebooks 01 and 05): the GC200 and
+the A100 80GB, both 7 nm parts of 2020, so the 45 nm energy table's node caveat applies to
+both alike, and the A100 is the GPU the articles compare the IPU with."""
+
+
+def energy_comparison(s: Step, tile=ENERGY_COMPARATOR[0], gpu=ENERGY_COMPARATOR[1]) -> dict:
+    """Simulated energy of step ``s`` on a tile chip and on a GPU (``StepResult.energy_split``).
+
+    Returns ``tile`` and ``gpu`` (the two ``StepResult``), ``data_saving`` (1 - tile data
+    movement joules / GPU data movement joules: > 0 when the tile chip moves data for less)
+    and ``total_saving`` (the same for all joules, FLOPs included); both ``nan`` when either
+    step does not fit.
+    """
+    t, g = simulate(tile, s), simulate(gpu, s)
+    if t.kind != "tile" or g.kind != "gpu":
+        raise ValueError(f"energy_comparison needs a tile chip and a GPU, got {t.chip!r} ({t.kind}) "
+                         f"and {g.chip!r} ({g.kind})")
+    ok = t.fits and g.fits
+    nan = float("nan")
+    return {"tile": t, "gpu": g,
+            "data_saving": 1 - t.data_energy_j / g.data_energy_j if ok else nan,
+            "total_saving": 1 - t.energy_j / g.energy_j if ok else nan}

@@ -55,10 +55,17 @@ class StepResult:
     * ``simulate`` never raises for a step that does not fit: callers test ``fits``
       (or ``math.isfinite(time_s)``) and refuse or mask the cell.
 
-    ``energy_j = chip.power_w * time_s``: board power (TDP; sourced in
-    ``ipusim.hardware``) times time, an upper-bound estimate since a chip rarely draws
-    its full board power. The bottom-up estimate from the pJ table in
-    ``ipusim.energy`` is separate (``roofline.step_energy``).
+    Energy, joules. ``energy_split`` maps a level to the dynamic energy of what the simulation
+    did there (``ipusim.energy``: Horowitz 45 nm pJ per FLOP and per byte, HBM2 3.9 pJ/bit):
+    for a tile chip "flops", "sram" (tile SRAM loads), "exchange" (bytes sent and received
+    between tiles), "streaming" (Streaming Memory bytes) and "link" (IPU-Link bytes); for a
+    GPU "flops", "hbm", "l2" and "smem". ``energy_j`` is its sum: the energy of the work and of
+    every byte the simulated machine moves, without static (leakage, idle) power, which no
+    source splits out for these chips; at 45 nm prices, so an estimate for comparing where the
+    bytes come from, not a meter reading. ``board_energy_j`` = board power (TDP, sourced in
+    ``ipusim.hardware``) x time is the upper bound, static power included, for throughput-per-
+    watt uses. A step that does not fit has ``energy_j = board_energy_j = inf``; its
+    ``energy_split`` then holds the as-if-unlimited estimate, like ``split``.
     """
 
     chip: str
@@ -81,12 +88,27 @@ class StepResult:
     energy_j: float = float("nan")
     extra: dict = field(default_factory=dict)
     energy_split: dict = field(default_factory=dict)  # level -> joules (see ``energy_j``); empty if not modelled
+    board_power_w: float = float("nan")  # W, the chip's board power (``board_energy_j``)
     placement: object = None  # a multi-chip placement (None: one chip)
 
     @property
     def fit(self) -> str:
         """The fit state, one of ``FIT_STATES`` (see ``fit_state``)."""
         return fit_state(self.fits, self.extra.get("weights") == "streamed")
+
+    @property
+    def board_energy_j(self) -> float:
+        """Board power x time, joules: an upper bound on the step's energy (static power
+        included); ``inf`` for a step that does not fit."""
+        return self.board_power_w * self.time_s
+
+    @property
+    def data_energy_j(self) -> float:
+        """Joules of ``energy_split`` spent moving data (every level but "flops"); ``inf`` for a
+        step that does not fit."""
+        if not np.isfinite(self.time_s):
+            return float("inf")
+        return float(sum(v for k, v in self.energy_split.items() if k != "flops"))
 
     @property
     def throughput_seq_per_s(self) -> float:
@@ -109,7 +131,7 @@ class StepResult:
             "batch": self.batch, "real_tokens": self.real_tokens, "tokens": self.tokens,
             "time_s": self.time_s, "split_s": dict(self.split), "fit": self.fit, "fits": self.fits,
             "fit_message": self.fit_message, "energy_j": self.energy_j,
-            "energy_split": dict(self.energy_split),
+            "energy_split": dict(self.energy_split), "board_energy_j": self.board_energy_j,
             "placement": self.placement.to_dict() if hasattr(self.placement, "to_dict") else self.placement,
             "throughput_seq_per_s": self.throughput_seq_per_s,
             "memory_per_unit_max_bytes": float(np.max(self.unit_memory_bytes)) if self.unit_memory_bytes.size else 0.0,

@@ -10,9 +10,10 @@
    (Poplar's ``availableMemoryProportion``, POPLIBS-OPT).
 3. **Serial passes.** A matmul whose working set does not fit in one pass (one block per
    tile) runs as ``passes`` serial passes over blocks of ``k`` (FP32 partial sums accumulate
-   across passes), of ``m`` or of ``n``: exactly as many passes as needed along the axis that
-   gives the fastest plan. Each pass is a superstep (sync, exchange of its input and weight
-   blocks, compute), plus a reduction superstep for a grid split over ``k`` (once at the end
+   across passes), of ``m`` or of ``n``: along each axis the fewest passes that fit, and of
+   those and the one-pass plan (when it fits) the fastest, ranked with the calibrated costs
+   (``ipusim.tile_calibration``). Each pass is a superstep (sync, exchange of its input and
+   weight blocks, compute), plus a reduction superstep for a grid split over ``k`` (once at the end
    for passes over ``k``, after every pass otherwise). Weights are gathered again in every
    pass that needs them. Weights are *stored* spread evenly over all tiles, a layout
    independent of the compute grid (ASSUMPTION: Poplar may lay a weight out for its
@@ -43,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from . import tile_calibration as _cal
 from ._validate import choice, positive
 from .hardware import TileChip
 from .hardware import chip as _chip
@@ -223,12 +225,16 @@ def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     """
     T = c.tiles
     mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
-    x = c.exchange_bytes_per_cycle_per_tile
+    # the calibrated terms run_program charges (ipusim.tile_calibration): exchange at
+    # EXCHANGE_EFFICIENCY of its rate; an AMP phase's fixed overhead and the rearranging of
+    # the bytes it received, so the planner ranks grids by the costs the simulation charges
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY
     red = pk > 1
     out_b = np.where(red | acc, PARTIAL_BYTES, dt)
     recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
     part = (pk - 1) / pk * (mb * nb)
     cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
+              + _cal.AMP_PHASE_OVERHEAD_CYCLES + recv / _cal.REARRANGE_BYTES_PER_CYCLE
               + recv / x + c.sync_cycles)
     red_cycles = red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile))
     temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
@@ -294,21 +300,27 @@ def _pass_counts(dim: int) -> list:
 
 @lru_cache(maxsize=4096)
 def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", budget: float = -1.0) -> MatmulPlan:
-    """The matmul plan: one pass if any grid fits the budget; else, along each axis, the
-    fewest passes that fit, and of those the fastest. ``passes > 0`` forces that many
+    """The matmul plan: the fastest of the one-pass plan (if any grid fits the budget) and,
+    along each axis, the fewest passes that fit. ``passes > 0`` forces that many
     passes over ``axis``. ``budget < 0`` means ``budget_bytes(c)``."""
     budget = budget_bytes(c) if budget < 0 else budget
     if passes:
         return _best_grid(m, k, n, dt, c, axis, passes, budget)
     one = _best_grid(m, k, n, dt, c, "", 1, budget)
-    if one.fits:
-        return one
-    best = None
+    # the fastest plan that fits: passes shrink the blocks, so under a tight budget two passes
+    # can reach a grid that exchanges and rearranges less than any one-pass grid that fits
+    best = one if one.fits else None
     for ax, dim in (("k", k), ("m", m), ("n", n)):
         plan = _fewest(_pass_counts(dim), lambda p, ax=ax: _best_grid(m, k, n, dt, c, ax, p, budget))
         if plan is not None and (best is None or plan.cycles < best.cycles):
             best = plan
     return best or one
+
+
+def clear_plan_cache() -> None:
+    """Forget cached matmul plans (``tile_calibration.overrides`` calls it: plans are ranked
+    with the calibrated costs, so a changed parameter can change the plan)."""
+    _plan_matmul.cache_clear()
 
 
 def _fewest(counts: list, plan_for):
@@ -334,8 +346,8 @@ def plan_matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, passes: int 
                 axis: str = "k", budget: float | None = None) -> MatmulPlan:
     """The planner's choice for an (m x k) @ (k x n) matmul on tile chip ``c``.
 
-    By default: one pass when a grid's working set fits ``budget`` bytes per tile (default
-    ``budget_bytes(c)``), else the fastest plan with the fewest passes that fit. ``passes``
+    By default: the fastest of one pass (when a grid's working set fits ``budget`` bytes per
+    tile, default ``budget_bytes(c)``) and, along each axis, the fewest passes that fit. ``passes``
     forces that many serial passes over ``axis`` ("m", "n" or "k"), the fastest grid for it.
     """
     c = _chip(c)
@@ -500,14 +512,18 @@ def _attention_phases(s, c, r, nb, which, ref):
 def _attention_cost(s, c, r, nb, ref):
     """(cycles of the three attention ops, largest working set per tile) for r chunks, nb key blocks."""
     cyc, work = 0.0, np.zeros(c.tiles)
-    x = c.exchange_bytes_per_cycle_per_tile
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
     for which in _ATT_OPS:
-        rate = c.fp32_flops_per_cycle_per_tile if which == "softmax" else c.fp16_flops_per_cycle_per_tile
+        amp = which != "softmax"
+        rate = c.fp16_flops_per_cycle_per_tile if amp else c.fp32_flops_per_cycle_per_tile
         first, rest = _attention_phases(s, c, r, nb, which, ref)
         for per, times in ((first, 1), (rest, nb - 1)):
             if times:
                 comp = np.maximum(per[:, 0] / rate, per[:, 1] / c.sram_bytes_per_cycle_per_tile) \
                     + per[:, -1] * c.vertex_overhead_cycles
+                if amp:  # an AMP phase's calibrated overhead and rearranging (tile_calibration)
+                    comp = comp + np.where(per[:, -1] > 0, _cal.AMP_PHASE_OVERHEAD_CYCLES
+                                           + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
                 cyc += times * (c.sync_cycles + comp.max() + (per[:, 2] / x).max())
         work = np.maximum(work, np.maximum(first[:, 4], rest[:, 4]))
     return cyc, work

@@ -28,6 +28,10 @@ The model, in the order a step is simulated:
    tile already holds 1/tiles of what it needs and receives the rest (ASSUMPTION).
    A superstep lasts ``sync + max over tiles (exchange) + max over tiles (compute)``: the
    slowest tile sets the pace.
+   Three calibrated parameters (``ipusim.tile_calibration``, each set once from measured IPU
+   microbenchmarks) enter here: the exchange runs at ``EXCHANGE_EFFICIENCY`` of its rate, and
+   an AMP (matmul) compute phase costs ``AMP_PHASE_OVERHEAD_CYCLES`` more plus the rearranging
+   of the bytes the tile received, at ``REARRANGE_BYTES_PER_CYCLE``.
 4. **Layers.** The ops of one layer are simulated once and multiplied by ``Op.count``;
    the trace in ``TileProfile`` shows one instance of each op in program order.
 5. **Streaming.** When the weights do not fit (``weights="auto"``), they stay in off-chip
@@ -37,6 +41,9 @@ The model, in the order a step is simulated:
    in the layout the weights are stored in on chip, so a matmul still pays its weight gather
    in the exchange (ASSUMPTION); while its op runs the copy is a temporary on the tiles
    that hold it. The embedding rows a batch needs are streamed likewise.
+
+6. **Energy.** ``energy_split`` prices what the supersteps did (``ipusim.energy.tile_split``):
+   FLOPs, SRAM loads and rearranged bytes, exchange bytes sent and received, streamed bytes.
 
 Constants from facts §1.4 are named below with their source. Assumptions are marked.
 Only forward, prefill and decode steps are mapped (training is left to a later module).
@@ -50,6 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from . import energy as _energy
+from . import tile_calibration as _cal
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
@@ -194,16 +203,41 @@ def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
     arr = {k: np.ascontiguousarray(np.vstack([getattr(ph, k) for ph in phases]), dtype=np.float64)
            for k in ("flops", "load", "vertices", "recv", "send")}
     vec = c.fp32_flops_per_cycle_per_tile
-    rate = np.array([c.fp16_flops_per_cycle_per_tile if ph.amp else vec for ph in phases])
+    # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
+    # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
+    # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
+    amp = np.array([ph.amp for ph in phases])
+    rate = np.where(amp, c.fp16_flops_per_cycle_per_tile, vec)
     args = (arr["flops"], arr["load"], arr["vertices"], arr["recv"], arr["send"], rate,
-            c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile,
+            c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
             c.vertex_overhead_cycles, TILES_PER_EXCHANGE_BUS)
     if engine == "python":
         comp, exch, mx = _superstep_cycles_reference(*args)
     else:
         comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
         _superstep_cycles(*args, comp, exch, mx)
+    on = amp[:, None] & (arr["vertices"] > 0)
+    comp += np.where(on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
+    mx[:, 0] = comp.max(axis=1)
     return Program(phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles)
+
+
+def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0) -> dict:
+    """Energy by level (``energy.tile_split``, joules) of the supersteps of ``prog``, each run
+    as many times as its op's count: AMP and vector FLOPs, SRAM loads (and a read and a write of
+    every byte an AMP phase rearranges), exchange bytes sent and received, Streaming Memory
+    bytes (when ``streamed``) and ``link_bytes`` over IPU-Links."""
+    amp = vec = load = sent = recv = 0.0
+    for ph, n in zip(prog.phases, prog.count, strict=True):
+        f = float(ph.flops.sum()) * n
+        amp, vec = (amp + f, vec) if ph.amp else (amp, vec + f)
+        got = float(ph.recv.sum()) * n
+        load += float(ph.load.sum()) * n + (2.0 * got if ph.amp else 0.0)  # AMP operands rearranged: read + write
+        sent += float(ph.send.sum()) * n
+        recv += got
+    stream = sum(p.stream_bytes * p.op.count for p in plans) if streamed else 0.0
+    return _energy.tile_split(amp_flops=amp, vector_flops=vec, sram_read_bytes=load, exchange_sent_bytes=sent,
+                              exchange_received_bytes=recv, streamed_bytes=stream, link_bytes=link_bytes)
 
 
 @dataclass
@@ -423,12 +457,14 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     if over:
         msg += (" " if msg else "") + (f"Temporaries of {', '.join(over)} exceed availableMemoryProportion "
                                        f"{AVAILABLE_MEMORY_PROPORTION} of a tile.")
+    esplit = energy_split(prog, plans, streamed)
     prof.result = StepResult(
         chip=c.name, kind="tile", model=cfg.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
         op_names=tuple(p.op.name for p in plans), op_time_s=op_time, op_split=op_split,
         unit_busy_s=busy, unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=fits, fit_message=msg, energy_j=c.power_w * time_s,
+        fits=fits, fit_message=msg, energy_j=sum(esplit.values()) if fits else math.inf,
+        energy_split=esplit, board_power_w=c.power_w,
         extra={"weights": prof.weights, "cycles": time_s * hz, "time_if_unlimited_s": time_if_unlimited,
                "supersteps": int(prog.count.sum()),
                "passes": {p.op.name: p.passes for p in plans if p.passes > 1},
@@ -469,6 +505,7 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     op = _matmul("matmul", 1, m, k, n, dtype_bytes)
     plan = map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
+    esplit = energy_split(prog, [plan], False)
     hz = c.clock_hz
     split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
              "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
@@ -485,7 +522,8 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
         op_time_s=np.array([t_unlimited]), op_split={k_: np.array([v]) for k_, v in split.items()},
         unit_busy_s=((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz,
         unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=fits, fit_message=msg, energy_j=c.power_w * t,
+        fits=fits, fit_message=msg, energy_j=sum(esplit.values()) if fits else math.inf,
+        energy_split=esplit, board_power_w=c.power_w,
         extra={"partition": plan.partition, "passes": plan.passes, "pass_axis": plan.pass_axis,
                "block": plan.block, "temp_bytes_max": plan.temp_bytes,
                "cycles": t * hz, "time_if_unlimited_s": t_unlimited})

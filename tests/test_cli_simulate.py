@@ -72,3 +72,16 @@ def test_json_carries_the_fit_state_bert_base_36x384_on_chip(capsys):
     d = json.loads(out)
     assert code == 0 and d["fit"] == "on_chip" and d["fits"] is True and d["time_s"] > 0
     assert d["memory_per_unit_max_bytes"] <= d["memory_limit_bytes"]
+
+
+def test_json_carries_the_energy_split(capsys):
+    """``--json`` carries energy_j, board_energy_j and energy_split (level -> J), exchange
+    included and > 0 for a tile step that exchanges data; energy_j is the split's sum."""
+    code, out, _ = _run(capsys, "--chip", "gc200", "--model", "bert-base", "--batch", "4", "--seq-len", "64", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["energy_split"]["exchange"] > 0 and set(d["energy_split"]) >= {"flops", "sram", "exchange", "streaming"}
+    assert d["energy_j"] == pytest.approx(sum(d["energy_split"].values()), rel=1e-12)
+    assert d["board_energy_j"] > d["energy_j"]
+    code, out, _ = _run(capsys, "--chip", "a100-80gb", "--model", "bert-base", "--batch", "4", "--seq-len", "64", "--json")
+    assert set(json.loads(out)["energy_split"]) == {"flops", "hbm", "l2", "smem"}

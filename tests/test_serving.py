@@ -173,6 +173,8 @@ def test_static_pads_to_the_compiled_batch(svc):
 
 def test_packed_wastes_less_than_padded(svc):
     n = 5000
+    # 1,000 req/s: both queues stable on the calibrated GC200 with the serialising planner (waste
+    # padded 0.65, packed 0.35); at 600 batches are ~2 and a packed row's empty tail outweighs padding
     arr = A.poisson(1000, n, seed=1)
     lens = lengths.sample(n, long_fraction=0.2, seed=1)
     pad = S.simulate(arr, lens, P.TokenBudget(4096, 0.002, 64), svc["gc200"])
@@ -330,17 +332,18 @@ def test_a_batch_that_does_not_fit_is_refused():
 
 
 def test_table_is_honest_at_the_weight_streaming_cliff(svc):
-    """12 rows of BERT-base on GC200: on chip up to 504 tokens, weights stream from 505-508.
-    The old 16-token columns charged 12 x 502 the 512-token (streaming) time, 43% over; the
-    table now computes the last length before the cliff, so every length 480..512 is charged
-    the next length computed, in the same regime: never lower, and at most 15 tokens of padding
-    more (3.1% of 482 tokens; 4% bound), where the old table was 43% over at 502."""
+    """12 rows of BERT-base on GC200, 480..512 tokens. The old 16-token columns charged 12 x 502
+    the 512-token (streaming) time, 43% over; the table computes the last length before a change
+    of regime (with the serialising planner and the calibrated tile model 12 rows stay on chip
+    up to 512 tokens), so every length is charged the next length computed, in the same regime:
+    never lower, and at most 15 tokens more, whose time grows at most quadratically in the
+    length (attention): ratio < (1 + 15 / L)^2 (6.3% at 482; 482 -> 496 is 4.1% over)."""
     from ipusim import machine, workloads
     dev = svc["gc200"]
     for L in range(480, 513, 2):
         direct = machine.step_time_s("gc200", workloads.step("bert-base", [L] * 12, pad_to=L))
         ratio = dev.time_s([L] * 12) / direct
-        assert 1 - 1e-12 <= ratio < 1.04, (L, ratio)
+        assert 1 - 1e-12 <= ratio < (1 + 15 / L) ** 2, (L, ratio)
 
 
 def test_packed_batches_use_a_real_packing(svc):
@@ -404,11 +407,14 @@ def test_generation_prefill_table_uses_the_prefill_phase():
 
 def test_gc200_table_is_monotone_where_it_fits(svc):
     """More rows or longer rows never take less time in the table (the old one had 16 rows at 512
-    tokens 13.18 ms but 20 rows 11.88 ms: 20 rows do not fit and were timed on chip anyway)."""
+    tokens 13.18 ms but 20 rows 11.88 ms: 20 rows do not fit and were timed on chip anyway).
+    Tolerance 1 % along the length: the planner ranks matmul grids on its estimate (the largest
+    block, no exchange-bus contention), so a longer step can land on a grid the simulation times
+    up to 0.7 % faster (30-32 rows, 464 -> 480 tokens); along the rows it is exact."""
     t = svc["gc200"].table[1:, 1:]
-    for a, b in ((t[:-1], t[1:]), (t[:, :-1], t[:, 1:])):
+    for (a, b), tol in (((t[:-1], t[1:]), 0.0), ((t[:, :-1], t[:, 1:]), 0.01)):
         both = np.isfinite(a) & np.isfinite(b)
-        assert both.sum() > 5000 and np.all(b[both] >= a[both])
+        assert both.sum() > 5000 and np.all(b[both] >= a[both] * (1 - tol))
         assert not np.any(np.isinf(a) & np.isfinite(b))  # once a step does not fit, a bigger one does not either
 
 
@@ -514,7 +520,7 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     from ipusim import hardware, machine, workloads
     from ipusim.serving import tables
 
-    s = workloads.step("bert-base", [512] * 96, pad_to=512)  # the tile model fits 89 rows of 512 on chip
+    s = workloads.step("bert-base", [512] * 128, pad_to=512)  # 96 rows stream, 128 do not fit
     spec = tables.Replica(hardware.chip("gc200"), workloads.model("bert-base"), 1, False)
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipusim import hardware, machine, roofline, tileplan, tiles, workloads
+from ipusim import energy, hardware, machine, roofline, tileplan, tiles, workloads
 
 GC200 = hardware.chip("gc200")
 
@@ -75,11 +75,18 @@ def test_mapping_conserves_flops(s):
 
 
 def test_matmul_compute_matches_closed_form_on_four_tiles():
-    """Evenly divisible 256x64x64 on 4 tiles: each tile does 1/4 of 2mkn, plus one vertex."""
+    """Evenly divisible 256x64x64 on 4 tiles (m split in 4): each tile does 1/4 of 2mkn, plus
+    one vertex, the AMP phase overhead, and the rearrangement of the bytes it received: 3/4
+    of its 64 x 64 input rows and 3/4 of the 64 x 64 weights (it stores 1/4), FP16."""
+    from ipusim import tile_calibration as cal
+
     c = GC200.replace(tiles=4)
     m, k, n = 256, 64, 64
     prof = tiles.matmul(c, m, k, n)
-    expect = (c.vertex_overhead_cycles + 2 * m * k * n / (4 * c.fp16_flops_per_cycle_per_tile)) / c.clock_hz
+    assert prof.result.extra["partition"] == "m/4 x n/1 x k/1 on 4 tiles"
+    received = (m // 4) * k * 2 * 3 / 4 + k * n * 2 * 3 / 4
+    expect = (c.vertex_overhead_cycles + 2 * m * k * n / (4 * c.fp16_flops_per_cycle_per_tile)
+              + cal.AMP_PHASE_OVERHEAD_CYCLES + received / cal.REARRANGE_BYTES_PER_CYCLE) / c.clock_hz
     assert prof.result.split["compute"] == pytest.approx(expect, rel=1e-12)
     assert prof.program.comp[0].min() == prof.program.comp[0].max()  # perfectly balanced
 
@@ -100,7 +107,10 @@ def test_slowest_tile_sets_the_pace():
     comp = prof.program.comp[step_i]
     assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
     # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
-    x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / c.exchange_bytes_per_cycle_per_tile
+    from ipusim.tile_calibration import EXCHANGE_EFFICIENCY
+
+    x_rate = c.exchange_bytes_per_cycle_per_tile * EXCHANGE_EFFICIENCY
+    x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / x_rate
     assert prof.program.slowest[step_i, 1] == pytest.approx(x_expect, rel=1e-12)
 
 
@@ -258,9 +268,12 @@ def test_simulated_time_never_beats_the_roofline_bound(spec):
     if r.fits:
         assert math.isfinite(r.time_s)
         assert r.time_s >= _same_mode_bound(c, s, r) * (1 - 1e-9)
-        assert r.energy_j == pytest.approx(c.power_w * r.time_s, rel=1e-12)
+        assert r.board_energy_j == pytest.approx(c.power_w * r.time_s, rel=1e-12)
+        assert r.energy_j == pytest.approx(sum(r.energy_split.values()), rel=1e-12)
+        assert set(r.energy_split) == set(energy.TILE_LEVELS) and r.energy_split["exchange"] > 0
     else:
         assert r.time_s == math.inf and r.energy_j == math.inf and r.throughput_tokens_per_s == 0
+        assert r.board_energy_j == math.inf
         assert r.fit_message.startswith("Out of memory") and ("Would fit with" in r.fit_message
                                                             or "No batch" in r.fit_message)
         assert math.isfinite(r.extra["time_if_unlimited_s"]) and r.extra["time_if_unlimited_s"] > 0
@@ -292,7 +305,8 @@ def test_out_of_memory_steps_from_the_review_get_no_time():
 def test_matmul_that_does_not_fit_follows_the_fit_rule():
     small = tiles.matmul("gc200", 256, 256, 256)
     assert small.result.fits and math.isfinite(small.result.time_s)
-    assert small.result.energy_j == pytest.approx(GC200.power_w * small.result.time_s, rel=1e-12)
+    assert small.result.board_energy_j == pytest.approx(GC200.power_w * small.result.time_s, rel=1e-12)
+    assert small.result.energy_j == pytest.approx(sum(small.result.energy_split.values()), rel=1e-12)
     huge = tiles.matmul("gc200", 8192, 16384, 16384)  # 512 MiB of weights + 768 MiB of operands > 900 MB SRAM
     assert not huge.result.fits and huge.result.time_s == math.inf and "Out of memory" in huge.result.fit_message
 

@@ -51,7 +51,7 @@ def run(args) -> int:
             "memory_per_unit_mean_bytes": float(np.mean(mem)) if mem.size else 0.0,
             "memory_limit_bytes": r.memory_limit_bytes, "fit": r.fit, "fits": r.fits, "fit_message": r.fit_message,
             "time_if_unlimited_s": r.extra.get("time_if_unlimited_s", r.time_s), "energy_j": r.energy_j,
-            "energy_split": dict(r.energy_split), "chips": chips,
+            "energy_split": dict(r.energy_split), "board_energy_j": r.board_energy_j, "chips": chips,
             "placement": pl.to_dict() if pl is not None else None,
             "ops": [{"op": n, "time_s": float(t)} for n, t in zip(r.op_names, r.op_time_s, strict=True)],
         })
@@ -85,6 +85,9 @@ def run(args) -> int:
     if mem.size:
         print(f"memory per {unit}: max {np.max(mem) / 1024:,.1f} KiB, mean {np.mean(mem) / 1024:,.1f} KiB, "
               f"limit {r.memory_limit_bytes / 1024:,.1f} KiB")
+    if r.fits:
+        print(f"energy      {r.energy_j * 1e3:,.1f} mJ (" + ", ".join(f"{k} {v * 1e3:,.1f}" for k, v in r.energy_split.items())
+              + f" mJ; 45 nm table, ipusim.energy); board power x time {r.board_energy_j * 1e3:,.1f} mJ")
     print(f"fit: {r.fit} ({'fits' if r.fits else 'DOES NOT FIT'})")
     if r.fit_message:
         print(r.fit_message)

@@ -155,8 +155,8 @@ def _code_key() -> str:
 
     h = hashlib.sha256(__version__.encode())
     root = Path(__file__).resolve().parent.parent
-    for name in ("tiles.py", "gpu.py", "workloads.py", "hardware.py", "result.py", "machine.py",
-                 "serving/tables.py"):
+    for name in ("tiles.py", "tileplan.py", "tile_calibration.py", "gpu.py", "workloads.py",
+                 "hardware.py", "result.py", "machine.py", "serving/tables.py"):
         try:
             h.update((root / name).read_bytes())
         except OSError:

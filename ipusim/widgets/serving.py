@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
+import numpy as np
 
 from .. import arrivals, lengths, policies, serving
 from ..plots import serving as plots
@@ -15,7 +18,10 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
     Each change runs one simulation of ``n`` Poisson requests and draws the latency
     distribution and the batch sizes, with the headline numbers in the title. A setting the
     simulator refuses (a batch that does not fit the chip) shows the reason instead; the
-    result is then that message.
+    result is then that message. The rate starts at half the first chip's capacity for
+    back-to-back batches of 16 padded to the longest sampled request (a lower bound on its
+    capacity), on the slider's grid, so the default view is a stable queue whatever the
+    calibration.
     """
 
     def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
@@ -44,12 +50,15 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
         plt.show()
         return r
 
+    longest = int(np.max(lengths.sample(n, long_fraction=0.2, seed=1)))
+    cap = serving.chip_service(chips[0], model, max_batch=16).throughput_rps(longest, 16)
+    rate0 = 10 ** (math.floor(math.log10(0.5 * cap) / 0.05) * 0.05)  # on the slider's 0.05-decade grid
     return W.interactive(
         show,
         chip=W.Dropdown(options=list(chips), value=chips[0], description="chip"),
         policy=W.Dropdown(options=["static", "dynamic", "token", "buckets", "adaptive"], value="dynamic",
                           description="policy"),
-        rate=W.FloatLogSlider(value=1000, base=10, min=1, max=4.5, step=0.05, description="rate (req/s)"),
+        rate=W.FloatLogSlider(value=rate0, base=10, min=1, max=4.5, step=0.05, description="rate (req/s)"),
         max_batch=W.IntSlider(value=16, min=1, max=64, description="max batch"),
         max_delay_ms=W.FloatSlider(value=2.0, min=0.0, max=20.0, step=0.5, description="max delay ms"),
         long_fraction=W.FloatSlider(value=0.2, min=0.0, max=1.0, step=0.05, description="long share"),
