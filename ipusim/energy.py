@@ -1,6 +1,6 @@
 """Energy of computing and of moving bytes: a cited pJ/FLOP and pJ/byte table.
 
-Sources are keys of ``shared/reference/hardware_facts.md`` §3. The table is Horowitz's
+Sources are keys of ``docs/facts.md`` §3. The table is Horowitz's
 45 nm figures (ISSCC 2014) plus one HBM figure; which value we pick and why is written
 next to each entry.
 

@@ -61,7 +61,7 @@ One of the two constants set from published latencies, together with the per-ker
 ``hardware.KERNEL_LAUNCH_S`` (every GPU preset's ``kernel_launch_s``), by one stated rule
 (``fit_calibration`` reproduces both; a test checks that it still gives these values):
 
-* in-sample: the eight rows of hardware_facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16 on an
+* in-sample: the eight rows of docs/facts.md §6.1 (TensorRT 8.4.3 BERT-base FP16 on an
   A100 40GB, 128 and 384 tokens, batch 1, 8, 32, 128);
 * rule: the pair on the grid (0.50, 0.51, ..., 1.00) x (0, 0.1, ..., 10 us) that minimises the
   sum over those rows of ``log(simulated / published)**2``, every other constant at its default;
@@ -82,14 +82,14 @@ HBM_EFFICIENCY = 0.85
 """Fraction of the HBM peak bandwidth a streaming kernel sustains.
 
 ASSUMPTION: STREAM-like copy kernels on A100 typically reach 80-90% of the datasheet
-bandwidth (row refresh, page misses, read/write turnaround); not in hardware_facts.md.
+bandwidth (row refresh, page misses, read/write turnaround); not in docs/facts.md.
 """
 
 L2_BYTES_PER_CYCLE_PER_SM = 5120 / 108
 """Bytes per SM clock one SM can pull from L2 (the most a lone SM draws from HBM, too).
 
 NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): L2 read bandwidth 5,120 bytes/clk
-for the chip, here divided evenly over its 108 SMs (not in hardware_facts.md). ASSUMPTION: the
+for the chip, here divided evenly over its 108 SMs (not in docs/facts.md). ASSUMPTION: the
 same per-SM rate for Hopper (no figure at hand).
 """
 
@@ -109,7 +109,7 @@ one-wave, few-microsecond kernel from reaching its roofline time. Counted as "me
 """
 
 REGISTER_FILE_BYTES_PER_SM = 256 * 1024
-"""Registers per SM, bytes. hardware_facts.md §2 (HPCTECH: 256 KB per SM on H100);
+"""Registers per SM, bytes. docs/facts.md §2 (HPCTECH: 256 KB per SM on H100);
 ASSUMPTION: the same on A100 (figure not retrieved there)."""
 
 GEMM_TILES = ((128, 128), (128, 64), (64, 64), (16, 256))
@@ -781,7 +781,7 @@ TRT_BERT_BASE_A100_40GB_FP16_MS = (
     (384, 1, 1.31), (384, 8, 3.62), (384, 32, 13.51), (384, 128, 51.26),
 )
 """(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
-A100 40GB (hardware_facts.md §6.1, source key TRT-BERT)."""
+A100 40GB (docs/facts.md §6.1, source key TRT-BERT)."""
 
 FT_BERT_BASE_A100_80GB_FP16_MS = (
     ("FT-GUIDE FT TF+XLA", 128, 1, 1.00), ("FT-GUIDE FT TF+XLA", 384, 8, 4.39),
@@ -789,7 +789,7 @@ FT_BERT_BASE_A100_80GB_FP16_MS = (
     ("FT-GUIDE FT TorchScript", 128, 32, 4.81), ("FT-GUIDE FT TorchScript", 384, 32, 14.68),
 )
 """(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
-with padding ("FT" column) on an A100 80GB (hardware_facts.md §4.2, FT-GUIDE; mclk 1593 MHz
+with padding ("FT" column) on an A100 80GB (docs/facts.md §4.2, FT-GUIDE; mclk 1593 MHz
 names the 80 GB part). Out of sample: not used to set any constant."""
 
 TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
@@ -912,7 +912,7 @@ PADDING_REMOVAL_SPEEDUPS = (
     ("BT-README FT rm-pad", 16, 512, 0.6, 18.03, 13.79),
 )
 """FasterTransformer padded vs padding-removed BERT-base FP16 latency on A100, ms
-(hardware_facts.md §4.2: FT-GUIDE TF+XLA FP16 rows "FT" vs "EFF-FT", mean length half the
+(docs/facts.md §4.2: FT-GUIDE TF+XLA FP16 rows "FT" vs "EFF-FT", mean length half the
 maximum; BT-README "FT" vs "FT remove-padding", mean length 0.6 of the maximum). The same
 framework on both sides, so the ratio isolates padding removal."""
 

@@ -7,7 +7,7 @@ sequences; ``Histogram.sample`` and ``Histogram.expand`` give explicit lengths w
 
 Shipped data (``ipusim/data``, attribution in ``ipusim/data/README.md``): the sequence-length
 histograms Graphcore published with Krell et al., "Efficient Sequence Packing without
-Cross-contamination" (arXiv:2107.02027; source key GC-TUT in hardware_facts.md).
+Cross-contamination" (arXiv:2107.02027; source key GC-TUT in docs/facts.md).
 """
 
 from __future__ import annotations
