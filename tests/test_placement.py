@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ipusim import cli, collectives, hardware, machine, placement, workloads
+from ipusim import cli, collectives, energy, hardware, machine, placement, workloads
 from ipusim.result import DOES_NOT_FIT, FIT_STATES, ON_CHIP
 
 REL = 1e-9  # sums of the same floats in another order
@@ -108,6 +108,39 @@ def test_llama_7b_decode_fits_on_32_and_64_gc200s():
         assert {"tensor", "pipeline", "data", "micro_batches", "stage_time_s", "communication_s",
                 "bubble_s"} <= set(d)
         assert f"t={pl.tensor}" in repr(pl)
+
+
+def _link_bytes_closed_form(s, t, p):
+    """Bytes over the links for a decode step: per layer two all-reduces of the activations and one
+    for the split embedding (each chip of a ring sends ``2 (t-1)/t`` of the tensor), the logits
+    all-gathered (each chip receives the ``t - 1`` shards it lacks), ``t`` copies of the
+    activations over each of the ``p - 1`` stage boundaries."""
+    cfg = s.model
+    act = s.batch * cfg.d_model * 2  # one new token per sequence, FP16
+    ring_per_chip = 2 * (t - 1) / t * act
+    logits = s.batch * cfg.vocab * 2
+    return (2 * cfg.layers + 1) * t * ring_per_chip + t * ((t - 1) / t * logits) + (p - 1) * t * act
+
+
+def test_link_energy_is_every_link_byte_at_the_link_price():
+    tol = 1e-9  # relative: the same products and sums in another order
+    s = _decode()  # Llama-2-7B decode, batch 8, context 1024
+    pl = placement.place("gc200", s, chips=64)
+    t, p = pl.tensor, pl.pipeline
+    assert t > 1 and p > 1  # both collectives and stage-to-stage sends are in the answer
+    expect = _link_bytes_closed_form(s, t, p)
+    assert pl.link_bytes == pytest.approx(expect, rel=tol)
+    assert pl.energy_split["link"] == pytest.approx(expect * energy.LINK.pj * 1e-12, rel=tol)
+    assert pl.energy_split["link"] > 0 and pl.energy_j == pytest.approx(sum(pl.energy_split.values()), rel=tol)
+    r = machine.simulate("gc200", s, chips=64)
+    assert r.energy_split["link"] == pl.energy_split["link"] and r.energy_j == pytest.approx(pl.energy_j, rel=tol)
+    # NVLink on GPUs alike; one chip moves nothing over links
+    g = placement.assess("a100-80gb", _decode("gpt2", 4, 256), tensor=2, pipeline=2)
+    assert g.energy_split["link"] == pytest.approx(
+        _link_bytes_closed_form(_decode("gpt2", 4, 256), 2, 2) * energy.LINK.pj * 1e-12, rel=tol)
+    one = workloads.step("bert-base", [128] * 4, pad_to=128)
+    assert machine.simulate("gc200", one).energy_split["link"] == 0.0
+    assert placement.place("gc200", one, chips=1).energy_split["link"] == 0.0
 
 
 def test_pruned_search_finds_the_exhaustive_optimum():
