@@ -8,7 +8,17 @@ import math
 
 import pytest
 
-from ipusim import cli, collectives, energy, hardware, machine, placement, workloads
+from ipusim import (
+    cli,
+    collectives,
+    energy,
+    hardware,
+    machine,
+    placement,
+    roofline,
+    tileplan,
+    workloads,
+)
 from ipusim.result import DOES_NOT_FIT, FIT_STATES, ON_CHIP
 
 REL = 1e-9  # sums of the same floats in another order
@@ -49,6 +59,26 @@ def test_tensor_shards_split_the_matmuls_exactly(model, t):
         assert parts == pytest.approx(whole, rel=REL)
     else:  # key/value heads replicated: each chip projects its own copy
         assert parts > whole
+
+
+def test_gqa_shard_holds_its_own_query_width():
+    """A tensor shard of a grouped-query model (Llama-2-70B: 64 query heads, 8 key/value heads, 128
+    wide; t = 8) holds Q, K and V of ``q_dim + 2 kv_dim`` = 8 x 128 + 2 x 128 per token while
+    attention runs, not ``d_model + 2 kv_dim`` = 8,192 + 256."""
+    sh = workloads.shard("llama-2-70b", tensor=8, layers=1, first=False, last=False)
+    q, kv = 8 * 128, 1 * 128  # typed in: 64 / 8 query heads and 8 / 8 key/value heads of 128
+    assert (sh.q_dim, sh.kv_dim, sh.d_model) == (q, kv, 8192)
+    s = workloads.step(sh, [512, 512], phase="prefill")
+    c = hardware.chip("gc200")
+    want = s.tokens * (q + 2 * kv) * 2 / c.tiles  # bytes per tile, FP16, spread over the tiles
+    att = [p for p in tileplan.plan_step(c, s) if p.op.kind in ("attention", "softmax")]
+    assert len(att) == 3
+    for p in att:  # an attention plan's peak = its working set + the Q, K, V it holds
+        assert p.temp_bytes - p.working_set_bytes == pytest.approx(want, rel=REL)
+    # the roofline's byte count: Q, K, V and the context, per token of the batch (the B l coefficient)
+    coef = roofline.step_coefficients(sh, "prefill")
+    i = [o.name for o in s.ops].index("attn_scores")
+    assert coef[i, 3, 2] == pytest.approx((2 * q + 2 * kv) * 2, rel=REL)
 
 
 def test_shard_of_everything_is_the_model_and_bad_shards_are_value_errors():
