@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives, energy, workloads
+from . import collectives, energy, tile_calibration, workloads
 from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -207,7 +207,8 @@ def _stage_kinds(layers: tuple, t: int, chips_per_node: int) -> tuple:
     return tuple((i, *key, count) for key, (i, count) in kinds.items())
 
 
-_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process
+_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process (keyed with
+# the chip, the shard, the sequences and the tile calibration in force)
 _CACHE_SIZE = 4096  # entries kept (least recently used dropped)
 
 
@@ -221,7 +222,8 @@ class _Evaluator:
 
     def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
         self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
-        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())))
+        cal = tile_calibration.current() if isinstance(c, TileChip) else ()  # results move with the calibration
+        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())), cal)
         self.simulations = 0
         self.memo: dict = {}
 

@@ -14,7 +14,8 @@ Two ways to fill a table:
   log length; what the checklist's policy search uses.
 
 Tables are kept in memory and on disk (``cache_dir()``, one ``.npy`` file a table, keyed by
-the library version, the machine-model sources, the chip, the model and the grid), written
+the library version, the machine-model sources, the tile calibration in force, the chip, the
+model and the grid), written
 atomically so that two processes building the same table at once are safe. When no
 cache directory is writable the tables are simply rebuilt.
 """
@@ -178,7 +179,10 @@ def _describe(x):
 
 
 def _key(*parts) -> str:
-    return hashlib.sha256(repr((_code_key(), _describe(parts))).encode()).hexdigest()[:32]
+    """Cache key: the code, the parts, and the tile calibration in force (``tile_calibration.overrides``)."""
+    from .. import tile_calibration
+
+    return hashlib.sha256(repr((_code_key(), tile_calibration.current(), _describe(parts))).encode()).hexdigest()[:32]
 
 
 def _load(key: str):
