@@ -540,7 +540,7 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
     # 0.9 GB of SRAM, so no single-chip on-chip placement) on GC200s: a 2-chip pipeline
     # (stages of 24 layers) and a streamed single chip. (BERT-large itself now fits one
     # GC200 with serial passes, so it no longer yields these two placements.)
-    from ipusim import machine
+    from ipusim import machine, placement
     from ipusim.checklist import Context
 
     deep = workloads.model("bert-large").replace(name="bert-large x2 depth", layers=48, published_params=0.0)
@@ -554,11 +554,17 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
         model = tables.stage_model(case.model, pl.chips)
         for b in svc.b_grid:
             for ln in svc.l_grid:
-                s = workloads.step(model, [int(ln)] * int(b))
-                r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
-                assert r.fits, (pl.kind, int(b), int(ln))
+                if pl.kind == "placed":  # a tensor/pipeline placement: its own fit, on the whole model
+                    a = placement.assess(cand.chip, workloads.step(case.model, [int(ln)] * int(b)),
+                                         tensor=pl.placed.tensor, pipeline=pl.placed.pipeline)
+                    assert a.fit != "does_not_fit", (pl.kind, int(b), int(ln))
+                else:
+                    s = workloads.step(model, [int(ln)] * int(b))
+                    r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
+                    assert r.fits, (pl.kind, int(b), int(ln))
                 assert math.isfinite(svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)])
-    assert kinds == {"spread", "streaming"}
+    # the model needs two chips, so the placement search's tensor/pipeline replica is served too
+    assert kinds == {"spread", "streaming", "placed"}
 
 
 def test_parity_price_at_capacity_equalises_the_cost(default_report):
