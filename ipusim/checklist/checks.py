@@ -465,8 +465,9 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         bad = [r["candidate"] for r in rows if r["placement"] == "does not fit" and r["candidate"] not in nowhere]
         parts = []
         if placed_only:
-            parts.append(f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement), "
-                         "but the serving checks model a replica as a pipeline only, so C2-C5 cannot price it")
+            parts.append(f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement) "
+                         "for one sequence, but no serving replica was built from it (it fits one chip, or no "
+                         "batch fits its tensor x pipeline chips in every phase), so C2-C5 cannot price it")
         if bad:
             parts.append(f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
                          "the chips it would need (spread or streamed) instead")
