@@ -124,8 +124,9 @@ class Placement:
     @property
     def label(self) -> str:
         if self.kind == "placed":
-            return (f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips, tensor "
-                    f"{self.placed.tensor} x pipeline {self.placed.pipeline}")
+            where = "weights streamed, KV cache in SRAM" if self.streaming else (
+                "on-chip SRAM" if self.tile else "HBM")
+            return f"{where} over {self.chips} chips, tensor {self.placed.tensor} x pipeline {self.placed.pipeline}"
         if self.kind == "spread":
             return f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips"
         if self.kind == "streaming":
@@ -264,9 +265,10 @@ class Context:
             rep = tables.Replica(c, model, n, None, pl.tensor)
             mb = tables.largest_replica_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
             if mb >= 1:
-                kv_tok = int((n * cap - ws["weights"] - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                held = 0.0 if pl.fit == "streams" else ws["weights"]  # streamed weights leave SRAM to the KV cache
+                kv_tok = int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * pl.pipeline * length) if kv_per_tok else 0
-                out["placements"].append(Placement("placed", n, False, mb, c.kind == "tile", kv_tok, pl))
+                out["placements"].append(Placement("placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl))
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
