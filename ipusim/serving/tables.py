@@ -204,18 +204,23 @@ def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, ca
     bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch."""
     from .. import tiles, workloads
 
-    if spec.tensor:  # bisection on the placement's fit (assumed monotone in the batch, as below)
+    if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)
+        def fits(rows, ph):
+            pad = None if ph == "decode" else int(length)
+            return math.isfinite(replica_step_s(spec, workloads.step(spec.model, [int(length)] * rows, phase=ph,
+                                                                     pad_to=pad))[0])
+
         best = cap
         for ph in phases:
-            lo, hi = 0, best
+            # doubling first (the powers of two are the coarse tables' rows: their results are
+            # cached for the tables), then bisection between the last fit and the first misfit
+            lo, hi = 0, 1
+            while hi <= best and fits(hi, ph):
+                lo, hi = hi, 2 * hi
+            hi = min(hi, best + 1) - 1
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                pad = None if ph == "decode" else int(length)
-                if math.isfinite(replica_step_s(spec, workloads.step(spec.model, [int(length)] * mid, phase=ph,
-                                                                     pad_to=pad))[0]):
-                    lo = mid
-                else:
-                    hi = mid - 1
+                lo, hi = (mid, hi) if fits(mid, ph) else (lo, mid - 1)
             best = lo
             if best == 0:
                 return 0
