@@ -368,3 +368,16 @@ def test_simulate_on_several_chips_matches_the_placement_model():
     n = r.placement.chips_used
     assert row["power_w"] == 300.0 * n and row["usd_per_hour"] == pytest.approx(1.60 * n, rel=1e-12)
     assert row["split_link_s"] == r.split["link"]
+
+
+def test_a_changed_chip_keeps_its_presets_node_fabric():
+    from ipusim import collectives, hardware
+
+    c = hardware.chip("gc200").replace(name="gc200*", link_bandwidth_bytes_per_s=640e9)
+    assert collectives.inter_node_link(c) == collectives.inter_node_link("gc200")
+    assert collectives.fabric(c, 16).chips_per_node == collectives.fabric("gc200", 16).chips_per_node
+    # so a sweep is continuous through the preset's own values (64 GB/s is the GC200's): more
+    # Streaming Memory bandwidth never slows a step
+    tps = [tasks.train({"chip": "gc200", "model": "llama-2-70b", "chips": 1024, "offchip_bandwidth_bytes_per_s": bw})
+           ["tokens_per_s"] for bw in (32e9, 64e9, 256e9)]
+    assert tps == sorted(tps)
