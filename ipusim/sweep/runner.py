@@ -253,9 +253,13 @@ def _connect(address, timeout_s):
 
 
 @contextlib.contextmanager
-def local_cluster(workers: int | None = None, *, dashboard: bool = True):
+def local_cluster(workers: int | None = None, *, dashboard: bool = True, processes: bool = True):
     """A ``distributed.Client`` on a ``LocalCluster`` of ``workers`` single-threaded worker
-    processes (default: one per core), closed on exit; ``client.dashboard_link`` is its dashboard."""
+    processes (default: one per core), closed on exit; ``client.dashboard_link`` is its dashboard.
+
+    ``processes=False`` runs the workers as threads of this process instead: it starts in about
+    a second and reuses this process's warm Numba caches, but the threads share one interpreter
+    (Python code runs one thread at a time), so it shows the machinery rather than a speed-up."""
     import logging
 
     from distributed import Client, LocalCluster
@@ -263,7 +267,9 @@ def local_cluster(workers: int | None = None, *, dashboard: bool = True):
     n = workers or os.cpu_count() or 1
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+    if not isinstance(processes, bool):
+        raise ValueError(f"processes must be True or False, got {processes!r}")
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                            dashboard_address=":0" if dashboard else None, silence_logs=logging.ERROR)
     client = Client(cluster, set_as_default=False)
     try:
