@@ -43,17 +43,17 @@ def test_readme_cli_entry_point_runs():
     assert out.stdout.strip()
 
 
-def test_readme_cli_examples_run(capsys, dask_client):
+def test_readme_cli_examples_run(capsys):
     """Every example through the same ``main`` in this process (one interpreter start and one set
-    of warm caches for all of them); a sweep that would start its own local cluster
-    (``--workers N``) runs on the session's 2-worker cluster instead (``--scheduler``); the
-    unchanged command, cluster start included, is ``test_readme_sweep_example_starts_its_own_cluster``."""
+    of warm caches for all of them). A sweep that would start its own local cluster
+    (``--workers N``) runs with ``--serial`` here: the CLI on Dask is tested in
+    tests/test_sweep_dask.py on the session's cluster, and the unchanged command, cluster start
+    included, in ``test_readme_sweep_example_starts_its_own_cluster`` (slow)."""
     for cmd in _cli_examples():
         argv = cmd[3:]
         if argv[0] == "sweep" and "--workers" in argv:
             i = argv.index("--workers")
-            dask_client.wait_for_workers(2, timeout=120)
-            argv = [*argv[:i], "--scheduler", dask_client.scheduler.address, *argv[i + 2:]]
+            argv = [*argv[:i], "--serial", *argv[i + 2:]]
         rc = main(argv)
         out = capsys.readouterr()
         assert rc == 0, f"{' '.join(cmd)}\n{out.err}"

@@ -4,6 +4,7 @@ scheduler and worker, and a scheduler that is not there. One local cluster (the 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -54,6 +55,17 @@ def test_two_workers_give_the_serial_table_bit_for_bit(client, serial_table):
     assert (refused["sram_per_tile_bytes"] == 32768).all() and len(refused) == 2
     assert set(res.table["fit"].dropna()) == {"on_chip", "streams"}
     _same(res.table, serial_table)
+
+
+def test_cli_sweep_on_a_scheduler_gives_the_serial_rows(client, capsys, tmp_path):
+    argv = ["sweep", "--chip", "gc200", "--vary", "sram_per_tile_bytes=32KiB,256KiB,1MiB", "--vary", "batch=1,8",
+            "--set", "tiles=736", "--seq-len", "128", "--json"]
+    assert main([*argv, "--scheduler", client.scheduler.address, "--out", str(tmp_path / "d.parquet")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["mode"] == "dask" and d["workers"] == 2 and d["points"] == 6 and d["refused"] == 2
+    assert main([*argv, "--serial", "--out", str(tmp_path / "s.parquet")]) == 0
+    assert json.loads(capsys.readouterr().out)["best"] == d["best"]
+    _same(sweep.read_table(tmp_path / "d.parquet"), sweep.read_table(tmp_path / "s.parquet"))
 
 
 _SLOW_S = 0.25

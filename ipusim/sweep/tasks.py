@@ -14,7 +14,7 @@ returns one flat row. Tasks here use only the public functions of the models the
   days, chip-hours, cost and energy (``ipusim.training.best_placement``, ``TrainingStep.run``);
 * ``checklist``: the migration checklist's verdict for the chip against a GPU
   (``ipusim.checklist.run_checklist``);
-* ``spin``: burns ``seconds`` of CPU and returns it (to measure the sweep's own overhead).
+* ``spin``: burns ``seconds`` of CPU time and returns it (to measure the sweep's own overhead).
 
 Every task that has a throughput reports the same headline columns, so that fronts and
 break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
@@ -416,13 +416,14 @@ def checklist(point: dict) -> dict:
 @register("spin", params={"seconds": 0.001, "rep": 0}, takes_chip=False,
           doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)")
 def spin(point: dict) -> dict:
-    """Busy-wait ``seconds`` (CPU, not sleep) and return the seconds asked for (``rep``, a
-    replicate number, only makes otherwise equal points distinct)."""
+    """Busy-loop until this thread has used ``seconds`` of CPU time (a fixed amount of work: on a
+    busy machine it takes longer than ``seconds`` of wall time, as a real point would) and return
+    the seconds asked for (``rep``, a replicate number, only makes otherwise equal points distinct)."""
     s = float(point.get("seconds", TASKS["spin"].params["seconds"]))
     if not (s >= 0 and math.isfinite(s)):
         raise ValueError(f"seconds must be finite and >= 0, got {s!r}")
-    end = time.perf_counter() + s
-    while time.perf_counter() < end:
+    end = time.thread_time() + s
+    while time.thread_time() < end:
         pass
     return {"spun_s": s}
 
