@@ -105,7 +105,10 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
     ax.set_ylabel("share of requests slower")
     ax.set_title("Latency tail (complementary CDF)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower left")
+    if len(ax.figure.axes) == 1:  # alone in its figure: outside, since the tails reach every corner
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8, loc="lower left")
     return ax
 
 
