@@ -182,6 +182,6 @@ def sweep_chart(grid, *, seq_len=None, ax=None, mark_batch=None):
     ax.set_xlabel("batch (sequences per step)")
     ax.set_ylabel("tokens/s (upper bound)" if grid.phase != "decode" else "new tokens/s (upper bound)")
     ax.set_title(f"{grid.model} {grid.phase}, {what} {int(grid.seq_lens[j])}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: the curves fill the axes
     ax.grid(True, alpha=0.3)
     return ax
