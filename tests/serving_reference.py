@@ -271,12 +271,15 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
 
 def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
-    """Plain-Python continuous batching (lists of running requests), for tests and benchmarks."""
+    """Plain-Python continuous batching (lists of running requests), for tests and benchmarks:
+    (start, first, finish, iterations, gaps), ``gaps`` every gap between two consecutive
+    tokens of a request (s), one entry per token after the first."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
     n = len(arr)
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
     running = []  # [id, ctx, left]
     nxt, done, kv, t, iters = 0, 0, 0, 0.0, 0
+    last, gaps = [math.nan] * n, []  # time of each request's latest token
     pre, dec = gen.prefill.table, gen.decode
     while done < n:
         if not running and arr[nxt] > t:
@@ -300,6 +303,10 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
         iters += 1
         for x in new:
             first[x[0]] = t
+        for x in old + new:
+            if not math.isnan(last[x[0]]):
+                gaps.append(t - last[x[0]])
+            last[x[0]] = t
         running = []
         for x in old + new:
             x[1] += 1
@@ -310,17 +317,21 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
                 done += 1
             else:
                 running.append(x)
-    return np.array(start), np.array(first), np.array(finish), iters
+    return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)
 
 
 
 
 def static_reference(arrival, prompt, output, gen, batch, timeout_s):
-    """Plain-Python run-to-completion batches: (start, first, finish, batches)."""
+    """Plain-Python run-to-completion batches: (start, first, finish, batches, gaps).
+
+    Decode steps at the same context column cost the same, so a batch's decode time is summed
+    per column as (steps in the column) x (the column's time), as the kernel does. ``gaps``:
+    request i's tokens 2..output_i each follow one decode step of its batch (s)."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
     n = len(arr)
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
-    free, h, batches = 0.0, 0, 0
+    free, h, batches, gaps = 0.0, 0, 0, []
     while h < n:
         waiting = arr[h: h + batch]
         go = min(arr[h] + timeout_s, waiting[-1] if len(waiting) == batch else math.inf)
@@ -329,11 +340,17 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
         ctx0 = -(-sum(pr[i] for i in ids) // len(ids))  # mean prompt, rounded up
         s = _lookup(gen.prefill.table, len(ids), -(-max(pr[i] for i in ids) // gen.prefill.len_step))
         t_first = t + s
+        per_col = {}
         for k in range(1, max(out[i] for i in ids)):
-            s += _lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step))
+            c = -(-(ctx0 + k) // gen.ctx_step)
+            per_col[c] = per_col.get(c, 0) + 1
+        for c in sorted(per_col):
+            s += per_col[c] * _lookup(gen.decode, len(ids), c)
+        for i in ids:
+            gaps += [_lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step)) for k in range(1, out[i])]
         for i in ids:
             start[i], first[i], finish[i] = t, t_first, t + s
         free = t + s
         h += len(ids)
         batches += 1
-    return np.array(start), np.array(first), np.array(finish), batches
+    return np.array(start), np.array(first), np.array(finish), batches, np.array(gaps)

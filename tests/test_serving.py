@@ -188,6 +188,20 @@ def _generation_requests(n, rate):
     return A.poisson(rate, n, seed=n), rng.integers(8, 400, n), rng.integers(1, 200, n)
 
 
+def _same_gaps(res, gaps, out):
+    """The result's token gaps are the reference's: one per token after a request's first,
+    the same TBT percentiles and mean. Tolerance 1e-9 relative: the reference measures a
+    gap as the difference of two token times, the kernel as the iteration's time."""
+    assert int(res.gap_weight.sum()) == int((out - 1).sum()) == len(gaps)
+    s = res.summary()
+    if len(gaps):
+        for q in (50, 99):
+            assert s[f"tbt_p{q}_s"] == pytest.approx(np.percentile(gaps, q), rel=1e-9)
+        assert s["tbt_mean_s"] == pytest.approx(np.mean(gaps), rel=1e-9)
+    else:
+        assert np.isnan(s["tbt_p50_s"])
+
+
 def test_continuous_matches_reference_and_kv_limit():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 50, 800):
@@ -196,9 +210,11 @@ def test_continuous_matches_reference_and_kv_limit():
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            st_, first, fin, iters = R.continuous_reference(arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens)
+            st_, first, fin, iters, gaps = R.continuous_reference(arr, pr, out, g, pol.max_batch,
+                                                                  pol.kv_capacity_tokens)
             assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.start_s, st_) and a.batches == iters
+            _same_gaps(a, gaps, out)
             assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
             assert np.all(a.finish_s >= a.first_token_s)
             # at most max_batch running at once and the KV reservation never exceeds capacity
@@ -424,9 +440,10 @@ def test_static_generation_matches_reference_and_continuous_wins_on_latency():
         arr, pr, out = _generation_requests(n, 20)
         for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            st_, first, fin, _ = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
+            st_, first, fin, _, gaps = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
             assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.finish_s, fin)
+            _same_gaps(a, gaps, out)
     # the same load: run-to-completion holds short replies until the batch's longest is done
     n = 3000
     arr = A.poisson(20, n, seed=1)
@@ -440,6 +457,9 @@ def test_static_generation_matches_reference_and_continuous_wins_on_latency():
 
 
 def test_time_between_tokens_and_ttft_in_the_summary():
+    """TBT percentiles are over every gap between two tokens (per token, not per-request
+    means); at a load where prefills interrupt decodes, the p99 gap is a decode step plus a
+    prefill, above the p50 (a decode step alone)."""
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     n = 500
     arr = A.poisson(5, n, seed=2)
@@ -447,12 +467,27 @@ def test_time_between_tokens_and_ttft_in_the_summary():
     pr, out = rng.integers(8, 300, n), rng.integers(1, 100, n)
     r = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
     s = r.summary()
-    gap = (r.finish_s - r.first_token_s)[out > 1] / (out[out > 1] - 1)
-    assert s["tbt_p50_s"] == np.percentile(gap, 50) and s["tbt_p99_s"] == np.percentile(gap, 99)
+    gaps = R.continuous_reference(arr, pr, out, g, 16, 10**6)[4]
+    assert s["tbt_p50_s"] == pytest.approx(np.percentile(gaps, 50), rel=1e-9)
+    assert s["tbt_p99_s"] == pytest.approx(np.percentile(gaps, 99), rel=1e-9)
     assert s["ttft_p99_s"] == np.percentile(r.first_token_s - arr, 99)
     # a decode step of one short sequence bounds the gap from below
     assert s["tbt_p50_s"] >= g.decode[1, 1] * (1 - 1e-12)
+    assert s["tbt_p99_s"] > s["tbt_p50_s"]
     assert "TBT p99" in repr(r)
+
+
+@pytest.mark.parametrize("m", [1, 7, 5000])
+def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
+    rng = np.random.default_rng(m)
+    v = np.round(rng.exponential(1.0, m), 2)  # ties
+    w = rng.integers(0, 5, m)
+    w[0] = 3
+    qs = (0, 1, 50, 99, 99.9, 100)
+    assert np.array_equal(S.weighted_quantiles(v, w, qs), np.percentile(np.repeat(v, w), qs))
+    assert np.isnan(S.weighted_quantiles(v, np.zeros(m, dtype=int))).all()
+    with pytest.raises(ValueError, match=">= 0"):
+        S.weighted_quantiles(v, -w)
 
 
 def test_generation_replicas_deal_requests_in_turn():

@@ -8,6 +8,7 @@ import csv
 import numpy as np
 
 from .. import arrivals, lengths, machine, policies, serving, workloads
+from ..serving import tables
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "serve"
@@ -104,6 +105,22 @@ def _arrivals(args, rate, n):
     return arrivals.daily_ramp(rate, n, period_s=n / rate, seed=args.seed)
 
 
+def _chip_service(args, rows: int, shortest: int):
+    """The chip's service table: from the cache when it is there; otherwise one shortest request
+    is simulated first, so that a model that fits nowhere is refused before a table is built."""
+    try:
+        with tables.only_cached():
+            dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+    except tables.NotCached:
+        dev = None
+    if dev is None or not np.isfinite(dev.table[1, 1:]).any():
+        one = machine.simulate(args.chip, workloads.step(args.model, [shortest], pad_to=shortest))
+        if one.fit == "does_not_fit":
+            raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "
+                             f"({shortest} tokens): {one.fit_message.split('. ')[0]}")
+    return dev or serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+
+
 def run(args) -> int:
     n = args.requests
     if not 1 <= n <= serving.MAX_REQUESTS:
@@ -134,12 +151,7 @@ def run(args) -> int:
     elif args.service == "exponential":
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
-        # One shortest request first: a model that fits nowhere is refused before a table is built.
-        one = machine.simulate(args.chip, workloads.step(args.model, [int(lens.min())], pad_to=int(lens.min())))
-        if one.fit == "does_not_fit":
-            raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "
-                             f"({int(lens.min())} tokens): {one.fit_message.split('. ')[0]}")
-        dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+        dev = _chip_service(args, rows, int(lens.min()))
     out, last = [], None
     for rate in rates:
         a = arr if rate is None else _arrivals(args, rate, n)

@@ -21,6 +21,7 @@ cache directory is writable the tables are simply rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -212,12 +213,32 @@ def _store(key: str, tab: np.ndarray) -> None:
         pass
 
 
+class NotCached(LookupError):
+    """Raised inside ``only_cached()`` when a table is in neither the memory nor the disk cache."""
+
+
+@contextlib.contextmanager
+def only_cached():
+    """Within this block a table that is not cached raises ``NotCached`` instead of being built
+    (a caller can then run a cheap check before paying for the build)."""
+    _only_cached.append(True)
+    try:
+        yield
+    finally:
+        _only_cached.pop()
+
+
+_only_cached: list = []
+
+
 def _cached(build, *parts) -> np.ndarray:
     key = _key(*parts)
     tab = _memory.get(key)
     if tab is None:
         tab = _load(key)
         if tab is None:
+            if _only_cached:
+                raise NotCached(key)
             tab = np.asarray(build(), dtype=np.float64)
             tab.setflags(write=False)
             _store(key, tab)
