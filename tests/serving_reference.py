@@ -293,12 +293,18 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
             start[nxt] = t
             nxt += 1
         dt = 0.0
-        if new:
-            j = -(-max(x[1] for x in new) // gen.prefill.len_step)
-            dt += _lookup(pre, len(new), j)
-        if old:
+        if new and old and len(new) + len(old) <= gen.mixed.shape[0]:  # one mixed step
             mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
-            dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
+            col = -(-mean_ctx // gen.ctx_step)
+            dt = (gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)]
+                  + (dec[len(old), col] - dec[len(old), 1]))
+        else:
+            if new:
+                j = -(-max(x[1] for x in new) // gen.prefill.len_step)
+                dt += _lookup(pre, len(new), j)
+            if old:
+                mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
+                dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
         t = t + dt
         iters += 1
         for x in new:

@@ -405,7 +405,7 @@ def test_generation_prefill_table_uses_the_prefill_phase():
     fits (streaming its weights), a prefill does not."""
     from ipusim import hardware, machine, workloads
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
-    gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256)
+    gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256, mixed=False)
     for rows, L in ((32, 256), (8, 256), (4, 128)):
         pre = machine.simulate(chip, workloads.step("gpt2", [L] * rows, phase="prefill", pad_to=L))
         fits = pre.fits and np.isfinite(pre.time_s)
@@ -560,3 +560,31 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
     assert "Out of memory" in full.fit_message and "Out of memory" not in quiet.fit_message
+
+
+def test_mixed_prefill_and_decode_is_one_step():
+    """An iteration with prefills and decodes is one machine-model step (weights read once):
+    at a grid point the mixed table is the machine model's prefill step of the prompts plus one
+    row per decoding sequence; it costs less than the prefill step plus the decode step; with
+    no decodes the iteration is the prefill step, with no prompts the decode step."""
+    from ipusim import machine, workloads
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for d, r, L in ((1, 1, 32), (4, 4, 128), (8, 8, 256), (2, 12, 512)):
+        direct = machine.simulate("a100-80gb", workloads.step("gpt2", [L] * r + [1] * d, phase="prefill")).time_s
+        assert g.mixed[d, r, L // g.mixed_step] == pytest.approx(direct, rel=1e-12)
+        # decodes at the first context column: no attention beyond what the mixed step holds
+        assert g.mixed_s(d, r, L, 1) == g.mixed[d, r, L // g.mixed_step]
+        assert g.mixed_s(d, r, L, 1) < g.prefill.table[r, L] + g.decode[d, 1]
+        assert g.mixed_s(0, r, L, 0) == g.prefill.table[r, L]
+        assert g.mixed_s(d, 0, 0, 300) == g.decode[d, -(-300 // g.ctx_step)]
+        # more context costs more (the decode table's increment), never less
+        assert g.mixed_s(d, r, L, 600) >= g.mixed_s(d, r, L, 1)
+    # off: the sum of the two steps, as before
+    off = S.generation_model("a100-80gb", "gpt2", max_batch=16, mixed=False)
+    assert off.mixed_s(4, 4, 128, 1) == off.prefill.table[4, 128] + off.decode[4, 1]
+    n = 400
+    arr, pr, out = _generation_requests(n, 40)
+    a, b = (S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), x) for x in (g, off))
+    assert a.gap_weight.sum() == b.gap_weight.sum() == (out - 1).sum()  # token conservation
+    assert np.all(np.isfinite(a.finish_s)) and a.batches <= b.batches + n
+    assert a.device_busy_s[0] < b.device_busy_s[0]  # the same work in less device time

@@ -5,8 +5,8 @@ A ``GenerationModel`` holds the iteration times of a decoder on a chip: a prefil
 mean context). ``simulate_generation`` runs
 
 * ``policies.Continuous`` (Orca, vLLM): requests join and leave the running batch at every
-  iteration; an iteration that admits new prompts runs their prefill beside one decode
-  step of the running sequences;
+  iteration; an iteration that admits new prompts runs their prefill and one decode step
+  of the running sequences as one step (the weights read once: ``GenerationModel.mixed``);
 * ``policies.Static`` (FasterTransformer-style): a batch of up to ``batch`` requests leaves
   when full or when its oldest has waited ``timeout_s``, runs its prefill, then decodes
   all its rows until the longest reply is done; every request of the batch is returned at
@@ -44,6 +44,20 @@ class GenerationModel:
     decode: np.ndarray = field(repr=False)  # float64 [rows + 1, n_ctx + 1], s
     ctx_step: int = 64  # tokens per decode column
     source: str = ""
+    # float64 [rows, rows, n_prompt + 1], s: mixed[d, r, j] one step prefilling r prompts of
+    # j * mixed_step tokens beside d decoding sequences (tables.mixed_table); empty: none
+    mixed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)), repr=False)
+    mixed_step: int = 32  # tokens per prompt column of ``mixed``
+
+    def mixed_s(self, decodes: int, prompts: int, longest_prompt: int, mean_ctx: int) -> float:
+        """Seconds of one continuous-batching iteration that prefills ``prompts`` prompts (the
+        longest ``longest_prompt`` tokens) and decodes ``decodes`` sequences of mean context
+        ``mean_ctx``: the mixed step (weights read once) plus the decodes' attention over
+        their context beyond the first decode column, ``decode[d, col] - decode[d, 1]``.
+        Without a mixed table (or beyond it): the prefill step plus the decode step."""
+        return float(_iteration_s(self.prefill.table, self.prefill.len_step, self.decode, self.ctx_step,
+                                  self.mixed, self.mixed_step, int(prompts), int(longest_prompt), int(decodes),
+                                  int(mean_ctx)))
 
     @property
     def max_ctx(self) -> int:
@@ -58,11 +72,17 @@ class GenerationModel:
         return float(t)
 
 
+MAX_MIXED_ROWS = 64  # sequences per iteration up to which the mixed-step table is built
+
+
 def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
                      ctx_step: int = 64, prompt_step: int = 32, max_prompt: int | None = None,
-                     chips: int = 1, streaming: bool | None = None, grid: str = "fine") -> GenerationModel:
+                     chips: int = 1, streaming: bool | None = None, grid: str = "fine",
+                     mixed: bool = True) -> GenerationModel:
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
-    the machine model; ``grid`` as in ``chip_service``."""
+    the machine model; ``grid`` as in ``chip_service``. ``mixed`` (default) also builds the
+    table of mixed prefill + decode steps (``tables.mixed_table``, up to ``MAX_MIXED_ROWS``
+    sequences); without it an iteration with both costs the prefill step plus the decode step."""
     from .. import hardware, workloads
     from . import tables
 
@@ -88,12 +108,30 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
         dec = tables.coarse_table(spec, "decode", b, m.max_positions, np.arange(1, -(-max_ctx // cs) + 1) * cs)
     else:
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
-    return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec))
+    mix = np.zeros((0, 0, 0))
+    if mixed and b <= MAX_MIXED_ROWS:
+        mix = tables.mixed_table(spec, b, max_prompt, ps)
+    return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec), mixed=mix,
+                           mixed_step=ps)
 
 
 @njit(cache=True, error_model="numpy")
-def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, max_batch, kv_cap,
-                       start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+def _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx):
+    """Seconds of an iteration prefilling ``nnew`` prompts (longest ``pmax``) and decoding
+    ``old`` sequences of mean context ``mean_ctx`` (see ``GenerationModel.mixed_s``)."""
+    col = (mean_ctx + ctx_step - 1) // ctx_step
+    if nnew == 0:
+        return lookup_s(dec_tab, old, col) if old > 0 else 0.0
+    if old == 0:
+        return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
+    if old + nnew <= mixed.shape[0]:
+        return mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] + (dec_tab[old, col] - dec_tab[old, 1])
+    return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step) + lookup_s(dec_tab, old, col)
+
+
+@njit(cache=True, error_model="numpy")
+def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
+                       kv_cap, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
@@ -148,14 +186,12 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             hid[c] = nxt
             nxt += 1
         nnew = nxt - first_new
-        dt = 0.0
-        if nnew > 0:
-            dt += lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
         col = 0
+        mean_ctx = 0
         if old > 0:
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
-            dt += lookup_s(dec_tab, old, col)
+        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx)
         if nnew == 0 and old > 0:
             # A run of decode-only iterations of the same time: no sequence ends before the
             # last of them, the mean context (one more each time) stays in this column, and
@@ -340,7 +376,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             m = -(-n // nr) if nr > 1 else n
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             _continuous_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                               gen.ctx_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
+                               gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
                                busy[k:k + 1], cells, g_s, g_w)
             gaps_s.append(g_s[:info[2]])
             gaps_w.append(g_w[:info[2]])
