@@ -360,3 +360,71 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
         h += len(ids)
         batches += 1
     return np.array(start), np.array(first), np.array(finish), batches, np.array(gaps)
+
+
+def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk):
+    """Plain-Python continuous batching with chunked prefill: (start, first, finish, iterations,
+    gaps). Each iteration: the decoding sequences decode one token each; the rest of ``chunk``
+    tokens goes to the prompts being prefilled, oldest first, then to newly admitted requests;
+    the iteration is one step of the pieces (padded to the longest) beside the decodes."""
+    arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
+    n = len(arr)
+    start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
+    running = []  # dicts: id, rem (prompt tokens left), ctx, left (tokens left)
+    nxt, done, kv, t, iters = 0, 0, 0, 0.0, 0
+    last, gaps = [math.nan] * n, []
+    while done < n:
+        if not running and arr[nxt] > t:
+            t = arr[nxt]
+        dec = [x for x in running if x["rem"] == 0]
+        budget = chunk - len(dec)
+        pieces = {}
+        for x in running:
+            if x["rem"] > 0 and budget > 0:
+                pieces[x["id"]] = min(x["rem"], budget)
+                budget -= pieces[x["id"]]
+        while (budget > 0 and nxt < n and arr[nxt] <= t and len(running) < max_batch
+               and kv + pr[nxt] + out[nxt] <= kv_cap):
+            x = {"id": nxt, "rem": pr[nxt], "ctx": 0, "left": out[nxt]}
+            running.append(x)
+            kv += pr[nxt] + out[nxt]
+            start[nxt] = t
+            pieces[nxt] = min(pr[nxt], budget)
+            budget -= pieces[nxt]
+            nxt += 1
+        if pieces and dec and len(pieces) + len(dec) <= gen.mixed.shape[0]:
+            mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
+            col = -(-mean_ctx // gen.ctx_step)
+            dt = (gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)]
+                  + (gen.decode[len(dec), col] - gen.decode[len(dec), 1]))
+        else:
+            dt = 0.0
+            if pieces:
+                dt += _lookup(gen.prefill.table, len(pieces), -(-max(pieces.values()) // gen.prefill.len_step))
+            if dec:
+                mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
+                dt += _lookup(gen.decode, len(dec), -(-mean_ctx // gen.ctx_step))
+        t = t + dt
+        iters += 1
+        keep = []
+        for x in running:
+            i = x["id"]
+            if x["rem"] == 0:
+                x["ctx"] += 1
+                x["left"] -= 1
+                gaps.append(t - last[i])
+                last[i] = t
+            elif i in pieces:
+                x["rem"] -= pieces[i]
+                if x["rem"] == 0:
+                    first[i] = last[i] = t
+                    x["ctx"] = pr[i] + 1
+                    x["left"] -= 1
+            if x["rem"] == 0 and x["left"] == 0:
+                finish[i] = t
+                kv -= pr[i] + out[i]
+                done += 1
+            else:
+                keep.append(x)
+        running = keep
+    return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)

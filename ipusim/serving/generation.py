@@ -254,6 +254,119 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
 
 
 @njit(cache=True, error_model="numpy")
+def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
+                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+    """Continuous batching with chunked prefill on one device (Sarathi-Serve style).
+
+    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
+    one entry per iteration with pieces and decodes; when they are full the kernel stops
+    with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
+    every decoding sequence decodes one token; the tokens left of ``chunk`` go to the
+    sequences still prefilling, oldest first, then to newly admitted requests (first come,
+    first served, a batch slot and the whole KV reservation free), one piece each. The
+    iteration is priced as one step: the pieces as prompts padded to the longest piece beside
+    the decodes (``_iteration_s``). ASSUMPTION: a piece's attention over the earlier pieces
+    of its prompt is left out (the step runs the piece as a prompt of its own). A sequence's
+    first token is out at the end of the iteration that prefills its last piece. Work is
+    O(max_batch) per iteration.
+    """
+    n = arrival.shape[0]
+    rid = np.empty(max_batch, dtype=np.int64)
+    rem = np.empty(max_batch, dtype=np.int64)  # prompt tokens not prefilled yet
+    ctx = np.empty(max_batch, dtype=np.int64)
+    left = np.empty(max_batch, dtype=np.int64)
+    piece = np.empty(max_batch, dtype=np.int64)
+    nrun = 0
+    nxt = 0
+    done = 0
+    kv = 0
+    t = 0.0
+    iters = 0
+    busy = 0.0
+    nmix = 0
+    while done < n:
+        if nrun == 0 and arrival[nxt] > t:
+            t = arrival[nxt]
+        d = 0
+        ctx_sum = 0
+        for r in range(nrun):
+            piece[r] = 0
+            if rem[r] == 0:
+                d += 1
+                ctx_sum += ctx[r]
+        budget = chunk - d
+        npc = 0
+        lmax = 0
+        for r in range(nrun):
+            if budget <= 0:
+                break
+            if rem[r] > 0:
+                p = min(rem[r], budget)
+                piece[r] = p
+                budget -= p
+                npc += 1
+                lmax = max(lmax, p)
+        while (budget > 0 and nxt < n and arrival[nxt] <= t and nrun < max_batch
+               and kv + prompt[nxt] + output[nxt] <= kv_cap):
+            kv += prompt[nxt] + output[nxt]
+            start[nxt] = t
+            rid[nrun] = nxt
+            rem[nrun] = prompt[nxt]
+            ctx[nrun] = 0
+            left[nrun] = output[nxt]
+            p = min(prompt[nxt], budget)
+            piece[nrun] = p
+            budget -= p
+            npc += 1
+            lmax = max(lmax, p)
+            nrun += 1
+            nxt += 1
+        mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
+        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, npc, lmax, d, mean_ctx)
+        t = t + dt
+        busy += dt
+        iters += 1
+        if d > 0:
+            if npc == 0:
+                gap_cells[d, (mean_ctx + ctx_step - 1) // ctx_step] += d
+            else:
+                if nmix == gap_s.shape[0]:  # no room: the caller retries with more
+                    info[1] = -1
+                    return
+                gap_s[nmix] = dt
+                gap_w[nmix] = d
+                nmix += 1
+        w = 0
+        for r in range(nrun):
+            i = rid[r]
+            keep = True
+            if rem[r] == 0:  # decoded one token
+                ctx[r] += 1
+                left[r] -= 1
+            elif piece[r] > 0:
+                rem[r] -= piece[r]
+                if rem[r] == 0:  # prompt done: first token out
+                    first[i] = t
+                    ctx[r] = prompt[i] + 1
+                    left[r] -= 1
+            if rem[r] == 0 and left[r] == 0:
+                finish[i] = t
+                kv -= prompt[i] + output[i]
+                done += 1
+                keep = False
+            if keep:
+                rid[w] = i
+                rem[w] = rem[r]
+                ctx[w] = ctx[r]
+                left[w] = left[r]
+                w += 1
+        nrun = w
+    info[0] = iters
+    info[2] = nmix
+    busy_out[0] = busy
+
+
+@njit(cache=True, error_model="numpy")
 def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
                    start, first, finish, info, busy_out, gap_cells):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
@@ -372,7 +485,22 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         sl = slice(k, None, nr)
         info = np.zeros(3, dtype=np.int64)
         cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
-        if cont:
+        if cont and policy.chunk_tokens:
+            m = arr[sl].size + int(np.sum(-(-pr[sl] // policy.chunk_tokens)))
+            while True:
+                g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
+                _chunked_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
+                                gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens,
+                                policy.chunk_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1], cells,
+                                g_s, g_w)
+                if info[1] != -1:
+                    break
+                m *= 2
+                info[:] = 0
+                cells[:] = 0
+            gaps_s.append(g_s[:info[2]])
+            gaps_w.append(g_w[:info[2]])
+        elif cont:
             m = -(-n // nr) if nr > 1 else n
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             _continuous_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
