@@ -183,5 +183,6 @@ def make(name: str, *, max_batch: int = 32, max_delay_s: float = 0.002, **kw):
     if name == "adaptive":
         return Adaptive(latency_target_s=kw.get("latency_target_s", 0.02), max_batch=max_batch)
     if name == "continuous":
-        return Continuous(max_batch=max_batch, kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000))
+        return Continuous(max_batch=max_batch, kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000),
+                          chunk_tokens=kw.get("chunk_tokens", 0))
     raise ValueError(f"unknown policy {name!r}; valid: {', '.join(POLICIES)}")

@@ -607,14 +607,14 @@ def test_chunked_prefill_matches_reference_and_closed_forms():
         off = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
         assert np.array_equal(big.finish_s, off.finish_s) and np.array_equal(big.first_token_s, off.first_token_s)
     # one request alone: its prompt in pieces of 100 tokens, each a prefill step of one prompt
-    P_, C, O = 350, 100, 5
-    one = S.simulate_generation([0.0], [P_], [O], P.Continuous(4, 10**6, chunk_tokens=C), g)
+    P_, C, n_out = 350, 100, 5
+    one = S.simulate_generation([0.0], [P_], [n_out], P.Continuous(4, 10**6, chunk_tokens=C), g)
     pieces = [C] * (P_ // C) + [P_ % C]
     ttft = 0.0
     for p in pieces:
         ttft += g.prefill.table[1, p]
     assert one.first_token_s[0] == pytest.approx(ttft, rel=1e-12)
-    fin = ttft + sum(g.decode[1, -(-(P_ + 1 + k) // g.ctx_step)] for k in range(1, O))
+    fin = ttft + sum(g.decode[1, -(-(P_ + 1 + k) // g.ctx_step)] for k in range(1, n_out))
     assert one.finish_s[0] == pytest.approx(fin, rel=1e-12)
     with pytest.raises(ValueError, match="chunk_tokens"):
         P.Continuous(4, 100, chunk_tokens=-1)
