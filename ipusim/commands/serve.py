@@ -167,6 +167,15 @@ def _generation(args, rates, trace_arr, prompts, n) -> int:
         d.update({"chip": args.chip, "model": args.model, "rate_rps": rate,
                   "arrivals": "trace" if args.trace else args.arrivals, "seed": args.seed})
         out.append(d)
+    keys = [("throughput_rps", "req/s", ",.1f"), ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
+            ("ttft_p50_s", "TTFT p50 s", ".4g"), ("ttft_p99_s", "TTFT p99 s", ".4g"),
+            ("tbt_p50_s", "TBT p50 s", ".4g"), ("tbt_p99_s", "TBT p99 s", ".4g"),
+            ("mean_batch", "tokens/step", ".2f")]
+    return _report(args, out, last, keys)
+
+
+def _report(args, out: list[dict], last, keys) -> int:
+    """Write the CSV, print the JSON, or print the result and a table of ``keys`` (one row per rate)."""
     sweep = len(out) > 1
     if args.csv:
         _write_csv(args.csv, out, None if sweep else last)
@@ -175,10 +184,6 @@ def _generation(args, rates, trace_arr, prompts, n) -> int:
         return 0
     if not sweep:
         print(repr(last))
-    keys = [("throughput_rps", "req/s", ",.1f"), ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
-            ("ttft_p50_s", "TTFT p50 s", ".4g"), ("ttft_p99_s", "TTFT p99 s", ".4g"),
-            ("tbt_p50_s", "TBT p50 s", ".4g"), ("tbt_p99_s", "TBT p99 s", ".4g"),
-            ("mean_batch", "tokens/step", ".2f")]
     if sweep:
         keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
     print(format_table(out, keys))
@@ -232,24 +237,9 @@ def run(args) -> int:
                   "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
                   "cv": args.cv if args.arrivals == "gamma" else None, "seed": args.seed})
         out.append(d)
-    sweep = len(out) > 1
-    if args.csv:
-        _write_csv(args.csv, out, None if sweep else last)
-    if args.json:
-        print_json(out if sweep else out[0])
-        return 0
-    if not sweep:
-        print(repr(last))
     keys = [("throughput_rps", "req/s", ",.1f"), ("goodput_rps", "goodput req/s", ",.1f"),
             ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
             ("latency_p999_s", "p99.9 s", ".4g"), ("queueing_mean_s", "mean queue s", ".4g"),
             ("mean_batch", "mean batch", ".2f"), ("utilization", "utilization", ".3f"),
             ("padded_token_waste", "pad waste", ".3f")]
-    if sweep:
-        keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
-    print(format_table(out, keys))
-    for d in out:
-        if not d["stable"]:
-            rate = "" if not sweep else f"at {d['rate_rps']:,.0f} req/s: "
-            print(f"UNSTABLE {rate}{d['unstable_reason']}")
-    return 0
+    return _report(args, out, last, keys)

@@ -71,6 +71,22 @@ def _totals(arrival, start, finish, first, device, target, n_dev):
 
 
 @njit(cache=True, error_model="numpy")
+def _ranks(qs, count):
+    """numpy.percentile's linear rule on ``count`` sorted values: for each percentile q the
+    order statistics (ranks[2q], ranks[2q + 1]) it lies between and its fraction gam[q]."""
+    nq = qs.shape[0]
+    ranks = np.empty(2 * nq, dtype=np.int64)
+    gam = np.empty(nq)
+    for q in range(nq):
+        vi = qs[q] / 100.0 * (count - 1)
+        k = int(math.floor(vi))
+        gam[q] = vi - k
+        ranks[2 * q] = k
+        ranks[2 * q + 1] = min(k + 1, count - 1)
+    return ranks, gam
+
+
+@njit(cache=True, error_model="numpy")
 def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     """Percentiles ``qs`` (0..100) of x = a - b for each array ``a`` of the tuple ``series``
     (x = a when ``b`` is empty), over the entries where x is not NaN; ``out[s, q]``, as
@@ -86,14 +102,7 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     ns = len(series)
     nq = qs.shape[0]
     nbins = _HIST_BINS
-    ranks = np.empty(2 * nq, dtype=np.int64)
-    gam = np.empty(nq)
-    for q in range(nq):
-        vi = qs[q] / 100.0 * (count - 1)
-        k = int(math.floor(vi))
-        gam[q] = vi - k
-        ranks[2 * q] = k
-        ranks[2 * q + 1] = min(k + 1, count - 1)
+    ranks, gam = _ranks(qs, count)
     scale = np.zeros(ns)
     for s in range(ns):
         if hi[s] > lo[s]:
@@ -224,14 +233,7 @@ def _weighted_quantiles_kernel(values, weights, qs, out):
             lo = min(lo, values[i])
             hi = max(hi, values[i])
     nq = qs.shape[0]
-    ranks = np.empty(2 * nq, dtype=np.int64)
-    gam = np.empty(nq)
-    for q in range(nq):
-        vi = qs[q] / 100.0 * (total - 1)
-        k = int(math.floor(vi))
-        gam[q] = vi - k
-        ranks[2 * q] = k
-        ranks[2 * q + 1] = min(k + 1, total - 1)
+    ranks, gam = _ranks(qs, total)
     if not hi > lo:
         out[:] = lo
         return
