@@ -145,7 +145,7 @@ class Adaptive:
 class Continuous:
     """Iteration-level batching for generation; KV cache reserved for prompt + output at admission.
 
-    ``chunk_tokens`` > 0 turns on chunked prefill (Sarathi-Serve style): an iteration runs at
+    ``chunk_tokens`` > 0 turns on chunked prefill (SARATHI, facts §7): an iteration runs at
     most that many tokens, the decodes first (one token each), and the prompts being
     prefilled take the rest in pieces, oldest first; 0 (default) prefills whole prompts in
     the iteration that admits them.

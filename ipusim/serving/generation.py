@@ -256,7 +256,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
 @njit(cache=True, error_model="numpy")
 def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
                     kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
-    """Continuous batching with chunked prefill on one device (Sarathi-Serve style).
+    """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
     Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
     one entry per iteration with pieces and decodes; when they are full the kernel stops
