@@ -24,6 +24,7 @@ cache directory is writable the tables are simply rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -333,12 +334,32 @@ def _store(key: str, tab: np.ndarray) -> None:
         pass
 
 
+class NotCached(LookupError):
+    """Raised inside ``only_cached()`` when a table is in neither the memory nor the disk cache."""
+
+
+@contextlib.contextmanager
+def only_cached():
+    """Within this block a table that is not cached raises ``NotCached`` instead of being built
+    (a caller can then run a cheap check before paying for the build)."""
+    _only_cached.append(True)
+    try:
+        yield
+    finally:
+        _only_cached.pop()
+
+
+_only_cached: list = []
+
+
 def _cached(build, *parts) -> np.ndarray:
     key = _key(*parts)
     tab = _memory.get(key)
     if tab is None:
         tab = _load(key)
         if tab is None:
+            if _only_cached:
+                raise NotCached(key)
             tab = np.asarray(build(), dtype=np.float64)
             tab.setflags(write=False)
             _store(key, tab)
@@ -432,6 +453,55 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
     tab = np.zeros((max_rows + 1, max_len + 1))
     tab[:, 1:] = vals[:, idx]
     return tab
+
+
+# ---------------------------------------------------------------------------------------
+# Mixed prefill + decode steps (continuous batching)
+# ---------------------------------------------------------------------------------------
+
+
+def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int) -> np.ndarray:
+    """Seconds of one step that prefills ``r`` prompts beside ``d`` decoding sequences,
+    ``tab[d, r, j]`` for d >= 1, r >= 1, d + r <= ``max_rows``; prompts padded to
+    ``j * prompt_step`` tokens. ``inf`` where the step does not fit, NaN where d + r > max_rows.
+
+    The machine model runs one prefill step whose batch holds the ``r`` prompts and ``d``
+    one-token rows (the decoding sequences' new tokens): the weights are read once for
+    both. Prompt lengths are computed at ``prompt_step`` x 1, 2, 4, ... (and ``max_prompt``)
+    and prompt counts on the row grid, both linearly interpolated between (``inf`` next to a
+    grid point that does not fit). The decoding sequences' attention over their cached context is not
+    in this step: ``GenerationModel`` adds it from the decode table.
+    """
+    return _cached(lambda: _build_mixed(spec, max_rows, max_prompt, prompt_step),
+                   "mixed", spec, max_rows, max_prompt, prompt_step)
+
+
+def _build_mixed(spec, max_rows, max_prompt, prompt_step):
+    from .. import workloads
+
+    n_col = -(-max_prompt // prompt_step)
+    lens = sorted({min(x, max_prompt) for x in pow2_grid(prompt_step, max_prompt)})
+    cols = np.minimum(np.arange(1, n_col + 1) * prompt_step, max_prompt)
+    tab = np.full((max_rows, max_rows, n_col + 1), np.nan)
+    for d in range(1, max_rows):
+        top = max_rows - d
+        grid = sorted({r for r in ROW_GRID if r < top} | {top})
+        vals = np.array([[replica_step_s(spec, workloads.step(spec.model, [L] * r + [1] * d, phase="prefill"))[0]
+                          for L in lens] for r in grid])
+        by_len = np.array([_interp_or_inf(lens, v, cols) for v in vals])  # [grid rows, columns]
+        tab[d, 1:top + 1, 1:] = np.array([_interp_or_inf(grid, by_len[:, j], np.arange(1, top + 1))
+                                          for j in range(n_col)]).T
+    return tab
+
+
+def _interp_or_inf(xg, vals, x):
+    """Linear interpolation of ``vals`` (at ascending ``xg``) at ``x``; ``inf`` where either
+    neighbouring grid point does not fit (a step between them may not fit either)."""
+    xg, vals, x = np.asarray(xg, float), np.asarray(vals, float), np.asarray(x, float)
+    hi = np.clip(np.searchsorted(xg, x, side="left"), 0, xg.size - 1)
+    lo = np.clip(hi - 1, 0, xg.size - 1)
+    ok = np.isfinite(vals[hi]) & (np.isfinite(vals[lo]) | (xg[hi] == x))
+    return np.where(ok, np.interp(x, xg, np.where(np.isfinite(vals), vals, 0.0)), np.inf)
 
 
 # ---------------------------------------------------------------------------------------
