@@ -171,7 +171,7 @@ def dynamic_graphs() -> Verdict:
     plan_384 = [p.partition for p in tiles.map_step(gc200, workloads.step("bert-base", [384] * 8, pad_to=384))]
     changed = [s128.ops[i].name for i in range(len(plan_128)) if plan_128[i] != plan_384[i]]
     exact, padded = _sim(TILE, (200,) * 8, 200), _sim(TILE, (200,) * 8, 384)
-    numbers = {"ops_repartitioned": len(changed), "ops": len(plan_128),
+    numbers = {"ops_repartitioned": len(changed), "ops": len(plan_128), "repartitioned": ", ".join(changed),
                "padded_to_compiled_shape_time_x": padded.time_s / exact.time_s}
     state = rules.dynamic_graph(len(changed))
     summary = (f"{len(changed)} of {len(plan_128)} ops change their tile partition between 128 and 384 tokens; "
