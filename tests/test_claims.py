@@ -136,6 +136,19 @@ def test_memory_wall_and_bottleneck_read_the_placements(board):
     assert v.numbers["tile_chips_llama_2_7b"] == pl.chips_used and v.numbers["tile_fit_llama_2_7b"] == pl.fit
 
 
+def test_per_watt_and_dlrm_ratios_agree_with_direct_calls(board):
+    from ipusim import efficiency, embeddings
+    from ipusim.embeddings import dlrm
+
+    medium = embeddings.preset("medium")
+    tile = efficiency.per_watt(embeddings.simulate(TILE, medium))["per_w"]
+    best_gpu = max(efficiency.per_watt(embeddings.simulate(c, medium))["per_w"] for c in (GPU, "h100-sxm"))
+    assert board[14].numbers["per_w_ratio_embeddings_in_sram_x"] == pytest.approx(tile / best_gpu, rel=1e-9)
+    dl = embeddings.preset("dlrm-mlperf", batch=16384, training=True)
+    t, g = dlrm.training_step(TILE, dl, chips=4), dlrm.training_step("h100-sxm", dl, chips=2)
+    assert board[13].numbers["best_gpu_over_best_tile_per_w_x"] >= g.samples_per_s_per_w / t.samples_per_s_per_w * (1 - 1e-9)
+
+
 def test_dynamic_batching_growth_is_measured(board):
     v = board[6]
     assert v.numbers["growth_x"] == pytest.approx(v.numbers["mean_batch_90pct_load"] / v.numbers["mean_batch_10pct_load"])
@@ -248,4 +261,6 @@ def test_cli_bad_arguments_exit_2_with_one_line(capsys):
 def test_scoreboard_markdown_has_one_row_per_verdict(board):
     md = claims.scoreboard_markdown(list(board.values()))
     assert len(md.splitlines()) == 2 + 15 and all(f"**{v.state}**" in md for v in board.values())
+    linked = claims.scoreboard_markdown(list(board.values()), links=True)
+    assert "[05](05_poc_checklist.ipynb)" in linked and linked.splitlines()[1].count("---") == 6
     assert np.isfinite(board[9].numbers["break_even_tile_usd_per_chip_hour"])

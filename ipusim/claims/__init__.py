@@ -68,12 +68,17 @@ def scoreboard(claims=None) -> list[Verdict]:
     return [judge(n) for n in nums]
 
 
-def scoreboard_markdown(verdicts: list[Verdict]) -> str:
-    """A Markdown table: claim, verdict, the numbers in one line, the function that judges it."""
-    rows = ["| # | claim | verdict | what the library computes | judged by |", "| --- | --- | --- | --- | --- |"]
+def scoreboard_markdown(verdicts: list[Verdict], *, links: bool = False) -> str:
+    """A Markdown table: claim, verdict, the numbers in one line, the function that judges it;
+    ``links`` adds a column of links to the notebooks that teach each claim (for a notebook)."""
+    head = "| # | claim | verdict | what the library computes | judged by |" + (" taught in |" if links else "")
+    rows = [head, "| --- " * (6 if links else 5) + "|"]
     for v in verdicts:
         be = f" Break-even: {v.break_even}." if v.break_even else ""
-        rows.append(f"| {v.claim} | {v.title} | **{v.state}** | {v.summary}.{be} | `{v.function}` |")
+        row = f"| {v.claim} | {v.title} | **{v.state}** | {v.summary}.{be} | `{v.function}` |"
+        if links:
+            row += " " + ", ".join(f"[{nb[:2]}]({nb})" for nb in v.notebooks) + " |"
+        rows.append(row)
     return "\n".join(rows)
 
 
