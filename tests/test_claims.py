@@ -58,6 +58,21 @@ def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
         claims.judge(16)
 
 
+def test_bad_inputs_raise_value_errors_that_say_what_is_allowed():
+    with pytest.raises(ValueError, match="chips must be > 0"):
+        claims.memory_bottleneck(0)
+    with pytest.raises(ValueError, match="whole number"):
+        claims.dynamic_batching(1.5)
+    with pytest.raises(ValueError, match="unknown chip preset"):
+        claims.sparse_embeddings([("nochip", 2)])
+    with pytest.raises(ValueError, match="GPU presets"):
+        claims.equal_power(("GNN gather",), (TILE,))
+    with pytest.raises(ValueError, match="unknown case"):
+        claims.equal_power(("a case",))
+    with pytest.raises(ValueError, match="checklist.Prices"):
+        claims.hardware_cost("cheap")
+
+
 # ---- numbers against independent library calls ------------------------------------------
 def test_bandwidth_is_the_measured_stream_figure_not_the_vendor_peak(board):
     v = board[1]

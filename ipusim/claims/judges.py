@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import math
 
-from .. import hardware, machine, workloads
+from .. import hardware, limits, machine, workloads
+from .._validate import positive
 from . import rules
 from .verdict import DEPENDS, Verdict
 
@@ -65,6 +66,12 @@ def _price_text(prices, *chips) -> tuple[str, bool]:
     assumed = any(prices.is_assumed(c) for c in chips) or prices.is_assumed("kwh")
     text = ", ".join(f"{c} {prices.chip_hour(c):.2f} USD/chip-hour" for c in chips)
     return f"{text}, {prices.usd_per_kwh:.2f} USD/kWh" + (" (ASSUMED placeholders)" if assumed else " (given)"), assumed
+
+
+def _preset(name):
+    if not isinstance(name, str):  # results are cached by preset name: a modified chip object would be mistaken
+        raise ValueError(f"give a chip preset name, got {type(name).__name__}")
+    return name
 
 
 def _prices(prices):
@@ -209,6 +216,7 @@ def dynamic_batching(n_requests: int = 3000) -> Verdict:
 
     from .. import policies, serving
 
+    n_requests = positive("n_requests", n_requests, integer=True, at_most=1_000_000, why="requests per run")
     dev = serving.chip_service("a100-40gb", "bert-base", max_batch=64)
     rate = dev.throughput_rps(128, 32)
     rows = serving.sweep_rates(np.array([0.1, 0.9]) * rate, lambda n, seed: np.full(n, 128),
@@ -242,7 +250,7 @@ THROUGHPUT_TILE = ("gc200", "packed", 8)  # 8 rows of 512 fit a GC200's tiles (n
 def bert_throughput(n_requests: int = 256) -> Verdict:
     """Claim 7: BERT-base, A100 ~320 req/s vs an IPU of similar price ~580 (280 vs 510 at 40% long)."""
     mixes = {"0% long": 0.0, "40% long": 0.4}
-    n = int(n_requests)
+    n = positive("n_requests", n_requests, integer=True, at_most=100_000, why="requests per mix (tile simulations)")
     tile = {m: _encoder(*THROUGHPUT_TILE, f, n) for m, f in mixes.items()}
     ratios = {b: {m: tile[m] / _encoder(*cfg, f, n) for m, f in mixes.items()} for b, cfg in THROUGHPUT_BASELINES.items()}
     state = rules.throughput(ratios)
@@ -404,8 +412,9 @@ def memory_wall_training(chips: int = CHIPS_TRAINING) -> Verdict:
     """Claim 12: 'compute in memory' eases the memory wall for training models over 100B parameters."""
     from .. import training
 
+    chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per cluster")
     m = workloads.model("gpt-3-175b")
-    t, g = _train(m.name, TILE, int(chips)), _train(m.name, GPU, int(chips))
+    t, g = _train(m.name, TILE, chips), _train(m.name, GPU, chips)
     states = m.params * training.BYTES_PER_PARAM
     need = math.ceil(states / hardware.chip(TILE).data_bytes)
     numbers = {"tile_fit": t.fit, "gpu_fit": g.fit, "tile_mfu": t.mfu, "gpu_mfu": g.mfu,
@@ -437,7 +446,11 @@ def sparse_embeddings(configs=DLRM_CONFIGS) -> Verdict:
 
     ``configs``: (chip, chips) clusters to try; the best tile and best GPU cluster by
     samples/s per watt are compared (MLPerf's DLRM on Criteo Terabyte, batch 16,384)."""
-    configs = tuple((str(c), int(n)) for c, n in configs)
+    try:
+        configs = tuple((hardware.chip(_preset(c)).name, positive("chips", n, integer=True, at_most=limits.MAX_CHIPS))
+                        for c, n in configs)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"configs must be (chip, chips) pairs, e.g. {DLRM_CONFIGS}: {err}") from None
     steps = {cfg: _dlrm(*cfg) for cfg in configs}
     tiles_ = [s for (c, _), s in steps.items() if hardware.chip(c).kind == "tile"]
     gpus = [s for (c, _), s in steps.items() if hardware.chip(c).kind == "gpu"]
@@ -485,6 +498,9 @@ def _per_watt_case(case: str, chip: str) -> float:
 
 def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> Verdict:
     """Claim 14: at equal power the tile chip's throughput is markedly higher (notebook 07's cases)."""
+    gpus = tuple(hardware.chip(_preset(g)).name for g in gpus)
+    if not gpus or any(hardware.chip(g).kind != "gpu" for g in gpus):
+        raise ValueError(f"gpus must name one or more GPU presets, got {gpus}")
     ratios = {c: _per_watt_case(c, TILE) / max(_per_watt_case(c, g) for g in gpus) for c in cases}
     state = rules.equal_power(ratios)
     numbers = {f"per_w_ratio_{c.replace(' ', '_').replace('-', '_').lower()}_x": x for c, x in ratios.items()}
@@ -509,7 +525,7 @@ def memory_bottleneck(chips: int = 32) -> Verdict:
 
     Llama-2-7B decode (8 sequences, 1,024 tokens of context) placed over ``chips`` tile chips
     (``machine.simulate(..., chips=N)``) against one GPU; BERT-base 32 x 128 on one chip each."""
-    pl = _placed(int(chips))
+    pl = _placed(positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement"))
     g7 = _sim(GPU, (1024,) * 8, None, "decode", "llama-2-7b")
     used = pl.placement.chips_used if pl.placement is not None else 1
     adv_7b = (pl.throughput_tokens_per_s / used) / g7.throughput_tokens_per_s if pl.fits else 0.0
