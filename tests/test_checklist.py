@@ -365,7 +365,7 @@ def test_squad_histogram_padding_matches_published():
 # ------------------------------------------------------------------------------ review fixes
 def _reachable_grid_fits(case):
     """Every (batch, length) grid point the chosen deployments' tables hold, simulated directly."""
-    from ipusim import machine
+    from ipusim import machine, placement
     from ipusim.checklist import Context
 
     ctx = Context(case)
@@ -380,9 +380,15 @@ def _reachable_grid_fits(case):
         for ph in phases:
             for b in svc.b_grid:
                 for ln in svc.l_grid:
+                    n += 1
+                    if pl.kind == "placed":  # a tensor/pipeline placement: its own fit, on the whole model
+                        s = workloads.step(case.model, [int(ln)] * int(b), phase=ph)
+                        if placement.assess(cand.chip, s, tensor=pl.placed.tensor,
+                                            pipeline=pl.placed.pipeline).fit == "does_not_fit":
+                            bad.append((cand.label, ph, int(b), int(ln)))
+                        continue
                     s = workloads.step(model, [int(ln)] * int(b), phase=ph)
                     kw = {"weights": "stream" if pl.streaming else "on_chip"} if cand.chip.kind == "tile" else {}
-                    n += 1
                     if not machine.simulate(cand.chip, s, **kw).fits:
                         bad.append((cand.label, ph, int(b), int(ln)))
         # and the largest batch a chosen policy can form stays within the table
@@ -536,7 +542,8 @@ def test_html_tables_align_text_left_and_colour_status(default_report):
 
 
 def test_every_grid_point_fits_for_generation_too():
-    # the chat example: prefill and decode tables of the A100 deployment (the GC200 fits nowhere)
+    # the chat example: prefill and decode tables of the A100 deployment and of the GC200s' tensor
+    # placement (Llama-2-7B needs 16 of the 24 GC200s given)
     bad, n = _reachable_grid_fits(load_case(ROOT / "examples" / "gpt_chat.toml"))
     assert n > 0 and bad == []
 
@@ -546,7 +553,7 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
     # 0.9 GB of SRAM, so no single-chip on-chip placement) on GC200s: a 2-chip pipeline
     # (stages of 24 layers) and a streamed single chip. (BERT-large itself now fits one
     # GC200 with serial passes, so it no longer yields these two placements.)
-    from ipusim import machine
+    from ipusim import machine, placement
     from ipusim.checklist import Context
 
     deep = workloads.model("bert-large").replace(name="bert-large x2 depth", layers=48, published_params=0.0)
@@ -560,11 +567,17 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
         model = tables.stage_model(case.model, pl.chips)
         for b in svc.b_grid:
             for ln in svc.l_grid:
-                s = workloads.step(model, [int(ln)] * int(b))
-                r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
-                assert r.fits, (pl.kind, int(b), int(ln))
+                if pl.kind == "placed":  # a tensor/pipeline placement: its own fit, on the whole model
+                    a = placement.assess(cand.chip, workloads.step(case.model, [int(ln)] * int(b)),
+                                         tensor=pl.placed.tensor, pipeline=pl.placed.pipeline)
+                    assert a.fit != "does_not_fit", (pl.kind, int(b), int(ln))
+                else:
+                    s = workloads.step(model, [int(ln)] * int(b))
+                    r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
+                    assert r.fits, (pl.kind, int(b), int(ln))
                 assert math.isfinite(svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)])
-    assert kinds == {"spread", "streaming"}
+    # the model needs two chips, so the placement search's tensor/pipeline replica is served too
+    assert kinds == {"spread", "streaming", "placed"}
 
 
 def test_parity_price_at_capacity_equalises_the_cost(default_report):

@@ -525,3 +525,30 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
     assert "Out of memory" in full.fit_message and "Out of memory" not in quiet.fit_message
+
+
+def test_service_on_a_placement_is_timed_by_placement_assess(monkeypatch):
+    """A replica of a tensor/pipeline placement: its table's grid points are ``placement.assess``
+    times of the whole model (rows 2 and 128 tokens are a coarse grid point: no interpolation)."""
+    from ipusim import hardware, placement, workloads
+    from ipusim.serving import tables
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", "off")
+    pl = placement.assess("gc200", workloads.step("bert-base", [128]), tensor=2, pipeline=2)
+    svc = S.chip_service("gc200", "bert-base", placement=pl, grid="coarse", max_batch=2)
+    want = placement.assess("gc200", workloads.step("bert-base", [128] * 2), tensor=2, pipeline=2).time_s
+    assert svc.table[2, 128] == pytest.approx(want, rel=1e-12)
+    assert "t=2 p=2" in svc.name and "ipusim.placement" in svc.source
+    rep = tables.replica("gc200", "bert-base", placement=pl)
+    assert (rep.chips, rep.tensor, rep.pipeline) == (4, 2, 2)
+    for kwargs, match in [({"placement": "bogus"}, "placement must be"),
+                          ({"placement": pl, "streaming": True}, "streaming"),
+                          ({"placement": placement.assess("a100-80gb", workloads.step("bert-base", [128]),
+                                                          tensor=2, pipeline=1)}, "chip")]:
+        with pytest.raises(ValueError, match=match):
+            tables.replica("gc200", "bert-base", **kwargs)
+    m = workloads.model("bert-base")
+    for kwargs, match in [({"chips": 6, "tensor": 4}, "multiple"), ({"chips": 5, "tensor": 5}, "divide"),
+                          ({"chips": 26, "tensor": 2}, "stages exceed")]:
+        with pytest.raises(ValueError, match=match):
+            tables.Replica(hardware.chip("gc200"), m, **kwargs)

@@ -15,11 +15,13 @@ import numpy as np
 
 from .. import arrivals, workloads
 from ..config import sweep_size
+from ..serving import tables
 from . import search
 from .case import ANSWERS, ASSUMPTIONS, Case
 
 STATUSES = ("pass", "warn", "fail", "info", "skipped")
 HOUR_S = 3600.0
+MAX_SERVING_BATCH = 128  # rows of a deployment's service tables, at most
 
 
 @dataclass(frozen=True)
@@ -100,17 +102,31 @@ def fmt(v, unit: str = "") -> str:
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Placement:
-    """How a model sits on a chip kind: ``chips`` per replica, streaming or not."""
+    """How a model sits on a chip kind: ``chips`` per replica, streaming or not.
 
-    kind: str  # "on-chip", "spread", "streaming", "hbm"
+    Kind "placed" is a tensor/pipeline placement found by ``ipusim.placement`` on the chips given
+    (``placed``, its ``Placement``), for a model that needs several chips; "spread" holds the
+    layers in turn on ``chips`` chips."""
+
+    kind: str  # "on-chip", "spread", "streaming", "hbm", "placed"
     chips: int
     streaming: bool
     max_batch: int  # largest batch whose working set fits the replica
     tile: bool = True  # a tile chip (SRAM) or a GPU (HBM)
     kv_tokens: int = 0  # KV-cache tokens the replica holds beside weights and activations
+    placed: object = None  # placement.Placement of a "placed" replica
+
+    @property
+    def stages(self) -> int:
+        """Pipeline stages of the replica: batches it can keep in flight."""
+        return self.placed.pipeline if self.placed is not None else self.chips
 
     @property
     def label(self) -> str:
+        if self.kind == "placed":
+            where = "weights streamed, KV cache in SRAM" if self.streaming else (
+                "on-chip SRAM" if self.tile else "HBM")
+            return f"{where} over {self.chips} chips, tensor {self.placed.tensor} x pipeline {self.placed.pipeline}"
         if self.kind == "spread":
             return f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips"
         if self.kind == "streaming":
@@ -240,6 +256,19 @@ class Context:
         out["chips_fit_rule"] = on_chip[0].chips if on_chip else None  # fewest whose stages fit the tiles
         # Multi-chip fit on the chips given: tensor, pipeline and data parallel (ipusim.placement).
         out["placed"] = self.placed(c, cand.count, length, phases) if cand.count > 1 and link_ok else None
+        # A model that needs several chips is also served as replicas of that placement (its tensor x
+        # pipeline chips; its data-parallel copies are serving replicas).
+        pl = out["placed"]
+        one_chip = any(p.chips == 1 and not p.streaming for p in out["placements"])
+        if pl is not None and pl.fit != "does_not_fit" and pl.tensor * pl.pipeline > 1 and not one_chip:
+            n = pl.tensor * pl.pipeline
+            rep = tables.Replica(c, model, n, None, pl.tensor)
+            mb = tables.largest_replica_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
+            if mb >= 1:
+                held = 0.0 if pl.fit == "streams" else ws["weights"]  # streamed weights leave SRAM to the KV cache
+                kv_tok = int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                kv_tok = min(kv_tok, mb * pl.pipeline * length) if kv_per_tok else 0
+                out["placements"].append(Placement("placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl))
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
@@ -263,12 +292,12 @@ class Context:
     def depth(self, pl: Placement) -> int:
         """Batches a replica keeps in flight: one per pipeline stage, unless the KV cache
         (shared by the stages' streams) cannot hold a request per stream."""
-        if pl.chips == 1:
+        if pl.stages == 1:
             return 1
         if self.case.task == "generate":
             need = self.case.max_len + self.case.output_tokens
-            return int(min(pl.chips, max(1, pl.kv_tokens // need)))
-        return pl.chips
+            return int(min(pl.stages, max(1, pl.kv_tokens // need)))
+        return pl.stages
 
     def continuous(self) -> bool:
         """Generation, served by ``ipusim.serving``'s continuous batching."""
@@ -283,10 +312,10 @@ class Context:
         if self.continuous():
             return search.setup(cand.chip, self.case.model, mode, chips=placement.chips,
                                 streaming=placement.streaming, output_tokens=self.case.output_tokens,
-                                max_batch=min(128, placement.max_batch),
-                                kv_tokens=placement.kv_tokens // self.depth(placement))
+                                max_batch=min(MAX_SERVING_BATCH, placement.max_batch),
+                                kv_tokens=placement.kv_tokens // self.depth(placement), placement=placement.placed)
         return search.setup(cand.chip, self.case.model, mode, chips=placement.chips, streaming=placement.streaming,
-                            max_batch=min(128, placement.max_batch))
+                            max_batch=min(MAX_SERVING_BATCH, placement.max_batch), placement=placement.placed)
 
     def search(self, cand, lengths=None, key_extra=None) -> list:
         """Every (placement, mode) of a candidate with its best policy (capacity at SLO)."""
@@ -438,8 +467,9 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
         bad = [r["candidate"] for r in rows if r["placement"] == "does not fit" and r["candidate"] not in nowhere]
         parts = []
         if placed_only:
-            parts.append(f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement), "
-                         "but the serving checks model a replica as a pipeline only, so C2-C5 cannot price it")
+            parts.append(f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement) "
+                         "for one sequence, but no serving replica was built from it (it fits one chip, or no "
+                         "batch fits its tensor x pipeline chips in every phase), so C2-C5 cannot price it")
         if bad:
             parts.append(f"{', '.join(bad)}: the model does not fit the chips given; the cost check prices "
                          "the chips it would need (spread or streamed) instead")

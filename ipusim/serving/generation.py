@@ -60,9 +60,11 @@ class GenerationModel:
 
 def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
                      ctx_step: int = 64, prompt_step: int = 32, max_prompt: int | None = None,
-                     chips: int = 1, streaming: bool | None = None, grid: str = "fine") -> GenerationModel:
+                     chips: int = 1, streaming: bool | None = None, grid: str = "fine",
+                     placement=None) -> GenerationModel:
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
-    the machine model; ``grid`` as in ``chip_service``."""
+    the machine model; ``grid`` and ``placement`` as in ``chip_service`` (a searched placement
+    must fit one sequence of ``max_ctx`` tokens in prefill and in decode)."""
     from .. import hardware, workloads
     from . import tables
 
@@ -73,8 +75,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_prompt = max_ctx if max_prompt is None else positive("max_prompt", max_prompt, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     ps, cs = positive("prompt_step", prompt_step, integer=True), positive("ctx_step", ctx_step, integer=True)
-    spec = tables.Replica(c, m, positive("chips", chips, integer=True), streaming)
-    where = "" if spec.chips == 1 else f" x{spec.chips}"
+    spec = tables.replica(c, m, chips=positive("chips", chips, integer=True), streaming=streaming,
+                          placement=placement, phases=("prefill", "decode"), length=max_ctx)
+    where = f" {spec.label()}" if spec.label() else ""
     if grid == "fine":
         exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
         # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
