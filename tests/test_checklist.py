@@ -246,11 +246,14 @@ def test_training_estimate_comes_from_ipusim_training():
     assert r["chips_min"] > 16 * workloads.model("gpt-3-175b").params / gpu.hbm_bytes / 2
 
 
-@pytest.mark.parametrize("factor, verdict", [(0.9, "supported"), (None, "contradicted")])
-def test_training_claim_follows_the_price(factor, verdict):
+@pytest.mark.parametrize("factor, verdict, given", [(0.9, "supported", True), (None, "contradicted", True),
+                                                    (0.9, "depends", False)])
+def test_training_claim_follows_the_price(factor, verdict, given):
     # Just below the price C6 says the claim needs (for the largest model) the claim holds; at
     # 5 USD/chip-hour it is contradicted. The needed price comes from the machine models (which
-    # change); the rule tested is that the verdict follows the price.
+    # change); the rule tested is that the verdict follows the price. The rule is the claim's one
+    # rule (ipusim.claims.rules.price_claim): decided only when every price is the user's (here the
+    # defaults, given explicitly); with the A100 and energy prices assumed it depends on the price.
     tr = Training(models=("llama-2-70b", "gpt-3-175b"))
     price = 5.0
     if factor is not None:
@@ -262,9 +265,11 @@ def test_training_claim_follows_the_price(factor, verdict):
             needs.append(0.85 * g["usd"] / t["chip_hours"] - gc.power_w / 1e3 * p.usd_per_kwh)
         assert min(needs) > 0
         price = factor * min(needs)
-    r = run_checklist(Case(inference=False, training=tr, prices=Prices().with_prices({"gc200": price})),
-                      show_progress=False)
-    assert r["C6"].ev("claim_verdict") == verdict
+    chosen = {"gc200": price, "a100-80gb": 2.0} if given else {"gc200": price}
+    prices = Prices().with_prices(chosen, 0.15 if given else None)
+    r = run_checklist(Case(inference=False, training=tr, prices=prices), show_progress=False)
+    assert r["C6"].data["state"] == verdict
+    assert r["C6"].ev("claim_verdict").startswith(verdict)
     assert r["C2"].status == "skipped"
 
 
@@ -453,7 +458,7 @@ def test_training_check_uses_the_cases_model():
         "llama-2-70b" in r["text"] for r in rep.verdict.to_dict()["reasons"])
 
 
-def test_training_ratio_between_085_and_1_is_contradicted_at_these_prices():
+def test_training_ratio_between_085_and_1_is_contradicted_at_given_prices():
     tr = Training(models=("llama-2-70b",))
     base = Case(inference=False, training=tr)
     rows = {c.kind: train_estimate(workloads.model("llama-2-70b"), c, tr, base.prices)
@@ -461,10 +466,11 @@ def test_training_ratio_between_085_and_1_is_contradicted_at_these_prices():
     # a GC200 price putting the ratio at 0.93
     e = hardware.chip("gc200").power_w / 1e3 * base.prices.usd_per_kwh
     price = 0.93 * rows["gpu"]["usd"] / rows["tile"]["chip_hours"] - e
-    rep = run_checklist(Case(inference=False, training=tr, prices=Prices().with_prices({"gc200": price})),
-                        show_progress=False)
+    given = Prices().with_prices({"gc200": price, "a100-80gb": base.prices.chip_hour("a100-80gb")},
+                                 base.prices.usd_per_kwh)  # every price the user's: the claim is decided
+    rep = run_checklist(Case(inference=False, training=tr, prices=given), show_progress=False)
     assert rep["C6"].ev("cost_ratio.llama-2-70b") == pytest.approx(0.93, rel=1e-6)
-    assert rep["C6"].ev("claim_verdict") == "contradicted at these prices"
+    assert rep["C6"].ev("claim_verdict") == "contradicted"
 
 
 def test_interpolation_error_against_direct_machine_calls():

@@ -955,25 +955,26 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     # Price at which the tile chip would be 15% cheaper to train the largest model.
     # The case's own model when it is in the list (a training question is about it), else the largest.
     big = next((m for m in tr.models if m.name == case.model.name), max(tr.models, key=lambda m: m.params))
-    t = next(r for r in rows if r["model"] == big.name and r["kind"] == "tile")
-    g = next(r for r in rows if r["model"] == big.name and r["kind"] == "gpu")
     e_tile = tile_c.power_w / 1e3 * case.prices.usd_per_kwh
-    need_price = 0.85 * g["usd"] / t["chip_hours"] - e_tile
+    need = {}  # per model: the tile chip-hour price at which it trains 15% cheaper (cost is linear in it)
+    for m in tr.models:
+        t_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "tile")
+        g_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "gpu")
+        need[m.name] = 0.85 * g_m["usd"] / t_m["chip_hours"] - e_tile
+    need_price = need[big.name]
     ev.append(Evidence("claim_price_needed", need_price, "USD",
                        f"{tile_c.name} chip-hour price for 15% lower cost than {gpu_c.name} on {big.name}"))
-    big_ratios = [ratios[m.name] for m in tr.models if m.params >= 60e9] or [ratios[big.name]]
-    # The claim is "15-20% lower cost": a ratio above 0.85 does not meet it at the case's
-    # prices (above 1.0 the tile chip is dearer outright); the price it would need is printed.
-    if all(r <= 0.85 for r in big_ratios):
-        verdict = "supported"
-    elif all(r > 1.0 for r in big_ratios):
-        verdict = "contradicted"
-    elif all(r > 0.85 for r in big_ratios):
-        verdict = "contradicted at these prices"
-    else:
-        verdict = "depends on the model"
+    judged = [m.name for m in tr.models if m.params >= 60e9] or [big.name]
+    # The claim is "15-20% lower cost"; judged by the claim's one rule (ipusim.claims.rules.price_claim):
+    # with any price ASSUMED it depends on the price (or is contradicted when no price gives it).
+    from ..claims import rules as claim_rules
+
+    assumed = any(case.prices.is_assumed(n) for n in (tile_c.name, gpu_c.name, "kwh"))
+    state = claim_rules.price_claim(min(1 - ratios[n] for n in judged), min(need[n] for n in judged), 0.15, assumed)
+    verdict = state if state != "depends" else (
+        f"depends on the price (15% cheaper at or below {fmt(min(need[n] for n in judged), 'USD')}/chip-hour)")
     ev.append(Evidence("claim_verdict", verdict, "", TRAINING_CLAIM))
-    status = "pass" if verdict == "supported" else ("fail" if verdict.startswith("contradicted") else "warn")
+    status = "pass" if state == "supported" else ("fail" if state == "contradicted" else "warn")
     summary = (f"{tile_c.name} / {gpu_c.name} training cost ratio: "
                + ", ".join(f"{k} {fmt(v, 'x')}" for k, v in ratios.items())
                + f"; claim of 15-20% lower cost: {verdict}")
@@ -981,7 +982,7 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
               f"what it costs on {gpu_c.name}; the claim needs {tile_c.name} at or below "
               f"{fmt(need_price, 'USD')}/chip-hour (today {fmt(case.prices.chip_hour(tile_c), 'USD')}). "
               + TRAINING_MODEL_NOTE)
-    data = {"ratios": ratios, "verdict": verdict, "big": big.name}
+    data = {"ratios": ratios, "verdict": verdict, "state": state, "big": big.name}
     return Check("C6", "Training", status, summary, reason, ev, {"training": rows},
                  "ipusim.training.best_placement (step time, MFU) and TrainingStep.run (days, cost)", data)
 
