@@ -8,10 +8,19 @@ in the explorer's own output area as one line, ``"ValueError: what was wrong"``,
 the failed call had opened are closed (no half-drawn panel), and the explorer's ``result`` is
 that line (a ``str``), so a script can see it too.
 
-The first call, made while the explorer is built from its default values, is different: an
-error there means the explorer itself is broken, so it is raised from the builder (a notebook
-run then fails at the widget cell instead of passing with a message nobody reads). A manual
-explorer (a "Run" button) makes no call until the button is pressed.
+The first call, made while the explorer is built from its default values, is different in two
+ways. An error there means the explorer itself is broken, so it is raised from the builder (a
+notebook run then fails at the widget cell instead of passing with a message nobody reads).
+And its output (printed text, figures) is captured in the kernel and put into the output area's
+state (``Output.outputs``) instead of being routed through the output area while the cell
+runs. Routed output is what stalls a headless run: ``jupyter nbconvert --execute`` (nbclient)
+mirrors an output area itself, and for each output routed into it during a cell it sends a
+state update to the kernel on the shell channel while it is waiting on that channel for the
+cell's reply; now and then that reply is then not seen until the cell's timeout expires, after
+which the run goes on and exits 0 as if nothing had happened (nbclient issue 312; the tile
+explorer of notebook 02 did this). Set as state, the first view reaches JupyterLab the same
+way and nbclient has nothing to send. A manual explorer (a "Run" button) makes no call until
+the button is pressed.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ import sys
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from IPython.utils.capture import capture_output
+from ipywidgets.widgets.interaction import show_inline_matplotlib_plots
 
 
 def error_line(exc: BaseException) -> str:
@@ -43,9 +54,9 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
         raise ValueError(f"interactive needs a callable, got {type(fn).__name__}")
     building = True
     first_error: list[Exception] = []
+    first_view = []
 
-    @functools.wraps(fn)
-    def call(*a, **kw):
+    def shown(*a, **kw):
         opened = set(plt.get_fignums())
         try:
             return fn(*a, **kw)
@@ -58,11 +69,32 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
             print(line, file=sys.stderr, flush=True)  # inside the explorer's output area
             return line
 
+    @functools.wraps(fn)
+    def call(*a, **kw):
+        if not building:
+            return shown(*a, **kw)
+        with capture_output() as cap:  # the first view: kept, put into the output area below
+            value = shown(*a, **kw)
+            show_inline_matplotlib_plots()  # the figures the call drew, as display data
+        first_view.append(cap)
+        return value
+
     w = widgets.interactive(call, *args, **controls)
     building = False
     if first_error:  # the explorer's default view fails: say so where it is built
         raise first_error[0]
+    if first_view:
+        w.out.outputs = _as_outputs(first_view[0])
     return w
+
+
+def _as_outputs(cap) -> tuple:
+    """A ``capture_output`` result as ``Output.outputs`` entries: text first, then displays."""
+    outs = [{"output_type": "stream", "name": name, "text": text}
+            for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr)) if text]
+    outs += [{"output_type": "display_data", "data": o.data, "metadata": o.metadata or {}}
+             for o in cap.outputs]
+    return tuple(outs)
 
 
 __all__ = ["error_line", "interactive"]
