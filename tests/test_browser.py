@@ -60,15 +60,6 @@ MOVES = {
     "08_design_space.ipynb": [("y", None, "ValueError"), ("x", None, "changed")],
 }
 
-# Defects this test found and that are not fixed yet: the notebook's test is an expected
-# failure while exactly these problems show, and fails when they are gone (remove the entry).
-KNOWN_DEFECTS = {
-    "01_memory_wall.ipynb": (
-        "the roofline explorer's figure is blank after a control is moved in JupyterLab (the first "
-        "view is drawn; in a kernel without a browser the redrawn figure is not blank)",
-        "the figure is gone",
-    ),
-}
 
 pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
 
@@ -339,10 +330,4 @@ def test_notebook_in_the_browser(page, notebook):
         await w.sessionContext.shutdown(); w.dispose(); }""")
     print(f"{notebook}: open + run all {t_run:.0f} s, checks + moves {t2 - t1:.0f} s, "
           f"{shots} screenshots {t3 - t2:.0f} s, total {time.monotonic() - t0:.0f} s")
-    known = KNOWN_DEFECTS.get(notebook)
-    if known:
-        reason, signature = known
-        if problems and all(signature in p for p in problems):
-            pytest.xfail(f"known defect: {reason}")
-        assert problems, f"known defect gone ({reason}): remove {notebook} from KNOWN_DEFECTS"
     assert not problems, "\n".join(problems)

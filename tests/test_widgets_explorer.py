@@ -85,3 +85,17 @@ def test_wrapper_refuses_what_it_cannot_wrap(bad):
 def test_error_line_without_a_message_is_the_type_name():
     assert explorer.error_line(KeyError()) == "KeyError"
     assert explorer.error_line(ValueError("a\n\n b")) == "ValueError: a b"
+
+
+def test_text_a_callback_prints_still_reaches_the_output_area(capsys):
+    """Later calls hold printed text until the figures are shown (a blank-figure fix seen only in
+    JupyterLab, checked by tests/test_browser.py); the text must still arrive, once."""
+    def show(n):
+        print(f"n is {n}")
+        return n
+
+    w = explorer.interactive(show, n=W.IntSlider(value=1, min=1, max=9))
+    capsys.readouterr()
+    w.children[0].value = 4
+    out = capsys.readouterr().out
+    assert out.count("n is") == 1 and out.endswith("n is 4\n") and w.result == 4, out

@@ -21,11 +21,17 @@ which the run goes on and exits 0 as if nothing had happened (nbclient issue 312
 explorer of notebook 02 did this). Set as state, the first view reaches JupyterLab the same
 way and nbclient has nothing to send. A manual explorer (a "Run" button) makes no call until
 the button is pressed.
+
+Later calls hold the text the callback prints until its figures are shown (text then comes
+below the figure): printed while a figure was still open, the text made that figure arrive in
+JupyterLab as a blank image.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import sys
 
 import ipywidgets as widgets
@@ -72,7 +78,14 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
     @functools.wraps(fn)
     def call(*a, **kw):
         if not building:
-            return shown(*a, **kw)
+            # text printed while the figure is still open arrives, after a control moved in
+            # JupyterLab, with that figure as a blank image (tests/test_browser.py saw it in the
+            # roofline and training explorers); so the text is held until the figures are shown
+            with contextlib.redirect_stdout(io.StringIO()) as text:
+                value = shown(*a, **kw)
+            show_inline_matplotlib_plots()
+            sys.stdout.write(text.getvalue())
+            return value
         with capture_output() as cap:  # the first view: kept, put into the output area below
             value = shown(*a, **kw)
             show_inline_matplotlib_plots()  # the figures the call drew, as display data
