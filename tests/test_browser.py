@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -84,10 +85,19 @@ def _write_settings(settings: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def workdir():
+    """A private temporary folder for the server and the browser profile (not pytest's basetemp,
+    which another pytest run of the same user may prune while this one still uses it)."""
+    with tempfile.TemporaryDirectory(prefix="ipusim-browser-", ignore_cleanup_errors=True) as d:
+        yield Path(d)
+
+
+@pytest.fixture(scope="module")
+def lab(workdir):
     """A JupyterLab server on a free local port serving copies of the notebooks; yields its
     base URL with the token."""
-    base = tmp_path_factory.mktemp("lab")
+    base = workdir / "lab"
+    base.mkdir()
     work = base / "notebooks"  # the repository's layout: notebook 05 reads ../examples
     work.mkdir()
     for nb in BROWSER_NOTEBOOKS:
@@ -139,14 +149,14 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(lab, tmp_path_factory):
+def page(lab, workdir):
     """One headless Chromium (new empty profile) with JupyterLab loaded."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
     url, token = lab
     t0 = time.monotonic()
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
+            str(workdir / "chromium-profile"), executable_path=CHROMIUM, headless=True,
             args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 1600},
         )
         # the page talks only to the local server

@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -64,13 +65,15 @@ def run_nbconvert(name: str, out_dir: Path) -> list[str]:
     return problems
 
 
-def test_a_notebook_runs_with_nbconvert_under_the_default_backend(tmp_path):
-    problems = run_nbconvert(NBCONVERT_NOTEBOOK, tmp_path)
+def test_a_notebook_runs_with_nbconvert_under_the_default_backend():
+    with tempfile.TemporaryDirectory(prefix="ipusim-nbconvert-") as out:
+        problems = run_nbconvert(NBCONVERT_NOTEBOOK, Path(out))
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb")))
-def test_every_notebook_runs_with_nbconvert_under_the_default_backend(name, tmp_path):
-    problems = run_nbconvert(name, tmp_path)
+def test_every_notebook_runs_with_nbconvert_under_the_default_backend(name):
+    with tempfile.TemporaryDirectory(prefix="ipusim-nbconvert-") as out:
+        problems = run_nbconvert(name, Path(out))
     assert not problems, "\n".join(problems)
