@@ -236,10 +236,10 @@ def dynamic_batching(n_requests: int = 3000) -> Verdict:
 # 7 --------------------------------------------------------------------------------------
 @functools.cache
 def _encoder(chip: str, mode: str, batch: int, long_fraction: float, n: int) -> float:
-    from .. import lengths, packing
+    from .. import lengths, serving
 
     lens = lengths.long_text_mix(long_fraction).sample(n, seed=1)
-    return packing.encoder_throughput(chip, lens, mode, batch=batch, max_len=512, max_per_row=16).requests_per_s
+    return serving.encoder_throughput(chip, lens, mode, batch=batch, max_len=512, max_per_row=16).requests_per_s
 
 
 THROUGHPUT_BASELINES = {"A100, padded to 512": ("a100-40gb", "pad", 64),
