@@ -182,3 +182,28 @@ def test_sweep_grid():
     for bad in (2, 13, 4.5, True):
         with pytest.raises(ValueError):
             D.sweep_grid(bad)
+
+
+GLOSSARY = NOTEBOOKS.parent / "docs" / "glossary.md"
+TERMS = ("TTFT", "TBT", "ridge point", "arithmetic intensity", "superstep", "always-live", "SPFHP", "NNLSHP", "MFU",
+         "fit states", "static batching", "dynamic batching", "token-budget batching", "length-bucket batching",
+         "adaptive batching", "continuous batching")
+
+
+def test_glossary_defines_the_series_terms():
+    text = GLOSSARY.read_text()
+    for term in TERMS:
+        assert f"**{term}" in text, term
+    for state in ("on_chip", "streams", "does_not_fit"):
+        assert f"`{state}`" in text
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("0*.ipynb")), ids=lambda p: p.name)
+def test_notebook_opens_with_objectives_strip_and_glossary(path):
+    cells = json.loads(path.read_text())["cells"]
+    head = ["".join(c["source"]) for c in cells[1:3]]
+    assert head[0].startswith("**Objectives.**") and "](../docs/glossary.md)" in head[0]
+    assert f"diagrams.series_strip({int(path.name[:2])})" in head[1]
+    # and a concept diagram further down, drawn by this module
+    assert any("diagrams." in "".join(c["source"]) and "series_strip" not in "".join(c["source"])
+               for c in cells if c["cell_type"] == "code")
