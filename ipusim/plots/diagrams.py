@@ -292,6 +292,9 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
     pass + 5 µs per computed token slot; an illustration, not a chip). A thin grey line is a
     request waiting in the queue, a coloured bar its batch running (continuous: the request's
     run from its first step to its last token).
+
+    Returns the figure (queue picture on top, one axes per policy below); given ``ax``, draws only
+    the queue picture on it and returns ``ax``.
     """
     from .. import arrivals, lengths, policies, serving
     from ..serving.generation import GenerationModel
@@ -381,7 +384,8 @@ def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=N
     """The same requests three ways: padded to ``max_len``, padded to their bucket, packed (SPFHP).
 
     ``lengths`` defaults to 10 requests drawn (seed 5) from ``lengths.sample`` with 30% long texts.
-    Each panel's title gives ``Packing.efficiency`` (real tokens / computed slots).
+    Each panel's title gives ``Packing.efficiency`` (real tokens / computed slots). Returns the figure
+    of three panels; given ``ax``, draws only the packed panel on it and returns ``ax``.
     """
     from .. import lengths as L
     from .. import packing
@@ -455,9 +459,10 @@ def checklist_pipeline(ax=None):
          f"verdict\npoints, with\nranked reasons\n\n>= {POLICY['migrate_at']}: migrate*\n>= {POLICY['pilot_at']}: pilot\n"
          f"< {POLICY['pilot_at']}: stay", face=_lighten(chip_color("tile"), 0.7), fontsize=FONT)
     ax.text(x0, 0.85, "blue: serving checks (C2's capacities feed C3-C5)   green: training, if the case asks   "
-            "grey: software questionnaire\nC8 turns C1-C7 into the experiments a proof of concept should run"
-            "            * migrate also needs software risk below high",
+            "grey: software questionnaire\nC8 turns C1-C7 into the experiments a proof of concept should run",
             fontsize=FONT - 1, va="top", color="#404040")
+    ax.text(14, 0.85, "* and software risk below high;\na veto (e.g. nothing fits) means stay", ha="right",
+            va="top", fontsize=FONT - 1, color="#404040")
     ax.set_title("The checklist: one case, eight checks, one verdict", fontsize=FONT + 1, loc="left")
     return ax
 
