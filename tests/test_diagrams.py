@@ -103,7 +103,7 @@ def test_batching_timelines_bad_input(kw):
 
 
 def test_padding_rows_titles_carry_the_packing_efficiency():
-    lens = lengths.sample(10, long_fraction=0.3, seed=5)
+    lens = lengths.sample(**D.ROWS_SAMPLE)
     fig = D.padding_rows()
     assert isinstance(fig, Figure)
     s = texts(fig)
@@ -207,3 +207,20 @@ def test_notebook_opens_with_objectives_strip_and_glossary(path):
     # and a concept diagram further down, drawn by this module
     assert any("diagrams." in "".join(c["source"]) and "series_strip" not in "".join(c["source"])
                for c in cells if c["cell_type"] == "code")
+
+
+def _markdown(name):
+    nb = json.loads(next(NOTEBOOKS.glob(f"{name}*.ipynb")).read_text())
+    return " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_notebook_prose_matches_the_diagrams_defaults():
+    """The numbers the diagram cells' prose quotes are the ones the diagrams use."""
+    import inspect as _inspect
+
+    n = _inspect.signature(D.batching_timelines).parameters["n_requests"].default
+    assert f"the same {n} arrivals" in _markdown("03")
+    assert f"{D._TOY_FIXED_S * 1e3:g} ms per batch plus {D._TOY_PER_TOKEN_S * 1e6:g} µs per token slot" in _markdown("03")
+    words = {10: "Ten"}
+    assert f"{words[D.ROWS_SAMPLE['n']]} requests drawn from a {D.ROWS_SAMPLE['long_fraction']:.0%}-long mix" \
+        in _markdown("04")

@@ -23,6 +23,8 @@ model, rows from ``ipusim.packing`` on a seeded sample of ``ipusim.lengths``, ch
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
@@ -380,17 +382,20 @@ def _queue_picture(ax):
 # 04: padded vs bucketed vs packed rows
 # --------------------------------------------------------------------------------------------
 
+ROWS_SAMPLE = MappingProxyType({"n": 10, "long_fraction": 0.3, "seed": 5})  # padding_rows' default (lengths.sample)
+
+
 def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=None):
     """The same requests three ways: padded to ``max_len``, padded to their bucket, packed (SPFHP).
 
-    ``lengths`` defaults to 10 requests drawn (seed 5) from ``lengths.sample`` with 30% long texts.
+    ``lengths`` defaults to ``ROWS_SAMPLE``: 10 requests drawn (seed 5) by ``lengths.sample`` with 30% long texts.
     Each panel's title gives ``Packing.efficiency`` (real tokens / computed slots). Returns the figure
     of three panels; given ``ax``, draws only the packed panel on it and returns ``ax``.
     """
     from .. import lengths as L
     from .. import packing
 
-    lens = L.sample(10, long_fraction=0.3, seed=5) if lengths is None else np.asarray(lengths)
+    lens = L.sample(**ROWS_SAMPLE) if lengths is None else np.asarray(lengths)
     if lens.ndim != 1 or lens.size == 0 or lens.size > 40:
         raise ValueError(f"lengths must be a list of 1-40 request lengths, got {lens.size}")
     runs = [packing.pack(lens, max_len, "pad"), packing.pack(lens, max_len, "bucket", buckets=list(buckets)),
