@@ -31,13 +31,26 @@ def test_notebook_is_stripped_and_uses_python3(path):
         assert "sys.path" not in src, f"{path.name} cell {i} edits sys.path; import ipusim instead"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path, monkeypatch):
-    monkeypatch.setenv("IPUSIM_QUICK", os.environ.get("IPUSIM_QUICK", "1"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+def _execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()  # raises CellExecutionError, naming the cell, on any error or failed assert
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless(path, monkeypatch):
+    monkeypatch.setenv("IPUSIM_QUICK", os.environ.get("IPUSIM_QUICK", "1"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _execute(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_in_full_mode(path, monkeypatch):
+    """The full size a reader gets in JupyterLab: the asserts on taught numbers hold there too."""
+    monkeypatch.setenv("IPUSIM_QUICK", "0")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _execute(path)
