@@ -121,13 +121,24 @@ def intra_node_link(chip) -> Link:
     )
 
 
+def _system_key(c) -> str:
+    """The preset whose node and inter-node fabric chip ``c`` sits in: its own name, or for a
+    changed copy of a preset (named ``"gc200*"``, as ``ipusim.sweep`` names them) the preset's.
+    The node and the fabric between nodes (IPU-Gateway, InfiniBand NICs) belong to the system
+    around the chip, not to the chip fields a sweep changes, so a changed copy keeps them and a
+    sweep over ``link_bandwidth_bytes_per_s`` changes the chip-to-chip links only."""
+    base = c.name[:-1] if c.name.endswith("*") else c.name
+    return base if base in _INTER_NODE else c.name
+
+
 def inter_node_link(chip, chips_per_node: int | None = None) -> Link:
     """The link between nodes, per chip (the node's fabric bandwidth shared by its chips)."""
     from .hardware import chip as _chip
 
     c = _chip(chip)
-    if c.name in _INTER_NODE:
-        node_bw, node, lat, src = _INTER_NODE[c.name]
+    key = _system_key(c)
+    if key in _INTER_NODE:
+        node_bw, node, lat, src = _INTER_NODE[key]
     else:  # a user-made chip: ASSUMPTION, a quarter of its own link, stated in the source
         node, lat = _DEFAULT_NODE[c.kind], (GATEWAY_LATENCY_S if c.kind == "tile" else INFINIBAND_LATENCY_S)
         node_bw = c.link_bandwidth_bytes_per_s / 2 / 4 * node
@@ -298,7 +309,7 @@ def fabric(chip, chips: int, *, chips_per_node: int | None = None) -> Fabric:
         chips_per_node = positive("chips_per_node", chips_per_node, integer=True)
     intra = intra_node_link(c) if c.link_bandwidth_bytes_per_s > 0 else None
     inter = inter_node_link(c, chips_per_node)
-    node = chips_per_node or _INTER_NODE.get(c.name, (0, _DEFAULT_NODE[c.kind]))[1]
+    node = chips_per_node or _INTER_NODE.get(_system_key(c), (0, _DEFAULT_NODE[c.kind]))[1]
     if intra is None:
         if chips > 1:
             raise ValueError(f"chip {c.name!r} has no chip-to-chip link; it cannot be used in a group of {chips}")

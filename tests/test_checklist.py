@@ -567,3 +567,62 @@ def test_parity_price_at_capacity_equalises_the_cost(default_report):
     assert price > 0
     again = run_checklist(default_case(prices=Prices().with_prices({"gc200": price})), show_progress=False)
     assert again["C4"].data["saving_at_capacity"] == pytest.approx(0.0, abs=1e-9)
+
+
+# ------------------------------------------------------------------------------ C3 per-row limit, C4 views
+def test_packing_limit_follows_the_row_length_and_the_traffic():
+    # Rule (search.max_per_row): floor(row / 10th-percentile length), between 1 and MAX_PER_ROW_CAP.
+    rng = np.random.default_rng(5)
+    short = rng.integers(16, 129, 1000)  # chat prompts
+    p10 = float(np.quantile(short, 0.1))
+    assert search.max_per_row(short, 512) == min(search.MAX_PER_ROW_CAP, int(512 // p10))
+    assert search.max_per_row(short, 4096) == search.MAX_PER_ROW_CAP  # a long row is not held to 3
+    assert search.max_per_row(np.full(50, 512), 512) == 1  # full-length requests: one a row
+    assert search.max_per_row(np.full(50, 300), 512) == 1
+    assert search.max_per_row(np.full(50, 200), 512) == 2
+    # rows of 4,096 tokens holding short prompts: the old fixed limit of 3 left most of each row empty
+    lens = np.concatenate([short, rng.integers(256, 4097, 250)])
+    eff, _, src = search.pack_efficiency(lens, 4096)
+    from ipusim import packing
+
+    three = packing.pack(lens, 4096, "spfhp", max_per_row=3).efficiency
+    assert three < 0.5 < eff and "at most 16 sequences a row" in src
+    with pytest.raises(ValueError, match="lengths must be"):
+        search.max_per_row([], 512)
+    with pytest.raises(ValueError, match="max_len"):
+        search.max_per_row([10], 0)
+
+
+def test_cost_check_shows_both_views_and_says_which_the_verdict_weighs(default_report):
+    c4 = default_report["C4"]
+    tile, gpu = c4.data["tile"], c4.data["gpu"]
+    from ipusim.checklist.checks import fmt
+
+    for v in (tile["usd_per_million"], gpu["usd_per_million"], tile["usd_per_million_at_capacity"],
+              gpu["usd_per_million_at_capacity"]):
+        assert fmt(v, "USD") in c4.summary  # both views, both kinds, as printed
+    assert "at the offered rate" in c4.summary and "with the chips at capacity" in c4.summary
+    expected = c4.data["saving_at_capacity"] if c4.data["minimal"] else \
+        (c4.data["saving"] + c4.data["saving_at_capacity"]) / 2
+    assert c4.data["weighed_saving"] == pytest.approx(expected)
+    assert ("cost at capacity" if c4.data["minimal"] else "mean of both") in c4.data["weighed_view"]
+    reason = _cost_reason(default_report)
+    assert reason.text.startswith("with the chips at capacity" if c4.data["minimal"] else "the mean of two views")
+
+
+def test_cost_figure_draws_both_views(default_report):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ipusim.plots import checklist as views
+
+    ax = views.plot_cost(default_report)
+    rows = [r for r in default_report["C4"].tables["cost"] if math.isfinite(r["usd_per_million"])]
+    heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+    want = sorted(round(r[k], 9) for r in rows for k in ("usd_per_million", "usd_per_million_at_capacity"))
+    assert heights == want
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum("weighed by the verdict" in t for t in labels) == (1 if default_report["C4"].data["minimal"] else 2)
+    plt.close("all")

@@ -24,3 +24,42 @@ def test_every_fit_state_has_a_distinct_style():
         style.fit_style("fits")
     with pytest.raises(ValueError, match="no colour"):
         style.chip_color("tpu-v4")
+
+
+def test_no_plot_module_draws_hollow_markers_of_its_own():
+    """Hollow means does_not_fit everywhere: a plot module gets it from ``fit_style``, never by hand."""
+    import re
+    from pathlib import Path
+
+    import ipusim.plots as plots
+
+    hand = re.compile(r"""(fillstyle|mfc|markerfacecolor|facecolors?)\s*=\s*["']none["']""")
+    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+        if path.name == "style.py":
+            continue
+        bad = [ln for ln in path.read_text().splitlines() if hand.search(ln) and "hatch" not in ln]
+        assert not bad, f"{path.name} draws hollow markers by hand: {bad}"
+
+
+def test_label_colour_finds_the_chip_in_a_label():
+    assert style.label_color("GC200 (IPU)") == style.chip_color("gc200")
+    assert style.label_color("A100 40GB (GPU)") == style.chip_color("a100-40gb")
+    assert style.label_color("A100, padding removed") == style.chip_color("a100-40gb")  # family: first preset
+    assert style.label_color("static 16, timeout 5 ms", "k") == "k"
+
+
+def test_unstable_runs_are_marked_not_plotted_at_a_latency():
+    import matplotlib.pyplot as plt
+
+    from ipusim.plots import serving as sp
+
+    rows = [{"throughput_rps": 10.0, "latency_p99_s": 0.01, "stable": True},
+            {"throughput_rps": 20.0, "latency_p99_s": 0.02, "stable": True},
+            {"throughput_rps": 25.0, "latency_p99_s": 900.0, "stable": False}]
+    ax = sp.latency_throughput({"GC200 (IPU)": rows})
+    line = ax.lines[0]
+    assert list(line.get_ydata()) == [10.0, 20.0] and line.get_color() == style.chip_color("gc200")
+    marks = [ln for ln in ax.lines if ln.get_label() == style.UNSTABLE_LABEL]
+    assert len(marks) == 1 and marks[0].get_ydata()[0] < 900e3  # at the top band, not at the 900 s p99
+    assert marks[0].get_ydata()[0] > 20.0
+    plt.close("all")

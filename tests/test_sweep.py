@@ -134,7 +134,7 @@ def test_service_table_interpolates_only_within_a_fit_state():
 
 
 def test_spin_task_and_registry():
-    assert set(sweep.TASKS) >= {"simulate", "serve", "embed", "checklist", "spin"}
+    assert set(sweep.TASKS) >= {"simulate", "serve", "embed", "checklist", "spin", "train"}
     assert tasks.spin({"seconds": 0.0}) == {"spun_s": 0.0}
     with pytest.raises(ValueError, match="seconds"):
         tasks.spin({"seconds": -1})
@@ -305,3 +305,79 @@ def test_embed_row_matches_the_embeddings_model():
     assert row["throughput_per_s"] == pytest.approx(r.samples_per_s, rel=1e-12)
     assert row["per_j"] == pytest.approx(r.samples_per_s_per_w, rel=1e-12)
     assert row["lookups_per_s"] == pytest.approx(r.lookups_per_s, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------ train
+
+
+def test_train_row_equals_a_direct_training_call_bit_for_bit():
+    from ipusim import hardware, training
+
+    pts = [{"chip": "gc200", "model": "llama-2-70b", "chips": 256, "link_bandwidth_bytes_per_s": 640e9,
+            "tokens": 1e12},
+           {"chip": "a100-80gb", "model": "llama-2-70b", "chips": 256, "tokens": 1e12}]
+    table = sweep.run("train", points=pts, mode="serial", show_progress=False).table
+    chips = [hardware.chip("gc200").replace(name="gc200*", link_bandwidth_bytes_per_s=640e9), "a100-80gb"]
+    prices = [1.60, 2.00]  # the checklist's placeholder chip-hour prices of gc200 and a100-80gb
+    for (_, row), c, price in zip(table.iterrows(), chips, prices, strict=True):
+        r = training.best_placement("llama-2-70b", c, 256)  # what a user calls, explanations and all
+        run = r.run(1e12, usd_per_chip_hour=price)
+        assert row["error"] == "" and row["fit"] == r.fit != "does_not_fit"
+        assert row["step_time_s"] == r.step_time_s and row["tokens_per_s"] == r.tokens_per_s
+        assert row["throughput_per_s"] == r.tokens_per_s and row["mfu"] == r.mfu
+        assert (row["days"], row["chip_hours"], row["cost_usd"], row["energy_kwh"]) == \
+            (run.days, run.chip_hours, run.cost_usd, run.energy_kwh)
+        assert {k: row[k] for k in ("data", "tensor", "pipeline", "micro_batch")} == \
+            {k: getattr(r.placement, k) for k in ("data", "tensor", "pipeline", "micro_batch")}
+        assert (row["recompute_used"], row["sharding_used"]) == (r.placement.recompute, r.placement.sharding)
+        assert row["per_usd"] == pytest.approx(r.tokens_per_s * 3600 / (256 * price), rel=1e-12)
+        assert row["usd_per_chip_hour"] == price
+    # the changed chip's link rate reaches the model: the preset's own search is a different step
+    preset = training.best_placement("llama-2-70b", "gc200", 256)
+    assert table["step_time_s"].iloc[0] != preset.step_time_s
+
+
+def test_train_points_that_do_not_fit_or_are_refused_are_rows():
+    res = sweep.run("train", points=[
+        {"chip": "gc200", "model": "llama-2-70b", "chips": 8},  # states need 138 GB of 112 GB Streaming Memory
+        {"chip": "gc200", "model": "llama-2-70b", "chips": 4, "link_bandwidth_bytes_per_s": 0.0},  # no links
+        {"chip": "gc200", "model": "bert-base", "chips": 1, "global_batch": 64, "seq_len": 128},
+    ], mode="serial", show_progress=False)
+    t = res.table
+    assert len(t) == 3 and res.refused == 1
+    nofit = t.iloc[0]
+    assert nofit["error"] == "" and nofit["fit"] == "does_not_fit"
+    assert "smallest chip count that fits" in nofit["message"] and "Streaming Memory" in nofit["message"]
+    assert nofit["throughput_per_s"] == 0.0 and math.isinf(nofit["cost_usd"]) and math.isinf(nofit["step_time_s"])
+    assert "no chip-to-chip link" in t["error"].iloc[1]
+    assert t["error"].iloc[2] == "" and t["fit"].iloc[2] in ("on_chip", "streams") and t["tokens_per_s"].iloc[2] > 0
+
+
+def test_train_modes_are_checked():
+    with pytest.raises(ValueError, match="sharding must be"):
+        tasks.train({"chip": "a100-80gb", "model": "gpt2", "chips": 8, "sharding": 7})
+    with pytest.raises(ValueError, match="unknown recompute"):
+        tasks.train({"chip": "a100-80gb", "model": "gpt2", "chips": 8, "recompute": "some"})
+
+
+def test_simulate_on_several_chips_matches_the_placement_model():
+    pt = {"chip": "gc200", "model": "llama-2-7b", "phase": "decode", "batch": 1, "seq_len": 256, "chips": 4}
+    row = tasks.simulate(pt)
+    r = machine.simulate("gc200", workloads.step("llama-2-7b", [256], phase="decode"), chips=4)
+    assert row["time_s"] == r.time_s and row["fit"] == r.fit and row["chips_used"] == r.placement.chips_used
+    n = r.placement.chips_used
+    assert row["power_w"] == 300.0 * n and row["usd_per_hour"] == pytest.approx(1.60 * n, rel=1e-12)
+    assert row["split_link_s"] == r.split["link"]
+
+
+def test_a_changed_chip_keeps_its_presets_node_fabric():
+    from ipusim import collectives, hardware
+
+    c = hardware.chip("gc200").replace(name="gc200*", link_bandwidth_bytes_per_s=640e9)
+    assert collectives.inter_node_link(c) == collectives.inter_node_link("gc200")
+    assert collectives.fabric(c, 16).chips_per_node == collectives.fabric("gc200", 16).chips_per_node
+    # so a sweep is continuous through the preset's own values (64 GB/s is the GC200's): more
+    # Streaming Memory bandwidth never slows a step
+    tps = [tasks.train({"chip": "gc200", "model": "llama-2-70b", "chips": 1024, "offchip_bandwidth_bytes_per_s": bw})
+           ["tokens_per_s"] for bw in (32e9, 64e9, 256e9)]
+    assert tps == sorted(tps)

@@ -1,8 +1,10 @@
 """ipusim.sweep on Dask: the same table as serial, a killed worker, a separately started
-scheduler and worker, and a scheduler that is not there. One local cluster serves the module."""
+scheduler and worker, and a scheduler that is not there. One local cluster (the session's
+``dask_client``, tests/conftest.py) serves every test that needs one."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,21 +22,26 @@ from ipusim import sweep
 from ipusim.cli import main
 from ipusim.sweep import tasks
 
-# a grid with points that fit, do not fit, and are refused (SRAM below the 48 KiB code reserve)
-VARY = {"tiles": [736, 1472], "sram_per_tile_bytes": [32768, 262144, 1048576], "batch": [1, 8]}
+# a grid with points on chip, streamed, and refused (SRAM below the 48 KiB code reserve)
+VARY = {"tiles": [736], "sram_per_tile_bytes": [32768, 262144, 1048576], "batch": [1, 8]}
 FIXED = {"chip": "gc200", "seq_len": 128}
+SMALL = {"tiles": [736], "sram_per_tile_bytes": [32768, 262144], "batch": [8]}  # one refused, one that runs
 META = ["point_key", "task"]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with sweep.local_cluster(2, dashboard=False) as cl:
-        yield cl
+def _serial(vary):
+    return sweep.run("simulate", vary=vary, fixed=FIXED, mode="serial", show_progress=False).table
+
+
+@pytest.fixture
+def client(dask_client):
+    dask_client.wait_for_workers(2, timeout=120)  # a worker killed by an earlier test is back
+    return dask_client
 
 
 @pytest.fixture(scope="module")
 def serial_table():
-    return sweep.run("simulate", vary=VARY, fixed=FIXED, mode="serial", show_progress=False).table
+    return _serial(VARY)
 
 
 def _same(a, b, drop=()):
@@ -45,9 +52,20 @@ def test_two_workers_give_the_serial_table_bit_for_bit(client, serial_table):
     res = sweep.run("simulate", vary=VARY, fixed=FIXED, client=client, batch_size=2, show_progress=False)
     assert res.mode == "dask" and res.workers == 2
     refused = res.table[res.table["error"] != ""]
-    assert (refused["sram_per_tile_bytes"] == 32768).all() and len(refused) == 4
-    assert len(set(res.table["fit"].dropna())) >= 2  # points in more than one fit state
+    assert (refused["sram_per_tile_bytes"] == 32768).all() and len(refused) == 2
+    assert set(res.table["fit"].dropna()) == {"on_chip", "streams"}
     _same(res.table, serial_table)
+
+
+def test_cli_sweep_on_a_scheduler_gives_the_serial_rows(client, capsys, tmp_path):
+    argv = ["sweep", "--chip", "gc200", "--vary", "sram_per_tile_bytes=32KiB,256KiB,1MiB", "--vary", "batch=1,8",
+            "--set", "tiles=736", "--seq-len", "128", "--json"]
+    assert main([*argv, "--scheduler", client.scheduler.address, "--out", str(tmp_path / "d.parquet")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["mode"] == "dask" and d["workers"] == 2 and d["points"] == 6 and d["refused"] == 2
+    assert main([*argv, "--serial", "--out", str(tmp_path / "s.parquet")]) == 0
+    assert json.loads(capsys.readouterr().out)["best"] == d["best"]
+    _same(sweep.read_table(tmp_path / "d.parquet"), sweep.read_table(tmp_path / "s.parquet"))
 
 
 _SLOW_S = 0.25
@@ -74,16 +92,18 @@ def test_a_killed_worker_costs_only_its_tasks(client, serial_table):
             time.sleep(0.05)
         time.sleep(2 * _SLOW_S)
         os.kill(victim, signal.SIGKILL)
+        killed.at = time.perf_counter()
         killed.set()
 
     th = threading.Thread(target=kill_when_busy, daemon=True)
     th.start()
     res = sweep.run("slow_simulate", vary=VARY, fixed=FIXED, client=client, batch_size=1, show_progress=False)
+    done = time.perf_counter()
     th.join(10)
-    assert killed.is_set() and victim not in client.run(os.getpid).values()
+    assert killed.is_set() and killed.at < done  # killed mid-sweep
+    assert victim not in client.run(os.getpid).values()
     assert res.table["point"].tolist() == list(range(len(serial_table)))
     _same(res.table, serial_table, drop=META)  # every point, and the retried ones equal the serial run
-    client.wait_for_workers(2, timeout=120)  # the nanny restarts the worker for the next tests
 
 
 def _free_port() -> int:
@@ -92,7 +112,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_separately_started_scheduler_and_worker(serial_table, tmp_path):
+def test_a_separately_started_scheduler_and_worker(tmp_path):
     dask = str(Path(sys.executable).parent / "dask")
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
@@ -107,10 +127,11 @@ def test_a_separately_started_scheduler_and_worker(serial_table, tmp_path):
 
         with Client(addr, timeout="60s") as cl:
             cl.wait_for_workers(1, timeout=120)
-        res = sweep.run("simulate", vary=VARY, fixed=FIXED, scheduler=addr, show_progress=False,
+        res = sweep.run("simulate", vary=SMALL, fixed=FIXED, scheduler=addr, show_progress=False,
                         out=tmp_path / "s.parquet")
         assert res.mode == "dask" and res.workers == 1
-        _same(res.table, serial_table)
+        assert (res.table["error"] != "").sum() == 1  # a refused point comes back from it too
+        _same(res.table, _serial(SMALL))
     finally:
         for p in reversed(procs):
             p.terminate()

@@ -666,11 +666,6 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         ev.append(Evidence("tile_saving", saving * 100, "%",
                            f"{tile['deployment']} vs {gpu['deployment']}, cost per million requests"))
         data["saving"] = saving
-        ratio = tile["usd_per_million"] / gpu["usd_per_million"]
-        summary = (f"best tile deployment {tile['deployment']}: {fmt(tile['usd_per_million'], 'USD')}/M requests; "
-                   f"best GPU {gpu['deployment']}: {fmt(gpu['usd_per_million'], 'USD')}/M "
-                   + (f"(tile cheaper by {fmt(saving * 100, '%')})" if saving > 0 else
-                      f"(tile costs {fmt(ratio, 'x')} the GPU)"))
         status = "info"
         reason = "each candidate is scaled to the chips it needs for the offered rate at the target, then priced"
         cap_saving = 1 - tile["usd_per_million_at_capacity"] / gpu["usd_per_million_at_capacity"]
@@ -694,6 +689,28 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
                        "under half used), so the cost per request is its hourly price over the traffic; with "
                        f"the chips fully used it would be {fmt(tile['usd_per_million_at_capacity'], 'USD')} (tile) vs "
                        f"{fmt(gpu['usd_per_million_at_capacity'], 'USD')} (GPU) per million")
+        # Which view the verdict weighs, and why (verdict.POLICY["cost_points_per_pct"]): at the
+        # offered rate a deployment that is its smallest is mostly idle, so its cost per request
+        # says only how the hourly prices compare; with the chips at capacity it says what a
+        # request costs once the traffic grows to fill them.
+        if data["minimal"]:
+            data["weighed_saving"] = cap_saving
+            data["weighed_view"] = ("the verdict weighs the cost at capacity: every deployment is its smallest, "
+                                    "so the cost at the offered rate is the price ratio only")
+        else:
+            data["weighed_saving"] = (saving + cap_saving) / 2
+            data["weighed_view"] = ("the verdict weighs the mean of both views: the offered rate needs more "
+                                    "than the smallest deployment, so both the traffic and the chips' capacity count")
+
+        def _change(x):
+            return f"tile cheaper by {fmt(x * 100, '%')}" if x > 0 else f"tile costs {fmt(1 - x, 'x')} the GPU"
+
+        summary = (f"at the offered rate: {tile['deployment']} {fmt(tile['usd_per_million'], 'USD')}/M requests vs "
+                   f"{gpu['deployment']} {fmt(gpu['usd_per_million'], 'USD')}/M ({_change(saving)}); with the chips at "
+                   f"capacity: {fmt(tile['usd_per_million_at_capacity'], 'USD')}/M vs "
+                   f"{fmt(gpu['usd_per_million_at_capacity'], 'USD')}/M ({_change(cap_saving)}); "
+                   + data["weighed_view"].split(":")[0])
+        reason += "; " + data["weighed_view"]
     else:
         finite = [r for r in rows if math.isfinite(r["usd_per_million"])]
         summary = "; ".join(f"{r['candidate']}: {fmt(r['usd_per_million'], 'USD')}/M" for r in finite) or \

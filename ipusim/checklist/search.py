@@ -56,13 +56,40 @@ def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int 
     return np.where(pick_long, rng.choice(longs, size=n), rng.choice(shorts, size=n))
 
 
+# A packed row holds at most this many sequences (ASSUMPTION: the largest cap notebook 04
+# measures, SPFHP <= 16 a row; Krell et al. 2021 pack Wikipedia at up to 3 a row of 512).
+MAX_PER_ROW_CAP = 16
+SHORT_QUANTILE = 0.10  # the request length that sets the cap: the 10th percentile
+
+
+def max_per_row(lengths, max_len: int) -> int:
+    """Sequences a packed row of ``max_len`` tokens may hold for this traffic.
+
+    Rule (ASSUMPTION, stated): as many of the traffic's short requests (its 10th-percentile
+    length, capped at the row) as fill one row, ``floor(max_len / p10)``, between 1 and
+    ``MAX_PER_ROW_CAP``. A fixed cap of 3 suits rows of 512 with Wikipedia-like lengths but
+    starves rows of 4,096 tokens holding 16-128-token prompts.
+    """
+    lens = np.asarray(lengths)
+    if lens.size == 0 or not np.all(np.isfinite(lens)) or lens.min() < 1:
+        raise ValueError("lengths must be a non-empty list of token counts >= 1")
+    if int(max_len) != max_len or max_len < 1:
+        raise ValueError(f"max_len must be a whole number of tokens >= 1; got {max_len!r}")
+    short = min(float(np.quantile(lens, SHORT_QUANTILE)), float(max_len))
+    return int(max(1, min(MAX_PER_ROW_CAP, max_len // short)))
+
+
 def pack_efficiency(lengths: np.ndarray, max_len: int) -> tuple[float, int, str]:
     """Share of real tokens in rows of ``max_len`` tokens, rows used, and the method's name
-    (``ipusim.packing`` SPFHP, Krell et al. 2021, at most 3 sequences a row)."""
+    (``ipusim.packing`` SPFHP, Krell et al. 2021, at most ``max_per_row`` sequences a row)."""
     from .. import packing
 
-    res = packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=3)
-    return float(res.efficiency), int(res.rows), "ipusim.packing SPFHP, at most 3 sequences a row"
+    k = max_per_row(lengths, max_len)
+    res = packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=k)
+    p10 = float(np.quantile(np.asarray(lengths), SHORT_QUANTILE))
+    return (float(res.efficiency), int(res.rows),
+            f"ipusim.packing SPFHP, at most {k} sequences a row ({max_len} tokens over the "
+            f"10th-percentile length {p10:.0f}, capped at {MAX_PER_ROW_CAP})")
 
 
 # ---------------------------------------------------------------------------------------

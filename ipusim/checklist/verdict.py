@@ -91,7 +91,7 @@ def decide(case, checks: dict) -> Verdict:
             s = c4.data["saving"]
             s_cap = c4.data.get("saving_at_capacity", s)
             minimal = c4.data.get("minimal", False)
-            weighed = s_cap if minimal else (s + s_cap) / 2
+            weighed = c4.data.get("weighed_saving", s_cap if minimal else (s + s_cap) / 2)  # C4 says which view
             w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * weighed * 100))
             assumed = any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0]))
 
@@ -99,13 +99,16 @@ def decide(case, checks: dict) -> Verdict:
                 return f"saves {fmt(x * 100, '%')}" if x > 0 else f"costs {fmt(1 - x, 'x')} what the GPU costs"
 
             parity = c4.data.get("parity_price_at_capacity", 0)
-            text = (f"{tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million requests "
-                    f"vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)}"
-                    + ("; both are their smallest deployment, so this is the price ratio only" if minimal else "")
-                    + f"); with the chips at capacity the tile chip {_change(s_cap)} ("
-                    + ("weighed" if minimal else "the mean of both is weighed")
-                    + (f"; equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]}" if parity > 0 else "")
-                    + ")" + (", at ASSUMED prices" if assumed else ""))
+            at_cap = (f"with the chips at capacity the tile chip {_change(s_cap)}"
+                      + (f" (equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]})" if parity > 0 else ""))
+            offered = (f"at the offered rate {tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million "
+                       f"requests vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)})")
+            if minimal:  # the weighed view first, so the reason reads the way it counts
+                text = (f"{at_cap}, the view weighed; {offered}, the price ratio only, since both are their "
+                        "smallest deployment")
+            else:
+                text = f"the mean of two views is weighed: {offered}; {at_cap}"
+            text += ", at ASSUMED prices" if assumed else ""
             reasons.append(Reason(round(w, 1), text, ("C2", "C4")))
         if c5 is not None and c5.data:
             if c5.data.get("fragile"):

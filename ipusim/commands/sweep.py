@@ -8,12 +8,11 @@ NAME = "sweep"
 HELP = "run a task over a grid of chip and workload parameters (on Dask), into Parquet or CSV"
 ORDER = 60
 
-_FIXED = ("model", "batch", "seq_len", "phase", "max_batch", "rate_per_s", "slo_p99_s", "gpu")
 
 
 def add_arguments(p):
     p.add_argument("--task", default="simulate",
-                   help="what each point computes: simulate, serve, embed, checklist, spin (default simulate)")
+                   help="what each point computes: simulate, serve, train, embed, checklist, spin (default simulate)")
     p.add_argument("--chip", default="gc200", help="chip preset the varied fields change (default gc200)")
     p.add_argument("--vary", action="append", default=[], metavar="NAME=lo:hi:n",
                    help="a parameter to sweep: NAME=lo:hi:n (evenly spaced), NAME=lo:hi:n:log, or NAME=a,b,c; "
@@ -25,6 +24,9 @@ def add_arguments(p):
     p.add_argument("--seq-len", type=int, help="tokens per sequence")
     p.add_argument("--phase", help="forward, prefill or decode (simulate)")
     p.add_argument("--max-batch", type=int, help="largest batch (serve)")
+    p.add_argument("--chips", type=int, help="chips to place the step on (simulate), train on (train) or "
+                                             "spread the tables over (embed)")
+    p.add_argument("--tokens", type=float, help="training tokens for the run's days, cost and energy (train)")
     p.add_argument("--rate", type=float, help="offered requests/s (serve, checklist; serve default: the "
                                               "highest rate meeting the p99 target)")
     p.add_argument("--slo-p99", type=float, help="p99 latency target, seconds (serve, checklist)")
@@ -47,7 +49,8 @@ def run(args) -> int:
         raise ValueError("give at least one --vary NAME=lo:hi:n")
     fixed = {"chip": args.chip}
     given = {"model": args.model, "batch": args.batch, "seq_len": args.seq_len, "phase": args.phase,
-             "max_batch": args.max_batch, "rate_per_s": args.rate, "slo_p99_s": args.slo_p99, "gpu": args.gpu}
+             "max_batch": args.max_batch, "rate_per_s": args.rate, "slo_p99_s": args.slo_p99, "gpu": args.gpu,
+             "chips": args.chips, "tokens": args.tokens}
     t = sweep.task(args.task)
     for k, v in given.items():
         if v is None:

@@ -7,17 +7,21 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-TILE_COLOR, GPU_COLOR = "#1f77b4", "#d62728"
+from .style import KIND_COLORS, axes, chip_color
+
+TILE_COLOR, GPU_COLOR = KIND_COLORS["tile"], KIND_COLORS["gpu"]  # the series' colours (plots.style)
 
 
 def _ax(ax, size=(6, 4)):
-    if ax is None:
-        _, ax = plt.subplots(figsize=size)
-    return ax
+    return axes(ax, size)
 
 
-def _color(kind):
-    return TILE_COLOR if kind == "tile" else GPU_COLOR
+def _color(name, kind="gpu"):
+    """The series' colour for a chip name, or for its kind ("tile"/"gpu") when the name is not a preset."""
+    try:
+        return chip_color(name)
+    except ValueError:
+        return chip_color(kind if kind in KIND_COLORS else "gpu")
 
 
 def _sig3(x: float) -> str:
@@ -36,32 +40,45 @@ def plot_capacity(report, ax=None):
     kinds = {c.label: c.chip.kind for c in report.case.candidates}
     names = [r["candidate"] for r in rows]
     caps = [r["capacity_req_s"] for r in rows]
-    ax.bar(names, caps, color=[_color(kinds.get(n, "gpu")) for n in names])
+    ax.bar(names, caps, color=[_color(n.split()[0], kinds.get(n, "gpu")) for n in names])
     ax.axhline(report.case.rate_per_s, color="k", ls="--", lw=1, label=f"offered {report.case.rate_per_s:g} req/s")
     for i, (r, cap) in enumerate(zip(rows, caps, strict=True)):
         label = f"{_sig3(cap)}\n{r['mode']}" if cap > 0 else "none meets\nthe target"
         ax.annotate(label, (i, cap), ha="center", va="bottom", fontsize=8)
     ax.set_ylabel("capacity at the p99 target (requests/s)")
     ax.set_title(f"C2: throughput with p99 <= {report.case.slo_p99_s * 1e3:g} ms (chips as given)")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.margins(y=0.2)
+    ax.margins(y=0.35)  # room above the tallest bar's label for the legend
+    ax.legend(loc="upper left", fontsize=8)
     return ax
 
 
 def plot_cost(report, ax=None):
-    """C4: cost per million requests of each candidate scaled to the offered rate."""
+    """C4: cost per million requests of each candidate, two views side by side: scaled to the
+    offered rate (the chips needed, however idle) and with the chips at their C2 capacity.
+    The legend says which view the verdict weighs (``C4.data["weighed_view"]``)."""
     ax = _ax(ax)
-    rows = [r for r in report.checks["C4"].tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
-    # C2 labels the candidates as given ("gc200 x24"); here the chips needed for the rate, said so.
+    c4 = report.checks["C4"]
+    rows = [r for r in c4.tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
     names = [f"{r['candidate'].split()[0]}\n{r['chips_needed']} chip{'s' if r['chips_needed'] != 1 else ''} needed"
              for r in rows]
-    vals = [r["usd_per_million"] for r in rows]
-    ax.bar(names, vals, color=[_color(r["kind"]) for r in rows])
-    for i, v in enumerate(vals):
-        ax.annotate(f"${v:,.2f}", (i, v), ha="center", va="bottom", fontsize=8)
+    view = c4.data.get("weighed_view", "")
+    weighs_offered = "mean of both" in view
+    weighs_cap = bool(view)
+    x = np.arange(len(rows))
+    w = 0.38
+    for dx, key, label, hatch, weighed in (
+            (-w / 2, "usd_per_million", "at the offered rate", "", weighs_offered),
+            (w / 2, "usd_per_million_at_capacity", "with the chips at capacity", "//", weighs_cap)):
+        vals = [r[key] for r in rows]
+        ax.bar(x + dx, vals, w, color=[_color(r["candidate"].split()[0], r["kind"]) for r in rows], hatch=hatch,
+               edgecolor="white", label=label + (" (weighed by the verdict)" if weighed else ""))
+        for xi, v in zip(x + dx, vals, strict=True):
+            ax.annotate(f"${v:,.2f}", (xi, v), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, names)
     ax.set_ylabel("USD per million requests")
-    ax.set_title("C4: cost at the offered rate (ASSUMED prices)")
-    ax.margins(y=0.2)
+    ax.set_title("C4: cost per request, two views (ASSUMED prices)")
+    ax.margins(y=0.25)
+    ax.legend(fontsize=7, loc="upper left")
     return ax
 
 
@@ -127,16 +144,19 @@ def plot_training(report, ax=None):
     models = list(dict.fromkeys(r["model"] for r in rows))
     chips = list(dict.fromkeys((r["chip"], r["kind"]) for r in rows))
     x = np.arange(len(models))
-    w = 0.8 / len(chips)
-    for i, (chip, kind) in enumerate(chips):
+    # Costs span orders of magnitude, so a log axis; markers, not bars (a bar's length on a log
+    # axis depends on where the axis starts).
+    for chip, kind in chips:
         vals = [next(r["usd"] for r in rows if r["model"] == m and r["chip"] == chip) for m in models]
-        ax.bar(x + i * w - 0.4 + w / 2, vals, w, color=_color(kind), label=chip)
-    if len(chips) == 2:  # tile / GPU cost ratio over each pair of bars
+        ax.plot(x, vals, "o" if kind == "tile" else "s", ms=8, ls="none", color=_color(chip, kind), label=chip)
+    if len(chips) == 2:  # tile / GPU cost ratio beside each pair of markers
         for i, m in enumerate(models):
             t, g = (next(r["usd"] for r in rows if r["model"] == m and r["chip"] == ch) for ch, _ in chips)
-            ax.annotate(f"{t / g:.2f}x", (x[i], max(t, g)), ha="center", va="bottom", fontsize=8)
+            ax.vlines(x[i], min(t, g), max(t, g), color="0.6", lw=1, zorder=0)
+            ax.annotate(f"{t / g:.2f}x", (x[i], max(t, g)), xytext=(0, 6), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8)
     ax.set_yscale("log")
-    ax.margins(y=0.15)
+    ax.margins(x=0.2, y=0.2)
     ax.set_xticks(x, models)
     ax.set_ylabel("USD to train the token budget")
     ax.set_title(f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")

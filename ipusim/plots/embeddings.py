@@ -37,7 +37,8 @@ def hit_rate_vs_skew(skews, closed, simulated, ax=None, *, label=""):
     """Cache hit rate against the Zipf exponent: closed form (line) and simulated stream (dots)."""
     ax = axes(ax)
     ax.plot(skews, closed, "-", label=f"closed form {label}".strip())
-    ax.plot(skews, simulated, "o", fillstyle="none", label=f"simulated stream {label}".strip())
+    # "x", not a hollow dot: hollow means does_not_fit in the series' vocabulary (plots.style)
+    ax.plot(skews, simulated, "x", ms=7, label=f"simulated stream {label}".strip())
     ax.set_xlabel("Zipf exponent s")
     ax.set_ylabel("share of look-ups served by the cache")
     ax.set_ylim(0, 1)

@@ -83,7 +83,9 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
 
     ``rows`` are ``ipusim.gpu.calibration_table()`` rows (any sources); ``tolerance`` defaults to
     ``ipusim.gpu.CALIBRATION_TOLERANCE``. Filled markers are in-sample rows (they set
-    ``TENSOR_EFFICIENCY``), hollow ones out of sample; circles 128 tokens, squares 384.
+    ``TENSOR_EFFICIENCY``), out-of-sample ones carry a thick black edge (hollow means
+    does_not_fit in the series' vocabulary, ``plots.style``); circles 128 tokens, squares 384.
+    Colours are the chips' (``plots.style.chip_color``).
     """
     if tolerance is None:
         from ..gpu import CALIBRATION_TOLERANCE as tolerance
@@ -95,7 +97,9 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     ax.plot(line, line, color="black", lw=1, label="simulated = published")
     ax.fill_between(line, line * (1 - tolerance), line * (1 + tolerance), color="gray", alpha=0.2,
                     label=f"±{tolerance:.0%} tolerance")
-    colors = {"TRT-BERT": "tab:blue", "FT-GUIDE": "tab:red"}
+    from .style import chip_color
+
+    colors = {"TRT-BERT": chip_color("a100-40gb"), "FT-GUIDE": chip_color("a100-80gb")}
     names = {"TRT-BERT": "TensorRT 8.4.3, A100 40GB", "FT-GUIDE": "FasterTransformer, A100 80GB"}
     fams = ["TRT-BERT" if r.get("source", "TRT-BERT") == "TRT-BERT" else "FT-GUIDE" for r in rows]
     for fam in dict.fromkeys(fams):
@@ -106,8 +110,8 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
                 if not sel:
                     continue
                 filled = sample == "in"
-                ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3,
-                           facecolors=colors[fam] if filled else "none", edgecolors=colors[fam],
+                ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3, facecolors=colors[fam],
+                           edgecolors=colors[fam] if filled else "black", linewidths=0.5 if filled else 1.8,
                            label=f"{names[fam]}, {seq} tokens, {'in' if filled else 'out of'} sample")
                 for i in sel:
                     ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
@@ -118,7 +122,7 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     ax.set_ylim(lo, hi)
     ax.set_xlabel("published latency (ms), BERT-base FP16, padded batches")
     ax.set_ylabel("simulated latency (ms)")
-    ax.set_title("GPU model vs published latencies (filled: set TENSOR_EFFICIENCY; hollow: out of sample)",
+    ax.set_title("GPU model vs published latencies (black edge: out of sample)",
                  fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")

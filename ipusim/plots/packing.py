@@ -116,32 +116,48 @@ def _label(r):
     return f"{r.strategy} <={r.max_per_row}" if r.max_per_row < r.max_len else r.strategy
 
 
+_CONFIG_MARKERS = ("o", "s", "D", "^", "v", "P", "X")
+
+
 def throughput_bars(table, *, claims: dict | None = None, references: dict | None = None, ax=None,
                     title: str | None = None):
-    """Grouped bars of requests/s: ``table`` maps a scenario (e.g. "0% long") to
-    {configuration label: requests/s}; ``claims`` maps the same to the articles' figures;
-    ``references`` maps a label to a published requests/s drawn as a horizontal line."""
+    """Requests/s per configuration and scenario on a log axis, one marker each (a bar's length
+    on a log axis would depend on where the axis starts).
+
+    ``table`` maps a scenario (e.g. "0% long") to {configuration label: requests/s}; a label
+    that names a chip ("A100, ...", "IPU GC200, ...") takes the series' chip colour
+    (``plots.style``). ``claims`` maps the same scenarios to the articles' figures (black
+    crosses); ``references`` maps a label to a published requests/s drawn as a horizontal line.
+    """
+    from .style import label_color
+
     ax = _ax(ax, (10, 4.5))
     scenarios = list(table)
     configs = list(dict.fromkeys(k for s in scenarios for k in table[s]))
-    w = 0.8 / (len(configs) + (1 if claims else 0))
+    ckeys = list(dict.fromkeys(k for s in scenarios for k in (claims or {}).get(s, {})))
+    slots = len(configs) + len(ckeys)
+    w = 0.8 / max(slots, 1)
     x = np.arange(len(scenarios))
     for i, cfg in enumerate(configs):
         vals = [table[s].get(cfg, np.nan) for s in scenarios]
-        ax.bar(x + i * w, vals, w, label=cfg, color=_SEQ_COLORS[(2 * i) % 20])
-    if claims:
-        ckeys = list(dict.fromkeys(k for s in scenarios for k in claims.get(s, {})))
-        for j, ck in enumerate(ckeys):
-            vals = [claims.get(s, {}).get(ck, np.nan) for s in scenarios]
-            ax.bar(x + (len(configs) + 0.5 * j) * w, vals, w / 2, label=f"article: {ck}",
-                   color="none", edgecolor="k", hatch="xx" if j else "..")
+        col = label_color(cfg, _SEQ_COLORS[(2 * i) % 20])
+        ax.plot(x + i * w, vals, _CONFIG_MARKERS[i % len(_CONFIG_MARKERS)], ms=9, ls="none", color=col, label=cfg)
+        for xi, v in zip(x + i * w, vals, strict=True):
+            if np.isfinite(v):
+                ax.annotate(f"{v:,.0f}", (xi, v), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
+    for j, ck in enumerate(ckeys):
+        vals = [claims.get(s, {}).get(ck, np.nan) for s in scenarios]
+        ax.plot(x + (len(configs) + j) * w, vals, "x" if j == 0 else "+", ms=10, mew=2, ls="none", color="k",
+                label=f"article: {ck}")
     for j, (lab, val) in enumerate((references or {}).items()):
         ax.axhline(val, color="k", lw=1, ls=(0, (4, 2 + 2 * j)))
         ax.text(x[-1] + 0.8, val * 1.05, lab, ha="right", va="bottom", fontsize=7)
-    ax.set_xticks(x + w * (len(configs) - 1) / 2, scenarios)
+    ax.set_xticks(x + w * (slots - 1) / 2, scenarios)
+    ax.set_xlim(-0.5, len(scenarios) - 0.1)
     ax.set_yscale("log")
     ax.set_ylabel("requests per second (log)")
     ax.set_title(title or "BERT-base inference throughput")
+    ax.grid(alpha=0.3, axis="y", which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import energy, hardware, roofline, workloads
+from .style import FIT_LABELS, chip_color, fit_style
 
 _LEVEL_STYLE = {
     "tile SRAM": ("tab:green", "-"), "exchange": ("tab:olive", "--"), "streaming DRAM": ("tab:brown", "-."),
@@ -22,6 +23,13 @@ def _ax(ax, figsize=(6.4, 4.4)):
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
     return ax
+
+
+def _fit_state(r) -> str:
+    """The fit state of a roofline analysis: on chip, weights streamed from off-chip DRAM, or neither."""
+    if r.fits:
+        return "on_chip"
+    return "streams" if not r.placement.get("weights", True) else "does_not_fit"
 
 
 def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensity=(0.1, 1e4)):
@@ -47,13 +55,15 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
     for i, (s, lab) in enumerate(zip(steps, labels, strict=True)):
         col = colors[i % len(colors)]
         r = roofline.analyze(c, s)
+        state = _fit_state(r)
         for b in r.bounds:
             if b.flops <= 0:
                 continue
             kinds_seen.add(b.kind)
-            ax.scatter(b.intensity, b.attained_flops, marker=_KIND_MARKER.get(b.kind, "o"), s=42, alpha=0.8,
-                       facecolor=col if r.fits else "none", edgecolor=col, zorder=3)
-        ax.scatter([], [], color=col, marker="o", label=lab + ("" if r.fits else " (does not fit)"))
+            ax.plot(b.intensity, b.attained_flops, marker=_KIND_MARKER.get(b.kind, "o"), ms=6.5, alpha=0.8,
+                    ls="none", color=col, mec=col, fillstyle=fit_style(state)["fillstyle"], zorder=3)
+        ax.plot([], [], "o", color=col, fillstyle=fit_style(state)["fillstyle"],
+                label=lab + ("" if state == "on_chip" else f" ({FIT_LABELS[state]})"))
     for k in sorted(kinds_seen):
         ax.scatter([], [], color="0.4", marker=_KIND_MARKER.get(k, "o"), label=k)
     ax.set_xscale("log")
@@ -63,7 +73,8 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
     ax.set_xlabel("arithmetic intensity (FLOP per byte touched)")
     ax.set_ylabel("attainable FLOP/s")
     ax.set_title(f"{c.name}: {c.peak_flops / 1e12:,.0f} TFLOP/s FP16 peak")
-    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    # below the axes: inside, the legend would cover ceilings or ops
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)
     ax.grid(True, which="major", alpha=0.3)
     return ax
 
@@ -75,19 +86,22 @@ def capacity_chart(models, chips, *, mode="inference", batch=1, seq_len=2048, ax
     need = [roofline.capacity(chips[0], m, mode=mode, batch=batch,
                               seq_len=min(seq_len, m.max_positions)).need_bytes for m in models]
     y = np.arange(len(models))
-    ax.barh(y, need, color="tab:purple", alpha=0.75)
+    # A marker per model, not a bar: on a log axis a bar's length depends on where the axis starts.
+    ax.plot(need, y, "D", color="tab:purple", ms=8, ls="none", label="bytes needed")
     for yi, n in zip(y, need, strict=True):
-        ax.text(n * 1.1, yi, f"{n / 1e9:,.3g} GB", va="center", fontsize=8)
+        ax.annotate(f"{n / 1e9:,.3g} GB", (n, yi), xytext=(0, 8), textcoords="offset points",
+                    ha="center", fontsize=8)
     seen = {}
     for ch in chips:
         c = hardware.chip(ch)
         for lvl, cap in roofline.memory_capacities(c).items():
-            seen.setdefault(round(cap / 1e6), []).append(f"{c.name} {lvl}")
+            seen.setdefault(round(cap / 1e6), []).append((c, lvl))
     styles = ["-", "--", "-.", ":"]
-    for i, (cap_mb, names) in enumerate(sorted(seen.items())):
-        ax.axvline(cap_mb * 1e6, color=f"C{i}", ls=styles[i % 4], lw=1.5,
-                   label=f"{', '.join(names)}: {cap_mb / 1e3:,.3g} GB")
+    for i, (cap_mb, owners) in enumerate(sorted(seen.items())):
+        ax.axvline(cap_mb * 1e6, color=chip_color(owners[0][0]), ls=styles[i % 4], lw=1.5,
+                   label=f"{', '.join(f'{c.name} {lvl}' for c, lvl in owners)}: {cap_mb / 1e3:,.3g} GB")
     ax.set_yticks(y, [m.name for m in models])
+    ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xscale("log")
     ax.set_xlabel(f"bytes needed for {mode} (batch {batch}, up to {seq_len} tokens)")
     ax.set_title(f"The capacity wall: {mode}")
@@ -145,16 +159,21 @@ def energy_levels_chart(*, ax=None):
 
 def sweep_chart(grid, *, seq_len=None, ax=None, mark_batch=None):
     """Upper bound on tokens/s against batch size for each chip in a ``roofline.sweep`` grid,
-    at one sequence length; hollow markers where the step does not fit."""
+    at one sequence length; past a chip's memory the marker takes the fit state's style
+    (``plots.style``: half filled where a tile chip streams, hollow where a GPU does not fit)."""
     ax = _ax(ax)
     j = 0 if seq_len is None else int(np.argmin(np.abs(grid.seq_lens - seq_len)))
     tps = grid.tokens_per_s[:, :, j]
     for k, name in enumerate(grid.chips):
         kind = hardware.chip(name).kind
-        line, = ax.plot(grid.batches, tps[k], ls="-" if kind == "tile" else "--", label=name)
+        col = chip_color(name)
+        ax.plot(grid.batches, tps[k], ls="-" if kind == "tile" else "--", color=col, label=name)
         nf = ~grid.fits[k, :, j]
-        if nf.any():
-            ax.scatter(grid.batches[nf], tps[k][nf], facecolor="none", edgecolor=line.get_color(), s=30, zorder=3)
+        if nf.any():  # past its memory a tile chip's bound streams from off-chip DRAM; a GPU has no room left
+            state = "streams" if kind == "tile" else "does_not_fit"
+            ax.plot(grid.batches[nf], tps[k][nf], "o", ls="none", color=col, mec=col, ms=6, zorder=3,
+                    fillstyle=fit_style(state)["fillstyle"],
+                    label=f"{name}: {FIT_LABELS[state]}")
     if mark_batch is not None:
         ax.axvline(mark_batch, color="k", lw=0.8, alpha=0.5)
     ax.set_xscale("log", base=2)
@@ -162,7 +181,7 @@ def sweep_chart(grid, *, seq_len=None, ax=None, mark_batch=None):
     what = "context" if grid.phase == "decode" else "sequence length"
     ax.set_xlabel("batch (sequences per step)")
     ax.set_ylabel("tokens/s (upper bound)" if grid.phase != "decode" else "new tokens/s (upper bound)")
-    ax.set_title(f"{grid.model} {grid.phase}, {what} {int(grid.seq_lens[j])}; hollow = does not fit")
-    ax.legend(fontsize=7)
+    ax.set_title(f"{grid.model} {grid.phase}, {what} {int(grid.seq_lens[j])}")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: the curves fill the axes
     ax.grid(True, alpha=0.3)
     return ax

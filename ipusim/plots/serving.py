@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..serving import theory
+from .style import UNSTABLE_LABEL, UNSTABLE_STYLE, label_color
 
 
 def _ax(ax):
@@ -18,25 +19,34 @@ def latency_throughput(curves: dict, ax=None, *, title: str = "", latency_key: s
                        target_s: float | None = None):
     """p99 latency (ms, log) against achieved throughput (req/s), one line per policy.
 
-    ``curves`` maps a label to the list of summaries from ``serving.sweep_rates``;
-    unstable points are drawn hollow.
+    ``curves`` maps a label to the list of summaries from ``serving.sweep_rates``. Only
+    stable runs have a latency to plot; an unstable run (its p99 grows with the length of the
+    run) is marked at the top edge of the axes (``plots.style.UNSTABLE_STYLE``) at its
+    throughput, in its line's colour.
     """
     ax = _ax(ax)
+    unstable = []
     for label, rows in curves.items():
         x = np.array([r["throughput_rps"] for r in rows])
         y = np.array([r[latency_key] for r in rows]) * 1e3
         ok = np.array([r["stable"] for r in rows])
-        (line,) = ax.plot(x[ok], y[ok], "o-", label=label, ms=4)
+        (line,) = ax.plot(x[ok], y[ok], "o-", label=label, ms=4, color=label_color(label))
         if (~ok).any():
-            ax.plot(x[~ok], y[~ok], "o", mfc="none", color=line.get_color(), ms=6)
+            unstable.append((x[~ok], line.get_color()))
     if target_s:
         ax.axhline(target_s * 1e3, color="grey", ls=":", lw=1, label=f"target {target_s * 1e3:g} ms")
     ax.set_yscale("log")
+    if unstable:
+        top = ax.get_ylim()[1]
+        ax.set_ylim(top=top * 2.5)  # a band above the data for the unstable marks
+        for i, (xu, col) in enumerate(unstable):
+            ax.plot(xu, np.full(xu.size, top * 1.6), color=col, mfc=col,
+                    label=UNSTABLE_LABEL if i == 0 else None, **UNSTABLE_STYLE)
     ax.set_xlabel("throughput (requests/s)")
     ax.set_ylabel(f"{latency_key.split('_')[1]} latency (ms)")
-    ax.set_title(title or "Latency vs throughput (hollow: unstable)")
+    ax.set_title(title or "Latency vs throughput")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
     return ax
 
 
@@ -71,19 +81,34 @@ def batch_sizes(result, ax=None, *, label: str | None = None):
 
 
 def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
-    """Cumulative distribution of request latency (ms, log x) for each labelled result."""
+    """The latency tail: share of requests slower than each latency (complementary CDF), both
+    axes log, so the p99 (where the curve crosses 1%) and beyond are as legible as the median."""
     ax = _ax(ax)
+    n_max = 1
     for label, r in results.items():
         lat = np.sort(r.latency_s[~np.isnan(r.latency_s)]) * 1e3
-        ax.plot(lat, np.arange(1, lat.size + 1) / lat.size, label=label)
+        n_max = max(n_max, lat.size)
+        slower = 1.0 - np.arange(lat.size) / lat.size  # share of requests at or above each latency
+        stable = getattr(r, "stable", True)
+        ax.step(lat, slower, where="post", color=label_color(label), ls="-" if stable else ":",
+                label=label if stable else f"{label} ({UNSTABLE_LABEL})")
+    for q, name in ((0.5, "p50"), (0.01, "p99")):
+        ax.axhline(q, color="0.5", lw=0.8, ls="--")
+        ax.annotate(name, (0, q), xycoords=("axes fraction", "data"), xytext=(3, 2),
+                    textcoords="offset points", fontsize=8, color="0.3")
     if target_s:
         ax.axvline(target_s * 1e3, color="grey", ls=":", lw=1, label="target")
     ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(max(0.5 / n_max, 1e-5), 1.2)
     ax.set_xlabel("latency (ms)")
-    ax.set_ylabel("fraction of requests")
-    ax.set_title("Latency distribution")
+    ax.set_ylabel("share of requests slower")
+    ax.set_title("Latency tail (complementary CDF)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if len(ax.figure.axes) == 1:  # alone in its figure: outside, since the tails reach every corner
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8, loc="lower left")
     return ax
 
 
@@ -114,8 +139,8 @@ def service_curves(models: dict, length: int, max_batch: int, axes=None):
     b = np.arange(1, max_batch + 1)
     for label, m in models.items():
         t = np.array([m.time_s([length] * k) for k in b])
-        axes[0].plot(b, t * 1e3, label=label)
-        axes[1].plot(b, b / t, label=label)
+        axes[0].plot(b, t * 1e3, label=label, color=label_color(label))
+        axes[1].plot(b, b / t, label=label, color=label_color(label))
     axes[0].set_xlabel("batch size (requests)")
     axes[0].set_ylabel("batch time (ms)")
     axes[0].set_title(f"Time of one batch, {length} tokens each")

@@ -25,6 +25,12 @@ FIT_STYLES = {
 }
 FIT_LABELS = {"on_chip": "on chip", "streams": "streams weights", "does_not_fit": "does not fit"}
 
+# A queue that is not stable (arrivals outrun the server) has no meaningful p99: its latency
+# grows with the length of the run. Such a run is drawn as this marker at the top edge of
+# the axes, never at its p99 value (and never hollow: hollow means does_not_fit).
+UNSTABLE_STYLE = {"marker": "^", "ms": 7, "ls": "none"}
+UNSTABLE_LABEL = "unstable (latency grows with the run)"
+
 
 def chip_color(c) -> str:
     """The series' colour for a chip (a preset name, a chip object, or a kind: "tile"/"gpu")."""
@@ -35,6 +41,19 @@ def chip_color(c) -> str:
     if kind in KIND_COLORS:
         return KIND_COLORS[kind]
     raise ValueError(f"no colour for chip {name!r}: use a preset name, a chip object, or 'tile'/'gpu'")
+
+
+def label_color(label: str, default=None):
+    """The chip colour for a label that names a preset chip ("GC200 (IPU)", "A100 40GB (GPU)"),
+    else ``default``. Longer preset names are matched first ("a100-80gb" before "a100")."""
+    key = "-".join(str(label).lower().replace("(", " ").replace(")", " ").replace(",", " ").split())
+    for name in sorted(CHIP_COLORS, key=len, reverse=True):
+        if name in key:
+            return CHIP_COLORS[name]
+    for name in CHIP_COLORS:  # a family name alone ("A100, padded"): its first preset
+        if name.split("-")[0] in key.split("-"):
+            return CHIP_COLORS[name]
+    return default
 
 
 def fit_style(state: str) -> dict:

@@ -30,13 +30,14 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
     grid = np.full(columns * per, np.nan)
     grid[:T] = mem
     limit = prof.chip.sram_per_tile_bytes / KIB
+    vmax = max(limit, mem.max()) * 1.01  # room above the limit, so its line shows on the colour bar
     im = ax.imshow(grid.reshape(columns, per), aspect="auto", cmap="viridis",
-                   vmin=min(mem.min(), limit) * 0.98, vmax=max(limit, mem.max()), interpolation="nearest")
+                   vmin=min(mem.min(), limit) * 0.98, vmax=vmax, interpolation="nearest")
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
     cb.ax.axhline(limit, color="tab:red", lw=2)
-    cb.set_label("peak memory per tile (KiB)\nred line = tile limit")
-    ax.set_xlabel(f"tile position along a column (tiles {per} per column)")
-    ax.set_ylabel("column")
+    cb.set_label(f"peak memory per tile (KiB)\nred line: tile limit {limit:,.0f} KiB")
+    ax.set_xlabel(f"tile position within its column ({per} tiles per column)")
+    ax.set_ylabel(f"tile column (one row each, {columns})")
     ax.set_title(f"{prof.chip.name}: tile memory, {prof.result.model} "
                  f"(max {mem.max():,.0f} of {limit:,.0f} KiB)")
     return ax
@@ -150,7 +151,7 @@ def op_proportions(result, ax=None):
 def op_proportions_side_by_side(tile_result, gpu_result, fig=None):
     """The tile chip's per-op cycle proportions beside the GPU's per-kernel compute vs memory time."""
     fig = fig or plt.figure(figsize=(12, 4.2))
-    a1, a2 = fig.subplots(1, 2, sharey=True)
+    a1, a2 = fig.subplots(1, 2, sharey=True, sharex=True)  # same ops, same % scale: the chips compare
     op_proportions(tile_result, a1)
     op_proportions(gpu_result, a2)
     fig.suptitle(f"{tile_result.model}, batch {tile_result.batch}: where the time goes")
@@ -183,31 +184,36 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
 
 def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "sequences / s",
                      fits: dict | None = None, streamed: dict | None = None):
-    """Throughput curves against ``x``.
+    """Throughput curves against ``x``, one per chip (a preset name as the label takes the
+    series' colour, ``plots.style``).
 
-    Points that do not fit are left off the line and drawn hollow at the value given in
-    ``curves`` (pass the as-if-it-fitted throughput there, e.g. from
-    ``extra["time_if_unlimited_s"]``; zero or inf values are not drawn); points whose weights
-    stream from off-chip DRAM are crossed.
+    Points that do not fit are left off the line and drawn with the ``does_not_fit`` marker
+    (hollow) at the value given in ``curves`` (pass the as-if-it-fitted throughput there, e.g.
+    from ``extra["time_if_unlimited_s"]``; zero or inf values are not drawn); points whose
+    weights stream from off-chip DRAM take the ``streams`` marker (half filled).
     """
+    from .style import FIT_LABELS, chip_color, fit_style
+
     ax = _ax(ax)
     for label, y in curves.items():
-        y_line = np.asarray(y, float).copy()
-        if fits and label in fits:  # a step that does not fit has no throughput: break the line
-            y_line[~np.asarray(fits[label], bool)] = np.nan
-        line, = ax.plot(x, y_line, marker="o", ms=4, label=label)
-        for marks, kw, what in ((fits, {"marker": "o", "ms": 9, "mfc": "white"}, "does not fit (time if it did)"),
-                                (streamed, {"marker": "x", "ms": 9, "mew": 2}, "weights streamed")):
-            if not marks or label not in marks:
-                continue
-            sel = np.asarray(marks[label], bool)
-            if what.startswith("does not fit"):
-                sel = ~sel
-            yv = np.asarray(y, float)
-            sel &= np.isfinite(yv) & (yv > 0)
+        y = np.asarray(y, float)
+        ok = np.ones(y.size, bool) if not fits or label not in fits else np.asarray(fits[label], bool)
+        st = np.zeros(y.size, bool) if not streamed or label not in streamed else np.asarray(streamed[label], bool)
+        try:
+            col = chip_color(label)
+        except ValueError:
+            col = None
+        y_line = np.where(ok, y, np.nan)  # a step that does not fit has no throughput: break the line
+        line, = ax.plot(x, y_line, "-", color=col, label=label)
+        col = line.get_color()
+        xs = np.asarray(x)
+        for state, sel in (("on_chip", ok & ~st), ("streams", ok & st), ("does_not_fit", ~ok)):
+            sel = sel & np.isfinite(y) & (y > 0)
             if sel.any():
-                ax.plot(np.asarray(x)[sel], yv[sel], ls="none", mec=line.get_color(),
-                        color=line.get_color(), label=f"{label}: {what}", **kw)
+                ax.plot(xs[sel], y[sel], "o", ls="none", color=col, mec=col, ms=6 if state != "does_not_fit" else 8,
+                        fillstyle=fit_style(state)["fillstyle"],
+                        label=None if state == "on_chip" else
+                        f"{label}: {FIT_LABELS[state]}" + (" (time if it did)" if state == "does_not_fit" else ""))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)

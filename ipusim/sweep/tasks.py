@@ -10,11 +10,11 @@ returns one flat row. Tasks here use only the public functions of the models the
   highest arrival rate whose p99 latency meets ``slo_p99_s``;
 * ``embed``: one embedding step (tables, look-ups, skew) on one or more chips
   (``ipusim.embeddings.simulate``), throughput in samples/s;
+* ``train``: the fastest placement of a model's training on ``chips`` chips and the run's
+  days, chip-hours, cost and energy (``ipusim.training.best_placement``, ``TrainingStep.run``);
 * ``checklist``: the migration checklist's verdict for the chip against a GPU
   (``ipusim.checklist.run_checklist``);
-* ``spin``: burns ``seconds`` of CPU and returns it (to measure the sweep's own overhead).
-
-``train`` registers here when its model lands (``register``).
+* ``spin``: burns ``seconds`` of CPU time and returns it (to measure the sweep's own overhead).
 
 Every task that has a throughput reports the same headline columns, so that fronts and
 break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
@@ -146,24 +146,39 @@ _SPLITS = ("compute", "sync", "exchange", "streaming", "memory", "launch")
 
 
 @register("simulate", params={"model": "bert-base", "batch": 32, "seq_len": 128, "phase": "forward",
-                              "packed": False},
-          doc="one step on one chip (ipusim.machine.simulate); throughput in sequences/s")
+                              "packed": False, "chips": 1},
+          doc="one step on one chip or placed on `chips` chips (ipusim.machine.simulate); throughput in sequences/s")
 def simulate(point: dict) -> dict:
-    """One step of ``model`` (``batch`` sequences of ``seq_len`` tokens, ``phase``) on the point's chip."""
+    """One step of ``model`` (``batch`` sequences of ``seq_len`` tokens, ``phase``) on the point's chip.
+
+    With ``chips`` > 1 the step is placed on up to that many chips (``machine.simulate(...,
+    chips=N)``: tensor, pipeline and data parallel over the chip's links); the throughput
+    columns are then the deployment's (``power_w`` and ``usd_per_hour`` for all ``chips``,
+    ``usd_per_chip_hour`` for one), ``chips_used`` and the placement degrees say how it was
+    placed and ``split_link_s`` is its link time. Power and price count the chips the placement
+    uses (``chips_used``; the rest could serve other work)."""
     from .. import machine, workloads
 
     p = {**TASKS["simulate"].params, **point}
     c = make_chip(point)
     batch, seq = int(p["batch"]), int(p["seq_len"])
+    chips = p["chips"]
+    chips = int(chips) if isinstance(chips, float) and chips.is_integer() else chips
     pad = None if (p["packed"] or p["phase"] == "decode") else seq
-    r = machine.simulate(c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad))
+    r = machine.simulate(c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad), chips=chips)
     thr = r.throughput_seq_per_s if r.fits else 0.0
+    price = price_usd_per_hour(point, c)
+    n = int(r.placement.chips_used) if r.placement is not None else 1
     row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
-           **headline(thr, c.power_w, price_usd_per_hour(point, c)),
+           **headline(thr, c.power_w * n, price * n), "usd_per_chip_hour": price,
            "throughput_tokens_per_s": float(r.throughput_tokens_per_s) if r.fits else 0.0,
            "energy_j": float(r.energy_j),
            "latency_s": float(r.time_s)}
-    for k in _SPLITS:
+    if chips > 1:
+        pl = r.placement
+        row.update(usd_per_hour=price * n, chips_used=n, tensor=int(pl.tensor),
+                   pipeline=int(pl.pipeline), data=int(pl.data), micro_batches=int(pl.micro_batches))
+    for k in (*_SPLITS, *(("link",) if chips > 1 else ())):
         row[f"split_{k}_s"] = float(r.split[k]) if (r.fits and k in r.split) else math.nan
     row["message"] = r.fit_message
     return row
@@ -299,6 +314,78 @@ def embed(point: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------
+# train
+# ------------------------------------------------------------------------------------------
+_TRAIN_SPLITS = ("compute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel", "optimizer",
+                 "streaming")  # training.model.evaluate's split
+
+
+def _modes(value, allowed, what):
+    """``"any"`` -> every mode in ``allowed``; one mode -> a 1-tuple (validated by ``training``)."""
+    if isinstance(value, str) and value.strip().lower() == "any":
+        return tuple(allowed)
+    if what == "sharding":
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer)) or value not in allowed:
+            raise ValueError(f"sharding must be 0, 1, 2, 3 or 'any', got {value!r}")
+        return (int(value),)
+    return (str(value),)
+
+
+@register("train", params={"model": "llama-2-70b", "chips": 1024, "tokens": 2e12, "seq_len": None,
+                           "global_batch": None, "recompute": "any", "sharding": "any", "usd_per_kwh": None},
+          doc="the fastest training placement on `chips` chips (ipusim.training.best_placement); throughput in tokens/s")
+def train(point: dict) -> dict:
+    """The fastest placement of ``model``'s training step on ``chips`` copies of the point's chip
+    (``ipusim.training.best_placement``; ``seq_len``/``global_batch`` default to the model's
+    published recipe, ``recompute``/``sharding`` to "any": every mode searched), and the whole
+    run on ``tokens`` tokens (``TrainingStep.run``): days, chip-hours, cost (chip-hours at the
+    point's price plus energy at ``usd_per_kwh``, both placeholder ASSUMPTIONS unless given) and
+    energy (board power x time, an upper bound).
+
+    A point where no placement fits is a row with ``fit == "does_not_fit"``, zero throughput,
+    infinite time and cost, and ``message`` saying what does not fit and how many chips would;
+    inputs the training model refuses (a batch that splits over no placement, a chip without
+    links on more than one chip) raise, and the sweep records a refused row.
+
+    Throughput columns are for the whole cluster: ``throughput_per_s`` is tokens/s,
+    ``power_w`` the cluster's board power, ``usd_per_hour`` its price per hour;
+    ``usd_per_chip_hour`` stays the price of one chip."""
+    from .. import training
+
+    p = {**TASKS["train"].params, **point}
+    c = make_chip(point)
+    chips = p["chips"]
+    if isinstance(chips, float) and chips.is_integer():
+        chips = int(chips)
+    rc = _modes(p["recompute"], training.RECOMPUTE, "recompute")
+    z = _modes(p["sharding"], training.SHARDING, "sharding")
+    opt = {k: (int(p[k]) if isinstance(p[k], float) and float(p[k]).is_integer() else p[k])
+           for k in ("seq_len", "global_batch") if p[k] is not None}
+    r = training.best_placement(p["model"], c, chips, recompute=rc, sharding=z, explain=False, **opt)
+    price = price_usd_per_hour(point, c)
+    kwh = None if p["usd_per_kwh"] is None else float(p["usd_per_kwh"])
+    fits = r.fit != "does_not_fit"
+    run = r.run(float(p["tokens"]), usd_per_chip_hour=price, usd_per_kwh=kwh)
+    pl = r.placement
+    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.step_time_s),
+           "step_time_s": float(r.step_time_s),
+           **headline(r.tokens_per_s if fits else 0.0, r.power_w * r.chips, price * r.chips),
+           "usd_per_chip_hour": price, "usd_per_hour": price * r.chips,
+           "tokens_per_s": float(r.tokens_per_s) if fits else 0.0,
+           "mfu": float(r.mfu) if fits else 0.0, "hfu": float(r.hfu) if fits else 0.0,
+           "seq_len_used": r.seq_len, "global_batch_used": r.global_batch,
+           "data": pl.data, "tensor": pl.tensor, "pipeline": pl.pipeline, "micro_batch": pl.micro_batch,
+           "recompute_used": pl.recompute, "sharding_used": pl.sharding, "micro_batches": r.micro_batches,
+           "memory_per_chip_bytes": r.memory_total_bytes,
+           "days": float(run.days), "chip_hours": float(run.chip_hours), "cost_usd": float(run.cost_usd),
+           "energy_kwh": float(run.energy_kwh), "energy_j": float(run.energy_kwh) * 3.6e6,
+           "message": r.fit_message}
+    for k in _TRAIN_SPLITS:
+        row[f"split_{k}_s"] = float(r.split[k]) if (fits and k in r.split) else math.nan
+    return row
+
+
+# ------------------------------------------------------------------------------------------
 # checklist
 # ------------------------------------------------------------------------------------------
 @register("checklist", params={"gpu": "a100-80gb", "model": "bert-base", "rate_per_s": 300.0,
@@ -329,13 +416,14 @@ def checklist(point: dict) -> dict:
 @register("spin", params={"seconds": 0.001, "rep": 0}, takes_chip=False,
           doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)")
 def spin(point: dict) -> dict:
-    """Busy-wait ``seconds`` (CPU, not sleep) and return the seconds asked for (``rep``, a
-    replicate number, only makes otherwise equal points distinct)."""
+    """Busy-loop until this thread has used ``seconds`` of CPU time (a fixed amount of work: on a
+    busy machine it takes longer than ``seconds`` of wall time, as a real point would) and return
+    the seconds asked for (``rep``, a replicate number, only makes otherwise equal points distinct)."""
     s = float(point.get("seconds", TASKS["spin"].params["seconds"]))
     if not (s >= 0 and math.isfinite(s)):
         raise ValueError(f"seconds must be finite and >= 0, got {s!r}")
-    end = time.perf_counter() + s
-    while time.perf_counter() < end:
+    end = time.thread_time() + s
+    while time.thread_time() < end:
         pass
     return {"spun_s": s}
 

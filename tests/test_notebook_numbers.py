@@ -1,0 +1,100 @@
+"""Numbers the notebooks teach, checked here in detail so the notebooks keep one short check per section.
+
+Each test computes its number from the library, as the notebook does; where a notebook's prose
+states a number (an exercise answer), the test reads it from the notebook and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ipusim import hardware, machine, packing, tiles, workloads
+from ipusim import tile_calibration as cal
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def _markdown(name: str) -> str:
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+# ---------------------------------------------------------------------------- 02 tile-local compute
+def test_02_compute_phase_never_beats_peak_and_uncalibrated_is_within_a_quarter():
+    """Section 1: BERT-base's up-projection (4096 x 768 x 3072) on 1,472 tiles. Tolerance: the
+    uncalibrated compute phase exceeds the peak-FLOP bound only by the vertex overhead and the
+    uneven blocks (< 25%); calibration only adds time."""
+    gc200 = hardware.chip("gc200")
+    m, k, n = 32 * 128, 768, 3072
+    bound = 2 * m * k * n / gc200.peak_flops
+    big = tiles.matmul(gc200, m, k, n).result
+    with cal.overrides(AMP_PHASE_OVERHEAD_CYCLES=0, EXCHANGE_EFFICIENCY=1, REARRANGE_BYTES_PER_CYCLE=math.inf):
+        raw = tiles.matmul(gc200, m, k, n).result
+    assert 1.0 <= raw.split["compute"] / bound < 1.25
+    assert big.split["compute"] >= raw.split["compute"]
+
+
+def test_02_exchange_matmul_fits_from_a_few_tiles_and_exchange_grows_in_share():
+    """Section 1's exchange figure: 512 x 768 x 768 does not fit one tile (1.2 MB of weights), fits
+    all 1,472, and the exchange's share of the time grows from the first count that fits."""
+    gc200 = hardware.chip("gc200")
+    counts = [1, 2, 4, 8, 16, 1472]
+    runs = [tiles.matmul(gc200.replace(tiles=t), 512, 768, 768).result for t in counts]
+    assert runs[0].fit == "does_not_fit" and runs[0].time_s == math.inf
+    first = next(i for i, r in enumerate(runs) if r.fits)
+    assert 0 < first < len(runs) - 1 and all(r.fits for r in runs[first:])  # fitting is monotone in the tiles
+    share = [r.split["exchange"] / r.time_s for r in runs[first:]]
+    assert share[-1] > share[0]
+    assert runs[-1].time_s < runs[first].time_s * counts[first] / 1472 * 50  # sped up, far from ideal
+    assert runs[first].time_s / runs[-1].time_s < 1472 / counts[first]
+
+
+def test_02_a100_kernels_cover_the_step():
+    """Section 2's per-kernel table: the A100 kernels' times add up to the step (relative 1e-9)."""
+    r = machine.simulate("a100-80gb", workloads.step("bert-base", [128] * 32, pad_to=128))
+    kernels = r.extra["kernels"]
+    assert abs(sum(k["time_s"] for k in kernels) / r.time_s - 1) < 1e-9
+    assert sorted(o for k in kernels for o in k["ops"]) == sorted(r.op_names)
+
+
+@pytest.mark.slow
+def test_02_exercise_batch_limit_is_the_librarys():
+    """Exercise 2's answer (the largest 128-token BERT-base batch on one GC200, and how far the
+    next one is over) against ``tiles.largest_batch_that_fits``."""
+    text = _markdown("02_tile_local_compute.ipynb")
+    m = re.search(r"gives (\d[\d,]*) in this model", text)
+    assert m, "exercise 2's answer should state the batch the library gives"
+    stated = int(m.group(1).replace(",", ""))
+    s = workloads.step("bert-base", [128] * 512, pad_to=128)
+    b = tiles.largest_batch_that_fits("gc200", s)
+    assert stated == b
+    over = tiles.simulate("gc200", workloads.step("bert-base", [128] * (b + 1), pad_to=128), weights="on_chip")
+    excess = int(re.search(r"\(([\d,]+) over", over.fit_message).group(1).replace(",", ""))
+    assert over.fit == "does_not_fit" and 1024 <= excess <= 10 * 1024  # "a few KiB over"
+
+
+# ---------------------------------------------------------------------------- 04 unpadded inference
+def test_04_a_fixed_shape_engine_does_not_care_about_lengths():
+    """Section 3: padded to 512, the A100's requests/s is the same for both mixes (within 1%)."""
+    from ipusim import lengths
+
+    rps = [packing.encoder_throughput("a100-40gb", lengths.long_text_mix(p).sample(256, seed=1), "pad",
+                                      batch=64, max_len=512).requests_per_s for p in (0.0, 0.4)]
+    assert abs(rps[1] / rps[0] - 1) < 0.01
+
+
+def test_04_bucket_widths_in_the_prose_are_the_librarys():
+    """Section 2 says 8 equal buckets, 64 tokens wide at 512 and 48 at 384."""
+    text = _markdown("04_unpadded_inference.ipynb")
+    assert "64 tokens wide for rows of 512, 48 for SQuAD's rows of 384" in text
+    for max_len, width in ((512, 64), (384, 48)):
+        lens = np.arange(1, max_len + 1)
+        p = packing.pack(lens, max_len, "bucket")  # default: 8 equal buckets
+        # each length pads to the next multiple of the bucket width
+        assert p.total_tokens == int(sum(-(-x // width) * width for x in lens))
