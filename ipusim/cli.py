@@ -30,16 +30,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _command_modules():
-    mods = []
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        mods.append(importlib.import_module(f"{commands.__name__}.{info.name}"))
+def _command_modules(only: str | None = None):
+    """The command modules (each file of ``ipusim.commands`` is named after its command), or
+    just ``only``'s when it names one: a run imports only what its command needs."""
+    names = [i.name for i in pkgutil.iter_modules(commands.__path__) if not i.name.startswith("_")]
+    if only in names:
+        names = [only]
+    mods = [importlib.import_module(f"{commands.__name__}.{name}") for name in sorted(names)]
     return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_word(argv) -> str | None:
+    """The first word of ``argv`` that is not an option (nor the value of --max-memory)."""
+    skip = False
+    for tok in argv:
+        if skip:
+            skip = False
+        elif tok == "--max-memory":
+            skip = True
+        elif tok == "--" or not tok.startswith("-"):
+            return None if tok == "--" else tok
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ipusim",
         description="Simulate a tile-based accelerator (IPU style) against a shared-HBM GPU "
@@ -50,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"memory budget for one run, e.g. 4G or 512M (default: ${limits.ENV_MAX_MEMORY} "
                              f"or {limits.DEFAULT_MAX_MEMORY_BYTES // 2**30}G); inputs that need more are refused")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for mod in _command_modules():
+    for mod in _command_modules(only):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         if not any("--max-memory" in a.option_strings for a in p._actions):
@@ -90,7 +104,7 @@ def _fail(command, message: str, code: int) -> int:
 def main(argv=None) -> int:
     command = None
     try:
-        parser = build_parser()
+        parser = build_parser(_command_word(sys.argv[1:] if argv is None else argv))
         args = parser.parse_args(argv)  # usage errors: SystemExit(2) after one line
         command = getattr(args, "command", None)
         limits.set_max_memory(getattr(args, "max_memory", None))

@@ -222,6 +222,33 @@ def hierarchical_all_reduce_s(nbytes: float, per_node: int, nodes: int, intra: L
 
 
 # --------------------------------------------------------------------------------------------
+# Bytes over the links (for their energy): totals over every chip of the group
+# --------------------------------------------------------------------------------------------
+#
+# The bytes a collective puts on the links, summed over the ``p`` chips of the group, do not
+# depend on the algorithm: a ring all-reduce sends ``2 (p-1)/p n`` per chip, a tree all-reduce
+# sends ``n`` up and ``n`` down every one of its ``p - 1`` edges, and the hierarchical one sends
+# ``2 (g-1) n`` in each of its ``m`` nodes plus ``2 (m-1) n`` across them (``p = g m``): each is
+# ``2 (p-1) n``. Likewise an all-gather (ring, or across nodes then inside them) moves ``(p-1) n``.
+
+
+def all_reduce_bytes(nbytes: float, p: int) -> float:
+    """Bytes an all-reduce of ``nbytes`` (per chip) over ``p`` chips sends over the links, summed
+    over the chips: ``2 (p-1) n`` (ring, tree and hierarchical alike)."""
+    n = positive("nbytes", nbytes, allow_zero=True)
+    p = positive("p (chips in the group)", p, integer=True)
+    return 2.0 * (p - 1) * n
+
+
+def all_gather_bytes(nbytes: float, p: int) -> float:
+    """Bytes an all-gather leaving ``nbytes`` (the whole tensor) on each of ``p`` chips sends over
+    the links, summed over the chips: ``(p-1) n``."""
+    n = positive("nbytes", nbytes, allow_zero=True)
+    p = positive("p (chips in the group)", p, integer=True)
+    return float((p - 1) * n)
+
+
+# --------------------------------------------------------------------------------------------
 # A fabric: chips grouped into nodes
 # --------------------------------------------------------------------------------------------
 

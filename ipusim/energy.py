@@ -81,7 +81,9 @@ BYTE = {
         "ASSUMPTION: one tile-SRAM read + one write (GIST-HOROWITZ 32 KB); die wires not counted",
     ),
 }
-# A chip-to-chip link byte. No sourced pJ/bit for IPU-Links or NVLink exists in the facts sheet.
+# A chip-to-chip link byte (IPU-Link, NVLink; the inter-node links too, as a floor). No sourced
+# pJ/bit for IPU-Links or NVLink exists (facts §3.3); ``ipusim.placement`` charges every byte its
+# collectives and stage-to-stage sends put on the links at this price.
 LINK = EnergyCost(
     2.0 * 8, "byte",
     "ASSUMPTION: 2 pJ/bit for transmitter + receiver; published 40-80 Gb/s wireline transceivers of "

@@ -15,11 +15,18 @@ How a placement is timed (all seconds):
 * Stage time for one micro-batch ``T_i`` = the sub-step's time + its link time: two
   all-reduces of ``tokens x d_model`` per layer over the tensor group, one more for the
   vocabulary-split embedding, an all-gather of the logits for the split LM head, and the
-  point-to-point send of the activations to the next stage (``ipusim.collectives``).
+  point-to-point send of the activations to the next stage (``ipusim.collectives``): every chip
+  of the tensor group sends its copy to its counterpart in the next stage, in parallel.
 * Step time ``= sum_i T_i + (m - 1) max_i T_i``: the first micro-batch fills the pipeline,
   the rest follow at the slowest stage's pace (GPipe/1F1B for a forward-only step). The
   *bubble* is the fill, ``sum_i T_i - max_i T_i`` (``(p - 1)`` stage times when stages are equal).
   Data replicas run at once; the step lasts as long as the replica with the most tokens.
+* Energy: the stages' sub-step energies summed over every chip and micro-batch, plus every
+  byte the collectives and the stage-to-stage sends put on the chip-to-chip links
+  (``link_bytes``: ``collectives.all_reduce_bytes`` and ``all_gather_bytes`` per group, ``t``
+  copies of the activations per stage boundary, over all the step's tokens) at
+  ``energy.LINK`` per byte, as ``energy_split["link"]`` (IPU-Links, NVLink and the inter-node
+  links alike).
 * Fit: a stage must hold the KV cache of *all* its replica's sequences while it works on one
   micro-batch, so its fit is judged on the sub-step of the whole replica batch (which also
   over-counts temporaries by up to ``m`` x: conservative). The placement is ``on_chip`` if
@@ -49,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives, workloads
+from . import collectives, energy, tile_calibration, workloads
 from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -88,8 +95,9 @@ class Placement:
     split: dict = field(default_factory=dict)  # category -> s, sums to time_s
     reason: str = ""
     short_bytes: float = 0.0  # bytes over the limit on the fullest unit of the worst stage (0: fits)
-    energy_j: float = math.nan  # J, the stages' sub-step energies summed over all chips and micro-batches
-    energy_split: dict = field(default_factory=dict)  # level -> J, summed likewise (links not priced)
+    energy_j: float = math.nan  # J, the stages' sub-step energies over all chips and micro-batches, plus links
+    energy_split: dict = field(default_factory=dict)  # level -> J, summed likewise; "link": link_bytes priced
+    link_bytes: float = 0.0  # bytes the step sends over chip-to-chip links, all chips (0 on one chip)
     alternatives: tuple = ()
     simulations: int = field(default=0, compare=False)  # sub-steps the search simulated
     unit_memory_bytes: object = field(default=None, compare=False, repr=False)  # per unit, fullest stage
@@ -111,7 +119,7 @@ class Placement:
             "stage_time_s": list(self.stage_time_s), "communication_s": self.communication_s,
             "bubble_s": self.bubble_s, "time_s": self.time_s, "fit": self.fit,
             "split_s": dict(self.split), "reason": self.reason, "short_bytes": self.short_bytes,
-            "energy_j": self.energy_j, "energy_split": dict(self.energy_split),
+            "energy_j": self.energy_j, "energy_split": dict(self.energy_split), "link_bytes": self.link_bytes,
             "alternatives": [a.to_dict() for a in self.alternatives],
         }
 
@@ -199,7 +207,8 @@ def _stage_kinds(layers: tuple, t: int, chips_per_node: int) -> tuple:
     return tuple((i, *key, count) for key, (i, count) in kinds.items())
 
 
-_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process
+_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process (keyed with
+# the chip, the shard, the sequences and the tile calibration in force)
 _CACHE_SIZE = 4096  # entries kept (least recently used dropped)
 
 
@@ -213,7 +222,8 @@ class _Evaluator:
 
     def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
         self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
-        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())))
+        cal = tile_calibration.current() if isinstance(c, TileChip) else ()  # results move with the calibration
+        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())), cal)
         self.simulations = 0
         self.memo: dict = {}
 
@@ -270,6 +280,23 @@ class _Evaluator:
         if not last:
             out += f.point_to_point_s(act, cross_node=cross_node)
         return out
+
+    @_memo
+    def link_bytes(self, t, layers) -> float:
+        """Bytes the whole step sends over the links, summed over every chip, replica and
+        micro-batch, with ``t``-way tensor parallelism and pipeline stages of ``layers``: per layer
+        two all-reduces of the activations, one more for the embedding, the logits all-gathered
+        (decoders), and ``t`` copies of the activations over each of the ``p - 1`` stage boundaries.
+        Every term is linear in the tokens (or sequences), and every token passes every stage
+        once, so the total is that of the step's tokens whatever the replicas and micro-batches."""
+        s, cfg = self.s, self.s.model
+        act = self.tokens(s.lengths) * cfg.d_model * s.dtype_bytes
+        out = (len(layers) - 1) * t * act
+        if t > 1:
+            out += (2 * sum(layers) + 1) * collectives.all_reduce_bytes(act, t)
+            if cfg.kind == "decoder":
+                out += collectives.all_gather_bytes(s.batch * cfg.vocab * s.dtype_bytes, t)
+        return float(out)
 
     @_memo
     def stream_bound_s(self, t, n, first, last, d) -> float:
@@ -382,22 +409,26 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> Placement:
     fill = sum(count * st for _, count, _, _, st in rows)
     slowest = rows[k][4]
     split: dict = {}
-    energy, energy_split = 0.0, {}
+    energy_j, energy_split = 0.0, {}
     for j, (_, count, r, _, _) in enumerate(rows):
         w = count + (m - 1) * (j == k)
         for key, v in r.split.items():
             split[key] = split.get(key, 0.0) + w * v
         per = count * t * d * m  # chips running this kind of stage, times micro-batches
-        energy += per * r.energy_j
+        energy_j += per * r.energy_j
         for key, v in r.energy_split.items():
             energy_split[key] = energy_split.get(key, 0.0) + per * v
     split["link"] = sum(count * link for _, count, _, link, _ in rows) + (m - 1) * rows[k][3]
+    link_bytes = ev.link_bytes(t, cand.layers)
+    link_j = link_bytes * energy.LINK.pj * energy.PJ
+    energy_j += link_j
+    energy_split["link"] = energy_split.get("link", 0.0) + link_j
     time_of = {(row_kind[1:5]): row[4] for row_kind, row in zip(kinds, rows, strict=True)}
     per_stage = [time_of[_stage_key(cand.layers, j, t, fab.chips_per_node)] for j in range(cand.p)]
     return Placement(**base, stage_time_s=tuple(per_stage), communication_s=split["link"],
                      bubble_s=fill - slowest, time_s=fill + (m - 1) * slowest,
                      fit=STREAMS if STREAMS in fits else ON_CHIP, split=split,
-                     energy_j=energy, energy_split=energy_split, unit_memory_bytes=peak)
+                     energy_j=energy_j, energy_split=energy_split, link_bytes=link_bytes, unit_memory_bytes=peak)
 
 
 # --------------------------------------------------------------------------------------------

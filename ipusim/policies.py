@@ -143,17 +143,26 @@ class Adaptive:
 
 @dataclass(frozen=True)
 class Continuous:
-    """Iteration-level batching for generation; KV cache reserved for prompt + output at admission."""
+    """Iteration-level batching for generation; KV cache reserved for prompt + output at admission.
+
+    ``chunk_tokens`` > 0 turns on chunked prefill (SARATHI, facts §7): an iteration runs at
+    most that many tokens, the decodes first (one token each), and the prompts being
+    prefilled take the rest in pieces, oldest first; 0 (default) prefills whole prompts in
+    the iteration that admits them.
+    """
 
     max_batch: int = 64  # sequences running at once
     kv_capacity_tokens: int = 200_000  # tokens the KV cache holds (all running sequences)
+    chunk_tokens: int = 0  # tokens per iteration with chunked prefill; 0: off
 
     def __post_init__(self):
         positive("Continuous.max_batch", self.max_batch, integer=True)
         positive("Continuous.kv_capacity_tokens", self.kv_capacity_tokens, integer=True)
+        positive("Continuous.chunk_tokens", self.chunk_tokens, integer=True, allow_zero=True)
 
     def describe(self) -> str:
-        return f"continuous max batch {self.max_batch}, KV {self.kv_capacity_tokens:,} tokens"
+        chunk = f", prefill chunks of {self.chunk_tokens:,} tokens" if self.chunk_tokens else ""
+        return f"continuous max batch {self.max_batch}, KV {self.kv_capacity_tokens:,} tokens{chunk}"
 
 
 POLICIES = ("static", "dynamic", "token", "buckets", "adaptive", "continuous")
@@ -174,5 +183,6 @@ def make(name: str, *, max_batch: int = 32, max_delay_s: float = 0.002, **kw):
     if name == "adaptive":
         return Adaptive(latency_target_s=kw.get("latency_target_s", 0.02), max_batch=max_batch)
     if name == "continuous":
-        return Continuous(max_batch=max_batch, kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000))
+        return Continuous(max_batch=max_batch, kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000),
+                          chunk_tokens=kw.get("chunk_tokens", 0))
     raise ValueError(f"unknown policy {name!r}; valid: {', '.join(POLICIES)}")

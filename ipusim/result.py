@@ -59,7 +59,8 @@ class StepResult:
     did there (``ipusim.energy``: Horowitz 45 nm pJ per FLOP and per byte, HBM2 3.9 pJ/bit):
     for a tile chip "flops", "sram" (tile SRAM loads), "exchange" (bytes sent and received
     between tiles), "streaming" (Streaming Memory bytes) and "link" (IPU-Link bytes); for a
-    GPU "flops", "hbm", "l2" and "smem". ``energy_j`` is its sum: the energy of the work and of
+    GPU "flops", "hbm", "l2" and "smem", plus "link" (NVLink and inter-node bytes) on several
+    chips (``ipusim.placement``). ``energy_j`` is its sum: the energy of the work and of
     every byte the simulated machine moves, without static (leakage, idle) power, which no
     source splits out for these chips; at 45 nm prices, so an estimate for comparing where the
     bytes come from, not a meter reading. ``board_energy_j`` = board power (TDP, sourced in

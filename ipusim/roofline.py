@@ -347,7 +347,7 @@ def _live_act_bytes(s: Step) -> float:
 def _op_live_bytes(o: Op, s: Step) -> float:
     """Activation bytes one instance of ``o`` holds at once (see ``_live_act_bytes``)."""
     if o.kind in ("attention", "softmax"):
-        return float(s.tokens * (2 * s.model.d_model + 2 * s.model.kv_dim) * s.dtype_bytes)  # Q, K, V, context
+        return float(s.tokens * (2 * s.model.q_dim + 2 * s.model.kv_dim) * s.dtype_bytes)  # Q, K, V, context
     return (o.act_read_bytes + o.act_write_bytes) / o.count
 
 

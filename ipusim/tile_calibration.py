@@ -62,6 +62,14 @@ above: set by ``fit()`` from JIA-FT's GEMM, rounded to two significant digits)."
 PARAMETERS = ("AMP_PHASE_OVERHEAD_CYCLES", "EXCHANGE_EFFICIENCY", "REARRANGE_BYTES_PER_CYCLE")
 
 
+def current() -> tuple:
+    """The parameters in force, ``((name, value), ...)`` in ``PARAMETERS`` order: part of the key
+    of every cache of tile-simulator results (``ipusim.placement``, ``ipusim.serving.tables``), so
+    that a result computed inside ``overrides`` is never served outside it, nor the reverse."""
+    g = globals()
+    return tuple((k, float(g[k])) for k in PARAMETERS)
+
+
 @contextlib.contextmanager
 def overrides(**values):
     """Run the tile simulator with some parameters changed, e.g.

@@ -574,8 +574,7 @@ def map_attention(op: Op, s: Step, c: TileChip, ref: bool, r: int, key_blocks: i
         p_rest = _phase(op.name, label, amp, rest)
         phases += [p_rest] * (key_blocks - 1)
     work = np.maximum(first[:, 4], rest[:, 4])
-    cfg, dt = s.model, s.dtype_bytes
-    live = s.tokens * (cfg.d_model + 2 * cfg.kv_dim) * dt / c.tiles  # Q, K, V of the batch, spread
+    live = attention_live_bytes(s, c.tiles)
     rows, keys = _query_chunks(s)
     q = float(rows.max()) if s.phase == "decode" else float(rows.max()) / r
     kk = float(keys.max()) / (r if s.phase == "decode" else key_blocks)
@@ -721,10 +720,17 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba", unl
     return plans
 
 
+def attention_live_bytes(s: Step, T: int) -> float:
+    """Bytes per tile of Q, K and V of the batch, spread over ``T`` tiles, held while attention
+    runs: ``tokens x (q_dim + 2 kv_dim)`` (a tensor-parallel shard's ``q_dim`` is its own heads'
+    width, not ``d_model``)."""
+    return s.tokens * (s.model.q_dim + 2 * s.model.kv_dim) * s.dtype_bytes / T
+
+
 def _live_bytes(op: Op, s: Step, T: int) -> float:
     """The op's input held per tile while it runs, when it is not the residual stream."""
     if op.kind in ("attention", "softmax"):
-        return s.tokens * (s.model.d_model + 2 * s.model.kv_dim) * s.dtype_bytes / T  # Q, K, V
+        return attention_live_bytes(s, T)
     if op.name in _HOLDS_INPUT:
         return op.m * op.k * s.dtype_bytes / T
     return 0.0

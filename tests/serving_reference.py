@@ -271,12 +271,15 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
 
 def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
-    """Plain-Python continuous batching (lists of running requests), for tests and benchmarks."""
+    """Plain-Python continuous batching (lists of running requests), for tests and benchmarks:
+    (start, first, finish, iterations, gaps), ``gaps`` every gap between two consecutive
+    tokens of a request (s), one entry per token after the first."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
     n = len(arr)
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
     running = []  # [id, ctx, left]
     nxt, done, kv, t, iters = 0, 0, 0, 0.0, 0
+    last, gaps = [math.nan] * n, []  # time of each request's latest token
     pre, dec = gen.prefill.table, gen.decode
     while done < n:
         if not running and arr[nxt] > t:
@@ -290,16 +293,26 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
             start[nxt] = t
             nxt += 1
         dt = 0.0
-        if new:
-            j = -(-max(x[1] for x in new) // gen.prefill.len_step)
-            dt += _lookup(pre, len(new), j)
-        if old:
+        if new and old and len(new) + len(old) <= gen.mixed.shape[0]:  # one mixed step
             mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
-            dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
+            col = -(-mean_ctx // gen.ctx_step)
+            dt = (gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)]
+                  + (dec[len(old), col] - dec[len(old), 1]))
+        else:
+            if new:
+                j = -(-max(x[1] for x in new) // gen.prefill.len_step)
+                dt += _lookup(pre, len(new), j)
+            if old:
+                mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
+                dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
         t = t + dt
         iters += 1
         for x in new:
             first[x[0]] = t
+        for x in old + new:
+            if not math.isnan(last[x[0]]):
+                gaps.append(t - last[x[0]])
+            last[x[0]] = t
         running = []
         for x in old + new:
             x[1] += 1
@@ -310,17 +323,21 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
                 done += 1
             else:
                 running.append(x)
-    return np.array(start), np.array(first), np.array(finish), iters
+    return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)
 
 
 
 
 def static_reference(arrival, prompt, output, gen, batch, timeout_s):
-    """Plain-Python run-to-completion batches: (start, first, finish, batches)."""
+    """Plain-Python run-to-completion batches: (start, first, finish, batches, gaps).
+
+    Decode steps at the same context column cost the same, so a batch's decode time is summed
+    per column as (steps in the column) x (the column's time), as the kernel does. ``gaps``:
+    request i's tokens 2..output_i each follow one decode step of its batch (s)."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
     n = len(arr)
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
-    free, h, batches = 0.0, 0, 0
+    free, h, batches, gaps = 0.0, 0, 0, []
     while h < n:
         waiting = arr[h: h + batch]
         go = min(arr[h] + timeout_s, waiting[-1] if len(waiting) == batch else math.inf)
@@ -329,11 +346,85 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
         ctx0 = -(-sum(pr[i] for i in ids) // len(ids))  # mean prompt, rounded up
         s = _lookup(gen.prefill.table, len(ids), -(-max(pr[i] for i in ids) // gen.prefill.len_step))
         t_first = t + s
+        per_col = {}
         for k in range(1, max(out[i] for i in ids)):
-            s += _lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step))
+            c = -(-(ctx0 + k) // gen.ctx_step)
+            per_col[c] = per_col.get(c, 0) + 1
+        for c in sorted(per_col):
+            s += per_col[c] * _lookup(gen.decode, len(ids), c)
+        for i in ids:
+            gaps += [_lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step)) for k in range(1, out[i])]
         for i in ids:
             start[i], first[i], finish[i] = t, t_first, t + s
         free = t + s
         h += len(ids)
         batches += 1
-    return np.array(start), np.array(first), np.array(finish), batches
+    return np.array(start), np.array(first), np.array(finish), batches, np.array(gaps)
+
+
+def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk):
+    """Plain-Python continuous batching with chunked prefill: (start, first, finish, iterations,
+    gaps). Each iteration: the decoding sequences decode one token each; the rest of ``chunk``
+    tokens goes to the prompts being prefilled, oldest first, then to newly admitted requests;
+    the iteration is one step of the pieces (padded to the longest) beside the decodes."""
+    arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
+    n = len(arr)
+    start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
+    running = []  # dicts: id, rem (prompt tokens left), ctx, left (tokens left)
+    nxt, done, kv, t, iters = 0, 0, 0, 0.0, 0
+    last, gaps = [math.nan] * n, []
+    while done < n:
+        if not running and arr[nxt] > t:
+            t = arr[nxt]
+        dec = [x for x in running if x["rem"] == 0]
+        budget = chunk - len(dec)
+        pieces = {}
+        for x in running:
+            if x["rem"] > 0 and budget > 0:
+                pieces[x["id"]] = min(x["rem"], budget)
+                budget -= pieces[x["id"]]
+        while (budget > 0 and nxt < n and arr[nxt] <= t and len(running) < max_batch
+               and kv + pr[nxt] + out[nxt] <= kv_cap):
+            x = {"id": nxt, "rem": pr[nxt], "ctx": 0, "left": out[nxt]}
+            running.append(x)
+            kv += pr[nxt] + out[nxt]
+            start[nxt] = t
+            pieces[nxt] = min(pr[nxt], budget)
+            budget -= pieces[nxt]
+            nxt += 1
+        if pieces and dec and len(pieces) + len(dec) <= gen.mixed.shape[0]:
+            mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
+            col = -(-mean_ctx // gen.ctx_step)
+            dt = (gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)]
+                  + (gen.decode[len(dec), col] - gen.decode[len(dec), 1]))
+        else:
+            dt = 0.0
+            if pieces:
+                dt += _lookup(gen.prefill.table, len(pieces), -(-max(pieces.values()) // gen.prefill.len_step))
+            if dec:
+                mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
+                dt += _lookup(gen.decode, len(dec), -(-mean_ctx // gen.ctx_step))
+        t = t + dt
+        iters += 1
+        keep = []
+        for x in running:
+            i = x["id"]
+            if x["rem"] == 0:
+                x["ctx"] += 1
+                x["left"] -= 1
+                gaps.append(t - last[i])
+                last[i] = t
+            elif i in pieces:
+                x["rem"] -= pieces[i]
+                if x["rem"] == 0:
+                    first[i] = last[i] = t
+                    x["ctx"] = pr[i] + 1
+                    x["left"] -= 1
+            if x["rem"] == 0 and x["left"] == 0:
+                finish[i] = t
+                kv -= pr[i] + out[i]
+                done += 1
+            else:
+                keep.append(x)
+        running = keep
+    return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)

@@ -36,6 +36,25 @@ def test_one_chip_costs_nothing():
     assert col.hierarchical_all_reduce_s(1e9, 1, 1, LINK, LINK) == 0.0
 
 
+@pytest.mark.parametrize(("g", "m"), [(1, 1), (4, 1), (1, 8), (4, 16), (8, 3)])
+def test_link_bytes_are_what_every_chip_sends(g, m):
+    """Bytes over the links summed over the chips = per-chip bandwidth time x bandwidth x chips, on
+    latency-free links; the hierarchical all-reduce (in-node, across nodes, in-node) moves as
+    many bytes as a flat ring over all ``g m`` chips."""
+    zero = col.Link("no latency", 100e9, 0.0)
+    n, p = 3.3e6, g * m
+    ring = col.ring_all_reduce_s(n, p, zero) * zero.bandwidth_bytes_per_s * p
+    assert col.all_reduce_bytes(n, p) == pytest.approx(ring, rel=REL)
+    assert col.all_gather_bytes(n, p) == pytest.approx(col.all_gather_s(n, p, zero) * 100e9 * p, rel=REL)
+    hier = (p * (col.reduce_scatter_s(n, g, zero) + col.all_gather_s(n, g, zero))
+            + p * col.ring_all_reduce_s(n / g, m, zero)) * 100e9
+    assert col.all_reduce_bytes(n, p) == pytest.approx(hier, rel=REL)
+    with pytest.raises(ValueError, match="nbytes"):
+        col.all_reduce_bytes(-1.0, 2)
+    with pytest.raises(ValueError, match="chips in the group"):
+        col.all_gather_bytes(1.0, 0)
+
+
 def test_bandwidth_term_tends_to_bytes_over_bandwidth():
     zero = col.Link("no latency", 100e9, 0.0)
     n = 1e9

@@ -9,6 +9,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 import pytest
+from browser_notebooks import executed_elsewhere
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -42,6 +43,11 @@ def _execute(path: Path) -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_headless(path, monkeypatch):
+    # a notebook that another default-run test executes (nbconvert or Chromium, default backend,
+    # with stricter checks) is not executed twice; the reason shows in the skip line
+    reason = executed_elsewhere(path.name)
+    if reason:
+        pytest.skip(reason)
     monkeypatch.setenv("IPUSIM_QUICK", os.environ.get("IPUSIM_QUICK", "1"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     _execute(path)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ipusim import lengths, machine, packing, workloads
+from ipusim import lengths, packing, workloads
 
 # ---------------------------------------------------------------------------------------------
 # Published results (ipusim/data/README.md; hardware_facts.md §4.1, reruns of GC-TUT code)
@@ -260,41 +260,3 @@ def test_result_face():
     for key in ("efficiency", "rows", "real_tokens", "padded_tokens"):
         assert key in d
     assert d["rows"] == 2 and d["real_tokens"] == 16 and d["padded_tokens"] == 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Throughput of padded, unpadded and packed batches
-# ---------------------------------------------------------------------------------------------
-
-
-def test_encoder_throughput_modes_add_up():
-    lens = lengths.long_text_mix(0.4).sample(300, seed=5)
-    pad = packing.encoder_throughput("a100-40gb", lens, "pad", batch=64)
-    batches = [lens[i:i + 64] for i in range(0, 300, 64)]
-    expect = sum(machine.step_time_s("a100-40gb", workloads.step("bert-base", b, pad_to=512)) for b in batches)
-    assert pad.time_s == pytest.approx(expect, rel=1e-12)
-    assert pad.batches == 5 and pad.computed_tokens == 300 * 512
-    un = packing.encoder_throughput("a100-40gb", lens, "unpadded", batch=64)
-    # unpadded batches of 64 cost what the batches cost run unpadded, pooler and all
-    assert un.flops == pytest.approx(sum(workloads.step("bert-base", b).flops for b in batches), rel=1e-12)
-    assert un.computed_tokens == un.real_tokens == int(lens.sum())
-    pk = packing.encoder_throughput("gc200", lens, "packed", batch=16, max_per_row=16)
-    rows = packing.pack(lens, 512, "spfhp", max_per_row=16).rows
-    assert pk.computed_tokens == rows * 512 and pk.batches == -(-rows // 16)
-    # packed rows cost the unpadded work plus their padding tails: never less than unpadded
-    assert pk.flops >= workloads.step("bert-base", lens).flops
-    assert pad.requests_per_s < un.requests_per_s
-
-
-def test_encoder_throughput_rejects_bad_mode():
-    with pytest.raises(ValueError, match="unknown mode"):
-        packing.encoder_throughput("gc200", [10, 20], "squeeze")
-
-
-def test_encoder_throughput_refuses_a_batch_that_does_not_fit():
-    """Review A1: GC200 BERT-base at 128 rows x 512 tokens does not fit (with serial passes 89
-    rows fit on chip and 120 with the weights streamed): a ValueError, not a number."""
-    with pytest.raises(ValueError, match="does not fit"):
-        packing.encoder_throughput("gc200", [512] * 128, "pad", batch=128, max_len=512)
-    t = packing.encoder_throughput("gc200", [512] * 16, "pad", batch=16, max_len=512)
-    assert np.isfinite(t.time_s) and t.time_s > 0

@@ -8,7 +8,17 @@ import math
 
 import pytest
 
-from ipusim import cli, collectives, hardware, machine, placement, workloads
+from ipusim import (
+    cli,
+    collectives,
+    energy,
+    hardware,
+    machine,
+    placement,
+    roofline,
+    tileplan,
+    workloads,
+)
 from ipusim.result import DOES_NOT_FIT, FIT_STATES, ON_CHIP
 
 REL = 1e-9  # sums of the same floats in another order
@@ -49,6 +59,26 @@ def test_tensor_shards_split_the_matmuls_exactly(model, t):
         assert parts == pytest.approx(whole, rel=REL)
     else:  # key/value heads replicated: each chip projects its own copy
         assert parts > whole
+
+
+def test_gqa_shard_holds_its_own_query_width():
+    """A tensor shard of a grouped-query model (Llama-2-70B: 64 query heads, 8 key/value heads, 128
+    wide; t = 8) holds Q, K and V of ``q_dim + 2 kv_dim`` = 8 x 128 + 2 x 128 per token while
+    attention runs, not ``d_model + 2 kv_dim`` = 8,192 + 256."""
+    sh = workloads.shard("llama-2-70b", tensor=8, layers=1, first=False, last=False)
+    q, kv = 8 * 128, 1 * 128  # typed in: 64 / 8 query heads and 8 / 8 key/value heads of 128
+    assert (sh.q_dim, sh.kv_dim, sh.d_model) == (q, kv, 8192)
+    s = workloads.step(sh, [512, 512], phase="prefill")
+    c = hardware.chip("gc200")
+    want = s.tokens * (q + 2 * kv) * 2 / c.tiles  # bytes per tile, FP16, spread over the tiles
+    att = [p for p in tileplan.plan_step(c, s) if p.op.kind in ("attention", "softmax")]
+    assert len(att) == 3
+    for p in att:  # an attention plan's peak = its working set + the Q, K, V it holds
+        assert p.temp_bytes - p.working_set_bytes == pytest.approx(want, rel=REL)
+    # the roofline's byte count: Q, K, V and the context, per token of the batch (the B l coefficient)
+    coef = roofline.step_coefficients(sh, "prefill")
+    i = [o.name for o in s.ops].index("attn_scores")
+    assert coef[i, 3, 2] == pytest.approx((2 * q + 2 * kv) * 2, rel=REL)
 
 
 def test_shard_of_everything_is_the_model_and_bad_shards_are_value_errors():
@@ -108,6 +138,39 @@ def test_llama_7b_decode_fits_on_32_and_64_gc200s():
         assert {"tensor", "pipeline", "data", "micro_batches", "stage_time_s", "communication_s",
                 "bubble_s"} <= set(d)
         assert f"t={pl.tensor}" in repr(pl)
+
+
+def _link_bytes_closed_form(s, t, p):
+    """Bytes over the links for a decode step: per layer two all-reduces of the activations and one
+    for the split embedding (each chip of a ring sends ``2 (t-1)/t`` of the tensor), the logits
+    all-gathered (each chip receives the ``t - 1`` shards it lacks), ``t`` copies of the
+    activations over each of the ``p - 1`` stage boundaries."""
+    cfg = s.model
+    act = s.batch * cfg.d_model * 2  # one new token per sequence, FP16
+    ring_per_chip = 2 * (t - 1) / t * act
+    logits = s.batch * cfg.vocab * 2
+    return (2 * cfg.layers + 1) * t * ring_per_chip + t * ((t - 1) / t * logits) + (p - 1) * t * act
+
+
+def test_link_energy_is_every_link_byte_at_the_link_price():
+    tol = 1e-9  # relative: the same products and sums in another order
+    s = _decode()  # Llama-2-7B decode, batch 8, context 1024
+    pl = placement.place("gc200", s, chips=64)
+    t, p = pl.tensor, pl.pipeline
+    assert t > 1 and p > 1  # both collectives and stage-to-stage sends are in the answer
+    expect = _link_bytes_closed_form(s, t, p)
+    assert pl.link_bytes == pytest.approx(expect, rel=tol)
+    assert pl.energy_split["link"] == pytest.approx(expect * energy.LINK.pj * 1e-12, rel=tol)
+    assert pl.energy_split["link"] > 0 and pl.energy_j == pytest.approx(sum(pl.energy_split.values()), rel=tol)
+    r = machine.simulate("gc200", s, chips=64)
+    assert r.energy_split["link"] == pl.energy_split["link"] and r.energy_j == pytest.approx(pl.energy_j, rel=tol)
+    # NVLink on GPUs alike; one chip moves nothing over links
+    g = placement.assess("a100-80gb", _decode("gpt2", 4, 256), tensor=2, pipeline=2)
+    assert g.energy_split["link"] == pytest.approx(
+        _link_bytes_closed_form(_decode("gpt2", 4, 256), 2, 2) * energy.LINK.pj * 1e-12, rel=tol)
+    one = workloads.step("bert-base", [128] * 4, pad_to=128)
+    assert machine.simulate("gc200", one).energy_split["link"] == 0.0
+    assert placement.place("gc200", one, chips=1).energy_split["link"] == 0.0
 
 
 def test_pruned_search_finds_the_exhaustive_optimum():

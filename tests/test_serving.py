@@ -188,6 +188,20 @@ def _generation_requests(n, rate):
     return A.poisson(rate, n, seed=n), rng.integers(8, 400, n), rng.integers(1, 200, n)
 
 
+def _same_gaps(res, gaps, out):
+    """The result's token gaps are the reference's: one per token after a request's first,
+    the same TBT percentiles and mean. Tolerance 1e-9 relative: the reference measures a
+    gap as the difference of two token times, the kernel as the iteration's time."""
+    assert int(res.gap_weight.sum()) == int((out - 1).sum()) == len(gaps)
+    s = res.summary()
+    if len(gaps):
+        for q in (50, 99):
+            assert s[f"tbt_p{q}_s"] == pytest.approx(np.percentile(gaps, q), rel=1e-9)
+        assert s["tbt_mean_s"] == pytest.approx(np.mean(gaps), rel=1e-9)
+    else:
+        assert np.isnan(s["tbt_p50_s"])
+
+
 def test_continuous_matches_reference_and_kv_limit():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 50, 800):
@@ -196,9 +210,11 @@ def test_continuous_matches_reference_and_kv_limit():
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            st_, first, fin, iters = R.continuous_reference(arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens)
+            st_, first, fin, iters, gaps = R.continuous_reference(arr, pr, out, g, pol.max_batch,
+                                                                  pol.kv_capacity_tokens)
             assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.start_s, st_) and a.batches == iters
+            _same_gaps(a, gaps, out)
             assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
             assert np.all(a.finish_s >= a.first_token_s)
             # at most max_batch running at once and the KV reservation never exceeds capacity
@@ -389,7 +405,7 @@ def test_generation_prefill_table_uses_the_prefill_phase():
     fits (streaming its weights), a prefill does not."""
     from ipusim import hardware, machine, workloads
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
-    gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256)
+    gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256, mixed=False)
     for rows, L in ((32, 256), (8, 256), (4, 128)):
         pre = machine.simulate(chip, workloads.step("gpt2", [L] * rows, phase="prefill", pad_to=L))
         fits = pre.fits and np.isfinite(pre.time_s)
@@ -424,9 +440,10 @@ def test_static_generation_matches_reference_and_continuous_wins_on_latency():
         arr, pr, out = _generation_requests(n, 20)
         for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
             a = S.simulate_generation(arr, pr, out, pol, g)
-            st_, first, fin, _ = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
+            st_, first, fin, _, gaps = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
             assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.finish_s, fin)
+            _same_gaps(a, gaps, out)
     # the same load: run-to-completion holds short replies until the batch's longest is done
     n = 3000
     arr = A.poisson(20, n, seed=1)
@@ -440,6 +457,9 @@ def test_static_generation_matches_reference_and_continuous_wins_on_latency():
 
 
 def test_time_between_tokens_and_ttft_in_the_summary():
+    """TBT percentiles are over every gap between two tokens (per token, not per-request
+    means); at a load where prefills interrupt decodes, the p99 gap is a decode step plus a
+    prefill, above the p50 (a decode step alone)."""
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     n = 500
     arr = A.poisson(5, n, seed=2)
@@ -447,12 +467,27 @@ def test_time_between_tokens_and_ttft_in_the_summary():
     pr, out = rng.integers(8, 300, n), rng.integers(1, 100, n)
     r = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
     s = r.summary()
-    gap = (r.finish_s - r.first_token_s)[out > 1] / (out[out > 1] - 1)
-    assert s["tbt_p50_s"] == np.percentile(gap, 50) and s["tbt_p99_s"] == np.percentile(gap, 99)
+    gaps = R.continuous_reference(arr, pr, out, g, 16, 10**6)[4]
+    assert s["tbt_p50_s"] == pytest.approx(np.percentile(gaps, 50), rel=1e-9)
+    assert s["tbt_p99_s"] == pytest.approx(np.percentile(gaps, 99), rel=1e-9)
     assert s["ttft_p99_s"] == np.percentile(r.first_token_s - arr, 99)
     # a decode step of one short sequence bounds the gap from below
     assert s["tbt_p50_s"] >= g.decode[1, 1] * (1 - 1e-12)
+    assert s["tbt_p99_s"] > s["tbt_p50_s"]
     assert "TBT p99" in repr(r)
+
+
+@pytest.mark.parametrize("m", [1, 7, 5000])
+def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
+    rng = np.random.default_rng(m)
+    v = np.round(rng.exponential(1.0, m), 2)  # ties
+    w = rng.integers(0, 5, m)
+    w[0] = 3
+    qs = (0, 1, 50, 99, 99.9, 100)
+    assert np.array_equal(S.weighted_quantiles(v, w, qs), np.percentile(np.repeat(v, w), qs))
+    assert np.isnan(S.weighted_quantiles(v, np.zeros(m, dtype=int))).all()
+    with pytest.raises(ValueError, match=">= 0"):
+        S.weighted_quantiles(v, -w)
 
 
 def test_generation_replicas_deal_requests_in_turn():
@@ -525,3 +560,103 @@ def test_tables_skip_the_out_of_memory_explanation_but_keep_the_fit():
     quiet, full = tables.step_result(spec, s), machine.simulate("gc200", s, weights="on_chip")
     assert not quiet.fits and not full.fits and quiet.time_s == full.time_s
     assert "Out of memory" in full.fit_message and "Out of memory" not in quiet.fit_message
+
+
+def test_service_on_a_placement_is_timed_by_placement_assess(monkeypatch):
+    """A replica of a tensor/pipeline placement: its table's grid points are ``placement.assess``
+    times of the whole model (rows 2 and 128 tokens are a coarse grid point: no interpolation)."""
+    from ipusim import hardware, placement, workloads
+    from ipusim.serving import tables
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", "off")
+    pl = placement.assess("gc200", workloads.step("bert-base", [128]), tensor=2, pipeline=2)
+    svc = S.chip_service("gc200", "bert-base", placement=pl, grid="coarse", max_batch=2)
+    want = placement.assess("gc200", workloads.step("bert-base", [128] * 2), tensor=2, pipeline=2).time_s
+    assert svc.table[2, 128] == pytest.approx(want, rel=1e-12)
+    assert "t=2 p=2" in svc.name and "ipusim.placement" in svc.source
+    rep = tables.replica("gc200", "bert-base", placement=pl)
+    assert (rep.chips, rep.tensor, rep.pipeline) == (4, 2, 2)
+    for kwargs, match in [({"placement": "bogus"}, "placement must be"),
+                          ({"placement": pl, "streaming": True}, "streaming"),
+                          ({"placement": placement.assess("a100-80gb", workloads.step("bert-base", [128]),
+                                                          tensor=2, pipeline=1)}, "chip")]:
+        with pytest.raises(ValueError, match=match):
+            tables.replica("gc200", "bert-base", **kwargs)
+    m = workloads.model("bert-base")
+    for kwargs, match in [({"chips": 6, "tensor": 4}, "multiple"), ({"chips": 5, "tensor": 5}, "divide"),
+                          ({"chips": 26, "tensor": 2}, "stages exceed")]:
+        with pytest.raises(ValueError, match=match):
+            tables.Replica(hardware.chip("gc200"), m, **kwargs)
+
+
+def test_mixed_prefill_and_decode_is_one_step():
+    """An iteration with prefills and decodes is one machine-model step (weights read once):
+    at a grid point the mixed table is the machine model's prefill step of the prompts plus one
+    row per decoding sequence; it costs less than the prefill step plus the decode step; with
+    no decodes the iteration is the prefill step, with no prompts the decode step."""
+    from ipusim import machine, workloads
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for d, r, L in ((1, 1, 32), (4, 4, 128), (8, 8, 256), (2, 12, 512)):
+        direct = machine.simulate("a100-80gb", workloads.step("gpt2", [L] * r + [1] * d, phase="prefill")).time_s
+        assert g.mixed[d, r, L // g.mixed_step] == pytest.approx(direct, rel=1e-12)
+        # decodes at the first context column: no attention beyond what the mixed step holds
+        assert g.mixed_s(d, r, L, 1) == g.mixed[d, r, L // g.mixed_step]
+        assert g.mixed_s(d, r, L, 1) < g.prefill.table[r, L] + g.decode[d, 1]
+        assert g.mixed_s(0, r, L, 0) == g.prefill.table[r, L]
+        assert g.mixed_s(d, 0, 0, 300) == g.decode[d, -(-300 // g.ctx_step)]
+        # more context costs more (the decode table's increment), never less
+        assert g.mixed_s(d, r, L, 600) >= g.mixed_s(d, r, L, 1)
+    # off: the sum of the two steps, as before
+    off = S.generation_model("a100-80gb", "gpt2", max_batch=16, mixed=False)
+    assert off.mixed_s(4, 4, 128, 1) == off.prefill.table[4, 128] + off.decode[4, 1]
+    n = 400
+    arr, pr, out = _generation_requests(n, 40)
+    a, b = (S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), x) for x in (g, off))
+    assert a.gap_weight.sum() == b.gap_weight.sum() == (out - 1).sum()  # token conservation
+    assert np.all(np.isfinite(a.finish_s)) and a.batches <= b.batches + n
+    assert a.device_busy_s[0] < b.device_busy_s[0]  # the same work in less device time
+
+
+def test_chunked_prefill_matches_reference_and_closed_forms():
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    for n in (1, 60, 300):
+        arr, pr, out = _generation_requests(n, 30)
+        for pol in (P.Continuous(16, 100_000, chunk_tokens=64), P.Continuous(16, 3000, chunk_tokens=256),
+                    P.Continuous(4, 100_000, chunk_tokens=8)):
+            a = S.simulate_generation(arr, pr, out, pol, g)
+            st_, first, fin, iters, gaps = R.chunked_reference(arr, pr, out, g, pol.max_batch,
+                                                               pol.kv_capacity_tokens, pol.chunk_tokens)
+            assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
+            assert np.array_equal(a.finish_s, fin) and a.batches == iters
+            _same_gaps(a, gaps, out)  # token conservation: one gap per token after the first
+        # chunks larger than every iteration's tokens: exactly the unchunked run
+        big = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=10**9), g)
+        off = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
+        assert np.array_equal(big.finish_s, off.finish_s) and np.array_equal(big.first_token_s, off.first_token_s)
+    # one request alone: its prompt in pieces of 100 tokens, each a prefill step of one prompt
+    P_, C, n_out = 350, 100, 5
+    one = S.simulate_generation([0.0], [P_], [n_out], P.Continuous(4, 10**6, chunk_tokens=C), g)
+    pieces = [C] * (P_ // C) + [P_ % C]
+    ttft = 0.0
+    for p in pieces:
+        ttft += g.prefill.table[1, p]
+    assert one.first_token_s[0] == pytest.approx(ttft, rel=1e-12)
+    fin = ttft + sum(g.decode[1, -(-(P_ + 1 + k) // g.ctx_step)] for k in range(1, n_out))
+    assert one.finish_s[0] == pytest.approx(fin, rel=1e-12)
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        P.Continuous(4, 100, chunk_tokens=-1)
+
+
+def test_chunked_prefill_trades_ttft_for_time_between_tokens():
+    """At a load where long prompts interrupt decodes, chunking the prefill spreads each prompt
+    over several iterations: the p99 gap between tokens falls, the time to first token rises."""
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    n = 600
+    arr = A.poisson(25, n, seed=9)
+    rng = np.random.default_rng(9)
+    pr, out = rng.integers(600, 900, n), rng.integers(20, 120, n)
+    whole = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g).summary()
+    chunked = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=128), g).summary()
+    assert whole["stable"] and chunked["stable"]
+    assert chunked["tbt_p99_s"] < whole["tbt_p99_s"]
+    assert chunked["ttft_p50_s"] > whole["ttft_p50_s"]

@@ -145,3 +145,23 @@ def test_a_delay_longer_than_the_run_is_not_stable(capsys):
                         "--max-delay-ms", "1e300", "--json")
     d = json.loads(out)
     assert code == 0 and d["stable"] is False and "offered" in d["unstable_reason"]
+
+
+def test_serve_generation_prints_ttft_and_per_token_tbt(capsys):
+    """``--output-tokens`` serves generation: the table and the JSON carry TTFT and TBT, the
+    JSON the same numbers as ``simulate_generation`` on the same seeded inputs."""
+    gen = ["--chip", "a100-80gb", "--model", "gpt2", "--max-batch", "8", "--rate", "20", "--requests", "300"]
+    code, out, _ = _run(capsys, *gen, "--policy", "continuous", "--output-tokens", "8:64")
+    assert code == 0 and "TTFT p99 s" in out and "TBT p99 s" in out
+    code, out, _ = _run(capsys, *gen, "--policy", "continuous", "--output-tokens", "8:64", "--chunk-tokens", "64",
+                        "--json")
+    d = json.loads(out)
+    assert code == 0 and d["tbt_p99_s"] >= d["tbt_p50_s"] > 0 and "prefill chunks of 64" in d["policy"]
+    code, out, _ = _run(capsys, *gen, "--policy", "static", "--output-tokens", "16", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["ttft_p50_s"] > 0 and d["served"] == 300
+    for bad, msg in ((("--policy", "dynamic", "--output-tokens", "4"), "continuous or static"),
+                     (("--policy", "continuous", "--output-tokens", "9:3"), "LO:HI"),
+                     (("--policy", "continuous"), "--output-tokens")):
+        code, _, err = _run(capsys, *gen, *bad)
+        assert code == 2 and msg in err and "Traceback" not in err

@@ -181,15 +181,22 @@ class Setup:
 
 
 def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, max_batch: int = 128,
-          output_tokens: int = 0, kv_tokens: int = 0) -> Setup:
-    """The ``Setup`` of ``model`` on a replica of ``chips`` chips; generation when ``output_tokens`` > 0."""
-    rep = tables.Replica(chip, model, chips, bool(streaming))
-    if output_tokens:
-        svc = serving.generation_model(chip, model, max_batch=max_batch, chips=chips, streaming=bool(streaming),
-                                       max_prompt=max(8, model.max_positions - output_tokens), grid="coarse")
+          output_tokens: int = 0, kv_tokens: int = 0, placement=None) -> Setup:
+    """The ``Setup`` of ``model`` on a replica of ``chips`` chips (or of a ``placement.Placement``'s
+    tensor x pipeline chips); generation when ``output_tokens`` > 0."""
+    if placement is not None:
+        rep = tables.replica(chip, model, placement=placement)
+        stream, n = None, 1
     else:
-        svc = serving.chip_service(chip, model, max_batch=max_batch, packed=mode == "packed", chips=chips,
-                                   streaming=bool(streaming), grid="coarse")
+        rep = tables.Replica(chip, model, chips, bool(streaming))
+        stream, n = bool(streaming), chips
+    if output_tokens:
+        svc = serving.generation_model(chip, model, max_batch=max_batch, chips=n, streaming=stream,
+                                       max_prompt=max(8, model.max_positions - output_tokens), grid="coarse",
+                                       placement=placement)
+    else:
+        svc = serving.chip_service(chip, model, max_batch=max_batch, packed=mode == "packed", chips=n,
+                                   streaming=stream, grid="coarse", placement=placement)
     return Setup(rep, mode, max_batch, svc, output_tokens, kv_tokens)
 
 

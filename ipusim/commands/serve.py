@@ -8,6 +8,7 @@ import csv
 import numpy as np
 
 from .. import arrivals, lengths, machine, policies, serving, workloads
+from ..serving import tables
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
 NAME = "serve"
@@ -34,7 +35,8 @@ def add_arguments(p):
     p.add_argument("--requests", type=int, default=10_000,
                    help=f"requests to simulate; default 10000, at most {serving.MAX_REQUESTS:,} (memory: about "
                         f"{serving.BYTES_PER_REQUEST} bytes each)")
-    p.add_argument("--policy", choices=[x for x in policies.POLICIES if x != "continuous"], default="dynamic")
+    p.add_argument("--policy", choices=policies.POLICIES, default="dynamic",
+                   help="batching policy; continuous (and static with --output-tokens) serve generation")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
     p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
@@ -45,6 +47,14 @@ def add_arguments(p):
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
     p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
     p.add_argument("--seed", type=int, default=0, help="random seed; default 0")
+    p.add_argument("--output-tokens", metavar="N or LO:HI", default=None,
+                   help="generation: tokens each request generates (N, or uniform in LO..HI, seeded); requests' "
+                        "lengths are their prompts. Needs a decoder --model; prints time to first token and "
+                        "time between tokens (p50, p99 over every gap)")
+    p.add_argument("--chunk-tokens", type=int, default=0,
+                   help="continuous batching: chunked prefill, at most this many tokens an iteration (default 0: off)")
+    p.add_argument("--kv-tokens", type=int, default=200_000,
+                   help="continuous batching: tokens the KV cache holds; default 200000")
     p.add_argument("--csv", metavar="FILE",
                    help="write rows to FILE: one per request for one rate, one per rate for a sweep")
     add_json(p)
@@ -104,6 +114,86 @@ def _arrivals(args, rate, n):
     return arrivals.daily_ramp(rate, n, period_s=n / rate, seed=args.seed)
 
 
+def _chip_service(args, rows: int, shortest: int):
+    """The chip's service table: from the cache when it is there; otherwise one shortest request
+    is simulated first, so that a model that fits nowhere is refused before a table is built."""
+    try:
+        with tables.only_cached():
+            dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+    except tables.NotCached:
+        dev = None
+    if dev is None or not np.isfinite(dev.table[1, 1:]).any():
+        one = machine.simulate(args.chip, workloads.step(args.model, [shortest], pad_to=shortest))
+        if one.fit == "does_not_fit":
+            raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "
+                             f"({shortest} tokens): {one.fit_message.split('. ')[0]}")
+    return dev or serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+
+
+def _output_tokens(text, n, seed):
+    """``N`` or ``LO:HI`` (uniform, seeded) tokens generated per request."""
+    parts = str(text).split(":")
+    try:
+        vals = [int(x) for x in parts]
+    except ValueError:
+        raise ValueError(f"--output-tokens must be N or LO:HI (whole numbers), got {text!r}") from None
+    if len(vals) > 2 or min(vals) < 1 or vals[0] > vals[-1]:
+        raise ValueError(f"--output-tokens must be N >= 1 or LO:HI with 1 <= LO <= HI, got {text!r}")
+    return np.random.default_rng([seed, 0x70C]).integers(vals[0], vals[-1] + 1, n)
+
+
+def _generation(args, rates, trace_arr, prompts, n) -> int:
+    """Generation serving: continuous or static batching of a decoder; TTFT and TBT beside latency."""
+    if args.service != "chip":
+        raise ValueError("generation (--output-tokens / --policy continuous) needs --service chip")
+    if args.policy not in ("continuous", "static"):
+        raise ValueError(f"generation runs --policy continuous or static, got {args.policy}")
+    if args.output_tokens is None:
+        raise ValueError("--policy continuous serves generation: give --output-tokens N or LO:HI")
+    if args.chunk_tokens and args.policy != "continuous":
+        raise ValueError("--chunk-tokens applies to --policy continuous")
+    outs = _output_tokens(args.output_tokens, n, args.seed)
+    if args.policy == "continuous":
+        pol = policies.make("continuous", max_batch=args.max_batch, kv_capacity_tokens=args.kv_tokens,
+                            chunk_tokens=args.chunk_tokens)
+    else:
+        pol = policies.make("static", max_batch=args.max_batch, max_delay_s=args.max_delay_ms / 1e3)
+    gen = serving.generation_model(args.chip, args.model, max_batch=args.max_batch)
+    out, last = [], None
+    for rate in rates:
+        a = trace_arr if rate is None else _arrivals(args, rate, n)
+        last = serving.simulate_generation(a, prompts, outs, pol, gen, latency_target_s=args.latency_target_ms / 1e3)
+        d = last.to_dict()
+        d.update({"chip": args.chip, "model": args.model, "rate_rps": rate,
+                  "arrivals": "trace" if args.trace else args.arrivals, "seed": args.seed})
+        out.append(d)
+    keys = [("throughput_rps", "req/s", ",.1f"), ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
+            ("ttft_p50_s", "TTFT p50 s", ".4g"), ("ttft_p99_s", "TTFT p99 s", ".4g"),
+            ("tbt_p50_s", "TBT p50 s", ".4g"), ("tbt_p99_s", "TBT p99 s", ".4g"),
+            ("mean_batch", "tokens/step", ".2f")]
+    return _report(args, out, last, keys)
+
+
+def _report(args, out: list[dict], last, keys) -> int:
+    """Write the CSV, print the JSON, or print the result and a table of ``keys`` (one row per rate)."""
+    sweep = len(out) > 1
+    if args.csv:
+        _write_csv(args.csv, out, None if sweep else last)
+    if args.json:
+        print_json(out if sweep else out[0])
+        return 0
+    if not sweep:
+        print(repr(last))
+    if sweep:
+        keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
+    print(format_table(out, keys))
+    for d in out:
+        if not d["stable"]:
+            where = f"at {d['rate_rps']:,.0f} req/s: " if sweep else ""
+            print(f"UNSTABLE {where}{d['unstable_reason']}")
+    return 0
+
+
 def run(args) -> int:
     n = args.requests
     if not 1 <= n <= serving.MAX_REQUESTS:
@@ -126,6 +216,8 @@ def run(args) -> int:
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")
+    if args.output_tokens is not None or args.policy == "continuous":
+        return _generation(args, rates, arr if args.trace else None, lens, n)
     pol = policies.make(args.policy, max_batch=B, max_delay_s=args.max_delay_ms / 1e3,
                         latency_target_s=args.latency_target_ms / 1e3)
     rows = getattr(pol, "max_batch", B)
@@ -134,12 +226,7 @@ def run(args) -> int:
     elif args.service == "exponential":
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
-        # One shortest request first: a model that fits nowhere is refused before a table is built.
-        one = machine.simulate(args.chip, workloads.step(args.model, [int(lens.min())], pad_to=int(lens.min())))
-        if one.fit == "does_not_fit":
-            raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "
-                             f"({int(lens.min())} tokens): {one.fit_message.split('. ')[0]}")
-        dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+        dev = _chip_service(args, rows, int(lens.min()))
     out, last = [], None
     for rate in rates:
         a = arr if rate is None else _arrivals(args, rate, n)
@@ -150,24 +237,9 @@ def run(args) -> int:
                   "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
                   "cv": args.cv if args.arrivals == "gamma" else None, "seed": args.seed})
         out.append(d)
-    sweep = len(out) > 1
-    if args.csv:
-        _write_csv(args.csv, out, None if sweep else last)
-    if args.json:
-        print_json(out if sweep else out[0])
-        return 0
-    if not sweep:
-        print(repr(last))
     keys = [("throughput_rps", "req/s", ",.1f"), ("goodput_rps", "goodput req/s", ",.1f"),
             ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
             ("latency_p999_s", "p99.9 s", ".4g"), ("queueing_mean_s", "mean queue s", ".4g"),
             ("mean_batch", "mean batch", ".2f"), ("utilization", "utilization", ".3f"),
             ("padded_token_waste", "pad waste", ".3f")]
-    if sweep:
-        keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
-    print(format_table(out, keys))
-    for d in out:
-        if not d["stable"]:
-            rate = "" if not sweep else f"at {d['rate_rps']:,.0f} req/s: "
-            print(f"UNSTABLE {rate}{d['unstable_reason']}")
-    return 0
+    return _report(args, out, last, keys)

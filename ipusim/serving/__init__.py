@@ -12,6 +12,7 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 ``generation`` continuous and static batching of decoder generation (``simulate_generation``)
 ``result``     ``ServingResult`` and its one-pass summary
 ``theory``     Pollaczek-Khinchine, the closed form the simulator is checked against
+``throughput`` ``encoder_throughput``: requests/s of padded, unpadded or packed batches back to back
 =============  ==============================================================================
 """
 
@@ -24,7 +25,7 @@ from .batching import (
     sweep_rates,
 )
 from .generation import GenerationModel, generation_model, simulate_generation
-from .result import ServingResult, quantiles
+from .result import ServingResult, quantiles, weighted_quantiles
 from .service import (
     MAX_LENGTH,
     ServiceModel,
@@ -35,10 +36,11 @@ from .service import (
     surrogate_error,
 )
 from .theory import pk_wait_s, theory_wait_s
+from .throughput import Throughput, encoder_throughput
 
 __all__ = [
     "BYTES_PER_REQUEST", "DEFAULT_SEED", "GenerationModel", "MAX_LENGTH", "MAX_REQUESTS", "Router",
-    "ServiceModel", "ServingResult", "chip_service", "exponential_service", "fixed_service", "generation_model",
+    "ServiceModel", "ServingResult", "Throughput", "chip_service", "encoder_throughput", "exponential_service", "fixed_service", "generation_model",
     "largest_batch", "pk_wait_s", "quantiles", "simulate", "simulate_generation", "surrogate_error",
-    "sweep_rates", "theory_wait_s",
+    "sweep_rates", "theory_wait_s", "weighted_quantiles",
 ]

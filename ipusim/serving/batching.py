@@ -174,7 +174,7 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     if isinstance(policy, P.LengthBuckets):
         if lmax > policy.edges[-1]:
             raise ValueError(f"a request of {lmax} tokens is longer than the last bucket edge {policy.edges[-1]}")
-        qid = np.searchsorted(np.asarray(policy.edges), lens, side="left")
+        qid = _bucket_of(lens, np.asarray(policy.edges, dtype=np.int64))
         nq = len(policy.edges)
         serves = np.ones((nd, nq), dtype=np.bool_)
     elif router is not None:
@@ -233,6 +233,19 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
         ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
     )
+
+
+@njit(cache=True)
+def _bucket_of(lengths, edges):
+    """Bucket of each request: the first edge >= its length (``np.searchsorted`` side left);
+    preconditions: edges ascending, every length <= the last edge."""
+    out = np.empty(lengths.shape[0], dtype=np.int64)
+    for i in range(lengths.shape[0]):
+        k = 0
+        while edges[k] < lengths[i]:
+            k += 1
+        out[i] = k
+    return out
 
 
 @njit(cache=True)

@@ -5,8 +5,8 @@ A ``GenerationModel`` holds the iteration times of a decoder on a chip: a prefil
 mean context). ``simulate_generation`` runs
 
 * ``policies.Continuous`` (Orca, vLLM): requests join and leave the running batch at every
-  iteration; an iteration that admits new prompts runs their prefill beside one decode
-  step of the running sequences;
+  iteration; an iteration that admits new prompts runs their prefill and one decode step
+  of the running sequences as one step (the weights read once: ``GenerationModel.mixed``);
 * ``policies.Static`` (FasterTransformer-style): a batch of up to ``batch`` requests leaves
   when full or when its oldest has waited ``timeout_s``, runs its prefill, then decodes
   all its rows until the longest reply is done; every request of the batch is returned at
@@ -24,7 +24,7 @@ from numba import njit
 
 from .. import policies as P
 from .._validate import positive
-from .batching import arrival_array, token_array
+from .batching import _tokens, arrival_array
 from .result import ServingResult
 from .service import ServiceModel, lookup_s
 
@@ -44,6 +44,20 @@ class GenerationModel:
     decode: np.ndarray = field(repr=False)  # float64 [rows + 1, n_ctx + 1], s
     ctx_step: int = 64  # tokens per decode column
     source: str = ""
+    # float64 [rows, rows, n_prompt + 1], s: mixed[d, r, j] one step prefilling r prompts of
+    # j * mixed_step tokens beside d decoding sequences (tables.mixed_table); empty: none
+    mixed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)), repr=False)
+    mixed_step: int = 32  # tokens per prompt column of ``mixed``
+
+    def mixed_s(self, decodes: int, prompts: int, longest_prompt: int, mean_ctx: int) -> float:
+        """Seconds of one continuous-batching iteration that prefills ``prompts`` prompts (the
+        longest ``longest_prompt`` tokens) and decodes ``decodes`` sequences of mean context
+        ``mean_ctx``: the mixed step (weights read once) plus the decodes' attention over
+        their context beyond the first decode column, ``decode[d, col] - decode[d, 1]``.
+        Without a mixed table (or beyond it): the prefill step plus the decode step."""
+        return float(_iteration_s(self.prefill.table, self.prefill.len_step, self.decode, self.ctx_step,
+                                  self.mixed, self.mixed_step, int(prompts), int(longest_prompt), int(decodes),
+                                  int(mean_ctx)))
 
     @property
     def max_ctx(self) -> int:
@@ -58,11 +72,19 @@ class GenerationModel:
         return float(t)
 
 
+MAX_MIXED_ROWS = 64  # sequences per iteration up to which the mixed-step table is built
+
+
 def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
                      ctx_step: int = 64, prompt_step: int = 32, max_prompt: int | None = None,
-                     chips: int = 1, streaming: bool | None = None, grid: str = "fine") -> GenerationModel:
+                     chips: int = 1, streaming: bool | None = None, grid: str = "fine",
+                     placement=None, mixed: bool = True) -> GenerationModel:
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
-    the machine model; ``grid`` as in ``chip_service``."""
+    the machine model; ``grid`` and ``placement`` as in ``chip_service`` (a searched placement
+    must fit one sequence of ``max_ctx`` tokens in prefill and in decode). ``mixed`` (default)
+    also builds the table of mixed prefill + decode steps (``tables.mixed_table``, up to
+    ``MAX_MIXED_ROWS`` sequences); without it an iteration with both costs the prefill step
+    plus the decode step."""
     from .. import hardware, workloads
     from . import tables
 
@@ -73,8 +95,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_prompt = max_ctx if max_prompt is None else positive("max_prompt", max_prompt, integer=True)
     b = positive("max_batch", max_batch, integer=True)
     ps, cs = positive("prompt_step", prompt_step, integer=True), positive("ctx_step", ctx_step, integer=True)
-    spec = tables.Replica(c, m, positive("chips", chips, integer=True), streaming)
-    where = "" if spec.chips == 1 else f" x{spec.chips}"
+    spec = tables.replica(c, m, chips=positive("chips", chips, integer=True), streaming=streaming,
+                          placement=placement, phases=("prefill", "decode"), length=max_ctx)
+    where = f" {spec.label()}" if spec.label() else ""
     if grid == "fine":
         exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
         # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
@@ -88,24 +111,174 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
         dec = tables.coarse_table(spec, "decode", b, m.max_positions, np.arange(1, -(-max_ctx // cs) + 1) * cs)
     else:
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
-    return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec))
+    mix = np.zeros((0, 0, 0))
+    if mixed and b <= MAX_MIXED_ROWS:
+        mix = tables.mixed_table(spec, b, max_prompt, ps)
+    return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec), mixed=mix,
+                           mixed_step=ps)
 
 
 @njit(cache=True, error_model="numpy")
-def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, max_batch, kv_cap,
-                       start, first, finish, info, busy_out):
+def _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx):
+    """Seconds of an iteration prefilling ``nnew`` prompts (longest ``pmax``) and decoding
+    ``old`` sequences of mean context ``mean_ctx`` (see ``GenerationModel.mixed_s``)."""
+    col = (mean_ctx + ctx_step - 1) // ctx_step
+    if nnew == 0:
+        return lookup_s(dec_tab, old, col) if old > 0 else 0.0
+    if old == 0:
+        return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
+    if old + nnew <= mixed.shape[0]:
+        return mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] + (dec_tab[old, col] - dec_tab[old, 1])
+    return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step) + lookup_s(dec_tab, old, col)
+
+
+@njit(cache=True, error_model="numpy")
+def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
+                       kv_cap, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
-    context fits the tables; outputs of size n (every entry is written). Admission is
+    context fits the tables; outputs of size n (every entry is written); ``gap_cells``
+    [max_batch + 1, decode columns] zeroed; ``gap_s``, ``gap_w`` of size n. Admission is
     first-come first-served: the head request waits until a batch slot and its whole KV
-    reservation (prompt + output tokens) are free. ``info[0]`` gets the iterations,
-    ``busy_out[0]`` the busy seconds.
+    reservation (prompt + output tokens) are free. Work per iteration is O(1) plus
+    O(log max_batch) per request: the running sequences' context sum is kept as a total
+    and their last iterations in a binary heap. Gaps between tokens: every sequence that
+    decodes in an iteration waits that iteration's time for its token; a decode-only
+    iteration adds its sequences to ``gap_cells[rows, column]``, an iteration with
+    prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``. ``info`` gets
+    [iterations, 0, iterations with prefills and decodes], ``busy_out[0]`` the busy seconds.
     """
     n = arrival.shape[0]
-    run_id = np.empty(max_batch, dtype=np.int64)
-    run_ctx = np.empty(max_batch, dtype=np.int64)
-    run_left = np.empty(max_batch, dtype=np.int64)
+    hkey = np.empty(max_batch, dtype=np.int64)  # heap: last iteration of each running sequence
+    hid = np.empty(max_batch, dtype=np.int64)
+    nrun = 0
+    ctx_sum = 0  # context tokens of the running sequences
+    nxt = 0
+    done = 0
+    kv = 0
+    t = 0.0
+    iters = 0
+    busy = 0.0
+    nmix = 0
+    while done < n:
+        if nrun == 0 and arrival[nxt] > t:
+            t = arrival[nxt]
+        old = nrun
+        old_ctx = ctx_sum
+        first_new = nxt
+        pmax = 0
+        while nxt < n and arrival[nxt] <= t and nrun < max_batch and kv + prompt[nxt] + output[nxt] <= kv_cap:
+            kv += prompt[nxt] + output[nxt]
+            ctx_sum += prompt[nxt]
+            start[nxt] = t
+            if prompt[nxt] > pmax:
+                pmax = prompt[nxt]
+            # push (last iteration, id)
+            key = iters + output[nxt] - 1
+            c = nrun
+            nrun += 1
+            while c > 0:
+                p = (c - 1) // 2
+                if hkey[p] <= key:
+                    break
+                hkey[c] = hkey[p]
+                hid[c] = hid[p]
+                c = p
+            hkey[c] = key
+            hid[c] = nxt
+            nxt += 1
+        nnew = nxt - first_new
+        col = 0
+        mean_ctx = 0
+        if old > 0:
+            mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
+            col = (mean_ctx + ctx_step - 1) // ctx_step
+        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx)
+        if nnew == 0 and old > 0:
+            # A run of decode-only iterations of the same time: no sequence ends before the
+            # last of them, the mean context (one more each time) stays in this column, and
+            # no request is admitted (the batch or KV cache is full until a sequence ends,
+            # or the next request arrives after the iteration's start).
+            K = min(hkey[0] - iters, col * ctx_step - mean_ctx + 1)
+            if K >= 1:
+                blocked = nxt >= n or nrun >= max_batch or kv + prompt[nxt] + output[nxt] > kv_cap
+                a_next = np.inf if blocked else arrival[nxt]
+                j = 0
+                while True:
+                    t += dt
+                    j += 1
+                    if j >= K or a_next <= t:
+                        break
+                busy += j * dt
+                iters += j
+                ctx_sum += nrun * j
+                gap_cells[old, col] += old * j
+                continue
+        t = t + dt
+        busy += dt
+        for i in range(first_new, nxt):  # prefilled this iteration: first token out
+            first[i] = t
+        if old > 0:
+            if nnew == 0:
+                gap_cells[old, col] += old
+            else:
+                gap_s[nmix] = dt
+                gap_w[nmix] = old
+                nmix += 1
+        ctx_sum += nrun  # every running sequence holds one more token
+        while nrun > 0 and hkey[0] == iters:  # pop the sequences whose last token this was
+            i = hid[0]
+            finish[i] = t
+            kv -= prompt[i] + output[i]
+            ctx_sum -= prompt[i] + output[i]
+            done += 1
+            nrun -= 1
+            key = hkey[nrun]
+            j = hid[nrun]
+            c = 0
+            while True:
+                ch = 2 * c + 1
+                if ch >= nrun:
+                    break
+                if ch + 1 < nrun and hkey[ch + 1] < hkey[ch]:
+                    ch += 1
+                if hkey[ch] >= key:
+                    break
+                hkey[c] = hkey[ch]
+                hid[c] = hid[ch]
+                c = ch
+            hkey[c] = key
+            hid[c] = j
+        iters += 1
+    info[0] = iters
+    info[2] = nmix
+    busy_out[0] = busy
+
+
+@njit(cache=True, error_model="numpy")
+def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
+                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+    """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
+
+    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
+    one entry per iteration with pieces and decodes; when they are full the kernel stops
+    with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
+    every decoding sequence decodes one token; the tokens left of ``chunk`` go to the
+    sequences still prefilling, oldest first, then to newly admitted requests (first come,
+    first served, a batch slot and the whole KV reservation free), one piece each. The
+    iteration is priced as one step: the pieces as prompts padded to the longest piece beside
+    the decodes (``_iteration_s``). ASSUMPTION: a piece's attention over the earlier pieces
+    of its prompt is left out (the step runs the piece as a prompt of its own). A sequence's
+    first token is out at the end of the iteration that prefills its last piece. Work is
+    O(max_batch) per iteration.
+    """
+    n = arrival.shape[0]
+    rid = np.empty(max_batch, dtype=np.int64)
+    rem = np.empty(max_batch, dtype=np.int64)  # prompt tokens not prefilled yet
+    ctx = np.empty(max_batch, dtype=np.int64)
+    left = np.empty(max_batch, dtype=np.int64)
+    piece = np.empty(max_batch, dtype=np.int64)
     nrun = 0
     nxt = 0
     done = 0
@@ -113,68 +286,105 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     t = 0.0
     iters = 0
     busy = 0.0
+    nmix = 0
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
-        old = nrun
+        d = 0
         ctx_sum = 0
-        for r in range(old):
-            ctx_sum += run_ctx[r]
-        nnew = 0
-        pmax = 0
-        while nxt < n and arrival[nxt] <= t and nrun < max_batch and kv + prompt[nxt] + output[nxt] <= kv_cap:
-            run_id[nrun] = nxt
-            run_ctx[nrun] = prompt[nxt]
-            run_left[nrun] = output[nxt]
+        for r in range(nrun):
+            piece[r] = 0
+            if rem[r] == 0:
+                d += 1
+                ctx_sum += ctx[r]
+        budget = chunk - d
+        npc = 0
+        lmax = 0
+        for r in range(nrun):
+            if budget <= 0:
+                break
+            if rem[r] > 0:
+                p = min(rem[r], budget)
+                piece[r] = p
+                budget -= p
+                npc += 1
+                lmax = max(lmax, p)
+        while (budget > 0 and nxt < n and arrival[nxt] <= t and nrun < max_batch
+               and kv + prompt[nxt] + output[nxt] <= kv_cap):
             kv += prompt[nxt] + output[nxt]
             start[nxt] = t
-            if prompt[nxt] > pmax:
-                pmax = prompt[nxt]
+            rid[nrun] = nxt
+            rem[nrun] = prompt[nxt]
+            ctx[nrun] = 0
+            left[nrun] = output[nxt]
+            p = min(prompt[nxt], budget)
+            piece[nrun] = p
+            budget -= p
+            npc += 1
+            lmax = max(lmax, p)
             nrun += 1
-            nnew += 1
             nxt += 1
-        dt = 0.0
-        if nnew > 0:
-            dt += lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
-        if old > 0:
-            mean_ctx = (ctx_sum + old - 1) // old + 1  # context including the new token
-            dt += lookup_s(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step)
+        mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
+        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, npc, lmax, d, mean_ctx)
         t = t + dt
         busy += dt
         iters += 1
+        if d > 0:
+            if npc == 0:
+                gap_cells[d, (mean_ctx + ctx_step - 1) // ctx_step] += d
+            else:
+                if nmix == gap_s.shape[0]:  # no room: the caller retries with more
+                    info[1] = -1
+                    return
+                gap_s[nmix] = dt
+                gap_w[nmix] = d
+                nmix += 1
         w = 0
         for r in range(nrun):
-            i = run_id[r]
-            if r >= old:  # prefilled this iteration: its first token is out
-                first[i] = t
-            left = run_left[r] - 1
-            if left <= 0:
+            i = rid[r]
+            keep = True
+            if rem[r] == 0:  # decoded one token
+                ctx[r] += 1
+                left[r] -= 1
+            elif piece[r] > 0:
+                rem[r] -= piece[r]
+                if rem[r] == 0:  # prompt done: first token out
+                    first[i] = t
+                    ctx[r] = prompt[i] + 1
+                    left[r] -= 1
+            if rem[r] == 0 and left[r] == 0:
                 finish[i] = t
                 kv -= prompt[i] + output[i]
                 done += 1
-            else:
-                run_id[w] = i
-                run_ctx[w] = run_ctx[r] + 1
-                run_left[w] = left
+                keep = False
+            if keep:
+                rid[w] = i
+                rem[w] = rem[r]
+                ctx[w] = ctx[r]
+                left[w] = left[r]
                 w += 1
         nrun = w
     info[0] = iters
+    info[2] = nmix
     busy_out[0] = busy
 
 
 @njit(cache=True, error_model="numpy")
 def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
-                   start, first, finish, info, busy_out):
+                   start, first, finish, info, busy_out, gap_cells):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
 
     Preconditions: ``arrival`` sorted; contexts fit the tables; outputs of size n (every
-    entry is written). A batch of up to ``batch`` requests leaves when the device is free
-    and ``batch`` requests have arrived, or the oldest has waited ``timeout``; it runs the
-    prefill of all its prompts (padded to the longest; first tokens out), then decode
-    steps of all its rows (context at the mean prompt plus the step) until its longest
-    reply is done; every request is returned at the end. ``info[0]`` gets the iterations
-    (prefill and decode steps), ``info[1]`` the token slots run (rows x longest reply),
-    ``busy_out[0]`` the busy seconds.
+    entry is written); ``gap_cells`` [batch + 1, decode columns] zeroed. A batch of up to
+    ``batch`` requests leaves when the device is free and ``batch`` requests have arrived,
+    or the oldest has waited ``timeout``; it runs the prefill of all its prompts (padded to
+    the longest; first tokens out), then decode steps of all its rows (context at the mean
+    prompt plus the step) until its longest reply is done; every request is returned at the
+    end. Decode steps in one context column cost the same, so the batch's decode time is
+    a sum over columns of (steps in the column) x (the column's step time). Gaps between
+    tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows,
+    column]`` counts them. ``info[0]`` gets the iterations (prefill and decode steps),
+    ``info[1]`` the token slots run (rows x longest reply), ``busy_out[0]`` the busy seconds.
     """
     n = arrival.shape[0]
     free = 0.0
@@ -202,8 +412,22 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
         dt = lookup_s(pre_tab, size, (pmax + pre_step - 1) // pre_step)
         t_first = t + dt
         pmean = (psum + size - 1) // size
-        for k in range(1, omax):
-            dt += lookup_s(dec_tab, size, (pmean + k + ctx_step - 1) // ctx_step)
+        # decode steps k = 1 .. omax - 1 at context pmean + k, grouped by column
+        lo = pmean + 1
+        hi = pmean + omax - 1
+        while lo <= hi:
+            c = (lo + ctx_step - 1) // ctx_step
+            top = min(hi, c * ctx_step)
+            dt += (top - lo + 1) * lookup_s(dec_tab, size, c)
+            lo = top + 1
+        for i in range(h, h + size):
+            lo = pmean + 1
+            hi = pmean + output[i] - 1
+            while lo <= hi:
+                c = (lo + ctx_step - 1) // ctx_step
+                top = min(hi, c * ctx_step)
+                gap_cells[size, c] += top - lo + 1
+                lo = top + 1
         fin = t + dt
         for i in range(h, h + size):
             start[i] = t
@@ -217,6 +441,16 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
     info[0] = iters
     info[1] = slots
     busy_out[0] = busy
+
+
+@njit(cache=True)
+def _max_sum(a, b):
+    """max(a + b) without the temporary."""
+    m = a[0] + b[0]
+    for i in range(a.shape[0]):
+        if a[i] + b[i] > m:
+            m = a[i] + b[i]
+    return m
 
 
 def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: GenerationModel, *,
@@ -234,37 +468,63 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         raise ValueError("gen must be a GenerationModel (see generation_model)")
     arr = arrival_array(arrival_s)
     n = arr.size
-    pr = token_array("prompt_tokens", prompt_tokens, n)
-    out = token_array("output_tokens", output_tokens, n)
+    pr, pr_max = _tokens("prompt_tokens", prompt_tokens, n)
+    out = _tokens("output_tokens", output_tokens, n)[0]
     nr = positive("replicas", replicas, integer=True)
-    need_max = int((pr + out).max())
+    need_max = int(_max_sum(pr, out))
     if isinstance(policy, P.Continuous) and need_max > policy.kv_capacity_tokens:
         raise ValueError(f"a request needs {need_max} KV tokens, more than kv_capacity_tokens "
                          f"{policy.kv_capacity_tokens}")
-    if need_max > gen.max_ctx or pr.max() > gen.prefill.max_len:
+    if need_max > gen.max_ctx or pr_max > gen.prefill.max_len:
         raise ValueError(f"prompt + output up to {need_max} tokens exceeds the model's tables "
                          f"(context {gen.max_ctx}, prompt {gen.prefill.max_len})")
     B = policy.max_batch
     start, first, finish = np.empty(n), np.empty(n), np.empty(n)
     busy = np.zeros(nr)
     iters, slots = 0, 0
+    gaps_s, gaps_w = [], []
+    cont = isinstance(policy, P.Continuous)
     for k in range(min(nr, n)):
         sl = slice(k, None, nr)
-        info = np.zeros(2, dtype=np.int64)
-        if isinstance(policy, P.Continuous):
+        info = np.zeros(3, dtype=np.int64)
+        cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
+        if cont and policy.chunk_tokens:
+            m = arr[sl].size + int(np.sum(-(-pr[sl] // policy.chunk_tokens)))
+            while True:
+                g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
+                _chunked_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
+                                gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens,
+                                policy.chunk_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1], cells,
+                                g_s, g_w)
+                if info[1] != -1:
+                    break
+                m *= 2
+                info[:] = 0
+                cells[:] = 0
+            gaps_s.append(g_s[:info[2]])
+            gaps_w.append(g_w[:info[2]])
+        elif cont:
+            m = -(-n // nr) if nr > 1 else n
+            g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             _continuous_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                               gen.ctx_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
-                               busy[k:k + 1])
+                               gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
+                               busy[k:k + 1], cells, g_s, g_w)
+            gaps_s.append(g_s[:info[2]])
+            gaps_w.append(g_w[:info[2]])
         else:
             _static_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                           gen.ctx_step, B, policy.timeout_s, start[sl], first[sl], finish[sl], info, busy[k:k + 1])
+                           gen.ctx_step, B, policy.timeout_s, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
+                           cells)
+        r, c = np.nonzero(cells)
+        gaps_s.append(np.array([lookup_s(gen.decode, int(a), int(b)) for a, b in zip(r, c, strict=True)], dtype=float))
+        gaps_w.append(cells[r, c])
         iters += int(info[0])
         slots += int(info[1])
     if not np.isfinite(busy).all():
         raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
                          "for it; prefill writes the KV cache too): lower the policy's max_batch")
     tokens = int(out.sum())
-    if isinstance(policy, P.Continuous):
+    if cont:
         slots = tokens
     device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
@@ -274,4 +534,5 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
         latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
         capacity_rps=float("nan"), first_token_s=first, output_tokens=out,
+        gap_s=np.concatenate(gaps_s), gap_weight=np.concatenate(gaps_w),
     )

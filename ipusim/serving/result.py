@@ -22,9 +22,10 @@ STABLE_SERVED_SHARE = 0.5
 
 
 @njit(cache=True, error_model="numpy")
-def _totals(arrival, start, finish, device, target, n_dev):
+def _totals(arrival, start, finish, first, device, target, n_dev):
     """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
-    started after the last arrival, served per device."""
+    started after the last arrival, served per device, time to first token min/max (when
+    ``first`` is not empty)."""
     n = arrival.shape[0]
     last_arrival = arrival[n - 1]
     ns = 0
@@ -34,6 +35,9 @@ def _totals(arrival, start, finish, device, target, n_dev):
     lat_hi = -np.inf
     wait_lo = np.inf
     wait_hi = -np.inf
+    ft_lo = np.inf
+    ft_hi = -np.inf
+    gen = first.shape[0] > 0
     t1 = arrival[0]
     good = 0
     late = 0
@@ -52,6 +56,10 @@ def _totals(arrival, start, finish, device, target, n_dev):
         lat_hi = max(lat_hi, lat)
         wait_lo = min(wait_lo, w)
         wait_hi = max(wait_hi, w)
+        if gen:
+            x = first[i] - a
+            ft_lo = min(ft_lo, x)
+            ft_hi = max(ft_hi, x)
         if f > t1:
             t1 = f
         if lat <= target:
@@ -59,7 +67,23 @@ def _totals(arrival, start, finish, device, target, n_dev):
         if start[i] > last_arrival:
             late += 1
         per_dev[device[i]] += 1
-    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev
+    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi
+
+
+@njit(cache=True, error_model="numpy")
+def _ranks(qs, count):
+    """numpy.percentile's linear rule on ``count`` sorted values: for each percentile q the
+    order statistics (ranks[2q], ranks[2q + 1]) it lies between and its fraction gam[q]."""
+    nq = qs.shape[0]
+    ranks = np.empty(2 * nq, dtype=np.int64)
+    gam = np.empty(nq)
+    for q in range(nq):
+        vi = qs[q] / 100.0 * (count - 1)
+        k = int(math.floor(vi))
+        gam[q] = vi - k
+        ranks[2 * q] = k
+        ranks[2 * q + 1] = min(k + 1, count - 1)
+    return ranks, gam
 
 
 @njit(cache=True, error_model="numpy")
@@ -78,14 +102,7 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     ns = len(series)
     nq = qs.shape[0]
     nbins = _HIST_BINS
-    ranks = np.empty(2 * nq, dtype=np.int64)
-    gam = np.empty(nq)
-    for q in range(nq):
-        vi = qs[q] / 100.0 * (count - 1)
-        k = int(math.floor(vi))
-        gam[q] = vi - k
-        ranks[2 * q] = k
-        ranks[2 * q + 1] = min(k + 1, count - 1)
+    ranks, gam = _ranks(qs, count)
     scale = np.zeros(ns)
     for s in range(ns):
         if hi[s] > lo[s]:
@@ -196,13 +213,122 @@ def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndar
     return out if isinstance(a, tuple) else out[0]
 
 
+@njit(cache=True, error_model="numpy")
+def _weighted_quantiles_kernel(values, weights, qs, out):
+    """Percentiles ``qs`` (0..100) of the multiset holding ``weights[i]`` copies of ``values[i]``,
+    as numpy.percentile's linear interpolation gives them on that multiset; ``out[q]``.
+
+    Preconditions: weights >= 0 with a positive sum, values finite. As ``_quantiles_kernel``:
+    one pass finds the extremes, one histograms the weights (noting each bin's first value
+    and the weight of its copies), one gathers the other entries of the bins that hold the
+    wanted ranks, and each such bin is sorted to walk its weights to the rank.
+    """
+    m = values.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    total = 0
+    for i in range(m):
+        if weights[i] > 0:
+            total += weights[i]
+            lo = min(lo, values[i])
+            hi = max(hi, values[i])
+    nq = qs.shape[0]
+    ranks, gam = _ranks(qs, total)
+    if not hi > lo:
+        out[:] = lo
+        return
+    nbins = _HIST_BINS
+    scale = nbins / (hi - lo)
+    hist = np.zeros(nbins, dtype=np.int64)
+    first = np.empty(nbins)
+    ties = np.zeros(nbins, dtype=np.int64)
+    for i in range(m):
+        w = weights[i]
+        if w > 0:
+            x = values[i]
+            j = min(int((x - lo) * scale), nbins - 1)
+            if hist[j] == 0:
+                first[j] = x
+            if x == first[j]:
+                ties[j] += w
+            hist[j] += w
+    rbin = np.empty(2 * nq, dtype=np.int64)
+    below = np.empty(2 * nq, dtype=np.int64)
+    want = np.zeros(nbins, dtype=np.bool_)
+    for r in range(2 * nq):
+        c = 0
+        j = 0
+        while c + hist[j] <= ranks[r]:
+            c += hist[j]
+            j += 1
+        rbin[r] = j
+        below[r] = c
+        want[j] = True
+    cnt = np.zeros(nbins, dtype=np.int64)  # entries to gather per wanted bin
+    for i in range(m):
+        if weights[i] > 0:
+            j = min(int((values[i] - lo) * scale), nbins - 1)
+            if want[j] and values[i] != first[j]:
+                cnt[j] += 1
+    off = np.zeros(nbins + 1, dtype=np.int64)
+    for j in range(nbins):
+        off[j + 1] = off[j] + cnt[j]
+    bv = np.empty(off[nbins])
+    bw = np.empty(off[nbins], dtype=np.int64)
+    fill = off[:nbins].copy()
+    for i in range(m):
+        if weights[i] > 0:
+            j = min(int((values[i] - lo) * scale), nbins - 1)
+            if want[j] and values[i] != first[j]:
+                bv[fill[j]] = values[i]
+                bw[fill[j]] = weights[i]
+                fill[j] += 1
+    stats = np.empty(2 * nq)
+    for r in range(2 * nq):
+        j = rbin[r]
+        v = np.append(bv[off[j]:off[j + 1]], first[j])
+        w = np.append(bw[off[j]:off[j + 1]], ties[j])
+        o = np.argsort(v)
+        k = ranks[r] - below[r]
+        c = 0
+        for p in o:
+            c += w[p]
+            if c > k:
+                stats[r] = v[p]
+                break
+    for q in range(nq):
+        g = gam[q]
+        d = stats[2 * q + 1] - stats[2 * q]
+        out[q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
+
+
+def weighted_quantiles(values, weights, qs=(50.0,)) -> np.ndarray:
+    """Percentiles ``qs`` of ``values`` where value i counts ``weights[i]`` times (whole numbers
+    >= 0), as ``numpy.percentile(np.repeat(values, weights), qs)``; NaN when the weights sum to 0."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    w = np.ascontiguousarray(weights, dtype=np.int64)
+    if v.shape != w.shape or v.ndim != 1:
+        raise ValueError("values and weights must be one-dimensional arrays of the same length")
+    if w.size and w.min() < 0:
+        raise ValueError("weights must be whole numbers >= 0")
+    qs = np.asarray(qs, dtype=np.float64)
+    out = np.full(qs.size, math.nan)
+    if w.sum() > 0:
+        if not np.isfinite(v[w > 0]).all():
+            raise ValueError("values with a positive weight must be finite")
+        _weighted_quantiles_kernel(v, w, qs, out)
+    return out
+
+
 @dataclass(frozen=True)
 class ServingResult:
     """Per-request times of a serving run and its summary. Times in seconds.
 
     Requests not served (a run stopped early as unstable) have NaN start and finish.
-    Generation runs also carry ``first_token_s`` (time the first token is out) and
-    ``output_tokens`` (tokens generated per request).
+    Generation runs also carry ``first_token_s`` (time the first token is out),
+    ``output_tokens`` (tokens generated per request) and the time between tokens over all
+    tokens (``gap_s`` with ``gap_weight`` tokens each): the summary's ``tbt_p50_s`` and
+    ``tbt_p99_s`` are percentiles over every inter-token gap, not over per-request means.
     """
 
     policy: str
@@ -223,6 +349,10 @@ class ServingResult:
     capacity_rps: float = float("nan")  # rough a-priori estimate; the summary measures served per busy second
     first_token_s: np.ndarray | None = field(default=None, repr=False)  # generation only
     output_tokens: np.ndarray | None = field(default=None, repr=False)  # generation only
+    # generation only: the gaps between consecutive tokens of every request, as distinct gaps
+    # (s) and how many tokens waited each (sum of weights = output tokens - requests)
+    gap_s: np.ndarray | None = field(default=None, repr=False)
+    gap_weight: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -240,12 +370,18 @@ class ServingResult:
     def _summary(self) -> dict:
         arr = self.arrival_s
         nd = len(self.devices)
-        ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev = _totals(
-            arr, self.start_s, self.finish_s, self.device, self.latency_target_s, nd)
+        gen = self.first_token_s is not None
+        first = self.first_token_s if gen else np.zeros(0)
+        ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi = _totals(
+            arr, self.start_s, self.finish_s, first, self.device, self.latency_target_s, nd)
         t0 = float(arr[0])
         dur = max(float(t1) - t0, 1e-300)
-        q, qw = quantiles((self.finish_s, self.start_s), arr, (50, 90, 99, 99.9), lo=(lat_lo, wait_lo),
-                          hi=(lat_hi, wait_hi), count=ns)
+        if gen:  # one histogram pass for the three series
+            q, qw, qf = quantiles((self.finish_s, self.start_s, first), arr, (50, 90, 99, 99.9),
+                                  lo=(lat_lo, wait_lo, ft_lo), hi=(lat_hi, wait_hi, ft_hi), count=ns)
+        else:
+            q, qw = quantiles((self.finish_s, self.start_s), arr, (50, 90, 99, 99.9), lo=(lat_lo, wait_lo),
+                              hi=(lat_hi, wait_hi), count=ns)
         wait_p99 = qw[2]
         real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
         offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
@@ -255,7 +391,6 @@ class ServingResult:
         if not cap:
             cap = self.capacity_rps
         throughput = ns / dur
-        gen = self.first_token_s is not None
         stable, reason = True, ""
         if self.stopped_early:
             stable, reason = False, (f"stopped: more than {self.max_waiting:,} requests waiting; offered "
@@ -295,9 +430,8 @@ class ServingResult:
             "stable": stable, "unstable_reason": reason,
         }
         if gen:
-            ttft = quantiles(self.first_token_s, arr, (50, 99)) if ns else [math.nan] * 2
-            out["ttft_p50_s"], out["ttft_p99_s"] = float(ttft[0]), float(ttft[1])
-            out.update(_between_tokens(self.first_token_s, self.finish_s, self.output_tokens))
+            out["ttft_p50_s"], out["ttft_p99_s"] = float(qf[0]), float(qf[2])
+            out.update(_between_tokens(self.gap_s, self.gap_weight))
         return out
 
     def summary(self) -> dict:
@@ -334,13 +468,11 @@ class ServingResult:
         return f"<table><caption>ServingResult</caption>{rows}</table>"
 
 
-def _between_tokens(first, finish, output) -> dict:
-    """Time between tokens (s): each request's mean gap after its first token,
-    (finish - first token) / (output tokens - 1), over requests with two or more tokens."""
-    if output is None:
+def _between_tokens(gap_s, gap_weight) -> dict:
+    """Time between tokens (s) over every gap between two consecutive tokens of a request:
+    p50, p99 and mean, each gap ``gap_s[i]`` counted ``gap_weight[i]`` times."""
+    if gap_s is None or not gap_weight.sum():
         return {"tbt_p50_s": math.nan, "tbt_p99_s": math.nan, "tbt_mean_s": math.nan}
-    many = output > 1
-    gap = np.where(many, (finish - first) / np.maximum(output - 1, 1), np.nan)
-    q = quantiles(gap, None, (50, 99))
+    q = weighted_quantiles(gap_s, gap_weight, (50, 99))
     return {"tbt_p50_s": float(q[0]), "tbt_p99_s": float(q[1]),
-            "tbt_mean_s": float(np.nanmean(gap)) if many.any() else math.nan}
+            "tbt_mean_s": float(np.dot(gap_s, gap_weight) / gap_weight.sum())}

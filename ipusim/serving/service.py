@@ -104,6 +104,7 @@ def chip_service(
     chips: int = 1,
     streaming: bool | None = None,
     grid: str = "fine",
+    placement=None,
 ) -> ServiceModel:
     """Service-time table of ``model`` on ``chip`` from the machine model (``ipusim.serving.tables``).
 
@@ -117,7 +118,11 @@ def chip_service(
     (fast; what the checklist's policy search uses). A replica of ``chips`` chips holds the
     model's layers in turn (``tables.replica_step_s``); ``streaming`` True streams the
     weights from off-chip DRAM, False keeps them on chip, None (default) lets the machine
-    model choose (tile chips). Cells whose step does not fit are ``inf``
+    model choose (tile chips). ``placement``: a ``placement.Placement`` makes the replica its
+    tensor x pipeline chips, ``"search"`` the fastest placement on up to ``chips`` chips for one
+    sequence of ``max_len`` tokens (``tables.replica``); each step is then timed by
+    ``placement.assess`` and a replica keeps ``tables.Replica.pipeline`` batches in flight (run
+    that many servers per replica). Cells whose step does not fit are ``inf``
     (``largest_batch`` reads the fit limit). Fine tables are built for at least 64 rows and
     sliced, so policies with different batch limits see the same times.
     """
@@ -138,9 +143,10 @@ def chip_service(
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
     exact_rows = c.kind == "gpu" if exact_rows is None else bool(exact_rows)
     rows = max(64, b) if grid == "fine" else b
-    where = "" if n_chips == 1 else f" x{n_chips}"
+    spec = tables.replica(c, m, chips=n_chips, streaming=None if streaming is None else bool(streaming),
+                          placement=placement, length=max_len)
+    where = f" {spec.label()}" if spec.label() else ""
     where += " streamed" if streaming else ""
-    spec = tables.Replica(c, m, n_chips, None if streaming is None else bool(streaming))
     if packed:
         pl = max_len if pack_len is None else positive("pack_len", pack_len, integer=True)
         if pl > m.max_positions:

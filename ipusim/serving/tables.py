@@ -3,7 +3,9 @@
 A table holds the seconds of one step (``ipusim.machine``: the tile simulator for a tile
 chip, the GPU simulator for a GPU) for a batch of ``rows`` sequences padded to a length,
 ``inf`` where the step does not fit (the fit rule). The step runs on a ``Replica``: one chip,
-or ``chips`` chips holding the model's layers in turn (pipeline stages).
+``chips`` chips holding the model's layers in turn (pipeline stages), or a tensor/pipeline
+placement of ``chips`` chips (``ipusim.placement``: ``tensor`` chips per layer, ``chips /
+tensor`` stages; ``placed_replica`` picks the fastest that fits).
 
 Two ways to fill a table:
 
@@ -14,13 +16,15 @@ Two ways to fill a table:
   log length; what the checklist's policy search uses.
 
 Tables are kept in memory and on disk (``cache_dir()``, one ``.npy`` file a table, keyed by
-the library version, the machine-model sources, the chip, the model and the grid), written
+the library version, the machine-model sources, the tile calibration in force, the chip, the
+model and the grid), written
 atomically so that two processes building the same table at once are safe. When no
 cache directory is writable the tables are simply rebuilt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -33,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validate import positive
+
 _INF = np.inf
 ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COARSE_MIN_LEN = 8  # tokens: the shortest length of the coarse grid
@@ -44,17 +50,100 @@ class Replica:
 
     ``streaming``: None lets the machine model choose (weights on chip when they fit, else
     streamed); True streams the weights from off-chip DRAM; False keeps them on chip.
+    ``tensor``: None for the layers-in-turn pipeline above; an integer ``t`` makes the replica
+    a placement of ``t``-way tensor parallelism over ``chips / t`` pipeline stages, each step
+    timed by ``placement.assess`` (one micro-batch: the batch's latency through the stages; a
+    server keeps up to ``pipeline`` batches in flight), with the machine model choosing
+    streaming per stage (``streaming`` must be None).
     """
 
     chip: object  # hardware.TileChip or hardware.GpuChip
     model: object  # workloads.TransformerConfig
     chips: int = 1
     streaming: bool | None = None
+    tensor: int | None = None  # chips per layer of a tensor/pipeline placement (None: layers in turn)
+
+    def __post_init__(self):
+        if self.tensor is None:
+            return
+        from .. import placement
+
+        t = positive("Replica.tensor", self.tensor, integer=True)
+        n = positive("Replica.chips", self.chips, integer=True)
+        if n % t:
+            raise ValueError(f"Replica.chips ({n}) must be a multiple of Replica.tensor ({t})")
+        if t not in placement.tensor_degrees(self.model, t):
+            raise ValueError(f"Replica.tensor={t} must divide {self.model.name}'s heads and d_ff")
+        if n // t > self.model.layers:
+            raise ValueError(f"{n // t} pipeline stages exceed {self.model.name}'s {self.model.layers} layers")
+        if self.streaming is not None:
+            raise ValueError("a placed Replica (tensor set) lets the machine model choose streaming: streaming=None")
+
+    @property
+    def pipeline(self) -> int:
+        """Pipeline stages: batches a replica can keep in flight."""
+        return self.chips // self.tensor if self.tensor else self.chips
+
+    def label(self) -> str:
+        if self.tensor:
+            return f"t={self.tensor} p={self.pipeline}"
+        return "" if self.chips == 1 else f"x{self.chips}"
+
+
+def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, placement=None,
+            phases=("forward",), length: int | None = None) -> Replica:
+    """The ``Replica`` a service model runs on: ``placement`` None gives ``chips`` chips holding the
+    layers in turn; a ``placement.Placement`` its tensor x pipeline chips; ``"search"`` the
+    fastest placement on up to ``chips`` chips (``placed_replica`` with ``phases`` and ``length``)."""
+    from .. import hardware, workloads
+    from ..placement import Placement
+
+    c, m = hardware.chip(chip), workloads.model(model)
+    n = positive("chips", chips, integer=True)
+    if placement is None:
+        return Replica(c, m, n, streaming)
+    if streaming is not None:
+        raise ValueError("streaming applies to a replica without a placement; a placement lets the machine "
+                         "model choose per stage")
+    if isinstance(placement, str) and placement == "search":
+        return placed_replica(c, m, n, phases=phases, length=length)
+    if isinstance(placement, Placement):
+        if placement.fit == "does_not_fit":
+            raise ValueError(f"placement {placement.label()} does not fit: {placement.reason}")
+        if placement.chip != c.name:
+            raise ValueError(f"placement is for chip {placement.chip!r}, not {c.name!r}")
+        return Replica(c, m, placement.tensor * placement.pipeline, None, placement.tensor)
+    raise ValueError(f"placement must be None, 'search' or a placement.Placement, got {placement!r}")
+
+
+def placed_replica(chip, model, chips: int, *, phases=("forward",), length: int | None = None) -> Replica:
+    """The replica the placement search (``placement.place``) finds fastest on up to ``chips``
+    chips for one sequence of ``length`` tokens (default the model's longest) in every phase
+    (the slowest phase's placement), as a tensor/pipeline ``Replica`` of ``tensor x pipeline``
+    chips (its data-parallel copies are the serving replicas). Raises ``ValueError`` when
+    nothing fits, with the search's reason."""
+    from .. import hardware, placement, workloads
+
+    c, m = hardware.chip(chip), workloads.model(model)
+    n = positive("chips", chips, integer=True)
+    ln = m.max_positions if length is None else positive("length", length, integer=True)
+    best = None
+    for ph in phases:
+        if ph == "decode":
+            s = workloads.step(m, [ln], phase="decode")
+        else:
+            s = workloads.step(m, [ln], phase=ph, pad_to=ln)
+        pl = placement.place(c, s, chips=n)
+        if pl.fit == "does_not_fit":
+            raise ValueError(f"{m.name} does not fit {n} {c.name} chips ({ph}): {pl.reason}")
+        best = pl if best is None or pl.time_s > best.time_s else best
+    return Replica(c, m, best.tensor * best.pipeline, None, best.tensor)
 
 
 def source(spec: Replica) -> str:
     """Name of the machine model that fills ``spec``'s tables."""
-    return f"ipusim.{'tiles' if spec.chip.kind == 'tile' else 'gpu'} simulator"
+    sim = f"ipusim.{'tiles' if spec.chip.kind == 'tile' else 'gpu'} simulator"
+    return sim + (f" on ipusim.placement {spec.label()}" if spec.tensor else "")
 
 
 def stage_model(model, chips: int):
@@ -71,6 +160,9 @@ def stage_model(model, chips: int):
 def step_result(spec: Replica, step):
     """``machine.simulate`` of ``step`` on one chip of ``spec`` (its stage when chips > 1)."""
     from .. import machine, workloads
+
+    if spec.tensor:
+        raise ValueError("a placed Replica has no one-chip step: use replica_step_s (placement.assess)")
 
     if spec.chips > 1:
         step = workloads.step(stage_model(step.model, spec.chips), list(step.lengths), phase=step.phase,
@@ -89,6 +181,12 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
     are smooth within a regime and jump between regimes (a memory cliff), so the tables
     never interpolate across one.
     """
+    if spec.tensor:
+        from .. import placement
+
+        pl = placement.assess(spec.chip, step, tensor=spec.tensor, pipeline=spec.pipeline)
+        ok = pl.fit != "does_not_fit" and math.isfinite(pl.time_s)
+        return (float(pl.time_s) if ok else _INF), (ok, ok and pl.fit == "streams")
     res = step_result(spec, step)
     ok = bool(res.fits) and math.isfinite(res.time_s)
     streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
@@ -107,6 +205,27 @@ def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, ca
     bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch."""
     from .. import tiles, workloads
 
+    if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)
+        def fits(rows, ph):
+            pad = None if ph == "decode" else int(length)
+            return math.isfinite(replica_step_s(spec, workloads.step(spec.model, [int(length)] * rows, phase=ph,
+                                                                     pad_to=pad))[0])
+
+        best = cap
+        for ph in phases:
+            # doubling first (the powers of two are the coarse tables' rows: their results are
+            # cached for the tables), then bisection between the last fit and the first misfit
+            lo, hi = 0, 1
+            while hi <= best and fits(hi, ph):
+                lo, hi = hi, 2 * hi
+            hi = min(hi, best + 1) - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if fits(mid, ph) else (lo, mid - 1)
+            best = lo
+            if best == 0:
+                return 0
+        return best
     m = stage_model(spec.model, spec.chips)
     best = cap
     for ph in phases:
@@ -178,7 +297,10 @@ def _describe(x):
 
 
 def _key(*parts) -> str:
-    return hashlib.sha256(repr((_code_key(), _describe(parts))).encode()).hexdigest()[:32]
+    """Cache key: the code, the parts, and the tile calibration in force (``tile_calibration.overrides``)."""
+    from .. import tile_calibration
+
+    return hashlib.sha256(repr((_code_key(), tile_calibration.current(), _describe(parts))).encode()).hexdigest()[:32]
 
 
 def _load(key: str):
@@ -212,12 +334,32 @@ def _store(key: str, tab: np.ndarray) -> None:
         pass
 
 
+class NotCached(LookupError):
+    """Raised inside ``only_cached()`` when a table is in neither the memory nor the disk cache."""
+
+
+@contextlib.contextmanager
+def only_cached():
+    """Within this block a table that is not cached raises ``NotCached`` instead of being built
+    (a caller can then run a cheap check before paying for the build)."""
+    _only_cached.append(True)
+    try:
+        yield
+    finally:
+        _only_cached.pop()
+
+
+_only_cached: list = []
+
+
 def _cached(build, *parts) -> np.ndarray:
     key = _key(*parts)
     tab = _memory.get(key)
     if tab is None:
         tab = _load(key)
         if tab is None:
+            if _only_cached:
+                raise NotCached(key)
             tab = np.asarray(build(), dtype=np.float64)
             tab.setflags(write=False)
             _store(key, tab)
@@ -311,6 +453,55 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
     tab = np.zeros((max_rows + 1, max_len + 1))
     tab[:, 1:] = vals[:, idx]
     return tab
+
+
+# ---------------------------------------------------------------------------------------
+# Mixed prefill + decode steps (continuous batching)
+# ---------------------------------------------------------------------------------------
+
+
+def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int) -> np.ndarray:
+    """Seconds of one step that prefills ``r`` prompts beside ``d`` decoding sequences,
+    ``tab[d, r, j]`` for d >= 1, r >= 1, d + r <= ``max_rows``; prompts padded to
+    ``j * prompt_step`` tokens. ``inf`` where the step does not fit, NaN where d + r > max_rows.
+
+    The machine model runs one prefill step whose batch holds the ``r`` prompts and ``d``
+    one-token rows (the decoding sequences' new tokens): the weights are read once for
+    both. Prompt lengths are computed at ``prompt_step`` x 1, 2, 4, ... (and ``max_prompt``)
+    and prompt counts on the row grid, both linearly interpolated between (``inf`` next to a
+    grid point that does not fit). The decoding sequences' attention over their cached context is not
+    in this step: ``GenerationModel`` adds it from the decode table.
+    """
+    return _cached(lambda: _build_mixed(spec, max_rows, max_prompt, prompt_step),
+                   "mixed", spec, max_rows, max_prompt, prompt_step)
+
+
+def _build_mixed(spec, max_rows, max_prompt, prompt_step):
+    from .. import workloads
+
+    n_col = -(-max_prompt // prompt_step)
+    lens = sorted({min(x, max_prompt) for x in pow2_grid(prompt_step, max_prompt)})
+    cols = np.minimum(np.arange(1, n_col + 1) * prompt_step, max_prompt)
+    tab = np.full((max_rows, max_rows, n_col + 1), np.nan)
+    for d in range(1, max_rows):
+        top = max_rows - d
+        grid = sorted({r for r in ROW_GRID if r < top} | {top})
+        vals = np.array([[replica_step_s(spec, workloads.step(spec.model, [L] * r + [1] * d, phase="prefill"))[0]
+                          for L in lens] for r in grid])
+        by_len = np.array([_interp_or_inf(lens, v, cols) for v in vals])  # [grid rows, columns]
+        tab[d, 1:top + 1, 1:] = np.array([_interp_or_inf(grid, by_len[:, j], np.arange(1, top + 1))
+                                          for j in range(n_col)]).T
+    return tab
+
+
+def _interp_or_inf(xg, vals, x):
+    """Linear interpolation of ``vals`` (at ascending ``xg``) at ``x``; ``inf`` where either
+    neighbouring grid point does not fit (a step between them may not fit either)."""
+    xg, vals, x = np.asarray(xg, float), np.asarray(vals, float), np.asarray(x, float)
+    hi = np.clip(np.searchsorted(xg, x, side="left"), 0, xg.size - 1)
+    lo = np.clip(hi - 1, 0, xg.size - 1)
+    ok = np.isfinite(vals[hi]) & (np.isfinite(vals[lo]) | (xg[hi] == x))
+    return np.where(ok, np.interp(x, xg, np.where(np.isfinite(vals), vals, 0.0)), np.inf)
 
 
 # ---------------------------------------------------------------------------------------

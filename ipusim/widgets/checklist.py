@@ -17,13 +17,15 @@ from ..checklist import (
     run_checklist,
 )
 from ..plots import checklist as plots
+from .explorer import interactive
 
 
 def run_form(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu_usd, usd_per_kwh,
              train, show_figure=True, **answers):
     """What the form's button runs: build the case from the controls' values, run the
     checklist, show the verdict, the checks and (``show_figure``) the overview; returns the
-    ``Report``. Call it directly to see an error that ``interactive`` would swallow."""
+    ``Report``. In the form, an error (e.g. an unknown chip in ``candidates``) shows as one
+    line under the button (``widgets.explorer``); called directly, it raises."""
     cands = parse_candidates(candidates)
     tile = next((c.chip.name for c in cands if c.chip.kind == "tile"), "gc200")
     gpu = next((c.chip.name for c in cands if c.chip.kind == "gpu"), "a100-80gb")
@@ -80,7 +82,7 @@ def checklist_form(**defaults):
         controls[k] = W.fixed(v) if k == "show_figure" else controls[k]
         if k != "show_figure":
             controls[k].value = v
-    w = W.interactive(run_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
+    w = interactive(run_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
     return w
 
 

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 from .. import embeddings
 from ..embeddings.sweep import table_size_sweep
 from ..plots import embeddings as views
+from .explorer import interactive
 
 ROWS = (1_000, 10_000, 100_000, 1_000_000, 4_000_000, 40_000_000)
 
@@ -29,7 +30,7 @@ def show(chip: str = "gc200", rows: int = 1_000_000, zipf: float = 0.0, cache: b
 
 def explorer(chip: str = "gc200"):
     """The interactive widget (build it after drawing the static figures)."""
-    return widgets.interactive(
+    return interactive(
         show,
         chip=widgets.Dropdown(options=["gc200", "bow", "gc2", "a100-80gb", "h100-sxm"], value=chip),
         rows=widgets.SelectionSlider(options=ROWS, value=1_000_000, description="rows/table"),

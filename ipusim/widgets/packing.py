@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 
 from .. import lengths, packing
 from ..plots import packing as P
+from .explorer import interactive
 
 DISTRIBUTIONS = ("wikipedia-512", "squad-384", "long-text mix")
 
@@ -37,7 +38,7 @@ def show(distribution="squad-384", long_pct=40, max_len=384, strategy="spfhp", m
 
 def packing_explorer():
     """The interactive: distribution, long-text share, row length, strategy, sequences per row."""
-    return W.interactive(
+    return interactive(
         show,
         distribution=W.Dropdown(options=DISTRIBUTIONS, value="squad-384", description="lengths"),
         long_pct=W.IntSlider(value=40, min=0, max=100, step=5, description="long texts %"),

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import hardware, roofline, workloads
 from ..plots import roofline as views
+from .explorer import interactive
 
 BATCHES = tuple(2**i for i in range(10))  # 1 .. 512
 SEQ_LENS = tuple(2**i for i in range(4, 13))  # 16 .. 4096
@@ -52,4 +53,4 @@ def roofline_explorer(chip: str = "gc200", model: str = "bert-base", batch: int 
     )
     for w in controls.values():
         w.continuous_update = False
-    return widgets.interactive(show_step, **controls)
+    return interactive(show_step, **controls)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import arrivals, lengths, policies, serving
 from ..plots import serving as plots
+from .explorer import interactive
 
 
 def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 5000):
@@ -17,11 +18,11 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
 
     Each change runs one simulation of ``n`` Poisson requests and draws the latency
     distribution and the batch sizes, with the headline numbers in the title. A setting the
-    simulator refuses (a batch that does not fit the chip) shows the reason instead; the
-    result is then that message. The rate starts at half the first chip's capacity for
-    back-to-back batches of 16 padded to the longest sampled request (a lower bound on its
-    capacity), on the slider's grid, so the default view is a stable queue whatever the
-    calibration.
+    simulator refuses (a batch that does not fit the chip) shows the reason instead, as one
+    line ("ValueError: ..."); the result is then that line (``widgets.explorer``). The rate
+    starts at half the first chip's capacity for back-to-back batches of 16 padded to the
+    longest sampled request (a lower bound on its capacity), on the slider's grid, so the
+    default view is a stable queue whatever the calibration.
     """
 
     def show(chip, policy, rate, max_batch, max_delay_ms, long_fraction):
@@ -31,14 +32,9 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
         packed = policy == "token"
         rows = getattr(pol, "max_batch", max_batch)
         dev = serving.chip_service(chip, model, max_batch=rows, packed=packed)
-        try:
-            r = serving.simulate(arr, lens, pol, dev, max_waiting=n // 5)
-        except ValueError as e:  # e.g. a batch that does not fit the chip: say so, draw nothing
-            fig, ax = plt.subplots(figsize=(11, 1.2))
-            ax.axis("off")
-            ax.set_title(f"{chip}: not simulated: {e}"[:160], fontsize=9, loc="left", wrap=True)
-            plt.show()
-            return str(e)
+        # a setting the simulator refuses (a batch that does not fit the chip) raises
+        # ValueError: the explorer shows it as one line in place of the figure
+        r = serving.simulate(arr, lens, pol, dev, max_waiting=n // 5)
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
         plots.latency_cdf({policy: r}, ax=axes[0], target_s=r.latency_target_s)
         plots.batch_sizes(r, ax=axes[1])
@@ -53,7 +49,7 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
     longest = int(np.max(lengths.sample(n, long_fraction=0.2, seed=1)))
     cap = serving.chip_service(chips[0], model, max_batch=16).throughput_rps(longest, 16)
     rate0 = 10 ** (math.floor(math.log10(0.5 * cap) / 0.05) * 0.05)  # on the slider's 0.05-decade grid
-    return W.interactive(
+    return interactive(
         show,
         chip=W.Dropdown(options=list(chips), value=chips[0], description="chip"),
         policy=W.Dropdown(options=["static", "dynamic", "token", "buckets", "adaptive"], value="dynamic",

@@ -6,6 +6,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from ..plots import sweep as ps
+from .explorer import interactive
 
 
 def varied(table, params) -> list:
@@ -37,7 +38,7 @@ def pair_explorer(table, params, *, value: str = "ratio"):
         raise ValueError(f"the table varies fewer than two of {list(params)}")
     t = table.copy()
     t.attrs["params"] = list(names)
-    return widgets.interactive(
+    return interactive(
         lambda x, y: show_pair(t, x, y, value=value),
         x=widgets.Dropdown(options=names, value=names[0], description="x"),
         y=widgets.Dropdown(options=names, value=names[1], description="y"),

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 
 from .. import hardware, machine, tiles, workloads
 from ..plots import tiles as pt
+from .explorer import interactive
 
 
 def show_step(chip: str, model: str, batch: int, seq_len: int, packed: bool = False):
@@ -37,7 +38,7 @@ def show_step(chip: str, model: str, batch: int, seq_len: int, packed: bool = Fa
 def step_explorer(chip: str = "gc200", model: str = "bert-base", batch: int = 32, seq_len: int = 128):
     """Controls for ``show_step``; returns the ``ipywidgets.interactive`` (its ``.result`` is the StepResult)."""
     models = [m for m in workloads.MODELS if not m.startswith(("llama-2-70b", "gpt-3"))]
-    return widgets.interactive(
+    return interactive(
         show_step,
         chip=widgets.Dropdown(options=list(hardware.PRESETS), value=chip, description="chip"),
         model=widgets.Dropdown(options=models, value=model, description="model"),

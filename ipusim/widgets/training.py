@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 
 from .. import hardware, training, workloads
 from ..plots import training as P
+from .explorer import interactive
 
 
 def show(model="llama-2-70b", chip="gc200", chips=1024, streaming_gb_s=64.0):
@@ -28,7 +29,7 @@ def show(model="llama-2-70b", chip="gc200", chips=1024, streaming_gb_s=64.0):
 
 def training_explorer():
     """Controls: model, chip, chips (log steps), Streaming Memory GB/s (tile chips)."""
-    return w.interactive(
+    return interactive(
         show,
         model=w.Dropdown(options=list(workloads.MODELS), value="llama-2-70b", description="model"),
         chip=w.Dropdown(options=list(hardware.PRESETS), value="gc200", description="chip"),

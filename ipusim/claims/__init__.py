@@ -1,0 +1,89 @@
+"""Verdicts on the vendor claims of docs/claims.md: one function per claim, one rule per claim.
+
+>>> from ipusim import claims
+>>> v = claims.data_movement_energy()      # doctest: +SKIP
+>>> v.state, v.numbers["data_saving_on_chip"], v.rule     # doctest: +SKIP
+>>> claims.scoreboard()                    # all 15, in claim order  # doctest: +SKIP
+
+Each verdict is ``supported``, ``contradicted`` or ``depends`` (``ipusim.claims.verdict``),
+computed from library numbers by the rule in ``ipusim.claims.rules``; a verdict that rests
+on assumed prices or on something the user chooses is ``depends`` and states its break-even
+value. Notebooks and the checklist judge a claim with the same rule, and
+``python -m ipusim claims [--json]`` prints the scoreboard.
+"""
+
+from __future__ import annotations
+
+from . import rules
+from .judges import (
+    bert_throughput,
+    clear_cache,
+    data_movement_energy,
+    dynamic_batching,
+    dynamic_graphs,
+    equal_power,
+    fine_grained_parallelism,
+    hardware_cost,
+    hybrid_deployment,
+    memory_bottleneck,
+    memory_wall_training,
+    on_chip_bandwidth,
+    sparse_embeddings,
+    tile_memory_latency,
+    training_cost,
+    variable_length,
+)
+from .verdict import CONTRADICTED, DEPENDS, STATES, SUPPORTED, Verdict
+
+CLAIMS = {
+    1: on_chip_bandwidth,
+    2: data_movement_energy,
+    3: fine_grained_parallelism,
+    4: dynamic_graphs,
+    5: tile_memory_latency,
+    6: dynamic_batching,
+    7: bert_throughput,
+    8: variable_length,
+    9: hardware_cost,
+    10: hybrid_deployment,
+    11: training_cost,
+    12: memory_wall_training,
+    13: sparse_embeddings,
+    14: equal_power,
+    15: memory_bottleneck,
+}
+"""Claim number (docs/claims.md) -> the function that judges it."""
+
+
+def judge(claim: int) -> Verdict:
+    """The verdict on claim number ``claim`` (1-15, docs/claims.md)."""
+    if isinstance(claim, bool) or not isinstance(claim, int) or claim not in CLAIMS:
+        raise ValueError(f"claim must be a claim number {min(CLAIMS)}-{max(CLAIMS)} (docs/claims.md), got {claim!r}")
+    return CLAIMS[claim]()
+
+
+def scoreboard(claims=None) -> list[Verdict]:
+    """Verdicts on ``claims`` (claim numbers; default all 15), in claim order."""
+    nums = sorted(CLAIMS) if claims is None else list(claims)
+    return [judge(n) for n in nums]
+
+
+def scoreboard_markdown(verdicts: list[Verdict], *, links: bool = False) -> str:
+    """A Markdown table: claim, verdict, the numbers in one line, the function that judges it;
+    ``links`` adds a column of links to the notebooks that teach each claim (for a notebook)."""
+    head = "| # | claim | verdict | what the library computes | judged by |" + (" taught in |" if links else "")
+    rows = [head, "| --- " * (6 if links else 5) + "|"]
+    for v in verdicts:
+        be = f" Break-even: {v.break_even}." if v.break_even else ""
+        row = f"| {v.claim} | {v.title} | **{v.state}** | {v.summary}.{be} | `{v.function}` |"
+        if links:
+            row += " " + ", ".join(f"[{nb[:2]}]({nb})" for nb in v.notebooks) + " |"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+__all__ = ["CLAIMS", "CONTRADICTED", "DEPENDS", "STATES", "SUPPORTED", "Verdict", "bert_throughput", "clear_cache",
+           "data_movement_energy", "dynamic_batching", "dynamic_graphs", "equal_power", "fine_grained_parallelism",
+           "hardware_cost", "hybrid_deployment", "judge", "memory_bottleneck", "memory_wall_training",
+           "on_chip_bandwidth", "rules", "scoreboard", "scoreboard_markdown", "sparse_embeddings",
+           "tile_memory_latency", "training_cost", "variable_length"]

@@ -1,0 +1,206 @@
+"""The comparators: one rule per claim, from computed numbers to a verdict state.
+
+Each rule is a plain function of numbers (no simulation), so a notebook that computes its own
+numbers judges them with the same rule the scoreboard uses, and the tests can cross each
+threshold on synthetic inputs. Each ``*_RULE`` string states the rule once; the thresholds
+are the module constants beside it, taken from the claim's own words (docs/claims.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .verdict import CONTRADICTED, DEPENDS, SUPPORTED
+
+# 1 ------------------------------------------------------------------------------------
+CLAIMED_ON_CHIP_BYTES_PER_S = 5e12  # "5 TB/s and more" summed over the tiles (claim 1)
+BANDWIDTH_RULE = ("supported if the on-chip bandwidth a memory-bound op attains at the MEASURED tile-memory "
+                  "bandwidth (STREAM Triad, optimised Poplar code) is at least 5 TB/s and above the H100's HBM "
+                  "peak; contradicted otherwise")
+
+
+def bandwidth(attained_bytes_per_s: float, hbm_bytes_per_s: float) -> str:
+    """Claim 1: on-chip memory bandwidth of 5 TB/s and more, against ~3 TB/s of HBM."""
+    ok = attained_bytes_per_s >= CLAIMED_ON_CHIP_BYTES_PER_S and attained_bytes_per_s > hbm_bytes_per_s
+    return SUPPORTED if ok else CONTRADICTED
+
+
+# 2 ------------------------------------------------------------------------------------
+CLAIMED_ENERGY_SAVING = 0.40  # the low end of "about 40-60% less" (claim 2)
+ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supports it if the simulated "
+               "saving (1 - tile data J / GPU data J, StepResult.energy_split) is at least 40% (a saving above "
+               "60% is more than claimed, and is reported); supported if both the on-chip step and the "
+               "weight-streaming step support it, contradicted if neither does, depends (on whether the model's "
+               "weights fit in tile SRAM) if only one does")
+
+
+def energy(saving_on_chip: float, saving_streams: float) -> str:
+    """Claim 2: the two data savings (fractions; negative when the tile chip spends more)."""
+    a, b = saving_on_chip >= CLAIMED_ENERGY_SAVING, saving_streams >= CLAIMED_ENERGY_SAVING
+    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+
+
+# 3 ------------------------------------------------------------------------------------
+FINE_GRAINED_RULE = ("speed-up = GPU time / tile-chip time of the same ops of the same step (>1: the tile chip is "
+                     "faster); supported if the tile chip is faster on both the sparse gather (embedding look-up) "
+                     "and attention, contradicted if it is slower on both, depends (on the op) otherwise")
+
+
+def fine_grained(gather_speedup: float, attention_speedup: float) -> str:
+    """Claim 3: sparse work and attention on thousands of tiles."""
+    a, b = gather_speedup > 1.0, attention_speedup > 1.0
+    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+
+
+# 4 ------------------------------------------------------------------------------------
+DYNAMIC_GRAPH_RULE = ("supported if changing the sequence length leaves every op's tile partition unchanged (one "
+                      "compiled program serves both); contradicted if any op's partition changes (a new program "
+                      "must be compiled, or the input padded to the compiled shape)")
+
+
+def dynamic_graph(ops_repartitioned: int) -> str:
+    """Claim 4: the number of ops whose compile-time tile partition changes with the shape."""
+    return SUPPORTED if ops_repartitioned == 0 else CONTRADICTED
+
+
+# 5 ------------------------------------------------------------------------------------
+CLAIMED_LATENCY_CUT = 0.60  # "over 60%" (claim 5)
+LATENCY_RULE = ("latency cut = 1 - measured tile-SRAM load latency / measured GPU shared-memory load latency "
+                "(the GPU's nearest on-chip level); supported if the cut is over 60%, contradicted otherwise")
+
+
+def latency(cut: float) -> str:
+    """Claim 5: memory-access latency cut by over 60%."""
+    return SUPPORTED if cut > CLAIMED_LATENCY_CUT else CONTRADICTED
+
+
+# 6 ------------------------------------------------------------------------------------
+BATCH_GROWTH = 1.5  # the mean batch must grow at least this much from light to heavy load (claim 6)
+BATCHING_RULE = ("growth = mean batch at 90% load / mean batch at 10% load of one dynamic batcher; supported if "
+                 "the batch grows at least 1.5x with the load, contradicted otherwise")
+
+
+def batching(growth: float) -> str:
+    """Claim 6: a batcher whose batch size follows the request rate."""
+    return SUPPORTED if growth >= BATCH_GROWTH else CONTRADICTED
+
+
+# 7 ------------------------------------------------------------------------------------
+CLAIMED_THROUGHPUT_RATIO = {"0% long": 580 / 320, "40% long": 510 / 280}  # 1.81 and 1.82 (claim 7)
+THROUGHPUT_TOLERANCE = 0.25  # a ratio within 25% of the claimed one counts as the claimed one
+THROUGHPUT_RULE = ("ratio = tile-chip requests/s / GPU requests/s for BERT-base on the same requests; it matches "
+                   "the claim at a mix if within 25% of the article's ratio (580/320 = 1.81 at 0% long, 510/280 = "
+                   "1.82 at 40% long); supported if it matches at both mixes against every GPU baseline, "
+                   "contradicted if against none, depends (on the GPU's serving stack) otherwise")
+
+
+def throughput_matches(ratio: float, mix: str) -> bool:
+    """Whether one simulated ratio matches the article's ratio at ``mix`` ("0% long" or "40% long")."""
+    return abs(ratio / CLAIMED_THROUGHPUT_RATIO[mix] - 1) <= THROUGHPUT_TOLERANCE
+
+
+def throughput(ratios: dict) -> str:
+    """Claim 7: ``ratios`` maps a GPU baseline to {mix: tile/GPU ratio}."""
+    hits = [all(throughput_matches(r, mix) for mix, r in by_mix.items()) for by_mix in ratios.values()]
+    return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
+
+
+# 8 ------------------------------------------------------------------------------------
+CLAIMED_WASTE_CUT = 0.30  # "30% and more" of the computation (claim 8)
+VARIABLE_LENGTH_RULE = ("cut = share of a padded batch's FLOPs that computing on the original lengths removes (padding "
+                        "to 512 tokens); supported if the cut is at least 30% at both of the articles' mixes (0% and "
+                        "40% long texts), contradicted if at neither, depends (on the mix) otherwise")
+
+
+def variable_length(cut_0: float, cut_40: float) -> str:
+    """Claim 8: the FLOPs removed at 0% and at 40% long texts."""
+    a, b = cut_0 >= CLAIMED_WASTE_CUT, cut_40 >= CLAIMED_WASTE_CUT
+    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+
+
+# 9 and 11 -----------------------------------------------------------------------------
+PRICE_RULE = ("saving = 1 - tile cost / GPU cost; break-even = the tile chip-hour price at which the saving is the "
+              "claimed one; with ASSUMED prices the verdict is depends (on the price) when the break-even price is "
+              "positive and contradicted when it is not (no price gives the saving); with prices the user gives, "
+              "supported if the saving is at least the claimed one, contradicted otherwise")
+
+
+def price_claim(saving: float, break_even_usd: float, claimed: float, prices_assumed: bool) -> str:
+    """Claims 9 and 11: a cost saving that rests on chip prices."""
+    if not math.isfinite(break_even_usd) or break_even_usd <= 0:
+        return CONTRADICTED
+    if prices_assumed:
+        return DEPENDS
+    return SUPPORTED if saving >= claimed else CONTRADICTED
+
+
+# 10 -----------------------------------------------------------------------------------
+HYBRID_RULE = ("two uses: (a) routing: the tile chip's speed relative to the GPU (GPU time / tile time) must be "
+               "higher for long texts (8 x 512 tokens) than for short ones (32 x 128), so long texts belong on it; "
+               "(b) training: moving attention's inputs and outputs between a GPU and a tile chip must take less "
+               "time than computing attention on the GPU; supported if both hold, contradicted if neither does, "
+               "depends (on the use) otherwise")
+
+
+def hybrid(speedup_long: float, speedup_short: float, link_over_compute: float) -> str:
+    """Claim 10: routing long texts to the tile chip, and attention offloaded in training."""
+    a, b = speedup_long > speedup_short, link_over_compute < 1.0
+    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+
+
+# 12 -----------------------------------------------------------------------------------
+MEMORY_WALL_RULE = ("on the same number of chips, the fastest placement of GPT-3 175B training: supported if the "
+                    "tile cluster keeps its state on chip (on_chip) at an MFU at least the GPU cluster's; "
+                    "contradicted if the tile cluster must stream or does not fit where the GPU cluster holds the "
+                    "state in HBM; depends (on the cluster size) otherwise")
+
+
+def memory_wall(tile_fit: str, gpu_fit: str, tile_mfu: float, gpu_mfu: float) -> str:
+    """Claim 12: the 'compute-in-memory' tile chip and the memory wall of >100B training."""
+    if tile_fit == "on_chip" and tile_mfu >= gpu_mfu:
+        return SUPPORTED
+    if tile_fit != "on_chip" and gpu_fit == "on_chip":
+        return CONTRADICTED
+    return DEPENDS
+
+
+# 13 -----------------------------------------------------------------------------------
+IRREPLACEABLE_RATIO = 0.5  # GPUs below half the tile cluster's samples/s per W would make it irreplaceable
+IRREPLACEABLE_RULE = ("ratio = best GPU cluster's DLRM training samples/s per W / best tile cluster's; supported "
+                      "('irreplaceable') if no GPU cluster fits the step or the ratio is below 0.5, contradicted "
+                      "otherwise (a GPU cluster does the job at over half the tile cluster's efficiency)")
+
+
+def irreplaceable(gpu_fits: bool, ratio: float) -> str:
+    """Claim 13: sparse-embedding training that only the tile chip can do well."""
+    return SUPPORTED if (not gpu_fits or ratio < IRREPLACEABLE_RATIO) else CONTRADICTED
+
+
+# 14 -----------------------------------------------------------------------------------
+MARKEDLY = 1.5  # "markedly higher": at least 1.5x the best GPU's throughput per watt (claim 14)
+EQUAL_POWER_RULE = ("per workload, x = tile chip throughput per watt of board power / best GPU's; a workload "
+                    "supports the claim if x >= 1.5 ('markedly'); supported if every workload does, contradicted "
+                    "if none does, depends (on the workload) otherwise")
+
+
+def equal_power_case(x: float) -> str:
+    """One workload of claim 14: 'holds', 'higher, not markedly' or 'contradicted'."""
+    return "holds" if x >= MARKEDLY else ("contradicted" if x <= 1.0 else "higher, not markedly")
+
+
+def equal_power(ratios: dict) -> str:
+    """Claim 14: ``ratios`` maps a workload to its tile/GPU per-watt ratio."""
+    hits = [x >= MARKEDLY for x in ratios.values()]
+    return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
+
+
+# 15 -----------------------------------------------------------------------------------
+BOTTLENECK_RULE = ("advantage = tile chip throughput per chip / GPU throughput per chip, for a memory-bottlenecked "
+                   "model (Llama-2-7B decode, placed over tile chips) and a small one (BERT-base); at any one pair "
+                   "of chip prices the cost per request scales with 1 / advantage, so prices cancel; supported if "
+                   "the memory-bottlenecked model's advantage is the larger, contradicted otherwise")
+
+
+def memory_bottleneck(advantage_bottleneck: float, advantage_small: float) -> str:
+    """Claim 15: the model with a severe memory bottleneck gains most from moving."""
+    return SUPPORTED if advantage_bottleneck > advantage_small else CONTRADICTED
