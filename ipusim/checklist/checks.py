@@ -20,6 +20,17 @@ from . import search
 from .case import ANSWERS, ASSUMPTIONS, Case
 
 STATUSES = ("pass", "warn", "fail", "info", "skipped")
+CHECK_NAMES = {
+    "C1": "Fit in on-chip memory",
+    "C2": "Throughput at the latency target",
+    "C3": "Padding and packing",
+    "C4": "Cost and energy",
+    "C5": "Sensitivity",
+    "C6": "Training",
+    "C7": "Software readiness",
+    "C8": "What to measure in a proof of concept",
+}
+"""Each check's id and name, as its ``Check`` carries them (diagrams and tables name the checks from here)."""
 HOUR_S = 3600.0
 MAX_SERVING_BATCH = 128  # rows of a deployment's service tables, at most
 
