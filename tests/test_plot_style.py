@@ -63,3 +63,12 @@ def test_unstable_runs_are_marked_not_plotted_at_a_latency():
     assert len(marks) == 1 and marks[0].get_ydata()[0] < 900e3  # at the top band, not at the 900 s p99
     assert marks[0].get_ydata()[0] > 20.0
     plt.close("all")
+
+
+def test_sweep_heatmap_ticks_use_one_notation_per_axis():
+    from ipusim.plots.sweep import _fmt_axis
+
+    assert _fmt_axis([256 * 1024, 512 * 1024, 2 * 1024**2]) == ["256Ki", "512Ki", "2Mi"]
+    mixed = _fmt_axis([262144, 1.49e6, 2 * 1024**2])  # one value is not a round binary size
+    assert mixed == ["262k", "1.49M", "2.1M"]
+    assert _fmt_axis([2450.0, 5888.0]) == ["2.45k", "5.89k"]

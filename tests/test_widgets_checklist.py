@@ -70,3 +70,17 @@ def test_run_form_called_directly_matches_the_form():
     w = checklist_form(show_figure=False, rate_per_s=50.0, slo_ms=20.0)
     w.update()
     assert direct.verdict.to_dict() == w.result.verdict.to_dict()
+
+
+def test_form_reads_log_sliders_as_the_digits_they_show(monkeypatch):
+    """A log slider snaps 50 to 10**1.699 = 50.0034; the case gets the 50 the readout shows."""
+    from ipusim.widgets import checklist as wc
+
+    seen = {}
+    monkeypatch.setattr(wc, "run_form", lambda **kw: seen.update(kw))
+    wc._run_from_form(model="bert-base", rate_per_s=10 ** 2.477, slo_ms=10 ** 1.699, long_fraction=0.4)
+    assert (seen["rate_per_s"], seen["slo_ms"]) == (300.0, 50.0)
+    assert 10 ** 2.477 != 300.0 and 10 ** 1.699 != 50.0
+    w = wc.checklist_form()
+    names = [getattr(c, "description", None) for c in w.children]
+    assert names[:3] == ["model", "rate (req/s)", "p99 target (ms)"]  # run_form's order

@@ -99,3 +99,14 @@ def test_text_a_callback_prints_still_reaches_the_output_area(capsys):
     w.children[0].value = 4
     out = capsys.readouterr().out
     assert out.count("n is") == 1 and out.endswith("n is 4\n") and w.result == 4, out
+
+
+def test_labels_are_shown_in_full_unless_a_width_is_set():
+    import ipywidgets as W
+
+    from ipusim.widgets.explorer import interactive
+
+    w = interactive(lambda a, b: a + b, a=W.FloatSlider(value=2.0, description="max delay ms"),
+                    b=W.FloatSlider(value=1.0, description="b", style={"description_width": "90px"}))
+    widths = {c.description: c.style.description_width for c in w.children if getattr(c, "description", "")}
+    assert widths["max delay ms"] == "initial" and widths["b"] == "90px"

@@ -8,12 +8,26 @@ from matplotlib.colors import LogNorm
 from .style import FIT_LABELS, KIND_COLORS, axes, chip_color, fit_style
 
 
-def _fmt(v) -> str:
-    v = float(v)
+def _binary(v: float) -> str | None:
     for unit, scale in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
         if v >= scale and v % (scale // 8 or 1) == 0:
             return f"{v / scale:g}{unit}"
+    return None
+
+
+def _decimal(v: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{unit}"
     return f"{v:.3g}"
+
+
+def _fmt_axis(values) -> list[str]:
+    """Tick labels in one notation per axis: binary prefixes (256Ki, 2Mi) when every value is a
+    round binary size, else 3 significant digits with decimal prefixes (1.49M, 2.45k)."""
+    vals = [float(v) for v in values]
+    labels = [_binary(v) for v in vals]
+    return labels if all(labels) else [_decimal(v) for v in vals]
 
 
 def ratio_grid(table, x: str, y: str, value: str = "ratio"):
@@ -52,8 +66,8 @@ def ratio_heatmap(table, x: str, y: str, *, value: str = "ratio", level: float =
     if np.nanmin(zc) < 0 < np.nanmax(zc):
         cs = ax.contour(np.arange(len(xs)), np.arange(len(ys)), zc, levels=[0.0], colors="k", linewidths=2)
         cs.set_label(f"break-even ({label} = {level:g})")
-    ax.set_xticks(range(len(xs)), [_fmt(v) for v in xs], rotation=45)
-    ax.set_yticks(range(len(ys)), [_fmt(v) for v in ys])
+    ax.set_xticks(range(len(xs)), _fmt_axis(xs), rotation=45)
+    ax.set_yticks(range(len(ys)), _fmt_axis(ys))
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.figure.colorbar(im, ax=ax, label=f"{label} ({value})")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -53,24 +55,35 @@ def run_form(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu
     return report
 
 
+@functools.wraps(run_form)  # the form's controls follow run_form's signature and order
+def _run_from_form(**kwargs):
+    """``run_form`` with the log sliders' values read as the 3 significant digits they show
+    (a slider's step of 0.001 in the exponent turns 50 into 50.0034)."""
+    for key in ("rate_per_s", "slo_ms"):
+        kwargs[key] = float(f"{kwargs[key]:.3g}")
+    return run_form(**kwargs)
+
+
 def checklist_form(**defaults):
     """Controls for a case (model, traffic, target, candidates, prices, questionnaire).
 
     Returns the ``ipywidgets.interactive``; its ``result`` is the last ``Report``. Runs when
     the button is pressed (a run takes a few seconds).
     """
-    style = {"description_width": "150px"}
-    layout = W.Layout(width="420px")
+    style = {"description_width": "190px"}
+    layout = W.Layout(width="470px")
     controls = {
         "model": W.Dropdown(options=list(workloads.MODELS), value="bert-base", description="model", style=style, layout=layout),
-        "rate_per_s": W.FloatLogSlider(value=300, base=10, min=-1, max=5, description="rate (req/s)", style=style, layout=layout),
-        "slo_ms": W.FloatLogSlider(value=50, base=10, min=-1, max=5, description="p99 target (ms)", style=style, layout=layout),
+        "rate_per_s": W.FloatLogSlider(value=300, base=10, min=-1, max=5, step=0.001, readout_format=".3g",
+                                         description="rate (req/s)", style=style, layout=layout),
+        "slo_ms": W.FloatLogSlider(value=50, base=10, min=-1, max=5, step=0.001, readout_format=".3g",
+                                     description="p99 target (ms)", style=style, layout=layout),
         "long_fraction": W.FloatSlider(value=0.4, min=0, max=1, step=0.05, description="long texts", style=style, layout=layout),
         "candidates": W.Text(value="gc200:1,a100-80gb:1", description="candidates", style=style, layout=layout),
         "tile_usd": W.FloatText(value=DEFAULT_USD_PER_CHIP_HOUR["gc200"], description="tile $/chip-h (ASSUMED)", style=style, layout=layout),
         "gpu_usd": W.FloatText(value=DEFAULT_USD_PER_CHIP_HOUR["a100-80gb"], description="GPU $/chip-h (ASSUMED)", style=style, layout=layout),
         "usd_per_kwh": W.FloatText(value=0.15, description="$/kWh (ASSUMED)", style=style, layout=layout),
-        "train": W.Checkbox(value=False, description="training check (7B-175B)", style=style),
+        "train": W.Checkbox(value=False, description="training check (7B-175B)", indent=False),
         "show_figure": W.fixed(True),
     }
     for key, (question, answers) in QUESTIONS.items():
@@ -82,7 +95,7 @@ def checklist_form(**defaults):
         controls[k] = W.fixed(v) if k == "show_figure" else controls[k]
         if k != "show_figure":
             controls[k].value = v
-    w = interactive(run_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
+    w = interactive(_run_from_form, {"manual": True, "manual_name": "Run checklist"}, **controls)
     return w
 
 

@@ -94,6 +94,10 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
 
     w = widgets.interactive(call, *args, **controls)
     building = False
+    for c in w.children:  # labels in full ("max delay ms", not "max dela..."), unless set
+        style = getattr(c, "style", None)
+        if getattr(c, "description", "") and hasattr(style, "description_width") and not style.description_width:
+            style.description_width = "initial"
     if first_error:  # the explorer's default view fails: say so where it is built
         raise first_error[0]
     if first_view:
