@@ -1,6 +1,6 @@
 """Chip presets against their published figures, and validation of user-made specs.
 
-Published figures are typed in here from shared/reference/hardware_facts.md (source keys
+Published figures are typed in here from the project's facts sheet, docs/facts.md (source keys
 in the comments), not read back from ``ipusim.hardware``.
 """
 
@@ -69,7 +69,7 @@ def test_aggregate_bandwidths_match_published():
 
 
 def test_ridge_points_match_the_facts_sheet():
-    # hardware_facts.md §8: ridge vs main memory ~153 FLOP/byte (A100 80GB) and ~295 (H100)
+    # docs/facts.md §8: ridge vs main memory ~153 FLOP/byte (A100 80GB) and ~295 (H100)
     assert hardware.chip("a100-80gb").ridge_flop_per_byte == pytest.approx(153, rel=0.01)
     assert hardware.chip("h100-sxm").ridge_flop_per_byte == pytest.approx(295, rel=0.01)
 

@@ -7,7 +7,7 @@ from ipusim import lengths
 
 
 def test_wikipedia_histogram_matches_published_summary():
-    # ipusim/data/README.md and hardware_facts.md §4.1 (GC-TUT, recomputed): 16,279,552
+    # ipusim/data/README.md and docs/facts.md §4.1 (GC-TUT, recomputed): 16,279,552
     # sequences, mean 255.8 tokens, 50.0% padding at 512 (50.03%).
     h = lengths.dataset("wikipedia-512")
     assert h.n == 16_279_552

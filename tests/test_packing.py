@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from ipusim import lengths, packing, workloads
 
 # ---------------------------------------------------------------------------------------------
-# Published results (ipusim/data/README.md; hardware_facts.md §4.1, reruns of GC-TUT code)
+# Published results (ipusim/data/README.md; docs/facts.md §4.1, reruns of GC-TUT code)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -39,7 +39,7 @@ def test_better_methods_at_or_above_spfhp(ds, L, k):
 
 
 def test_nnlshp_near_published_nnlshp_on_wikipedia():
-    # Krell et al. NNLSHP, depth 3, rerun of the published code: 99.75% (hardware_facts §4.1)
+    # Krell et al. NNLSHP, depth 3, rerun of the published code: 99.75% (docs/facts.md §4.1)
     nn = packing.pack("wikipedia-512", 512, "nnlshp", max_per_row=3)
     assert nn.efficiency == pytest.approx(0.9975, abs=0.002)
 
