@@ -307,6 +307,15 @@ def test_embed_row_matches_the_embeddings_model():
     assert row["lookups_per_s"] == pytest.approx(r.lookups_per_s, rel=1e-12)
 
 
+def test_embed_row_on_several_chips_keeps_the_price_of_one_chip():
+    """``usd_per_chip_hour`` is an input: a 4-chip row keeps it and prices the cluster as 4 of them."""
+    pt = {"chip": "gc200", "n_tables": 4, "rows": 10_000, "dim": 64, "batch": 256, "zipf": 1.0,
+          "chips": 4, "usd_per_chip_hour": 3.0}
+    row = tasks.embed(pt)
+    assert row["usd_per_chip_hour"] == 3.0
+    assert row["per_usd"] == pytest.approx(row["throughput_per_s"] * 3600.0 / (3.0 * 4), rel=1e-12)
+
+
 # ------------------------------------------------------------------------------ train
 
 

@@ -303,9 +303,9 @@ def embed(point: dict) -> dict:
                             zipf=float(p["zipf"]), training=bool(p["training"]))
     r = embeddings.simulate(c, w, chips=int(p["chips"]), cache=bool(p["cache"]), seed=int(p["seed"]))
     ok = r.fits and math.isfinite(r.time_s)
-    price = price_usd_per_hour(point, c) * r.chips
+    price = price_usd_per_hour(point, c)  # one chip's; the cluster's columns are for r.chips of them
     row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
-           **headline(r.samples_per_s if ok else 0.0, r.power_w, price),
+           **headline(r.samples_per_s if ok else 0.0, r.power_w, price * r.chips), "usd_per_chip_hour": price,
            "lookups_per_s": float(r.lookups_per_s) if ok else 0.0, "hit_rate": float(r.hit_rate),
            "energy_j": float(r.energy_j), "message": r.fit_message}
     for k in ("compute", "sync", "exchange", "streaming", "memory", "launch", "links"):
