@@ -25,6 +25,13 @@ def bandwidth(attained_bytes_per_s: float, hbm_bytes_per_s: float) -> str:
     return SUPPORTED if ok else CONTRADICTED
 
 
+def _every_or_none(hits) -> str:
+    """The rule shared by claims judged on several cases: supported if every case holds,
+    contradicted if none does, depends (on the case) otherwise."""
+    hits = list(hits)
+    return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
+
+
 # 2 ------------------------------------------------------------------------------------
 CLAIMED_ENERGY_SAVING = 0.40  # the low end of "about 40-60% less" (claim 2)
 ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supports it if the simulated "
@@ -37,7 +44,7 @@ ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supp
 def energy(saving_on_chip: float, saving_streams: float) -> str:
     """Claim 2: the two data savings (fractions; negative when the tile chip spends more)."""
     a, b = saving_on_chip >= CLAIMED_ENERGY_SAVING, saving_streams >= CLAIMED_ENERGY_SAVING
-    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+    return _every_or_none((a, b))
 
 
 # 3 ------------------------------------------------------------------------------------
@@ -49,7 +56,7 @@ FINE_GRAINED_RULE = ("speed-up = GPU time / tile-chip time of the same ops of th
 def fine_grained(gather_speedup: float, attention_speedup: float) -> str:
     """Claim 3: sparse work and attention on thousands of tiles."""
     a, b = gather_speedup > 1.0, attention_speedup > 1.0
-    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+    return _every_or_none((a, b))
 
 
 # 4 ------------------------------------------------------------------------------------
@@ -102,7 +109,7 @@ def throughput_matches(ratio: float, mix: str) -> bool:
 def throughput(ratios: dict) -> str:
     """Claim 7: ``ratios`` maps a GPU baseline to {mix: tile/GPU ratio}."""
     hits = [all(throughput_matches(r, mix) for mix, r in by_mix.items()) for by_mix in ratios.values()]
-    return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
+    return _every_or_none(hits)
 
 
 # 8 ------------------------------------------------------------------------------------
@@ -115,7 +122,7 @@ VARIABLE_LENGTH_RULE = ("cut = share of a padded batch's FLOPs that computing on
 def variable_length(cut_0: float, cut_40: float) -> str:
     """Claim 8: the FLOPs removed at 0% and at 40% long texts."""
     a, b = cut_0 >= CLAIMED_WASTE_CUT, cut_40 >= CLAIMED_WASTE_CUT
-    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+    return _every_or_none((a, b))
 
 
 # 9 and 11 -----------------------------------------------------------------------------
@@ -145,7 +152,7 @@ HYBRID_RULE = ("two uses: (a) routing: the tile chip's speed relative to the GPU
 def hybrid(speedup_long: float, speedup_short: float, link_over_compute: float) -> str:
     """Claim 10: routing long texts to the tile chip, and attention offloaded in training."""
     a, b = speedup_long > speedup_short, link_over_compute < 1.0
-    return SUPPORTED if a and b else CONTRADICTED if not (a or b) else DEPENDS
+    return _every_or_none((a, b))
 
 
 # 12 -----------------------------------------------------------------------------------
@@ -191,7 +198,7 @@ def equal_power_case(x: float) -> str:
 def equal_power(ratios: dict) -> str:
     """Claim 14: ``ratios`` maps a workload to its tile/GPU per-watt ratio."""
     hits = [x >= MARKEDLY for x in ratios.values()]
-    return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
+    return _every_or_none(hits)
 
 
 # 15 -----------------------------------------------------------------------------------
