@@ -403,6 +403,7 @@ def clear_plan_cache() -> None:
     """Forget cached matmul plans (``tile_calibration.overrides`` calls it: plans are ranked
     with the calibrated costs, so a changed parameter can change the plan)."""
     _plan_matmul.cache_clear()
+    _matmul_dealt.cache_clear()
 
 
 @contextmanager
@@ -487,6 +488,20 @@ def _reduce_table(area, pk):
                             (pk - 1) * part * PARTIAL_BYTES, z, z])
 
 
+@lru_cache(maxsize=1024)
+def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc, ref):
+    """Dealt per-tile tables (pass, reduction or None) of one pass of an (m x k) @ (k x n)
+    matmul on grid (pm, pn, pk), read-only: memoised, since the same shape and grid recur
+    (Q, K, V and the output projection; the rounds of ``plan_step``; steps of one table)."""
+    table, area = _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc)
+    per = _deal(table, T, ref)
+    red = _deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+    for a in (per, red):
+        if a is not None:
+            a.flags.writeable = False
+    return per, red
+
+
 def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live_bytes: float = 0.0,
                budget: float | None = None) -> OpPlan:
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
@@ -511,9 +526,7 @@ def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live
             d = dict(dims)
             if P > 1:
                 d[axis] = size
-            table, area = _matmul_pass(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1)
-            per = _deal(table, T, ref)
-            red = _deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, ref)
             per_size[size] = (_phase(op.name, "matmul", True, per), per,
                               red if red is None else _phase(op.name, "reduce", False, red), red)
         ph, per, rph, red = per_size[size]
