@@ -663,6 +663,66 @@ def _attention_pass_max(rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_ov
     return cmax, xmax, wmax
 
 
+@njit(cache=True)
+def _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab):
+    """``_attention_seq_tables`` of op ``which`` (0 scores, 1 softmax, 2 context) into ``tab``
+    (B, 6), scalar by scalar, each expression in the same order as there (columns 3 and 5,
+    which the cost does not read, are left at zero). Preconditions: ``tab`` (B, 6) zeros."""
+    online = nb > 1
+    for b in range(rows.size):
+        if decode:
+            kc, qc = keys[b] / r, rows[b]
+        else:
+            kc, qc = keys[b], rows[b] / r
+        kb = kc / nb
+        area = qc * kb
+        acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
+        if which == 0:
+            fq = qc if first else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = (qc + kb) * hd * dt
+            tab[b, 2] = (fq + kb) * hd * dt * remote
+            tab[b, 4] = (qc + kb) * hd * dt + area * dt + acc
+        elif which == 2:
+            oq = qc if online else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = area * dt + kb * hd * dt
+            tab[b, 2] = kb * hd * dt * remote
+            out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+            tab[b, 4] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+        else:
+            later = (not first) and online
+            lq = qc if later else 0.0
+            tab[b, 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
+            tab[b, 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+            tab[b, 2] = 0.0
+            tab[b, 4] = 2 * area * dt + acc
+
+
+@njit(cache=True)
+def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_tiles, amp_rate, vector_rate,
+                           sram_rate, vertex, amp_overhead, rearrange, x, sync):
+    """``_attention_cost_tables`` without its tables: (cycles, largest working set) of the three
+    attention ops for ``r`` chunks and ``nb`` key blocks, from the per-sequence ``rows`` and
+    ``keys`` (``_query_chunks``), each sequence's row repeated ``rep`` = heads x r times.
+    Preconditions: rows, keys float64 of one size B >= 1; r, nb, rep >= 1."""
+    tab = np.zeros((rows.size, 6))
+    cyc, work = 0.0, 0.0
+    for which in range(3):  # the order of _ATT_OPS: scores, softmax, context
+        amp = which != 1
+        rate = amp_rate if amp else vector_rate
+        for first in (True, False):
+            times = 1 if first else nb - 1
+            if not first and times == 0:
+                continue
+            _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab)
+            cmax, xmax, wmax = _attention_pass_max(tab, rep, n_tiles, rate, sram_rate, vertex, amp,
+                                                   amp_overhead, rearrange, x)
+            cyc += times * (sync + cmax + xmax)
+            work = max(work, wmax)
+    return cyc, work
+
+
 def _attention_phases(s, c, r, nb, which, ref):
     """Dealt per-tile tables of the first key block and of each later one (the same array
     when there is one key block)."""
@@ -702,22 +762,15 @@ def _attention_cost(s, c, r, nb, ref):
     key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync."""
     if ref or not _FAST:
         return _attention_cost_tables(s, c, r, nb, ref)
-    cyc, work = 0.0, 0.0
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
-    amp_overhead, rearrange = float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE)
-    for which in _ATT_OPS:
-        amp = which != "softmax"
-        rate = float(c.fp16_flops_per_cycle_per_tile if amp else c.fp32_flops_per_cycle_per_tile)
-        tables = _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1)
-        for per, times in ((tables[0], 1), (tables[-1], nb - 1)):
-            if times:
-                cmax, xmax, wmax = _attention_pass_max(
-                    np.ascontiguousarray(per, dtype=np.float64), s.model.heads * r, c.tiles, rate,
-                    float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles), amp,
-                    amp_overhead, rearrange, x)
-                cyc += times * (c.sync_cycles + cmax + xmax)
-                work = max(work, wmax)
-    return cyc, work
+    rows, keys = _query_chunks(s)
+    T = c.tiles
+    return _attention_cost_kernel(
+        np.ascontiguousarray(rows, dtype=np.float64), np.ascontiguousarray(keys, dtype=np.float64),
+        s.phase == "decode", r, nb, s.model.head_dim, s.dtype_bytes, (T - 1) / T, s.model.heads * r, T,
+        float(c.fp16_flops_per_cycle_per_tile), float(c.fp32_flops_per_cycle_per_tile),
+        float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
 
 
 def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None = None) -> tuple:
