@@ -852,6 +852,23 @@ def map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool
                   per[:, 5], per[:, 4], block=(w,), working_set_bytes=float(per[:, 4].max()))
 
 
+def _distinct(idx: np.ndarray, n: int) -> np.ndarray:
+    """``np.unique(idx)`` for integers in ``[0, n)``, by a presence mask (linear, no sort)."""
+    if idx.size == 0 or idx.min() < 0 or idx.max() >= n:
+        return np.unique(idx)
+    present = np.zeros(n, dtype=bool)
+    present[idx] = True
+    return np.flatnonzero(present)
+
+
+@lru_cache(maxsize=64)
+def _rows_per_tile(nrows: int, T: int) -> np.ndarray:
+    """Rows of an ``nrows``-row table each of ``T`` tiles owns (spread evenly), read-only."""
+    out = np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T]
+    out.flags.writeable = False
+    return out
+
+
 def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
     """Embedding look-up: table rows are spread over tiles; each token's row is sent to its tile.
 
@@ -881,8 +898,8 @@ def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
         tables.append((np.zeros(ntok, np.int64), cfg.type_vocab))
     send, owned = np.zeros(T), np.zeros(T)
     for idx, nrows in tables:
-        send += np.bincount(np.unique(idx) * T // nrows, minlength=T)[:T] * d * dt
-        owned += np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T] * d * dt
+        send += np.bincount(_distinct(idx, nrows) * T // nrows, minlength=T)[:T] * d * dt
+        owned += _rows_per_tile(nrows, T) * d * dt
     k = len(tables)
     per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T, ref)
     plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,

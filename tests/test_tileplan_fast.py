@@ -107,3 +107,11 @@ def test_candidates_are_shared_and_read_only():
     a = tileplan._candidates(4096, 1472)
     assert a is tileplan._candidates(4096, 1472) and not a.flags.writeable
     assert a[0] == 1 and a[-1] == 1472 and np.all(np.diff(a) > 0)
+
+
+def test_distinct_equals_unique():
+    rng = np.random.default_rng(5)
+    for n, size in ((1, 3), (2, 0), (30522, 1), (30522, 4096), (50257, 20_000)):
+        idx = rng.integers(0, n, size=size)
+        assert np.array_equal(tileplan._distinct(idx, n), np.unique(idx))
+    assert np.array_equal(tileplan._distinct(np.array([7, 3, 7]), 5), [3, 7])  # out of range: np.unique
