@@ -260,16 +260,6 @@ def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, b
     ``_best_grid_numpy`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
     2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
     Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
-
-    Pruning (exact): once a grid fits, a (pm, pn) whose lower bound on the total is not below
-    the best total is skipped. The bound is the pass cycles with ``kb`` at its least (``pk``
-    at the largest allowed), the weight term of ``recv`` and the reduction dropped (both
-    >= 0: ``pm pn pk <= T`` makes the remote share >= 0). Every term of the expression is
-    then <= the grid's own, and IEEE rounding is monotone (x <= x' gives fl(x + y) <=
-    fl(x' + y), fl(x c) <= fl(x' c) for c >= 0), so the bound as computed is <= every such
-    grid's total as computed; a grid replaces the best only if strictly below it, and the
-    least working set is read only when no grid fits. ``tests/test_tileplan_fast.py``
-    holds the result to ``_best_grid_numpy``.
     """
     best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
     least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
@@ -283,16 +273,6 @@ def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, b
             if pm * pn > T:
                 break
             nb = -(-sn // pn)
-            if bi > 0:  # prune: no pk of this (pm, pn) can beat the best (see the docstring)
-                hi = 0
-                while hi + 1 < ck.size and pm * pn * ck[hi + 1] <= T:
-                    hi += 1
-                kb = -(-sk // ck[hi])
-                recv = mb * kb * in_share
-                cyc = (vertex + two_per_flop * (mb * kb) * nb + amp_overhead + recv / rearrange
-                       + recv / x + sync)
-                if passes * cyc >= best_total:
-                    continue
             for d in range(ck.size):
                 pk = ck[d]
                 if pm * pn * pk > T:
