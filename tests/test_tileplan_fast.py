@@ -28,11 +28,12 @@ def _bits(x):
     return x
 
 
-def test_grid_kernel_equals_the_exhaustive_numpy_search_bit_for_bit():
-    """600 seeded shapes on every tile chip, every pass axis, budgets from none-fits to all-fit."""
-    rng = np.random.default_rng(12)
+def _grid_cases(count: int, seed: int):
+    """(fits, none fits) counts of ``count`` seeded shapes on every tile chip, every pass axis,
+    budgets from none-fits to all-fit, each checked against the exhaustive search."""
+    rng = np.random.default_rng(seed)
     done = {"fits": 0, "none fits": 0}
-    for i in range(600):
+    for i in range(count):
         c = hardware.chip(TILE_CHIPS[i % len(TILE_CHIPS)])
         m, k, n = (int(v) for v in rng.integers(1, 40_000, 3))
         axis = ("", "m", "n", "k")[i % 4]
@@ -46,7 +47,18 @@ def test_grid_kernel_equals_the_exhaustive_numpy_search_bit_for_bit():
         old = tileplan._best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
         assert _bits(tuple(fast)) == _bits(tuple(old)), (c.name, m, k, n, dt, axis, passes, budget)
         done["fits" if old.fits else "none fits"] += 1
-    assert min(done.values()) > 50, done  # both branches of the pick were exercised
+    return done
+
+
+def test_grid_kernel_equals_the_exhaustive_numpy_search_bit_for_bit():
+    done = _grid_cases(250, seed=12)
+    assert min(done.values()) > 25, done  # both branches of the pick were exercised
+
+
+@pytest.mark.slow
+def test_grid_kernel_equals_the_exhaustive_numpy_search_many_shapes():
+    done = _grid_cases(5000, seed=13)
+    assert min(done.values()) > 500, done
 
 
 def test_distribute_repeated_equals_distribute_of_the_repeated_table():
@@ -59,13 +71,12 @@ def test_distribute_repeated_equals_distribute_of_the_repeated_table():
         assert a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("chip", TILE_CHIPS)
-@pytest.mark.parametrize("model,phase,lengths,pad", [
-    ("bert-base", "forward", [128] * 8, 128),
-    ("bert-large", "forward", [384] * 24, 384),
-    ("gpt2", "prefill", [5, 77, 300, 1024], None),
-    ("gpt2", "decode", [100] * 32, None),
-    ("llama-2-7b", "prefill", [512] * 2, 512),
+@pytest.mark.parametrize("chip,model,phase,lengths,pad", [
+    ("gc200", "bert-base", "forward", [128] * 8, 128),
+    ("bow", "bert-large", "forward", [384] * 24, 384),
+    ("gc2", "gpt2", "prefill", [5, 77, 300, 1024], None),
+    ("gc200", "gpt2", "decode", [100] * 32, None),
+    ("gc2", "llama-2-7b", "prefill", [512] * 2, 512),
 ])
 def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengths, pad):
     """Every chunk count and key-block count the planner tries, cost and working set bit for bit."""
@@ -80,17 +91,33 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
             assert _bits(fast) == _bits(old), (r, nb)
 
 
-@pytest.mark.parametrize("chip", TILE_CHIPS)
-@pytest.mark.parametrize("model,phase,batch,length,pad,unlimited", [
-    ("bert-base", "forward", 1, 16, True, False),
-    ("bert-base", "forward", 32, 384, True, False),   # serial passes and key blocks
-    ("bert-large", "forward", 8, 512, True, False),
-    ("gpt2", "prefill", 3, 1000, False, False),
-    ("gpt2", "decode", 48, 700, False, False),
-    ("llama-2-7b", "prefill", 1, 128, True, False),  # weights stream: budgets cut, plans redone
-    ("bert-base", "forward", 16, 128, True, True),
-])
+STEPS = [  # (chip, model, phase, batch, length, padded, unlimited)
+    ("gc200", "bert-base", "forward", 1, 16, True, False),
+    ("gc200", "bert-base", "forward", 32, 384, True, False),   # serial passes and key blocks
+    ("bow", "bert-large", "forward", 8, 512, True, False),
+    ("gc2", "gpt2", "prefill", 3, 1000, False, False),
+    ("gc200", "gpt2", "decode", 48, 700, False, False),
+    ("gc2", "llama-2-7b", "prefill", 1, 128, True, False),  # weights stream: budgets cut, plans redone
+    ("bow", "bert-base", "forward", 16, 128, True, True),
+]
+MORE_STEPS = [(ch, m, ph, b, L, pad, False) for ch in TILE_CHIPS
+              for m, ph, pad in (("bert-base", "forward", True), ("bert-large", "forward", True),
+                                 ("gpt2", "prefill", False), ("gpt2", "decode", False), ("llama-2-7b", "prefill", True))
+              for b in (1, 5, 24, 64) for L in (64, 200, 512)]
+
+
+@pytest.mark.parametrize("chip,model,phase,batch,length,pad,unlimited", STEPS)
 def test_plan_step_equals_the_exhaustive_planner_bit_for_bit(chip, model, phase, batch, length, pad, unlimited):
+    _same_plans(chip, model, phase, batch, length, pad, unlimited)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chip,model,phase,batch,length,pad,unlimited", MORE_STEPS)
+def test_plan_step_equals_the_exhaustive_planner_more_steps(chip, model, phase, batch, length, pad, unlimited):
+    _same_plans(chip, model, phase, batch, length, pad, unlimited)
+
+
+def _same_plans(chip, model, phase, batch, length, pad, unlimited):
     c = hardware.chip(chip)
     lengths = [length] * batch if pad else [max(1, length - 37 * i) for i in range(batch)]
     s = workloads.step(model, lengths, phase=phase, pad_to=length if pad and phase != "decode" else None)
