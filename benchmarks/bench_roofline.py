@@ -1,7 +1,7 @@
 """Roofline explorer sweep: step lower bounds over chips x batches x sequence lengths.
 
 Kernel: ``roofline.sweep`` (coefficients once, then a Numba loop over the grid).
-Reference: ``roofline._sweep_reference`` (builds every step with ``workloads.step`` and
+Reference: ``roofline.grid._sweep_reference`` (builds every step with ``workloads.step`` and
 bounds it op by op with ``roofline.step_time_s``), the same function the tests compare to.
 """
 
@@ -25,7 +25,7 @@ def rows(quick: bool) -> list[dict]:
         out.append(kernel_row(
             f"roofline sweep {model} {phase} ({pts:,} points)",
             lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p),
-            lambda m=model, p=phase, ls=lens: roofline._sweep_reference(chips, m, batches, ls, phase=p),
+            lambda m=model, p=phase, ls=lens: roofline.grid._sweep_reference(chips, m, batches, ls, phase=p),
             goal="explorer redraws a full grid well under 0.1 s",
             note="kernel time includes solving the per-op coefficients (5 small steps)"))
     return out
