@@ -1,9 +1,15 @@
 """Tile machine: one BERT-base step (planning included), its kernels and the planner's grid
-search against their plain-Python references, a sweep."""
+search against their plain-Python references, the fast planner against the exhaustive one
+(``tileplan.exhaustive()``, also for a cold ``serve`` and ``checklist``), a sweep."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -52,8 +58,16 @@ def rows(quick: bool) -> list[dict]:
         "name": "tiles: planner grid search, one 4096x768x3072 matmul",
         "kernel_s": best_of(lambda: tileplan._best_grid(*grid), 20),
         "reference_s": best_of(lambda: tileplan._best_grid_reference(*grid), 1 if quick else 3),
-        "goal": ">= 50x reference", "note": "_best_grid (vectorised NumPy) vs _best_grid_reference (plain loops)",
+        "goal": ">= 50x reference", "note": "_best_grid (the _grid_search kernel) vs _best_grid_reference (plain loops)",
     })
+    out.append({
+        "name": "tiles: planner grid search, kernel vs exhaustive NumPy",
+        "kernel_s": best_of(lambda: tileplan._best_grid(*grid), 20),
+        "reference_s": best_of(lambda: tileplan._best_grid_numpy(*grid), 5),
+        "goal": "faster, same plan bit for bit",
+        "note": "_best_grid (kernel) vs _best_grid_numpy (the search before the kernel)",
+    })
+    out += _planner_rows(quick)
     big = workloads.step("bert-base", [384] * 36, pad_to=384)
     tiles.simulate(c, big)
     out.append({
@@ -101,4 +115,62 @@ def rows(quick: bool) -> list[dict]:
         "goal": "1,000 configurations in seconds",
         "note": f"{sweep_s / len(grid) * 1e3:.2f} ms per configuration, first visit of each matmul shape",
     })
+    return out
+
+
+def _cpu_wall(fn):
+    """(wall, CPU) seconds of one call of ``fn`` (CPU of this process: not inflated by a loaded machine)."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+_OLD = "import sys; from ipusim import tileplan; tileplan._FAST = False; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
+_NEW = "import sys; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _cold_cli(code: str, args: list) -> tuple[float, float]:
+    """(wall, CPU user+sys) seconds of the command line in a child process with an empty table
+    cache (a fresh ``IPUSIM_CACHE_DIR``; Numba's cache stays warm)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, IPUSIM_CACHE_DIR=d)
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, env=env)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def _planner_rows(quick: bool) -> list[dict]:
+    """The fast planner against the exhaustive one (``tileplan.exhaustive()``), same run."""
+    c = hardware.chip("gc200")
+    # the steps the serving tables plan: padded BERT-base batches of 1..32 rows, lengths up to 512
+    batches, lens = ((1, 8, 32), (64, 512)) if quick else ((1, 2, 4, 8, 16, 24, 32), (32, 128, 256, 384, 512))
+    steps = [workloads.step("bert-base", [L] * b, pad_to=L) for b in batches for L in lens]
+
+    def plan_all():
+        tileplan.clear_plan_cache()
+        for s in steps:
+            tileplan.plan_step(c, s)
+
+    plan_all()  # compile / load the kernels
+    new_w, new_c = _cpu_wall(plan_all)
+    with tileplan.exhaustive():
+        old_w, old_c = _cpu_wall(plan_all)
+    out = [{
+        "name": f"tiles: plan_step of {len(steps)} serve-table steps, fast vs exhaustive",
+        "kernel_s": new_w, "reference_s": old_w, "goal": "same plans (tests), faster",
+        "note": f"CPU {new_c:.2f} s vs {old_c:.2f} s ({old_c / new_c:.1f}x); plan cache cleared for each",
+    }]
+    if quick:
+        return out
+    for args in (["serve", "--rate", "1000", "--requests", "100000"], ["checklist", "--format", "md"]):
+        new_w, new_c = _cold_cli(_NEW, args)
+        old_w, old_c = _cold_cli(_OLD, args)
+        out.append({
+            "name": f"ipusim {' '.join(args[:3] if args[0] == 'serve' else args)}, cold tables",
+            "kernel_s": new_w, "reference_s": old_w, "goal": "report (fast vs exhaustive planner)",
+            "note": f"CPU user+sys {new_c:.2f} s vs {old_c:.2f} s ({old_c / new_c:.1f}x); empty table cache each",
+        })
     return out

@@ -37,6 +37,7 @@ bytes. ASSUMPTIONs are marked.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -55,6 +56,7 @@ PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulat
 RESCALE_FLOPS_PER_ROW = 3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
 PASS_AXES = ("m", "n", "k")
 ENGINES = ("numba", "python")
+_FAST = True  # False inside ``exhaustive()``: the searches before their kernels, for tests and benchmarks
 # ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
 # FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP FP16 rate.
 
@@ -168,9 +170,11 @@ def _splits(n: int, parts: int) -> np.ndarray:
     return n // parts + (np.arange(parts) < n % parts)
 
 
+@lru_cache(maxsize=8192)
 def _candidates(dim: int, cap: int, small: int = 32, factors=(1, 3, 23)) -> np.ndarray:
     """Split counts tried for one dimension: every count up to ``small``, then ``factors``
-    times powers of two (1,472 = 64 x 23), and the whole dimension."""
+    times powers of two (1,472 = 64 x 23), and the whole dimension. Ascending int64,
+    read-only (memoised: the same dimensions recur in every layer and step)."""
     top = min(dim, cap)
     c = set(range(1, min(small, top) + 1)) | {top}
     for f in factors:
@@ -178,7 +182,9 @@ def _candidates(dim: int, cap: int, small: int = 32, factors=(1, 3, 23)) -> np.n
         while p <= top:
             c.add(p)
             p *= 2
-    return np.array(sorted(c))
+    out = np.array(sorted(c), dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def budget_bytes(c: TileChip) -> float:
@@ -241,9 +247,85 @@ def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     return cycles, red_cycles, temp
 
 
+@njit(cache=True)
+def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, budget,
+                 in_share, vertex, two_per_flop, amp_overhead, rearrange, x, sync, red_per_elem):
+    """Best grid of one pass count: ``_grid_cost`` of every candidate (pm, pn, pk) of the
+    ascending ``cm x cn x ck`` with ``pm pn pk <= T``, in C order, one at a time.
+
+    Returns (pm, pn, pk, total cycles, working set, fits): the first grid of least total
+    among those whose working set (plus ``held`` bytes) is within ``budget``, else the first
+    of least working set. Preconditions: candidates ascending and >= 1. The arithmetic is
+    ``_grid_cost``'s, term for term in the same order, so the result equals
+    ``_best_grid_numpy`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
+    2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
+    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
+    """
+    best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
+    least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
+    for a in range(cm.size):
+        pm = cm[a]
+        if pm > T:
+            break
+        mb = -(-sm // pm)
+        for b in range(cn.size):
+            pn = cn[b]
+            if pm * pn > T:
+                break
+            nb = -(-sn // pn)
+            for d in range(ck.size):
+                pk = ck[d]
+                if pm * pn * pk > T:
+                    break
+                kb = -(-sk // pk)
+                red = pk > 1
+                out_b = PARTIAL_BYTES if (red or acc) else dt
+                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
+                part = (pk - 1) / pk * (mb * nb)
+                cyc = (vertex + two_per_flop * (mb * kb) * nb + amp_overhead + recv / rearrange
+                       + recv / x + sync)
+                red_cyc = sync + part * red_per_elem if red else 0.0
+                temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + (part * PARTIAL_BYTES if red else 0.0)
+                temp = temp + held
+                total = passes * cyc + reductions * red_cyc
+                if temp <= budget and total < best_total:
+                    best_total, best_temp, bi, bj, bl = total, temp, pm, pn, pk
+                if temp < least_temp:
+                    least_total, least_temp, li, lj, ll = total, temp, pm, pn, pk
+    if bi > 0:
+        return bi, bj, bl, best_total, best_temp, True
+    return li, lj, ll, least_total, least_temp, False
+
+
+def _sub_dims(m, k, n, axis, passes):
+    """(m, k, n) of one pass: the pass axis cut in ``passes`` (ceiling)."""
+    sub = {"m": m, "k": k, "n": n}
+    if passes > 1:
+        sub[axis] = -(-sub[axis] // passes)
+    return sub["m"], sub["k"], sub["n"]
+
+
 def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
-    """Fastest grid for ``passes`` passes over ``axis`` (vectorised over all candidate grids);
-    the one with the least working set when none fits ``budget``."""
+    """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
+    grids); the one with the least working set when none fits ``budget``."""
+    if not _FAST:
+        return _best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
+    T = c.tiles
+    sm, sk, sn = _sub_dims(m, k, n, axis, passes)
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as _grid_cost
+    held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
+    pm, pn, pk, total, temp, fits = _grid_search(
+        sm, sk, sn, dt, T, _candidates(sm, T), _candidates(sn, T), _candidates(sk, T, small=4, factors=(1, 3)),
+        axis == "k" and passes > 1, passes, 1 if axis == "k" or passes == 1 else passes, float(held),
+        float(budget), dt * (T - 1) / T, float(c.vertex_overhead_cycles), 2.0 / c.fp16_flops_per_cycle_per_tile,
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE), x, float(c.sync_cycles),
+        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
+    return MatmulPlan(int(pm), int(pn), int(pk), axis if passes > 1 else "", passes, float(total), float(temp), bool(fits))
+
+
+def _best_grid_numpy(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
+    """``_best_grid`` vectorised with NumPy over every candidate grid at once (the planner
+    before the kernel; the exhaustive search the tests and benchmarks hold the kernel to)."""
     T = c.tiles
     sub = {"m": m, "k": k, "n": n}
     if passes > 1:
@@ -321,6 +403,22 @@ def clear_plan_cache() -> None:
     """Forget cached matmul plans (``tile_calibration.overrides`` calls it: plans are ranked
     with the calibrated costs, so a changed parameter can change the plan)."""
     _plan_matmul.cache_clear()
+    _matmul_dealt.cache_clear()
+
+
+@contextmanager
+def exhaustive():
+    """Plan with the searches the kernels replaced (``_best_grid_numpy``, the attention costs
+    from whole piece tables), the plan cache cleared on entry and exit: for the tests that
+    hold the fast planner to them, bit for bit, and for the benchmarks that time both."""
+    global _FAST
+    old, _FAST = _FAST, False
+    clear_plan_cache()
+    try:
+        yield
+    finally:
+        _FAST = old
+        clear_plan_cache()
 
 
 def _fewest(counts: list, plan_for):
@@ -390,6 +488,20 @@ def _reduce_table(area, pk):
                             (pk - 1) * part * PARTIAL_BYTES, z, z])
 
 
+@lru_cache(maxsize=1024)
+def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc, ref):
+    """Dealt per-tile tables (pass, reduction or None) of one pass of an (m x k) @ (k x n)
+    matmul on grid (pm, pn, pk), read-only: memoised, since the same shape and grid recur
+    (Q, K, V and the output projection; the rounds of ``plan_step``; steps of one table)."""
+    table, area = _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc)
+    per = _deal(table, T, ref)
+    red = _deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+    for a in (per, red):
+        if a is not None:
+            a.flags.writeable = False
+    return per, red
+
+
 def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live_bytes: float = 0.0,
                budget: float | None = None) -> OpPlan:
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
@@ -414,9 +526,7 @@ def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live
             d = dict(dims)
             if P > 1:
                 d[axis] = size
-            table, area = _matmul_pass(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1)
-            per = _deal(table, T, ref)
-            red = _deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, ref)
             per_size[size] = (_phase(op.name, "matmul", True, per), per,
                               red if red is None else _phase(op.name, "reduce", False, red), red)
         ph, per, rph, red = per_size[size]
@@ -460,11 +570,17 @@ def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int,
     and sum per row (2 x 4 bytes), and the softmax of every block after the first rescales
     the accumulator (``head_dim + RESCALE_FLOPS_PER_ROW`` FLOPs per row).
     """
+    return [np.repeat(t, s.model.heads * r, axis=0) for t in _attention_seq_tables(s, r, key_blocks, which, n_tiles, first_only)]
+
+
+def _attention_seq_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
+    """``attention_tables`` before the repeat: one row per sequence, since the ``heads x r``
+    pieces of a sequence are alike (``np.repeat(row, heads * r)`` gives the piece table; the
+    columns are element-wise in the rows, so repeating before or after is the same, bit for bit)."""
     cfg, dt = s.model, s.dtype_bytes
-    hd, h = cfg.head_dim, cfg.heads
+    hd = cfg.head_dim
     remote = (n_tiles - 1) / n_tiles
     rows, keys = _query_chunks(s)
-    rows, keys = np.repeat(rows, h * r), np.repeat(keys, h * r)
     if s.phase == "decode":
         kc, qc = keys / r, rows
     else:
@@ -502,15 +618,127 @@ def _key_block_counts(keys: int) -> list:
 _ATT_OPS = ("attn_scores", "softmax", "attn_context")
 
 
+@njit(cache=True)
+def _distribute_repeated(rows, rep, n_tiles, out):
+    """``_distribute`` of ``np.repeat(rows, rep, axis=0)`` without building it: piece i is row
+    ``i // rep``. Preconditions as ``_distribute`` (``rows`` (B, K) float64, B, rep >= 1)."""
+    B, K = rows.shape
+    P = B * rep
+    for i in range(P):
+        t = (i * n_tiles) // P
+        row = i // rep
+        for j in range(K):
+            out[t, j] += rows[row, j]
+        out[t, K] += 1.0
+
+
+@njit(cache=True)
+def _attention_pass_max(rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x):
+    """(largest compute cycles, largest exchange cycles, largest working set) over the tiles
+    of one attention superstep whose pieces are ``np.repeat(rows, rep, axis=0)``, dealt as
+    ``_distribute`` deals them (a tile's pieces are consecutive; its sums are accumulated
+    in piece order from zero, as there) and costed as ``_attention_cost_tables`` costs
+    them. Preconditions: ``rows`` (B, 6) float64 of non-negative columns, B, rep >= 1."""
+    B = rows.shape[0]
+    P = B * rep
+    cmax, xmax, wmax = 0.0, 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
+    i = 0
+    while i < P:
+        t = (i * n_tiles) // P
+        f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+        while i < P and (i * n_tiles) // P == t:
+            row = i // rep
+            f += rows[row, 0]
+            ld += rows[row, 1]
+            rv += rows[row, 2]
+            w += rows[row, 4]
+            cnt += 1.0
+            i += 1
+        comp = max(f / rate, ld / sram_rate) + cnt * vertex
+        if amp:
+            comp = comp + (amp_overhead + rv / rearrange)
+        cmax = max(cmax, comp)
+        xmax = max(xmax, rv / x)
+        wmax = max(wmax, w)
+    return cmax, xmax, wmax
+
+
+@njit(cache=True)
+def _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab):
+    """``_attention_seq_tables`` of op ``which`` (0 scores, 1 softmax, 2 context) into ``tab``
+    (B, 6), scalar by scalar, each expression in the same order as there (columns 3 and 5,
+    which the cost does not read, are left at zero). Preconditions: ``tab`` (B, 6) zeros."""
+    online = nb > 1
+    for b in range(rows.size):
+        if decode:
+            kc, qc = keys[b] / r, rows[b]
+        else:
+            kc, qc = keys[b], rows[b] / r
+        kb = kc / nb
+        area = qc * kb
+        acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
+        if which == 0:
+            fq = qc if first else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = (qc + kb) * hd * dt
+            tab[b, 2] = (fq + kb) * hd * dt * remote
+            tab[b, 4] = (qc + kb) * hd * dt + area * dt + acc
+        elif which == 2:
+            oq = qc if online else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = area * dt + kb * hd * dt
+            tab[b, 2] = kb * hd * dt * remote
+            out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+            tab[b, 4] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+        else:
+            later = (not first) and online
+            lq = qc if later else 0.0
+            tab[b, 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
+            tab[b, 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+            tab[b, 2] = 0.0
+            tab[b, 4] = 2 * area * dt + acc
+
+
+@njit(cache=True)
+def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_tiles, amp_rate, vector_rate,
+                           sram_rate, vertex, amp_overhead, rearrange, x, sync):
+    """``_attention_cost_tables`` without its tables: (cycles, largest working set) of the three
+    attention ops for ``r`` chunks and ``nb`` key blocks, from the per-sequence ``rows`` and
+    ``keys`` (``_query_chunks``), each sequence's row repeated ``rep`` = heads x r times.
+    Preconditions: rows, keys float64 of one size B >= 1; r, nb, rep >= 1."""
+    tab = np.zeros((rows.size, 6))
+    cyc, work = 0.0, 0.0
+    for which in range(3):  # the order of _ATT_OPS: scores, softmax, context
+        amp = which != 1
+        rate = amp_rate if amp else vector_rate
+        for first in (True, False):
+            times = 1 if first else nb - 1
+            if not first and times == 0:
+                continue
+            _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab)
+            cmax, xmax, wmax = _attention_pass_max(tab, rep, n_tiles, rate, sram_rate, vertex, amp,
+                                                   amp_overhead, rearrange, x)
+            cyc += times * (sync + cmax + xmax)
+            work = max(work, wmax)
+    return cyc, work
+
+
 def _attention_phases(s, c, r, nb, which, ref):
     """Dealt per-tile tables of the first key block and of each later one (the same array
     when there is one key block)."""
-    tables = [_deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
-    return tables[0], tables[-1]
+    if ref or not _FAST:
+        tables = [_deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
+        return tables[0], tables[-1]
+    out = []
+    for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
+        per = np.zeros((c.tiles, t.shape[1] + 1))
+        _distribute_repeated(np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per)
+        out.append(per)
+    return out[0], out[-1]
 
 
-def _attention_cost(s, c, r, nb, ref):
-    """(cycles of the three attention ops, largest working set per tile) for r chunks, nb key blocks."""
+def _attention_cost_tables(s, c, r, nb, ref):
+    """``_attention_cost`` from the dealt per-tile tables (the reference of the kernel path)."""
     cyc, work = 0.0, np.zeros(c.tiles)
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
     for which in _ATT_OPS:
@@ -526,7 +754,23 @@ def _attention_cost(s, c, r, nb, ref):
                                            + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
                 cyc += times * (c.sync_cycles + comp.max() + (per[:, 2] / x).max())
         work = np.maximum(work, np.maximum(first[:, 4], rest[:, 4]))
-    return cyc, work
+    return cyc, float(work.max())
+
+
+def _attention_cost(s, c, r, nb, ref):
+    """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
+    key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync."""
+    if ref or not _FAST:
+        return _attention_cost_tables(s, c, r, nb, ref)
+    rows, keys = _query_chunks(s)
+    T = c.tiles
+    return _attention_cost_kernel(
+        np.ascontiguousarray(rows, dtype=np.float64), np.ascontiguousarray(keys, dtype=np.float64),
+        s.phase == "decode", r, nb, s.model.head_dim, s.dtype_bytes, (T - 1) / T, s.model.heads * r, T,
+        float(c.fp16_flops_per_cycle_per_tile), float(c.fp32_flops_per_cycle_per_tile),
+        float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
 
 
 def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None = None) -> tuple:
@@ -546,7 +790,7 @@ def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None
     for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
         def cost(nb, r=r):
             cyc, work = _attention_cost(s, c, r, nb, ref)
-            return cyc, nb, float(work.max()), bool(work.max() <= budget)
+            return cyc, nb, work, bool(work <= budget)
 
         found = _fewest(counts, cost)
         if found is not None and (best is None or found[0] < best[0]):
@@ -608,6 +852,23 @@ def map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool
                   per[:, 5], per[:, 4], block=(w,), working_set_bytes=float(per[:, 4].max()))
 
 
+def _distinct(idx: np.ndarray, n: int) -> np.ndarray:
+    """``np.unique(idx)`` for integers in ``[0, n)``, by a presence mask (linear, no sort)."""
+    if idx.size == 0 or idx.min() < 0 or idx.max() >= n:
+        return np.unique(idx)
+    present = np.zeros(n, dtype=bool)
+    present[idx] = True
+    return np.flatnonzero(present)
+
+
+@lru_cache(maxsize=64)
+def _rows_per_tile(nrows: int, T: int) -> np.ndarray:
+    """Rows of an ``nrows``-row table each of ``T`` tiles owns (spread evenly), read-only."""
+    out = np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T]
+    out.flags.writeable = False
+    return out
+
+
 def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
     """Embedding look-up: table rows are spread over tiles; each token's row is sent to its tile.
 
@@ -637,8 +898,8 @@ def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
         tables.append((np.zeros(ntok, np.int64), cfg.type_vocab))
     send, owned = np.zeros(T), np.zeros(T)
     for idx, nrows in tables:
-        send += np.bincount(np.unique(idx) * T // nrows, minlength=T)[:T] * d * dt
-        owned += np.bincount(np.arange(nrows) * T // nrows, minlength=T)[:T] * d * dt
+        send += np.bincount(_distinct(idx, nrows) * T // nrows, minlength=T)[:T] * d * dt
+        owned += _rows_per_tile(nrows, T) * d * dt
     k = len(tables)
     per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T, ref)
     plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,
