@@ -8,6 +8,8 @@ several checks (fitting each candidate, searching its batching policy) is done o
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -172,6 +174,7 @@ class Context:
         self.quick_bisect = sweep_size(12, 7)
         self._fit: dict = {}
         self._search: dict = {}
+        self._policy_memo: dict = {}
 
     # --- policies searched ------------------------------------------------------------
     def policies(self, cand, max_batch: int, svc=None) -> list:
@@ -343,19 +346,43 @@ class Context:
         return out
 
     def _best_policy(self, cand, pl, mode, svc, lengths):
+        """The policy with the highest capacity at the p99 target (the first listed of equals)."""
+        key = (cand, id(pl), mode, id(svc), hashlib.sha256(np.ascontiguousarray(lengths).tobytes()).hexdigest())
+        if key not in self._policy_memo:  # C5 re-runs the case's own long share
+            self._policy_memo[key] = (pl, svc, self._search_policies(cand, pl, mode, svc, lengths))
+        return dataclasses.replace(self._policy_memo[key][2])
+
+    def _search_policies(self, cand, pl, mode, svc, lengths):
         slo = self.case.slo_p99_s
-        best = None
         mean_len = float(np.mean(lengths))
         pols = self.policies(cand, svc.max_batch, svc)
         if not pols:  # e.g. no room for one request's KV cache
             return Deployment(pl, mode, search.Policy("continuous", 1, 0.0), 0.0, svc, None)
-        for pol in pols:
+        servers = self.depth(pl)
+        tops, order, seen = {}, [], set()
+        for i, pol in enumerate(pols):
+            same = search.same_runs(pol)
+            if same in seen:  # runs exactly as an earlier policy: ties go to the earlier one
+                continue
+            seen.add(same)
             b = pol.max_batch
-            upper = 2.0 * b * self.depth(pl) / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
-            cap, res = search.capacity_at_slo(lengths, svc, pol, slo, seed=self.case.seed, servers=self.depth(pl),
-                                           iters=self.quick_bisect, upper=upper)
-            if best is None or cap > best.capacity_per_replica:
-                best = Deployment(pl, mode, pol, cap, svc, res)
+            if (b, pol.kind == "continuous") not in tops:
+                upper = 2.0 * b * servers / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
+                tops[b, pol.kind == "continuous"] = search.rate_bound(lengths, svc, pol, upper, servers=servers)
+            order.append((tops[b, pol.kind == "continuous"], i, pol))
+        # The capacity never exceeds a policy's rate bound: try the highest bounds first, and stop
+        # a search once it can no longer beat the best found (exact: the same policy wins).
+        best, best_i = None, -1
+        for top, i, pol in sorted(order, key=lambda t: (-t[0], t[1])):
+            above = -math.inf
+            if best is not None:
+                c = best.capacity_per_replica
+                above = c if best_i < i else math.nextafter(c, -math.inf)
+            cap, res = search.bisect_capacity(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
+                                              iters=self.quick_bisect, above=above)
+            if cap is not None and (best is None or cap > best.capacity_per_replica
+                                    or (cap == best.capacity_per_replica and i < best_i)):
+                best, best_i = Deployment(pl, mode, pol, cap, svc, res), i
         return best
 
     def cost(self, cand, dep: Deployment) -> Deployment:

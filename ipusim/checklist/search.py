@@ -11,6 +11,7 @@ meets a target. The traffic's lengths (``traffic_lengths``) and how well they pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -248,38 +249,111 @@ def saturation_rate(lengths, su: Setup, batch: int) -> float:
     return b / float(np.mean(t))
 
 
+def rate_bound(lengths, su: Setup, policy: Policy, upper: float, *, servers: int = 1) -> float:
+    """The top of ``capacity_at_slo``'s search (req/s): ``upper``, capped below what full batches
+    carry (``MAX_UTILIZATION`` x the saturation throughput of ``servers`` replicas). A finite
+    run hides a slowly growing queue, so no capacity above it is reported, whatever the run's
+    p99 says; the capacity found is never above this bound."""
+    if policy.kind == "continuous":
+        return float(upper)
+    return min(upper, MAX_UTILIZATION * (servers * saturation_rate(lengths, su, policy.max_batch)))
+
+
+def same_runs(policy: Policy) -> tuple:
+    """A key equal for policies whose serving runs are identical: a dynamic policy of batch 1
+    sends each request when it arrives whatever its delay (its one-request batch is full at
+    once), so the delay drops out of its key."""
+    obj = policy.obj
+    if policy.kind == "dynamic" and policy.max_batch == 1 and not getattr(obj, "preferred", ()):
+        return ("dynamic", 1)
+    return (policy.kind, repr(obj))
+
+
+class _Probe:
+    """The same requests (``lengths``, arrivals at unit mean gap) run at any rate: the serving
+    plan (service tables, queues, policy) is built once and only the arrival times change."""
+
+    def __init__(self, unit, lengths, su: Setup, policy: Policy, servers: int):
+        self.unit, self.su, self.policy, self.servers = unit, su, policy, servers
+        self.lengths = lengths
+        self.plan = None
+        if not su.generation:
+            from ..serving import batching
+
+            lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
+            self.devs = [su.service] * servers
+            # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
+            self.plan = batching.make_plan(unit, lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
+
+    def run(self, rate: float, *, full: bool = False) -> serving.ServingResult:
+        """The run at ``rate`` req/s: ``serve``'s result (``full`` adds the a-priori capacity
+        estimate, which only a result kept needs)."""
+        if self.plan is None:
+            return serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
+        from ..serving import batching
+
+        plan = batching.with_arrivals(self.plan, self.unit / rate)
+        return batching.result_of(plan, self.devs, self.policy.obj, batching.run_plan(plan), 1.0, capacity=full)
+
+    def keep(self, r: serving.ServingResult) -> serving.ServingResult:
+        """``r`` as ``serve`` returns it (with the capacity estimate ``run`` left out)."""
+        if self.plan is None or not math.isnan(r.capacity_rps):
+            return r
+        from ..serving import batching
+
+        plan = batching.with_arrivals(self.plan, r.arrival_s)
+        return dataclasses.replace(r, capacity_rps=batching.capacity_rps(self.devs, plan))
+
+
 def capacity_at_slo(lengths, su: Setup, policy: Policy, slo_s: float, *, servers: int = 1,
-                    seed: int = 0, iters: int = 10, upper: float):
-    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` (bisection), and
-    the ``ServingResult`` there (None if none)."""
+                    seed: int = 0, iters: int = 10, upper: float, above: float = -math.inf):
+    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` and whose run is
+    not saturated, and the ``ServingResult`` there (the run at the lowest rate tried if none):
+    ``bisect_capacity`` below ``rate_bound(upper)``."""
+    top = rate_bound(lengths, su, policy, upper, servers=servers)
+    return bisect_capacity(lengths, su, policy, slo_s, top, servers=servers, seed=seed, iters=iters, above=above)
+
+
+def bisect_capacity(lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
+                    seed: int = 0, iters: int = 10, above: float = -math.inf):
+    """(capacity req/s, ``ServingResult`` there) by bisection in log rate between ``top / 1e4``
+    and ``top`` (req/s), ``iters`` steps: the capacity is within a factor ``1e4 ** (2 ** -iters)``
+    below a rate that fails (0 if ``top / 1e4`` fails, ``top`` if ``top`` passes). A rate
+    passes when the run's p99 is within ``slo_s`` and the run is stable and busy less than
+    ``MAX_UTILIZATION`` of the time. Every probe runs the same requests (``lengths``,
+    arrivals of one Poisson draw from ``seed`` scaled to the rate), so probes differ only in
+    the rate.
+
+    ``above`` (req/s): a caller that only wants a capacity greater than ``above`` (the best
+    policy found so far) gets ``(None, None)`` as soon as the upper end of the search is at
+    most ``above``, without the remaining probes: the capacity would be at most ``above`` too.
+    """
     n = lengths.size
     unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
     unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
-    # A finite run hides a slowly growing queue: cap the rate below what full batches can
-    # carry (the saturation throughput), whatever the run's p99 says.
-    if policy.kind != "continuous":
-        sat = servers * saturation_rate(lengths, su, policy.max_batch)
-        upper = min(upper, MAX_UTILIZATION * sat)
-    lo, hi = upper / 1e4, upper
-
-    def run(rate):
-        return serve(unit / rate, lengths, su, policy, servers)
+    lo, hi = top / 1e4, top
+    if hi <= above:
+        return None, None
+    probe = _Probe(unit, lengths, su, policy, servers)
 
     def ok(r):
-        return p99_s(r) <= slo_s and not saturated(r)
+        v = r.slo_view(99.0)
+        return v["stable"] and v["latency_q_s"] <= slo_s and v["utilization"] < MAX_UTILIZATION
 
-    r_lo = run(lo)
+    r_lo = probe.run(lo)
     if not ok(r_lo):
-        return 0.0, r_lo
+        return 0.0, probe.keep(r_lo)
     best = r_lo
-    r_hi = run(hi)
+    r_hi = probe.run(hi)
     if ok(r_hi):
-        return hi, r_hi
+        return hi, probe.keep(r_hi)
     for _ in range(iters):
+        if hi <= above:
+            return None, None
         mid = math.sqrt(lo * hi)
-        r = run(mid)
+        r = probe.run(mid)
         if ok(r):
             lo, best = mid, r
         else:
             hi = mid
-    return lo, best
+    return lo, probe.keep(best)

@@ -10,6 +10,7 @@ independent plain-Python event-driven reference and a simpy model of the same po
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,6 +234,17 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
         ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
     )
+
+
+def with_arrivals(plan: Plan, arrival_s) -> Plan:
+    """``plan`` with other arrival times (s, sorted, one per request): the rest of a plan does
+    not depend on them, so a search that runs the same requests at many rates builds the
+    plan once (``dataclasses.replace`` of the arrival array, checked as ``make_plan`` checks it)."""
+    arr = arrival_array(arrival_s)
+    if arr.size != plan.arrival.size:
+        raise ValueError(f"arrival_s has {arr.size} entries, the plan has {plan.arrival.size} requests: "
+                         "give one arrival time per request (s)")
+    return dataclasses.replace(plan, arrival=arr)
 
 
 @njit(cache=True)
@@ -543,8 +555,11 @@ def run_plan(plan: Plan):
     return start, finish, device, batch_id, busy, real, comp, info
 
 
-def result_of(plan: Plan, devices, policy, out, latency_target_s: float) -> ServingResult:
-    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them)."""
+def result_of(plan: Plan, devices, policy, out, latency_target_s: float, *, capacity: bool = True) -> ServingResult:
+    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them).
+    ``capacity=False`` leaves the rough a-priori ``capacity_rps`` NaN (it costs a service-time
+    lookup per device; a search that reads only ``slo_view`` adds it with ``capacity_rps``
+    to the result it keeps)."""
     start, finish, device, batch_id, busy, real, comp, info = out
     if info[2] and not np.isfinite(busy).all():  # a batch whose step did not fit has an infinite time
         i = int(np.flatnonzero(np.isinf(finish))[0])
@@ -555,7 +570,7 @@ def result_of(plan: Plan, devices, policy, out, latency_target_s: float) -> Serv
         lengths=plan.lengths, start_s=start, finish_s=finish, device=device, batch_id=batch_id,
         device_busy_s=busy, device_real_tokens=real, device_computed_tokens=comp, batches=int(info[0]),
         stopped_early=bool(info[1]), latency_target_s=float(latency_target_s), max_waiting=plan.max_waiting,
-        capacity_rps=_capacity_rps(devices, plan),
+        capacity_rps=capacity_rps(devices, plan) if capacity else float("nan"),
     )
 
 
@@ -589,8 +604,8 @@ def simulate(
     return result_of(plan, devs, policy, run_plan(plan), latency_target_s)
 
 
-def _capacity_rps(devs, plan) -> float:
-    """Rough service capacity: each device's best requests/s at the mean length and the policy's batch."""
+def capacity_rps(devs, plan) -> float:
+    """Rough service capacity (req/s, the ``ServingResult.capacity_rps`` of a run of ``plan``): each device's best requests/s at the mean length and the policy's batch."""
     L = int(round(float(plan.lengths.mean())))
     B = int(plan.q_batch[0])
     cap = 0.0
