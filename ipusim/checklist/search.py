@@ -271,38 +271,53 @@ def same_runs(policy: Policy) -> tuple:
 
 class _Probe:
     """The same requests (``lengths``, arrivals at unit mean gap) run at any rate: the serving
-    plan (service tables, queues, policy) is built once and only the arrival times change."""
+    plan (service tables, queues, policy) is built once and only the arrival times change.
 
-    def __init__(self, unit, lengths, su: Setup, policy: Policy, servers: int):
-        self.unit, self.su, self.policy, self.servers = unit, su, policy, servers
+    ``passes(rate)`` says whether the run at ``rate`` meets ``slo_s`` at the p99, is stable
+    and busy less than ``MAX_UTILIZATION`` of the time; a run stops as soon as more requests
+    are later than ``slo_s`` than a p99 within it allows (``batching.run_plan``'s
+    ``late_limit``): the answer "no" is then certain. ``result(rate)`` is ``serve``'s result.
+    """
+
+    def __init__(self, unit, lengths, su: Setup, policy: Policy, servers: int, slo_s: float):
+        self.unit, self.su, self.policy, self.servers, self.slo_s = unit, su, policy, servers, slo_s
         self.lengths = lengths
         self.plan = None
+        self.kept: dict = {}
         if not su.generation:
-            from ..serving import batching
+            from ..serving import batching, result
 
             lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
             self.devs = [su.service] * servers
             # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
             self.plan = batching.make_plan(unit, lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
+            n = lens.size
+            self.late_limit = n - result.percentile_rank(99.0, n)
 
-    def run(self, rate: float, *, full: bool = False) -> serving.ServingResult:
-        """The run at ``rate`` req/s: ``serve``'s result (``full`` adds the a-priori capacity
-        estimate, which only a result kept needs)."""
+    def passes(self, rate: float) -> bool:
         if self.plan is None:
+            r = self.kept[rate] = serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
+        else:
+            from ..serving import batching
+
+            plan = batching.with_arrivals(self.plan, self.unit / rate)
+            out = batching.run_plan(plan, late_s=self.slo_s, late_limit=self.late_limit)
+            if out[-1][1] == 2:  # stopped: the p99 is above the target
+                return False
+            r = self.kept[rate] = batching.result_of(plan, self.devs, self.policy.obj, out, 1.0, capacity=False)
+        v = r.slo_view(99.0)
+        return v["stable"] and v["latency_q_s"] <= self.slo_s and v["utilization"] < MAX_UTILIZATION
+
+    def result(self, rate: float) -> serving.ServingResult:
+        """The run at ``rate`` as ``serve`` returns it."""
+        r = self.kept.get(rate)
+        if r is None:  # a run stopped as soon as it failed: run it whole
             return serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
-        from ..serving import batching
+        if self.plan is not None:
+            from ..serving import batching
 
-        plan = batching.with_arrivals(self.plan, self.unit / rate)
-        return batching.result_of(plan, self.devs, self.policy.obj, batching.run_plan(plan), 1.0, capacity=full)
-
-    def keep(self, r: serving.ServingResult) -> serving.ServingResult:
-        """``r`` as ``serve`` returns it (with the capacity estimate ``run`` left out)."""
-        if self.plan is None or not math.isnan(r.capacity_rps):
-            return r
-        from ..serving import batching
-
-        plan = batching.with_arrivals(self.plan, r.arrival_s)
-        return dataclasses.replace(r, capacity_rps=batching.capacity_rps(self.devs, plan))
+            r = dataclasses.replace(r, capacity_rps=batching.capacity_rps(self.devs, self.plan))
+        return r
 
 
 def capacity_at_slo(lengths, su: Setup, policy: Policy, slo_s: float, *, servers: int = 1,
@@ -334,26 +349,18 @@ def bisect_capacity(lengths, su: Setup, policy: Policy, slo_s: float, top: float
     lo, hi = top / 1e4, top
     if hi <= above:
         return None, None
-    probe = _Probe(unit, lengths, su, policy, servers)
-
-    def ok(r):
-        v = r.slo_view(99.0)
-        return v["stable"] and v["latency_q_s"] <= slo_s and v["utilization"] < MAX_UTILIZATION
-
-    r_lo = probe.run(lo)
-    if not ok(r_lo):
-        return 0.0, probe.keep(r_lo)
-    best = r_lo
-    r_hi = probe.run(hi)
-    if ok(r_hi):
-        return hi, probe.keep(r_hi)
+    probe = _Probe(unit, lengths, su, policy, servers, slo_s)
+    if not probe.passes(lo):
+        return 0.0, probe.result(lo)
+    best = lo
+    if probe.passes(hi):
+        return hi, probe.result(hi)
     for _ in range(iters):
         if hi <= above:
             return None, None
         mid = math.sqrt(lo * hi)
-        r = probe.run(mid)
-        if ok(r):
-            lo, best = mid, r
+        if probe.passes(mid):
+            lo = best = mid
         else:
             hi = mid
-    return lo, probe.keep(best)
+    return lo, probe.result(best)

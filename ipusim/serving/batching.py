@@ -350,7 +350,7 @@ def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_l
 @njit(cache=True, error_model="numpy")
 def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
                      m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
-                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting,
+                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting, late_s, late_limit,
                      start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
     """Event loop of batched serving. Writes per-request start/finish/device/batch_id.
 
@@ -360,7 +360,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     dispatched requests]. Each step picks the (device, queue) pair that can send a batch
     earliest (ties: the device free first, then the oldest head request, then lower
     indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
-    wait. A packed batch is sorted and packed first fit in work arrays allocated once.
+    wait, or (info[1] = 2) once ``late_limit`` requests have a latency above ``late_s`` (a
+    search that needs only to know a percentile is above ``late_s``). A packed batch is
+    sorted and packed first fit in work arrays allocated once.
     """
     n = arrival.shape[0]
     nd = serves.shape[0]
@@ -391,6 +393,7 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     nb = 0
     tail = 0
     stopped = 0
+    late = 0
     while dispatched < n:
         best_t = _INF
         best_f = _INF
@@ -516,6 +519,8 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             finish[i] = fin
             device[i] = d
             batch_id[i] = nb
+            if fin - arrival[i] > late_s:
+                late += 1
         free[d] = fin
         dev_busy[d] += s
         dev_real[d] += tok
@@ -527,6 +532,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             tail += 1
         if tail - dispatched > max_waiting:
             stopped = 1
+            break
+        if late >= late_limit:
+            stopped = 2
             break
     for k in range(nq):  # requests never sent
         for m in range(head[k], cnt[k]):
@@ -540,8 +548,14 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     info[2] = dispatched
 
 
-def run_plan(plan: Plan):
-    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info)."""
+def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
+    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info).
+
+    ``late_s``, ``late_limit``: stop once ``late_limit`` requests have a latency above ``late_s``
+    seconds (``info[1]`` = 2; default: never). With ``late_limit`` = n - k, where k is the
+    lower order statistic of a percentile (numpy's linear rule, ``result.percentile_rank``),
+    the whole run's percentile would be above ``late_s``: a search that only asks "is the
+    p99 within the target" learns "no" without the rest of the run."""
     n, nd = plan.arrival.size, plan.serves.shape[0]
     start, finish = np.empty(n), np.empty(n)
     device, batch_id = np.empty(n, dtype=np.int16), np.empty(n, dtype=np.int32)
@@ -550,8 +564,8 @@ def run_plan(plan: Plan):
     _simulate_kernel(plan.arrival, plan.lengths, plan.mult, plan.qidx, plan.qoff, plan.serves, plan.dev_model,
                      plan.tables, plan.m_len_step, plan.m_packed, plan.m_pack_len, plan.m_rand, plan.m_rows,
                      plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
-                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting,
-                     start, finish, device, batch_id, busy, real, comp, info)
+                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting, float(late_s),
+                     n + 1 if late_limit is None else int(late_limit), start, finish, device, batch_id, busy, real, comp, info)
     return start, finish, device, batch_id, busy, real, comp, info
 
 

@@ -221,6 +221,17 @@ def _select_percentile(arrival, finish, count, q):
     return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
 
 
+def percentile_rank(q: float, count: int) -> int:
+    """The lower order statistic k (0-based) that percentile ``q`` (0..100) of ``count`` values
+    lies at or above, by numpy.percentile's linear rule: the percentile is at least the k-th
+    smallest value, so once ``count - k`` values exceed a bound the percentile does too."""
+    if not 0.0 <= float(q) <= 100.0:
+        raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
+    if int(count) != count or count < 1:
+        raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
+    return int(_ranks(np.array([float(q)]), int(count))[0][0])
+
+
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
     """Percentiles ``qs`` of ``a - b`` (or of ``a``) over the entries that are not NaN, as
     ``numpy.percentile`` gives them; NaN when every entry is NaN. ``a`` may be a tuple of
