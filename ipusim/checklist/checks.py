@@ -371,19 +371,25 @@ class Context:
                 tops[b, pol.kind == "continuous"] = search.rate_bound(lengths, svc, pol, upper, servers=servers)
             order.append((tops[b, pol.kind == "continuous"], i, pol))
         # The capacity never exceeds a policy's rate bound: try the highest bounds first, and stop
-        # a search once it can no longer beat the best found (exact: the same policy wins).
-        best, best_i = None, -1
-        for top, i, pol in sorted(order, key=lambda t: (-t[0], t[1])):
-            above = -math.inf
-            if best is not None:
-                c = best.capacity_per_replica
-                above = c if best_i < i else math.nextafter(c, -math.inf)
-            cap, res = search.bisect_capacity(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
-                                              iters=self.quick_bisect, above=above)
-            if cap is not None and (best is None or cap > best.capacity_per_replica
-                                    or (cap == best.capacity_per_replica and i < best_i)):
-                best, best_i = Deployment(pl, mode, pol, cap, svc, res), i
-        return best
+        # a search once it can no longer beat the best found. Each search starts at a guess
+        # (search.CapacitySearch); the winner's guess is checked, and if it does not hold every
+        # policy is searched again plainly. Either way the same policy wins with the same capacity.
+        for guess in (True, False):
+            best, best_i, won = None, -1, None
+            for top, i, pol in sorted(order, key=lambda t: (-t[0], t[1])):
+                above = -math.inf
+                if best is not None:
+                    c = best.capacity_per_replica
+                    above = c if best_i < i else math.nextafter(c, -math.inf)
+                cs = search.CapacitySearch(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
+                                           iters=self.quick_bisect)
+                cap, res = cs.run(above, guess=guess)
+                if cap is not None and (best is None or cap > best.capacity_per_replica
+                                        or (cap == best.capacity_per_replica and i < best_i)):
+                    best, best_i, won = Deployment(pl, mode, pol, cap, svc, res), i, cs
+            if won.verify():
+                return best
+        raise AssertionError("unreachable: a plain search assumes nothing")
 
     def cost(self, cand, dep: Deployment) -> Deployment:
         """Chips to carry the offered rate at the SLO, and what they cost per hour."""
