@@ -9,19 +9,16 @@ from dataclasses import dataclass
 
 from ..config import progress
 from .case import ASSUMPTIONS, Case
-from .checks import (
-    Check,
-    Context,
-    check_cost,
-    check_fit,
-    check_padding,
-    check_poc,
-    check_sensitivity,
-    check_software,
-    check_throughput,
-    check_training,
-    fmt,
-)
+from .context import Context
+from .cost import check_cost
+from .evidence import Check, fmt
+from .fit import check_fit
+from .padding import check_padding
+from .poc import check_poc
+from .sensitivity import check_sensitivity
+from .software import check_software
+from .throughput import check_throughput
+from .train import check_training
 from .verdict import POLICY, Verdict, decide
 
 INFERENCE_CHECKS = (check_fit, check_throughput, check_padding, check_cost, check_sensitivity)

@@ -11,6 +11,8 @@ meets a target. The traffic's lengths (``traffic_lengths``) and how well they pa
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -248,38 +250,176 @@ def saturation_rate(lengths, su: Setup, batch: int) -> float:
     return b / float(np.mean(t))
 
 
+def rate_bound(lengths, su: Setup, policy: Policy, upper: float, *, servers: int = 1) -> float:
+    """The top of ``capacity_at_slo``'s search (req/s): ``upper``, capped below what full batches
+    carry (``MAX_UTILIZATION`` x the saturation throughput of ``servers`` replicas). A finite
+    run hides a slowly growing queue, so no capacity above it is reported, whatever the run's
+    p99 says; the capacity found is never above this bound."""
+    if policy.kind == "continuous":
+        return float(upper)
+    return min(upper, MAX_UTILIZATION * (servers * saturation_rate(lengths, su, policy.max_batch)))
+
+
+def same_runs(policy: Policy) -> tuple:
+    """A key equal for policies whose serving runs are identical: a dynamic policy of batch 1
+    sends each request when it arrives whatever its delay (its one-request batch is full at
+    once), so the delay drops out of its key."""
+    obj = policy.obj
+    if policy.kind == "dynamic" and policy.max_batch == 1 and not getattr(obj, "preferred", ()):
+        return ("dynamic", 1)
+    return (policy.kind, repr(obj))
+
+
+class _Probe:
+    """The same requests (``lengths``, arrivals at unit mean gap) run at any rate: the serving
+    plan (service tables, queues, policy) is built once and only the arrival times change.
+
+    ``passes(rate)`` says whether the run at ``rate`` meets ``slo_s`` at the p99, is stable
+    and busy less than ``MAX_UTILIZATION`` of the time; a run stops as soon as more requests
+    are later than ``slo_s`` than a p99 within it allows (``batching.run_plan``'s
+    ``late_limit``): the answer "no" is then certain. ``result(rate)`` is ``serve``'s result.
+    """
+
+    def __init__(self, unit, lengths, su: Setup, policy: Policy, servers: int, slo_s: float):
+        self.unit, self.su, self.policy, self.servers, self.slo_s = unit, su, policy, servers, slo_s
+        self.lengths = lengths
+        self.plan = None
+        self.kept: dict = {}
+        if not su.generation:
+            from ..serving import batching, result
+
+            lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
+            self.devs = [su.service] * servers
+            # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
+            self.plan = batching.make_plan(unit, lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
+            n = lens.size
+            self.late_limit = n - result.percentile_rank(99.0, n)
+
+    def passes(self, rate: float) -> bool:
+        if self.plan is None:
+            r = self.kept[rate] = serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
+        else:
+            from ..serving import batching
+
+            plan = batching.with_arrivals(self.plan, self.unit / rate)
+            out = batching.run_plan(plan, late_s=self.slo_s, late_limit=self.late_limit)
+            if out[-1][1] == 2:  # stopped: the p99 is above the target
+                return False
+            r = self.kept[rate] = batching.result_of(plan, self.devs, self.policy.obj, out, 1.0, capacity=False)
+        v = r.slo_view(99.0)
+        return v["stable"] and v["latency_q_s"] <= self.slo_s and v["utilization"] < MAX_UTILIZATION
+
+    def result(self, rate: float) -> serving.ServingResult:
+        """The run at ``rate`` as ``serve`` returns it."""
+        r = self.kept.get(rate)
+        if r is None:  # a run stopped as soon as it failed: run it whole
+            return serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
+        if self.plan is not None:
+            from ..serving import batching
+
+            r = dataclasses.replace(r, capacity_rps=batching.capacity_rps(self.devs, self.plan))
+        return r
+
+
 def capacity_at_slo(lengths, su: Setup, policy: Policy, slo_s: float, *, servers: int = 1,
-                    seed: int = 0, iters: int = 10, upper: float):
-    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` (bisection), and
-    the ``ServingResult`` there (None if none)."""
-    n = lengths.size
+                    seed: int = 0, iters: int = 10, upper: float, above: float = -math.inf):
+    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` and whose run is
+    not saturated, and the ``ServingResult`` there (the run at the lowest rate tried if none):
+    ``bisect_capacity`` below ``rate_bound(upper)``."""
+    top = rate_bound(lengths, su, policy, upper, servers=servers)
+    return bisect_capacity(lengths, su, policy, slo_s, top, servers=servers, seed=seed, iters=iters, above=above)
+
+
+def bisect_capacity(lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
+                    seed: int = 0, iters: int = 10, above: float = -math.inf):
+    """(capacity req/s, ``ServingResult`` there) by bisection in log rate between ``top / 1e4``
+    and ``top`` (req/s), ``iters`` steps: the capacity is within a factor ``1e4 ** (2 ** -iters)``
+    below a rate that fails (0 if ``top / 1e4`` fails, ``top`` if ``top`` passes). A rate
+    passes when the run's p99 is within ``slo_s`` and the run is stable and busy less than
+    ``MAX_UTILIZATION`` of the time. Every probe runs the same requests (``lengths``,
+    arrivals of one Poisson draw from ``seed`` scaled to the rate), so probes differ only in
+    the rate.
+
+    ``above`` (req/s): a caller that only wants a capacity greater than ``above`` (the best
+    policy found so far) gets ``(None, None)`` as soon as the upper end of the search is at
+    most ``above``, without the remaining probes: the capacity would be at most ``above`` too.
+    """
+    return CapacitySearch(lengths, su, policy, slo_s, top, servers=servers, seed=seed, iters=iters).run(above)
+
+
+@functools.lru_cache(maxsize=8)
+def _unit_arrivals(n: int, seed: int) -> np.ndarray:
+    """``n`` Poisson arrival times at mean gap 1 (realised mean exactly 1), read-only."""
     unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
     unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
-    # A finite run hides a slowly growing queue: cap the rate below what full batches can
-    # carry (the saturation throughput), whatever the run's p99 says.
-    if policy.kind != "continuous":
-        sat = servers * saturation_rate(lengths, su, policy.max_batch)
-        upper = min(upper, MAX_UTILIZATION * sat)
-    lo, hi = upper / 1e4, upper
+    unit.setflags(write=False)
+    return unit
 
-    def run(rate):
-        return serve(unit / rate, lengths, su, policy, servers)
 
-    def ok(r):
-        return p99_s(r) <= slo_s and not saturated(r)
+class CapacitySearch:
+    """``bisect_capacity`` of one policy, with a head start for a search over many policies.
 
-    r_lo = run(lo)
-    if not ok(r_lo):
-        return 0.0, r_lo
-    best = r_lo
-    r_hi = run(hi)
-    if ok(r_hi):
-        return hi, r_hi
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        r = run(mid)
-        if ok(r):
-            lo, best = mid, r
-        else:
-            hi = mid
-    return lo, best
+    ``run(above, guess=True)`` first runs the rate the bisection reaches after ``GUESS_STEPS``
+    passing probes (``1e4 ** -(2 ** -GUESS_STEPS)`` x ``top``, 0.56 x ``top``). If it passes, the
+    bisection goes on from there and takes the lower probes of that path (``top / 1e4`` and
+    the first midpoints) as passing without running them: where the probes pass and fail as
+    the rate rises (a slower rate is no harder to serve), the answer is exactly the
+    bisection's. Where that fails, the answer found is at least the bisection's (a lower
+    probe that fails would have ended below the guess), so a caller that picks the best of
+    several policies need only ``verify()`` the winner's assumed probes: if they pass, its
+    capacity is exactly the bisection's and no other policy's bisection can be higher;
+    if not, search again without the head start.
+    """
+
+    GUESS_STEPS = 4
+
+    def __init__(self, lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
+                 seed: int = 0, iters: int = 10):
+        self.top, self.iters = float(top), int(iters)
+        self._args = (lengths, su, policy, servers, slo_s, seed)
+        self.known: dict = {}  # rate -> passes (run)
+        self.assumed: list = []  # rates taken as passing without a run
+
+    @functools.cached_property
+    def probe(self) -> _Probe:
+        lengths, su, policy, servers, slo_s, seed = self._args
+        return _Probe(_unit_arrivals(lengths.size, seed), lengths, su, policy, servers, slo_s)
+
+    def _passes(self, rate: float) -> bool:
+        if rate not in self.known:
+            if rate in self.assumed:
+                return True
+            self.known[rate] = self.probe.passes(rate)
+        return self.known[rate]
+
+    def run(self, above: float = -math.inf, guess: bool = False):
+        """(capacity req/s, ``ServingResult`` there), or (None, None) once the capacity is known
+        to be at most ``above``."""
+        lo, hi = self.top / 1e4, self.top
+        if hi <= above:
+            return None, None
+        if guess and self.iters >= self.GUESS_STEPS:
+            path = [lo]  # the rates the bisection tries while every probe passes
+            for _ in range(self.GUESS_STEPS):
+                path.append(math.sqrt(path[-1] * hi))
+            if self._passes(path[-1]):
+                self.assumed = [r for r in path[:-1] if r not in self.known]
+        if not self._passes(lo):
+            return 0.0, self.probe.result(lo)
+        best = lo
+        if self._passes(hi):
+            return hi, self.probe.result(hi)
+        for _ in range(self.iters):
+            if hi <= above:
+                return None, None
+            mid = math.sqrt(lo * hi)
+            if self._passes(mid):
+                lo = best = mid
+            else:
+                hi = mid
+        return lo, self.probe.result(best)
+
+    def verify(self) -> bool:
+        """Run the rates ``run`` assumed to pass; True if every one does."""
+        assumed, self.assumed = self.assumed, []
+        return all(self._passes(r) for r in assumed)

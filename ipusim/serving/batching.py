@@ -10,6 +10,7 @@ independent plain-Python event-driven reference and a simpy model of the same po
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -235,6 +236,17 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     )
 
 
+def with_arrivals(plan: Plan, arrival_s) -> Plan:
+    """``plan`` with other arrival times (s, sorted, one per request): the rest of a plan does
+    not depend on them, so a search that runs the same requests at many rates builds the
+    plan once (``dataclasses.replace`` of the arrival array, checked as ``make_plan`` checks it)."""
+    arr = arrival_array(arrival_s)
+    if arr.size != plan.arrival.size:
+        raise ValueError(f"arrival_s has {arr.size} entries, the plan has {plan.arrival.size} requests: "
+                         "give one arrival time per request (s)")
+    return dataclasses.replace(plan, arrival=arr)
+
+
 @njit(cache=True)
 def _bucket_of(lengths, edges):
     """Bucket of each request: the first edge >= its length (``np.searchsorted`` side left);
@@ -338,7 +350,7 @@ def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_l
 @njit(cache=True, error_model="numpy")
 def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
                      m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
-                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting,
+                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting, late_s, late_limit,
                      start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
     """Event loop of batched serving. Writes per-request start/finish/device/batch_id.
 
@@ -348,7 +360,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     dispatched requests]. Each step picks the (device, queue) pair that can send a batch
     earliest (ties: the device free first, then the oldest head request, then lower
     indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
-    wait. A packed batch is sorted and packed first fit in work arrays allocated once.
+    wait, or (info[1] = 2) once ``late_limit`` requests have a latency above ``late_s`` (a
+    search that needs only to know a percentile is above ``late_s``). A packed batch is
+    sorted and packed first fit in work arrays allocated once.
     """
     n = arrival.shape[0]
     nd = serves.shape[0]
@@ -379,6 +393,7 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     nb = 0
     tail = 0
     stopped = 0
+    late = 0
     while dispatched < n:
         best_t = _INF
         best_f = _INF
@@ -504,6 +519,8 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             finish[i] = fin
             device[i] = d
             batch_id[i] = nb
+            if fin - arrival[i] > late_s:
+                late += 1
         free[d] = fin
         dev_busy[d] += s
         dev_real[d] += tok
@@ -515,6 +532,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             tail += 1
         if tail - dispatched > max_waiting:
             stopped = 1
+            break
+        if late >= late_limit:
+            stopped = 2
             break
     for k in range(nq):  # requests never sent
         for m in range(head[k], cnt[k]):
@@ -528,8 +548,14 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
     info[2] = dispatched
 
 
-def run_plan(plan: Plan):
-    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info)."""
+def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
+    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info).
+
+    ``late_s``, ``late_limit``: stop once ``late_limit`` requests have a latency above ``late_s``
+    seconds (``info[1]`` = 2; default: never). With ``late_limit`` = n - k, where k is the
+    lower order statistic of a percentile (numpy's linear rule, ``result.percentile_rank``),
+    the whole run's percentile would be above ``late_s``: a search that only asks "is the
+    p99 within the target" learns "no" without the rest of the run."""
     n, nd = plan.arrival.size, plan.serves.shape[0]
     start, finish = np.empty(n), np.empty(n)
     device, batch_id = np.empty(n, dtype=np.int16), np.empty(n, dtype=np.int32)
@@ -538,13 +564,16 @@ def run_plan(plan: Plan):
     _simulate_kernel(plan.arrival, plan.lengths, plan.mult, plan.qidx, plan.qoff, plan.serves, plan.dev_model,
                      plan.tables, plan.m_len_step, plan.m_packed, plan.m_pack_len, plan.m_rand, plan.m_rows,
                      plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
-                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting,
-                     start, finish, device, batch_id, busy, real, comp, info)
+                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting, float(late_s),
+                     n + 1 if late_limit is None else int(late_limit), start, finish, device, batch_id, busy, real, comp, info)
     return start, finish, device, batch_id, busy, real, comp, info
 
 
-def result_of(plan: Plan, devices, policy, out, latency_target_s: float) -> ServingResult:
-    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them)."""
+def result_of(plan: Plan, devices, policy, out, latency_target_s: float, *, capacity: bool = True) -> ServingResult:
+    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them).
+    ``capacity=False`` leaves the rough a-priori ``capacity_rps`` NaN (it costs a service-time
+    lookup per device; a search that reads only ``slo_view`` adds it with ``capacity_rps``
+    to the result it keeps)."""
     start, finish, device, batch_id, busy, real, comp, info = out
     if info[2] and not np.isfinite(busy).all():  # a batch whose step did not fit has an infinite time
         i = int(np.flatnonzero(np.isinf(finish))[0])
@@ -555,7 +584,7 @@ def result_of(plan: Plan, devices, policy, out, latency_target_s: float) -> Serv
         lengths=plan.lengths, start_s=start, finish_s=finish, device=device, batch_id=batch_id,
         device_busy_s=busy, device_real_tokens=real, device_computed_tokens=comp, batches=int(info[0]),
         stopped_early=bool(info[1]), latency_target_s=float(latency_target_s), max_waiting=plan.max_waiting,
-        capacity_rps=_capacity_rps(devices, plan),
+        capacity_rps=capacity_rps(devices, plan) if capacity else float("nan"),
     )
 
 
@@ -589,8 +618,8 @@ def simulate(
     return result_of(plan, devs, policy, run_plan(plan), latency_target_s)
 
 
-def _capacity_rps(devs, plan) -> float:
-    """Rough service capacity: each device's best requests/s at the mean length and the policy's batch."""
+def capacity_rps(devs, plan) -> float:
+    """Rough service capacity (req/s, the ``ServingResult.capacity_rps`` of a run of ``plan``): each device's best requests/s at the mean length and the policy's batch."""
     L = int(round(float(plan.lengths.mean())))
     B = int(plan.q_batch[0])
     cap = 0.0

@@ -19,6 +19,7 @@ _HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
 # A run of 100+ requests that serves less than this share of the offered rate is not stable: its
 # requests wait for a delay (or a batch that never fills) longer than the run.
 STABLE_SERVED_SHARE = 0.5
+_SUMMARY_QS = {50.0: "latency_p50_s", 90.0: "latency_p90_s", 99.0: "latency_p99_s", 99.9: "latency_p999_s"}
 
 
 @njit(cache=True, error_model="numpy")
@@ -190,6 +191,45 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
             g = gam[q]
             d = stats[2 * q + 1] - stats[2 * q]
             out[s, q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
+
+
+@njit(cache=True, error_model="numpy")
+def _select_percentile(arrival, finish, count, q):
+    """Percentile ``q`` (0..100) of finish - arrival over the ``count`` >= 1 entries whose finish
+    is not NaN, by numpy.percentile's linear rule: the two order statistics it lies between
+    are found by one partial sort of the gathered values (not a histogram: for a few
+    thousand values the histogram's bins cost more than the values)."""
+    buf = np.empty(count)
+    m = 0
+    for i in range(finish.shape[0]):
+        f = finish[i]
+        if f == f:
+            buf[m] = f - arrival[i]
+            m += 1
+    ranks, gam = _ranks(np.array([q]), count)
+    k = ranks[0]
+    part = np.partition(buf, k)
+    lo = part[k]
+    hi = lo
+    if ranks[1] > k:
+        hi = part[k + 1]
+        for j in range(k + 2, count):  # the smallest value above rank k
+            if part[j] < hi:
+                hi = part[j]
+    g = gam[0]
+    d = hi - lo
+    return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
+
+
+def percentile_rank(q: float, count: int) -> int:
+    """The lower order statistic k (0-based) that percentile ``q`` (0..100) of ``count`` values
+    lies at or above, by numpy.percentile's linear rule: the percentile is at least the k-th
+    smallest value, so once ``count - k`` values exceed a bound the percentile does too."""
+    if not 0.0 <= float(q) <= 100.0:
+        raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
+    if int(count) != count or count < 1:
+        raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
+    return int(_ranks(np.array([float(q)]), int(count))[0][0])
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
@@ -384,6 +424,36 @@ class ServingResult:
                               hi=(lat_hi, wait_hi), count=ns)
         wait_p99 = qw[2]
         real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
+        offered, cap, throughput, stable, reason = self._load(ns, late, per_dev, dur, gen)
+        busy = self.device_busy_s
+        out = {
+            "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
+            "batches": self.batches,
+            "mean_batch": ((real / self.batches) if gen else ns / self.batches) if self.batches else 0.0,
+            "offered_rps": float(offered), "capacity_rps": cap,
+            "throughput_rps": throughput,
+            "goodput_rps": float(good) / dur,
+            "latency_target_s": self.latency_target_s,
+            "latency_mean_s": lat_sum / ns if ns else math.nan,
+            "latency_p50_s": float(q[0]), "latency_p90_s": float(q[1]),
+            "latency_p99_s": float(q[2]), "latency_p999_s": float(q[3]),
+            "queueing_mean_s": wait_sum / ns if ns else math.nan,
+            "queueing_p99_s": float(wait_p99),
+            "utilization": float(busy.sum() / (dur * nd)),
+            "device_utilization": (busy / dur).tolist(),
+            "padded_token_waste": float(1.0 - real / comp) if comp else 0.0,
+            "stable": stable, "unstable_reason": reason,
+        }
+        if gen:
+            out["ttft_p50_s"], out["ttft_p99_s"] = float(qf[0]), float(qf[2])
+            out.update(_between_tokens(self.gap_s, self.gap_weight))
+        return out
+
+    def _load(self, ns, late, per_dev, dur, gen):
+        """(offered req/s, capacity req/s, throughput req/s, stable, reason) from the one-pass totals."""
+        arr = self.arrival_s
+        nd = len(self.devices)
+        t0 = float(arr[0])
         offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
         backlog = self.n - ns + int(late)
         busy = self.device_busy_s
@@ -411,28 +481,30 @@ class ServingResult:
         elif self.n >= 100 and math.isfinite(offered) and throughput < STABLE_SERVED_SHARE * offered:
             stable, reason = False, (f"served {throughput:,.4g} req/s of {offered:,.0f} offered: requests wait for the "
                                      "policy's longest delay (or a batch that never fills) longer than the run")
-        out = {
-            "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
-            "batches": self.batches,
-            "mean_batch": ((real / self.batches) if gen else ns / self.batches) if self.batches else 0.0,
-            "offered_rps": float(offered), "capacity_rps": cap,
-            "throughput_rps": throughput,
-            "goodput_rps": float(good) / dur,
-            "latency_target_s": self.latency_target_s,
-            "latency_mean_s": lat_sum / ns if ns else math.nan,
-            "latency_p50_s": float(q[0]), "latency_p90_s": float(q[1]),
-            "latency_p99_s": float(q[2]), "latency_p999_s": float(q[3]),
-            "queueing_mean_s": wait_sum / ns if ns else math.nan,
-            "queueing_p99_s": float(wait_p99),
-            "utilization": float(busy.sum() / (dur * nd)),
-            "device_utilization": (busy / dur).tolist(),
-            "padded_token_waste": float(1.0 - real / comp) if comp else 0.0,
-            "stable": stable, "unstable_reason": reason,
-        }
-        if gen:
-            out["ttft_p50_s"], out["ttft_p99_s"] = float(qf[0]), float(qf[2])
-            out.update(_between_tokens(self.gap_s, self.gap_weight))
-        return out
+        return float(offered), cap, throughput, stable, reason
+
+    def slo_view(self, q: float = 99.0) -> dict:
+        """The summary's ``stable``, ``utilization`` and latency percentile ``q`` (0..100, s, as
+        ``latency_q_s``), without the rest of the summary: one pass for the totals and one
+        selection of the two order statistics the percentile lies between (numpy.percentile's
+        linear rule, the same value the summary's histogram method gives). For a search that
+        runs many simulations and reads only these (the checklist's capacity at a p99 target)."""
+        q = float(q)
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
+        cached = self.__dict__.get("_summary")
+        gen = self.first_token_s is not None
+        if cached is not None and q in _SUMMARY_QS:
+            return {"latency_q_s": cached[_SUMMARY_QS[q]], "stable": cached["stable"],
+                    "utilization": cached["utilization"]}
+        arr = self.arrival_s
+        ns, _, _, _, _, _, _, t1, _, late, per_dev, _, _ = _totals(
+            arr, self.start_s, self.finish_s, np.zeros(0), self.device, self.latency_target_s, len(self.devices))
+        dur = max(float(t1) - float(arr[0]), 1e-300)
+        stable = self._load(ns, late, per_dev, dur, gen)[3]
+        lat = _select_percentile(arr, self.finish_s, int(ns), q) if ns else math.nan
+        return {"latency_q_s": float(lat), "stable": stable,
+                "utilization": float(self.device_busy_s.sum() / (dur * len(self.devices)))}
 
     def summary(self) -> dict:
         """Headline numbers (see ``to_dict``)."""

@@ -202,7 +202,14 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
 def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, cap: int = 256) -> int:
     """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
     every phase. Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs:
-    bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch."""
+    bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch. Cached in
+    memory and on disk beside the tables (the same key: code, chip, model, calibration)."""
+    length, phases, cap = int(length), tuple(phases), int(cap)
+    return int(_cached(lambda: [_largest_replica_batch(spec, length, phases, cap)],
+                       "largest batch", spec, length, phases, cap)[0])
+
+
+def _largest_replica_batch(spec, length, phases, cap):
     from .. import tiles, workloads
 
     if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)

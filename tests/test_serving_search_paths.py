@@ -1,0 +1,144 @@
+"""The serving package's paths for a search that runs many simulations (the checklist's capacity
+at a p99 target), each against the full path it stands in for: ``ServingResult.slo_view``
+against ``summary()``, ``run_plan``'s stop once a percentile is certain to miss its target
+against the whole run, ``with_arrivals`` against ``make_plan``, and the disk-cached
+``tables.largest_replica_batch`` against its build."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ipusim import arrivals as A
+from ipusim import lengths
+from ipusim import policies as P
+from ipusim import serving as S
+from ipusim.serving import batching, result, tables
+
+
+@pytest.fixture(scope="module")
+def devs():
+    return {
+        "gc200": S.chip_service("gc200", "bert-base", max_batch=16, grid="coarse"),
+        "a100": S.chip_service("a100-40gb", "bert-base", max_batch=16, grid="coarse"),
+        "packed": S.chip_service("gc200", "bert-base", max_batch=32, packed=True, grid="coarse"),
+    }
+
+
+def _runs(devs):
+    """(policy, devices) x rates from light load to far past saturation (stable and not)."""
+    cases = [
+        (P.Dynamic(8, 0.002), [devs["gc200"]]),
+        (P.Static(8, 0.005), [devs["a100"]]),
+        (P.TokenBudget(4096, 0.002, 32), [devs["packed"]]),
+        (P.Dynamic(16, 0.004), [devs["gc200"], devs["a100"]]),
+    ]
+    for k, (pol, d) in enumerate(cases):
+        for rate in (50.0, 800.0, 3000.0, 30000.0):
+            n = 1500 + 37 * k
+            yield pol, d, A.poisson(rate, n, seed=k), lengths.sample(n, long_fraction=0.4, seed=k + 10)
+
+
+def _same(a, b):
+    return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+
+
+def test_slo_view_is_the_summarys_numbers(devs):
+    """Bit for bit: the same stability rule, utilization and percentile as the full summary,
+    for stable runs and for runs stopped or overloaded (16 runs, 4 policies)."""
+    kinds = set()
+    for pol, d, arr, ln in _runs(devs):
+        fast = S.simulate(arr, ln, pol, d, max_waiting=500)
+        full = S.simulate(arr, ln, pol, d, max_waiting=500).summary()  # a separate result: no shared cache
+        kinds.add(full["stable"])
+        for q, key in ((99.0, "latency_p99_s"), (50.0, "latency_p50_s"), (99.9, "latency_p999_s")):
+            v = fast.slo_view(q)
+            assert _same(v["latency_q_s"], full[key]), (pol, q)
+            assert v["stable"] == full["stable"] and _same(v["utilization"], full["utilization"])
+        assert fast.slo_view(99) == {"latency_q_s": full["latency_p99_s"], "stable": full["stable"],
+                                     "utilization": full["utilization"]}
+    assert kinds == {True, False}  # both sides of the stability rule were exercised
+
+
+def test_slo_view_percentile_is_numpys_on_other_percentiles(devs):
+    arr = A.poisson(500.0, 3000, seed=3)
+    ln = lengths.sample(3000, long_fraction=0.3, seed=4)
+    r = S.simulate(arr, ln, P.Dynamic(8, 0.003), devs["gc200"], max_waiting=None)
+    lat = r.finish_s - r.arrival_s
+    for q in (0.0, 1.0, 33.3, 75.0, 95.0, 99.5, 100.0):
+        assert r.slo_view(q)["latency_q_s"] == np.percentile(lat, q)
+    with pytest.raises(ValueError, match="between 0 and 100"):
+        r.slo_view(101)
+
+
+def test_slo_view_of_a_generation_run_is_its_summarys():
+    gen = S.generation_model("a100-80gb", "gpt2", max_batch=8)
+    rng = np.random.default_rng(1)
+    arr, pr, out = A.poisson(20.0, 400, seed=2), rng.integers(16, 128, 400), rng.integers(8, 64, 400)
+    r = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), gen)
+    full = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), gen).summary()
+    v = r.slo_view(99)
+    assert v["latency_q_s"] == full["latency_p99_s"] and v["stable"] == full["stable"]
+    assert v["utilization"] == full["utilization"]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100, 8000, 8001])
+def test_percentile_rank_is_the_lower_order_statistic(n):
+    x = np.random.default_rng(n).random(n)
+    srt = np.sort(x)
+    for q in (0.0, 50.0, 90.0, 99.0, 99.9, 100.0):
+        k = result.percentile_rank(q, n)
+        p = np.percentile(x, q)
+        assert srt[k] <= p and (k + 1 >= n or p <= srt[k + 1])  # p lies between ranks k and k + 1
+    with pytest.raises(ValueError, match="count"):
+        result.percentile_rank(99, 0)
+
+
+def test_a_run_stopped_as_late_would_have_missed_its_target(devs):
+    """``run_plan(late_s, late_limit=n - k)`` stops only runs whose whole p99 is above late_s; a
+    run it does not stop is the whole run, bit for bit. Both outcomes occur below."""
+    outcomes = set()
+    for pol, d, arr, ln in _runs(devs):
+        plan = batching.make_plan(arr, ln, pol, d, max_waiting=500)
+        whole = batching.run_plan(plan)
+        p99 = batching.result_of(plan, d, pol, whole, 1.0).slo_view(99)["latency_q_s"]
+        n = arr.size
+        for target in (0.005, 0.02, 0.1):
+            cut = batching.run_plan(plan, late_s=target, late_limit=n - result.percentile_rank(99.0, n))
+            stopped = cut[-1][1] == 2
+            outcomes.add(stopped)
+            if stopped:
+                assert whole[-1][1] == 1 or p99 > target  # stopped by max_waiting anyway, or it misses
+            else:
+                assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(cut, whole, strict=True))
+    assert outcomes == {True, False}
+
+
+def test_with_arrivals_is_make_plan_with_those_arrivals(devs):
+    arr = A.poisson(400.0, 1000, seed=5)
+    ln = lengths.sample(1000, long_fraction=0.4, seed=6)
+    pol = P.LengthBuckets((128, 256, 512), 8, 0.003)
+    plan = batching.make_plan(arr, ln, pol, [devs["gc200"], devs["a100"]])
+    other = A.poisson(900.0, 1000, seed=7)
+    a, b = batching.with_arrivals(plan, other), batching.make_plan(other, ln, pol, [devs["gc200"], devs["a100"]])
+    for f in batching.Plan.__dataclass_fields__:
+        x, y = getattr(a, f), getattr(b, f)
+        assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, f
+    with pytest.raises(ValueError, match="one arrival time per request"):
+        batching.with_arrivals(plan, other[:-1])
+    with pytest.raises(ValueError, match="sorted"):
+        batching.with_arrivals(plan, other[::-1])
+
+
+def test_largest_replica_batch_is_cached_on_disk(tmp_path, monkeypatch):
+    from ipusim import hardware, workloads
+
+    spec = tables.Replica(hardware.chip("a100-80gb"), workloads.model("bert-base"), 1, False)
+    want = tables._largest_replica_batch(spec, 512, ("forward",), 64)
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tables, "_memory", {})
+    assert tables.largest_replica_batch(spec, 512, cap=64) == want
+    monkeypatch.setattr(tables, "_memory", {})  # a new process: read from disk, not rebuilt
+    monkeypatch.setattr(tables, "_largest_replica_batch", lambda *a: pytest.fail("rebuilt"))
+    assert tables.largest_replica_batch(spec, 512, cap=64) == want
+    assert len(list(tmp_path.iterdir())) == 1
