@@ -205,15 +205,10 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     n = arrival.shape[0]
     hkey = np.empty(max_batch, dtype=np.int64)  # heap: last iteration of each running sequence
     hid = np.empty(max_batch, dtype=np.int64)
-    nrun = 0
     ctx_sum = 0  # context tokens of the running sequences
-    nxt = 0
-    done = 0
-    kv = 0
-    t = 0.0
-    iters = 0
-    busy = 0.0
-    nmix = 0
+    # running sequences, next request, requests done, KV tokens held, iterations, gap entries
+    nrun = nxt = done = kv = iters = nmix = 0
+    t = busy = 0.0  # s
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
@@ -227,19 +222,14 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             start[nxt] = t
             if prompt[nxt] > pmax:
                 pmax = prompt[nxt]
-            # push (last iteration, id)
+            # push (last iteration, id): sift up from the new leaf
             key = iters + output[nxt] - 1
             c = nrun
             nrun += 1
-            while c > 0:
-                p = (c - 1) // 2
-                if hkey[p] <= key:
-                    break
-                hkey[c] = hkey[p]
-                hid[c] = hid[p]
-                c = p
-            hkey[c] = key
-            hid[c] = nxt
+            while c > 0 and hkey[(c - 1) // 2] > key:
+                hkey[c], hid[c] = hkey[(c - 1) // 2], hid[(c - 1) // 2]
+                c = (c - 1) // 2
+            hkey[c], hid[c] = key, nxt
             nxt += 1
         nnew = nxt - first_new
         col = 0
@@ -289,23 +279,18 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             kv -= prompt[i] + output[i]
             ctx_sum -= prompt[i] + output[i]
             done += 1
-            nrun -= 1
-            key = hkey[nrun]
-            j = hid[nrun]
+            nrun -= 1  # the last leaf sifts down from the root
+            key, j = hkey[nrun], hid[nrun]
             c = 0
-            while True:
+            while 2 * c + 1 < nrun:
                 ch = 2 * c + 1
-                if ch >= nrun:
-                    break
                 if ch + 1 < nrun and hkey[ch + 1] < hkey[ch]:
                     ch += 1
                 if hkey[ch] >= key:
                     break
-                hkey[c] = hkey[ch]
-                hid[c] = hid[ch]
+                hkey[c], hid[c] = hkey[ch], hid[ch]
                 c = ch
-            hkey[c] = key
-            hid[c] = j
+            hkey[c], hid[c] = key, j
         iters += 1
     _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
 
@@ -332,14 +317,8 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
     ctx = np.empty(max_batch, dtype=np.int64)
     left = np.empty(max_batch, dtype=np.int64)
     piece = np.empty(max_batch, dtype=np.int64)
-    nrun = 0
-    nxt = 0
-    done = 0
-    kv = 0
-    t = 0.0
-    iters = 0
-    busy = 0.0
-    nmix = 0
+    nrun = nxt = done = kv = iters = nmix = 0  # as in _continuous_kernel
+    t = busy = 0.0
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
