@@ -63,7 +63,7 @@ class Plan:
     arrival: np.ndarray  # float64 [n], sorted, s
     lengths: np.ndarray  # int64 [n], tokens (kept wide: int32 would wrap lengths >= 2**31)
     mult: np.ndarray  # float64 [n] Exp(1) service multipliers (exp service) or [0]
-    qidx: np.ndarray  # int64 [n] request ids by queue then arrival, or [0] for one queue
+    qidx: np.ndarray  # int32 [n] request ids by queue then arrival (n <= MAX_REQUESTS < 2**31), or [0] for one queue
     qoff: np.ndarray  # int64 [nq + 1]
     serves: np.ndarray  # bool [nd, nq]
     dev_model: np.ndarray  # int64 [nd]
@@ -191,10 +191,13 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         edges, nq = None, 1
         serves = np.ones((nd, 1), dtype=np.bool_)
     if edges is not None:
+        if n > np.iinfo(np.int32).max:
+            raise ValueError(f"{n:,} requests: split by length they are numbered in int32; at most "
+                             f"{np.iinfo(np.int32).max:,} (simulate takes {MAX_REQUESTS:,})")
         qoff, qidx, qmax = _queues(lens, edges)
     else:
         qoff = np.array([0, n], dtype=np.int64)
-        qidx = np.zeros(0, dtype=np.int64)
+        qidx = np.zeros(0, dtype=np.int32)
         qmax = np.array([lmax], dtype=np.int64)
     uniq, dev_model = [], []
     for d in devs:
@@ -247,18 +250,18 @@ def _queues(lengths, edges):
     qmax = np.zeros(nq, dtype=np.int64)
     for i in range(n):
         k = 0
-        while edges[k] < lengths[i]:
-            k += 1
+        for e in range(nq - 1):  # edges below the length, counted without branches
+            k += edges[e] < lengths[i]
         qoff[k + 1] += 1
         qmax[k] = max(qmax[k], lengths[i])
     for k in range(nq):
         qoff[k + 1] += qoff[k]
     fill = qoff[:nq].copy()
-    qidx = np.empty(n, dtype=np.int64)
+    qidx = np.empty(n, dtype=np.int32)  # half the memory traffic of int64; n < 2**31
     for i in range(n):
         k = 0
-        while edges[k] < lengths[i]:
-            k += 1
+        for e in range(nq - 1):
+            k += edges[e] < lengths[i]
         qidx[fill[k]] = i
         fill[k] += 1
     return qoff, qidx, qmax
