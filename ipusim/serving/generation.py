@@ -260,7 +260,10 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 iters += j
                 ctx_sum += nrun * j
                 gap_cells[old, col] += old * j
-                continue
+                if j < K or hkey[0] - iters + j >= col * ctx_step - mean_ctx + 1 or a_next <= t:
+                    continue
+                # else the next iteration, in which the first sequence ends, is one more of the
+                # same (same decodes and column, nobody admitted): run it here, not from the top
         t = t + dt
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
