@@ -438,7 +438,8 @@ def test_static_generation_matches_reference_and_continuous_wins_on_latency():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 40, 600):
         arr, pr, out = _generation_requests(n, 20)
-        for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5)):
+        # Static(24): batches beyond the 16-row tables (whole tables in series, as the reference's lookup)
+        for pol in (P.Static(16, 0.05), P.Static(1, 0.0), P.Static(4, 0.5), P.Static(24, 0.05)):
             a = S.simulate_generation(arr, pr, out, pol, g)
             st_, first, fin, _, gaps = R.static_reference(arr, pr, out, g, pol.batch, pol.timeout_s)
             assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
@@ -622,7 +623,7 @@ def test_chunked_prefill_matches_reference_and_closed_forms():
     for n in (1, 60, 300):
         arr, pr, out = _generation_requests(n, 30)
         for pol in (P.Continuous(16, 100_000, chunk_tokens=64), P.Continuous(16, 3000, chunk_tokens=256),
-                    P.Continuous(4, 100_000, chunk_tokens=8)):
+                    P.Continuous(4, 100_000, chunk_tokens=8), P.Continuous(24, 100_000, chunk_tokens=512)):
             a = S.simulate_generation(arr, pr, out, pol, g)
             st_, first, fin, iters, gaps = R.chunked_reference(arr, pr, out, g, pol.max_batch,
                                                                pol.kv_capacity_tokens, pol.chunk_tokens)
@@ -660,3 +661,18 @@ def test_chunked_prefill_trades_ttft_for_time_between_tokens():
     assert whole["stable"] and chunked["stable"]
     assert chunked["tbt_p99_s"] < whole["tbt_p99_s"]
     assert chunked["ttft_p50_s"] > whole["ttft_p50_s"]
+
+
+def test_queues_by_length_are_a_stable_sort_by_bucket():
+    """``_queues`` (bucket found inside, no queue-id array) against numpy: bucket = the first
+    edge >= the length (searchsorted, side left), requests of a bucket in arrival order (a
+    stable argsort), offsets from the bucket counts, the longest request of each bucket."""
+    rng = np.random.default_rng(4)
+    for edges in ((128, 256, 512), (512,), (1, 2, 3, 600), (200, S.MAX_LENGTH)):
+        lens = rng.integers(1, edges[-1] + 1 if edges[-1] < 10**6 else 600, 5000)
+        e = np.asarray(edges, dtype=np.int64)
+        qoff, qidx, qmax = S.batching._queues(lens, e)
+        k = np.searchsorted(e, lens, side="left")
+        assert np.array_equal(qidx, np.argsort(k, kind="stable"))
+        assert np.array_equal(qoff, np.concatenate([[0], np.cumsum(np.bincount(k, minlength=len(e)))]))
+        assert np.array_equal(qmax, [lens[k == q].max() if np.any(k == q) else 0 for q in range(len(e))])

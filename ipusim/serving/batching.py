@@ -64,7 +64,7 @@ class Plan:
     arrival: np.ndarray  # float64 [n], sorted, s
     lengths: np.ndarray  # int64 [n], tokens (kept wide: int32 would wrap lengths >= 2**31)
     mult: np.ndarray  # float64 [n] Exp(1) service multipliers (exp service) or [0]
-    qidx: np.ndarray  # int64 [n] request ids by queue then arrival, or [0] for one queue
+    qidx: np.ndarray  # int32 [n] request ids by queue then arrival (n <= MAX_REQUESTS < 2**31), or [0] for one queue
     qoff: np.ndarray  # int64 [nq + 1]
     serves: np.ndarray  # bool [nd, nq]
     dev_model: np.ndarray  # int64 [nd]
@@ -175,7 +175,7 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     if isinstance(policy, P.LengthBuckets):
         if lmax > policy.edges[-1]:
             raise ValueError(f"a request of {lmax} tokens is longer than the last bucket edge {policy.edges[-1]}")
-        qid = _bucket_of(lens, np.asarray(policy.edges, dtype=np.int64))
+        edges = np.asarray(policy.edges, dtype=np.int64)
         nq = len(policy.edges)
         serves = np.ones((nd, nq), dtype=np.bool_)
     elif router is not None:
@@ -183,19 +183,22 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
             raise ValueError(f"router must be a serving.Router, got {router!r}")
         if max(router.short_devices + router.long_devices) >= nd or min(router.short_devices + router.long_devices) < 0:
             raise ValueError(f"router device numbers must lie in 0..{nd - 1}")
-        qid = (lens > router.threshold).astype(np.int64)
+        edges = np.array([router.threshold, MAX_LENGTH], dtype=np.int64)  # short: <= threshold
         nq = 2
         serves = np.zeros((nd, 2), dtype=np.bool_)
         serves[list(router.short_devices), 0] = True
         serves[list(router.long_devices), 1] = True
     else:
-        qid, nq = None, 1
+        edges, nq = None, 1
         serves = np.ones((nd, 1), dtype=np.bool_)
-    if qid is not None:
-        qoff, qidx, qmax = _queues(qid.astype(np.int64, copy=False), lens, nq)
+    if edges is not None:
+        if n > np.iinfo(np.int32).max:
+            raise ValueError(f"{n:,} requests: split by length they are numbered in int32; at most "
+                             f"{np.iinfo(np.int32).max:,} (simulate takes {MAX_REQUESTS:,})")
+        qoff, qidx, qmax = _queues(lens, edges)
     else:
         qoff = np.array([0, n], dtype=np.int64)
-        qidx = np.zeros(0, dtype=np.int64)
+        qidx = np.zeros(0, dtype=np.int32)
         qmax = np.array([lmax], dtype=np.int64)
     uniq, dev_model = [], []
     for d in devs:
@@ -248,35 +251,31 @@ def with_arrivals(plan: Plan, arrival_s) -> Plan:
 
 
 @njit(cache=True)
-def _bucket_of(lengths, edges):
-    """Bucket of each request: the first edge >= its length (``np.searchsorted`` side left);
-    preconditions: edges ascending, every length <= the last edge."""
-    out = np.empty(lengths.shape[0], dtype=np.int64)
-    for i in range(lengths.shape[0]):
-        k = 0
-        while edges[k] < lengths[i]:
-            k += 1
-        out[i] = k
-    return out
-
-
-@njit(cache=True)
-def _queues(qid, lengths, nq):
-    """(offsets [nq + 1], request ids by queue then arrival [n], longest request per queue [nq])."""
-    n = qid.shape[0]
+def _queues(lengths, edges):
+    """Queues by length: request i joins queue k, the first edge >= its length
+    (``np.searchsorted`` side left). Preconditions: edges ascending, every length <= the
+    last edge. Returns (offsets [nq + 1], request ids by queue then arrival [n], longest
+    request per queue [nq]); two passes over the lengths, the queue found again in the
+    second rather than kept in an n-long array."""
+    n, nq = lengths.shape[0], edges.shape[0]
     qoff = np.zeros(nq + 1, dtype=np.int64)
     qmax = np.zeros(nq, dtype=np.int64)
     for i in range(n):
-        qoff[qid[i] + 1] += 1
-        if lengths[i] > qmax[qid[i]]:
-            qmax[qid[i]] = lengths[i]
+        k = 0
+        for e in range(nq - 1):  # edges below the length, counted without branches
+            k += edges[e] < lengths[i]
+        qoff[k + 1] += 1
+        qmax[k] = max(qmax[k], lengths[i])
     for k in range(nq):
         qoff[k + 1] += qoff[k]
     fill = qoff[:nq].copy()
-    qidx = np.empty(n, dtype=np.int64)
+    qidx = np.empty(n, dtype=np.int32)  # half the memory traffic of int64; n < 2**31
     for i in range(n):
-        qidx[fill[qid[i]]] = i
-        fill[qid[i]] += 1
+        k = 0
+        for e in range(nq - 1):
+            k += edges[e] < lengths[i]
+        qidx[fill[k]] = i
+        fill[k] += 1
     return qoff, qidx, qmax
 
 

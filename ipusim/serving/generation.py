@@ -118,18 +118,70 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
                            mixed_step=ps)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
+    """Seconds of an iteration prefilling ``nnew`` prompts beside ``old`` decoding sequences,
+    from its table entries: ``pre_s`` the prefill step of the prompts, ``dec_s`` the decode
+    step at the decodes' context column (``dec_first_s`` at the first column) and, when
+    ``mixed_fits``, ``mixed_s`` the mixed step, to which the decodes' attention beyond the
+    first column is added (see ``GenerationModel.mixed_s``). Scalars only: inlined into the
+    kernels, a helper taking arrays would cost reference counting on every iteration."""
+    dt = 0.0
+    if nnew == 0:
+        if old > 0:
+            dt = dec_s
+    elif old == 0:
+        dt = pre_s
+    elif mixed_fits:
+        dt = mixed_s + (dec_s - dec_first_s)
+    else:
+        dt = pre_s + dec_s
+    return dt
+
+
 @njit(cache=True, error_model="numpy")
 def _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx):
     """Seconds of an iteration prefilling ``nnew`` prompts (longest ``pmax``) and decoding
     ``old`` sequences of mean context ``mean_ctx`` (see ``GenerationModel.mixed_s``)."""
-    col = (mean_ctx + ctx_step - 1) // ctx_step
-    if nnew == 0:
-        return lookup_s(dec_tab, old, col) if old > 0 else 0.0
-    if old == 0:
-        return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step)
-    if old + nnew <= mixed.shape[0]:
-        return mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] + (dec_tab[old, col] - dec_tab[old, 1])
-    return lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step) + lookup_s(dec_tab, old, col)
+    fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
+    return _step_s(nnew, old, lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step),
+                   lookup_s(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step), dec_tab[old, 1] if fits else 0.0,
+                   mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+
+
+@njit(cache=True, inline="always")
+def _admits(arrived_s, tokens, t, nrun, max_batch, kv, kv_cap):
+    """A request that arrived at ``arrived_s`` needing ``tokens`` KV tokens (prompt + output)
+    joins the running batch at ``t``: it has arrived, and a batch slot and its whole KV
+    reservation are free (first come, first served). Scalars only (see ``_step_s``)."""
+    return arrived_s <= t and nrun < max_batch and kv + tokens <= kv_cap
+
+
+@njit(cache=True, error_model="numpy")
+def _rows_up_to(table, rows):
+    """``table`` with rows 0 .. max(``rows``, its own), each row as ``lookup_s`` prices it
+    (beyond the table: whole tables in series), so that the kernels index it directly."""
+    out = np.empty((max(rows, table.shape[0] - 1) + 1, table.shape[1]))
+    for r in range(out.shape[0]):
+        for j in range(table.shape[1]):
+            out[r, j] = lookup_s(table, r, j)
+    return out
+
+
+@njit(cache=True)
+def _end_of_run(info, busy_out, iters, busy, cells, dec_tab, gap_s, gap_w, m):
+    """Write a generation kernel's totals: ``info[0]`` iterations, ``busy_out[0]`` busy seconds,
+    and after the ``m`` gaps already in (``gap_s``, ``gap_w``) one entry per non-empty
+    decode-only cell [rows, column] at its decode step time; ``info[2]`` gets the entries."""
+    info[0] = iters
+    busy_out[0] = busy
+    for r in range(cells.shape[0]):
+        for c in range(cells.shape[1]):
+            if cells[r, c] != 0:
+                gap_s[m] = dec_tab[r, c]
+                gap_w[m] = cells[r, c]
+                m += 1
+    info[2] = m
 
 
 @njit(cache=True, error_model="numpy")
@@ -138,29 +190,25 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
-    context fits the tables; outputs of size n (every entry is written); ``gap_cells``
-    [max_batch + 1, decode columns] zeroed; ``gap_s``, ``gap_w`` of size n. Admission is
-    first-come first-served: the head request waits until a batch slot and its whole KV
-    reservation (prompt + output tokens) are free. Work per iteration is O(1) plus
-    O(log max_batch) per request: the running sequences' context sum is kept as a total
-    and their last iterations in a binary heap. Gaps between tokens: every sequence that
-    decodes in an iteration waits that iteration's time for its token; a decode-only
-    iteration adds its sequences to ``gap_cells[rows, column]``, an iteration with
-    prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``. ``info`` gets
-    [iterations, 0, iterations with prefills and decodes], ``busy_out[0]`` the busy seconds.
+    context fits the tables; ``pre_tab`` and ``dec_tab`` hold rows up to ``max_batch``
+    (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
+    [max_batch + 1, decode columns] zeroed; ``gap_s``, ``gap_w`` of size n + cells.
+    Admission: ``_admits``. Work per iteration is O(1) plus O(log max_batch) per request:
+    the running sequences' context sum is kept as a total and their last iterations in a
+    binary heap, and no helper taking arrays is called in the loop. Gaps between tokens:
+    every sequence that decodes in an iteration waits that iteration's time for its token;
+    a decode-only iteration adds its sequences to ``gap_cells[rows, column]``, an iteration
+    with prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``, and the cells follow
+    (``_end_of_run``). ``info`` gets [iterations, 0, gap entries], ``busy_out[0]`` the busy
+    seconds.
     """
     n = arrival.shape[0]
     hkey = np.empty(max_batch, dtype=np.int64)  # heap: last iteration of each running sequence
     hid = np.empty(max_batch, dtype=np.int64)
-    nrun = 0
     ctx_sum = 0  # context tokens of the running sequences
-    nxt = 0
-    done = 0
-    kv = 0
-    t = 0.0
-    iters = 0
-    busy = 0.0
-    nmix = 0
+    # running sequences, next request, requests done, KV tokens held, iterations, gap entries
+    nrun = nxt = done = kv = iters = nmix = 0
+    t = busy = 0.0  # s
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
@@ -168,25 +216,20 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         old_ctx = ctx_sum
         first_new = nxt
         pmax = 0
-        while nxt < n and arrival[nxt] <= t and nrun < max_batch and kv + prompt[nxt] + output[nxt] <= kv_cap:
+        while nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv, kv_cap):
             kv += prompt[nxt] + output[nxt]
             ctx_sum += prompt[nxt]
             start[nxt] = t
             if prompt[nxt] > pmax:
                 pmax = prompt[nxt]
-            # push (last iteration, id)
+            # push (last iteration, id): sift up from the new leaf
             key = iters + output[nxt] - 1
             c = nrun
             nrun += 1
-            while c > 0:
-                p = (c - 1) // 2
-                if hkey[p] <= key:
-                    break
-                hkey[c] = hkey[p]
-                hid[c] = hid[p]
-                c = p
-            hkey[c] = key
-            hid[c] = nxt
+            while c > 0 and hkey[(c - 1) // 2] > key:
+                hkey[c], hid[c] = hkey[(c - 1) // 2], hid[(c - 1) // 2]
+                c = (c - 1) // 2
+            hkey[c], hid[c] = key, nxt
             nxt += 1
         nnew = nxt - first_new
         col = 0
@@ -194,7 +237,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         if old > 0:
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
-        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx)
+        fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
+        dt = _step_s(nnew, old, pre_tab[nnew, (pmax + pre_step - 1) // pre_step], dec_tab[old, col], dec_tab[old, 1],
+                     mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
         if nnew == 0 and old > 0:
             # A run of decode-only iterations of the same time: no sequence ends before the
             # last of them, the mean context (one more each time) stays in this column, and
@@ -202,8 +247,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             # or the next request arrives after the iteration's start).
             K = min(hkey[0] - iters, col * ctx_step - mean_ctx + 1)
             if K >= 1:
-                blocked = nxt >= n or nrun >= max_batch or kv + prompt[nxt] + output[nxt] > kv_cap
-                a_next = np.inf if blocked else arrival[nxt]
+                a_next = np.inf  # the next request's arrival, if it would be admitted then
+                if nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], np.inf, nrun, max_batch, kv, kv_cap):
+                    a_next = arrival[nxt]
                 j = 0
                 while True:
                     t += dt
@@ -214,7 +260,10 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 iters += j
                 ctx_sum += nrun * j
                 gap_cells[old, col] += old * j
-                continue
+                if j < K or hkey[0] - iters + j >= col * ctx_step - mean_ctx + 1 or a_next <= t:
+                    continue
+                # else the next iteration, in which the first sequence ends, is one more of the
+                # same (same decodes and column, nobody admitted): run it here, not from the top
         t = t + dt
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
@@ -233,27 +282,20 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             kv -= prompt[i] + output[i]
             ctx_sum -= prompt[i] + output[i]
             done += 1
-            nrun -= 1
-            key = hkey[nrun]
-            j = hid[nrun]
+            nrun -= 1  # the last leaf sifts down from the root
+            key, j = hkey[nrun], hid[nrun]
             c = 0
-            while True:
+            while 2 * c + 1 < nrun:
                 ch = 2 * c + 1
-                if ch >= nrun:
-                    break
                 if ch + 1 < nrun and hkey[ch + 1] < hkey[ch]:
                     ch += 1
                 if hkey[ch] >= key:
                     break
-                hkey[c] = hkey[ch]
-                hid[c] = hid[ch]
+                hkey[c], hid[c] = hkey[ch], hid[ch]
                 c = ch
-            hkey[c] = key
-            hid[c] = j
+            hkey[c], hid[c] = key, j
         iters += 1
-    info[0] = iters
-    info[2] = nmix
-    busy_out[0] = busy
+    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
 
 
 @njit(cache=True, error_model="numpy")
@@ -262,13 +304,12 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
     """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
     Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
-    one entry per iteration with pieces and decodes; when they are full the kernel stops
-    with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
+    one entry per iteration with pieces and decodes, then the cells; when they are full the
+    kernel stops with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
     every decoding sequence decodes one token; the tokens left of ``chunk`` go to the
-    sequences still prefilling, oldest first, then to newly admitted requests (first come,
-    first served, a batch slot and the whole KV reservation free), one piece each. The
-    iteration is priced as one step: the pieces as prompts padded to the longest piece beside
-    the decodes (``_iteration_s``). ASSUMPTION: a piece's attention over the earlier pieces
+    sequences still prefilling, oldest first, then to newly admitted requests (``_admits``),
+    one piece each. The iteration is priced as one step: the pieces as prompts padded to
+    the longest piece beside the decodes (``_step_s``). ASSUMPTION: a piece's attention over the earlier pieces
     of its prompt is left out (the step runs the piece as a prompt of its own). A sequence's
     first token is out at the end of the iteration that prefills its last piece. Work is
     O(max_batch) per iteration.
@@ -279,14 +320,8 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
     ctx = np.empty(max_batch, dtype=np.int64)
     left = np.empty(max_batch, dtype=np.int64)
     piece = np.empty(max_batch, dtype=np.int64)
-    nrun = 0
-    nxt = 0
-    done = 0
-    kv = 0
-    t = 0.0
-    iters = 0
-    busy = 0.0
-    nmix = 0
+    nrun = nxt = done = kv = iters = nmix = 0  # as in _continuous_kernel
+    t = busy = 0.0
     while done < n:
         if nrun == 0 and arrival[nxt] > t:
             t = arrival[nxt]
@@ -309,8 +344,8 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                 budget -= p
                 npc += 1
                 lmax = max(lmax, p)
-        while (budget > 0 and nxt < n and arrival[nxt] <= t and nrun < max_batch
-               and kv + prompt[nxt] + output[nxt] <= kv_cap):
+        while budget > 0 and nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv,
+                                                 kv_cap):
             kv += prompt[nxt] + output[nxt]
             start[nxt] = t
             rid[nrun] = nxt
@@ -325,15 +360,18 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
             nrun += 1
             nxt += 1
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
-        dt = _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, npc, lmax, d, mean_ctx)
+        col = (mean_ctx + ctx_step - 1) // ctx_step
+        fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0]
+        dt = _step_s(npc, d, pre_tab[npc, (lmax + pre_step - 1) // pre_step], dec_tab[d, col], dec_tab[d, 1],
+                     mixed[d, npc, (lmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
         t = t + dt
         busy += dt
         iters += 1
         if d > 0:
             if npc == 0:
-                gap_cells[d, (mean_ctx + ctx_step - 1) // ctx_step] += d
+                gap_cells[d, col] += d
             else:
-                if nmix == gap_s.shape[0]:  # no room: the caller retries with more
+                if nmix == gap_s.shape[0] - gap_cells.size:  # no room: the caller retries with more
                     info[1] = -1
                     return
                 gap_s[nmix] = dt
@@ -364,18 +402,17 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                 left[w] = left[r]
                 w += 1
         nrun = w
-    info[0] = iters
-    info[2] = nmix
-    busy_out[0] = busy
+    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
 
 
 @njit(cache=True, error_model="numpy")
 def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
-                   start, first, finish, info, busy_out, gap_cells):
+                   start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
 
-    Preconditions: ``arrival`` sorted; contexts fit the tables; outputs of size n (every
-    entry is written); ``gap_cells`` [batch + 1, decode columns] zeroed. A batch of up to
+    Preconditions: ``arrival`` sorted; contexts fit the tables, which hold rows up to
+    ``batch`` (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
+    [batch + 1, decode columns] zeroed, ``gap_s``, ``gap_w`` of its size. A batch of up to
     ``batch`` requests leaves when the device is free and ``batch`` requests have arrived,
     or the oldest has waited ``timeout``; it runs the prefill of all its prompts (padded to
     the longest; first tokens out), then decode steps of all its rows (context at the mean
@@ -383,8 +420,9 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
     end. Decode steps in one context column cost the same, so the batch's decode time is
     a sum over columns of (steps in the column) x (the column's step time). Gaps between
     tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows,
-    column]`` counts them. ``info[0]`` gets the iterations (prefill and decode steps),
-    ``info[1]`` the token slots run (rows x longest reply), ``busy_out[0]`` the busy seconds.
+    column]`` counts them (listed in ``gap_s``, ``gap_w`` by ``_end_of_run``). ``info[0]``
+    gets the iterations (prefill and decode steps), ``info[1]`` the token slots run (rows x
+    longest reply), ``info[2]`` the gap entries, ``busy_out[0]`` the busy seconds.
     """
     n = arrival.shape[0]
     free = 0.0
@@ -409,7 +447,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
             if output[i] > omax:
                 omax = output[i]
             size += 1
-        dt = lookup_s(pre_tab, size, (pmax + pre_step - 1) // pre_step)
+        dt = pre_tab[size, (pmax + pre_step - 1) // pre_step]
         t_first = t + dt
         pmean = (psum + size - 1) // size
         # decode steps k = 1 .. omax - 1 at context pmean + k, grouped by column
@@ -418,7 +456,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
         while lo <= hi:
             c = (lo + ctx_step - 1) // ctx_step
             top = min(hi, c * ctx_step)
-            dt += (top - lo + 1) * lookup_s(dec_tab, size, c)
+            dt += (top - lo + 1) * dec_tab[size, c]
             lo = top + 1
         for i in range(h, h + size):
             lo = pmean + 1
@@ -438,9 +476,8 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
         iters += omax
         slots += size * omax
         h += size
-    info[0] = iters
     info[1] = slots
-    busy_out[0] = busy
+    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, 0)
 
 
 @njit(cache=True)
@@ -483,48 +520,42 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     busy = np.zeros(nr)
     iters, slots = 0, 0
     gaps_s, gaps_w = [], []
-    cont = isinstance(policy, P.Continuous)
+    pre, dec = _rows_up_to(gen.prefill.table, B), _rows_up_to(gen.decode, B)
+    ps, ncell = gen.prefill.len_step, (B + 1) * gen.decode.shape[1]
     for k in range(min(nr, n)):
-        sl = slice(k, None, nr)
-        info = np.zeros(3, dtype=np.int64)
-        cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
-        if cont and policy.chunk_tokens:
+        sl = slice(k, None, nr)  # a view: the kernels write the replica's entries in place
+        m = -(-n // nr)  # iterations with prefills and decodes: at most one per request (unchunked)
+        if isinstance(policy, P.Continuous) and policy.chunk_tokens:
             m = arr[sl].size + int(np.sum(-(-pr[sl] // policy.chunk_tokens)))
-            while True:
-                g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
-                _chunked_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                                gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens,
-                                policy.chunk_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1], cells,
-                                g_s, g_w)
-                if info[1] != -1:
-                    break
-                m *= 2
-                info[:] = 0
-                cells[:] = 0
-            gaps_s.append(g_s[:info[2]])
-            gaps_w.append(g_w[:info[2]])
-        elif cont:
-            m = -(-n // nr) if nr > 1 else n
-            g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
-            _continuous_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                               gen.ctx_step, gen.mixed, gen.mixed_step, B, policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info,
-                               busy[k:k + 1], cells, g_s, g_w)
-            gaps_s.append(g_s[:info[2]])
-            gaps_w.append(g_w[:info[2]])
-        else:
-            _static_kernel(arr[sl], pr[sl], out[sl], gen.prefill.table, gen.prefill.len_step, gen.decode,
-                           gen.ctx_step, B, policy.timeout_s, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
-                           cells)
-        r, c = np.nonzero(cells)
-        gaps_s.append(np.array([lookup_s(gen.decode, int(a), int(b)) for a, b in zip(r, c, strict=True)], dtype=float))
-        gaps_w.append(cells[r, c])
+        elif isinstance(policy, P.Static):
+            m = 0
+        while True:
+            info = np.zeros(3, dtype=np.int64)
+            cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
+            g_s, g_w = np.empty(m + ncell), np.empty(m + ncell, dtype=np.int64)
+            if isinstance(policy, P.Static):
+                _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
+                               first[sl], finish[sl], info, busy[k:k + 1], cells, g_s, g_w)
+            elif policy.chunk_tokens:
+                _chunked_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
+                                policy.kv_capacity_tokens, policy.chunk_tokens, start[sl], first[sl], finish[sl], info,
+                                busy[k:k + 1], cells, g_s, g_w)
+            else:
+                _continuous_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
+                                   policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
+                                   cells, g_s, g_w)
+            if info[1] != -1:
+                break
+            m *= 2  # the chunked kernel ran out of room for its gaps
+        gaps_s.append(g_s[:info[2]])
+        gaps_w.append(g_w[:info[2]])
         iters += int(info[0])
         slots += int(info[1])
     if not np.isfinite(busy).all():
         raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
                          "for it; prefill writes the KV cache too): lower the policy's max_batch")
     tokens = int(out.sum())
-    if cont:
+    if isinstance(policy, P.Continuous):
         slots = tokens
     device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
@@ -534,5 +565,6 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
         latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
         capacity_rps=float("nan"), first_token_s=first, output_tokens=out,
-        gap_s=np.concatenate(gaps_s), gap_weight=np.concatenate(gaps_w),
+        gap_s=gaps_s[0] if nr == 1 else np.concatenate(gaps_s),
+        gap_weight=gaps_w[0] if nr == 1 else np.concatenate(gaps_w),
     )
