@@ -17,3 +17,9 @@ def best_of(fn, repeat: int = 3) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def kernel_row(name: str, kernel, reference, *, goal: str, note: str, repeat: int = 3) -> dict:
+    """One benchmark row: best of ``repeat`` calls of ``kernel()`` beside one call of ``reference()``, seconds."""
+    return {"name": name, "kernel_s": best_of(kernel, repeat), "reference_s": best_of(reference, 1),
+            "goal": goal, "note": note}

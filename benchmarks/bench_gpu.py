@@ -9,9 +9,9 @@ from ipusim import gpu, hardware, step
 
 def _wave_inputs(s, chip):
     """The flat block-group arrays ``gpu.simulate`` hands the wave loop for step ``s``."""
-    r = gpu._rates(chip, gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
-    kernels = [k for name, ops in gpu._kernel_plan(s, "tensorrt")
-               for k in gpu._op_kernel_candidates(ops, name, s, r, "tensorrt")]
+    r = gpu.kernels.rates(chip, gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    kernels = [k for name, ops in gpu.kernels.kernel_plan(s, "tensorrt")
+               for k in gpu.kernels.op_kernel_candidates(ops, name, s, r, "tensorrt")]
     return kernels, r
 
 
@@ -30,8 +30,8 @@ def rows(quick: bool) -> list[dict]:
                     "goal": "whole step well under 10 ms (serving calls it per batch)",
                     "note": "every GEMM tile candidate simulated, fastest kept"})
         kernels, r = _wave_inputs(s, a100)
-        kw = best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, True), 3 if quick else 5)
-        rw = best_of(lambda kernels=kernels, r=r: gpu._run_waves(kernels, r, False), 1 if quick else 3)
+        kw = best_of(lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r, True), 3 if quick else 5)
+        rw = best_of(lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r, False), 1 if quick else 3)
         blocks = sum(g[0] for kern in kernels for g in kern.groups)
         out.append({"name": f"gpu._waves alone, {name}", "kernel_s": kw, "reference_s": rw,
                     "goal": "the per-block loop", "note": f"{len(kernels)} kernels, {blocks:,} blocks"})

@@ -1,14 +1,14 @@
 """Roofline explorer sweep: step lower bounds over chips x batches x sequence lengths.
 
 Kernel: ``roofline.sweep`` (coefficients once, then a Numba loop over the grid).
-Reference: ``roofline._sweep_reference`` (builds every step with ``workloads.step`` and
+Reference: ``roofline.grid._sweep_reference`` (builds every step with ``workloads.step`` and
 bounds it op by op with ``roofline.step_time_s``), the same function the tests compare to.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from _timing import best_of
+from _timing import kernel_row
 
 from ipusim import hardware, roofline
 
@@ -21,13 +21,11 @@ def rows(quick: bool) -> list[dict]:
     for model, phase, max_len in (("bert-base", "forward", 512), ("llama-2-7b", "decode", 4096)):
         lens = np.unique(np.geomspace(16, max_len, n).round().astype(int))
         roofline.sweep(chips, model, batches[:2], lens[:2], phase=phase)  # compile / load the kernel
-        k = best_of(lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p), 3)
-        r = best_of(lambda m=model, p=phase, ls=lens: roofline._sweep_reference(chips, m, batches, ls, phase=p), 1)
         pts = len(chips) * batches.size * lens.size
-        out.append({
-            "name": f"roofline sweep {model} {phase} ({pts:,} points)",
-            "kernel_s": k, "reference_s": r,
-            "goal": "explorer redraws a full grid well under 0.1 s",
-            "note": "kernel time includes solving the per-op coefficients (5 small steps)",
-        })
+        out.append(kernel_row(
+            f"roofline sweep {model} {phase} ({pts:,} points)",
+            lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p),
+            lambda m=model, p=phase, ls=lens: roofline.grid._sweep_reference(chips, m, batches, ls, phase=p),
+            goal="explorer redraws a full grid well under 0.1 s",
+            note="kernel time includes solving the per-op coefficients (5 small steps)"))
     return out

@@ -8,7 +8,7 @@ no pruning), the same function the tests compare to.
 
 from __future__ import annotations
 
-from _timing import best_of
+from _timing import kernel_row
 
 from ipusim import training
 
@@ -22,12 +22,10 @@ def rows(quick: bool) -> list[dict]:
         from ipusim.training.search import candidates
 
         n = candidates(workloads.model(model), chips, training.recipe(workloads.model(model))[1])["d"].size
-        k = best_of(lambda m=model, c=chip, n_=chips: training.best_placement(m, c, n_, explain=False), 3)
-        r = best_of(lambda m=model, c=chip, n_=chips: training.search_reference(m, c, n_), 1)
-        out.append({
-            "name": f"training placement search {model} on {chips} {chip} ({n:,} placements)",
-            "kernel_s": k, "reference_s": r,
-            "goal": "under 2 s for 1,024 chips",
-            "note": "kernel: memory pre-check + one vectorised evaluation; reference: one placement at a time",
-        })
+        out.append(kernel_row(
+            f"training placement search {model} on {chips} {chip} ({n:,} placements)",
+            lambda m=model, c=chip, n_=chips: training.best_placement(m, c, n_, explain=False),
+            lambda m=model, c=chip, n_=chips: training.search_reference(m, c, n_),
+            goal="under 2 s for 1,024 chips",
+            note="kernel: memory pre-check + one vectorised evaluation; reference: one placement at a time"))
     return out

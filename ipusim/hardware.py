@@ -43,8 +43,25 @@ def _check_fields(obj, *, integer=(), allow_zero=()):
             raise ValueError(f"{err} (chip {obj.name!r})") from None
 
 
+class _ChipSpec:
+    """What both chip kinds share: field validation, read-only sources, ``replace``, chip-wide rates."""
+
+    def _validate(self, *, integer=(), allow_zero=()):
+        """Check every numeric field (``_check_fields``) and freeze ``sources`` (called by __post_init__)."""
+        _check_fields(self, integer=integer, allow_zero=allow_zero)
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def _chip_wide(self, per_cycle_per_unit: float) -> float:
+        """A per-cycle, per-unit (tile or SM) figure summed over the chip's units at its clock, per second."""
+        return self.units * per_cycle_per_unit * self.clock_hz
+
+    def replace(self, **changes):
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass(frozen=True)
-class TileChip:
+class TileChip(_ChipSpec):
     """A chip of many tiles, each with its own SRAM and nothing shared (IPU style).
 
     Execution is bulk synchronous: compute on local memory, a chip-wide sync,
@@ -70,10 +87,10 @@ class TileChip:
     notes: str = field(default="", compare=False, repr=False)
 
     kind = "tile"
+    units = property(lambda self: self.tiles, doc="Tiles: the units chip-wide rates sum over.")
 
     def __post_init__(self):
-        _check_fields(
-            self,
+        self._validate(
             integer=("tiles", "sram_per_tile_bytes", "code_bytes_per_tile"),
             allow_zero=("offchip_bytes", "offchip_bandwidth_bytes_per_s", "link_bandwidth_bytes_per_s"),
         )
@@ -88,13 +105,12 @@ class TileChip:
                 "TileChip.offchip_bytes and offchip_bandwidth_bytes_per_s must both be 0 "
                 f"(no off-chip DRAM) or both > 0 (chip {self.name!r})"
             )
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     # Derived quantities (chip-wide)
     @property
     def peak_flops(self) -> float:
         """Peak FP16 FLOP/s of the whole chip."""
-        return self.tiles * self.fp16_flops_per_cycle_per_tile * self.clock_hz
+        return self._chip_wide(self.fp16_flops_per_cycle_per_tile)
 
     @property
     def sram_bytes(self) -> int:
@@ -109,21 +125,17 @@ class TileChip:
     @property
     def sram_bandwidth_bytes_per_s(self) -> float:
         """Aggregate SRAM load bandwidth summed over tiles, bytes/s."""
-        return self.tiles * self.sram_bytes_per_cycle_per_tile * self.clock_hz
+        return self._chip_wide(self.sram_bytes_per_cycle_per_tile)
 
     @property
     def exchange_bandwidth_bytes_per_s(self) -> float:
         """Aggregate on-chip exchange bandwidth, bytes/s."""
-        return self.tiles * self.exchange_bytes_per_cycle_per_tile * self.clock_hz
+        return self._chip_wide(self.exchange_bytes_per_cycle_per_tile)
 
     @property
     def sync_s(self) -> float:
         """Time of one chip-wide sync, seconds."""
         return self.sync_cycles / self.clock_hz
-
-    def replace(self, **changes) -> TileChip:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
 
     def __repr__(self):
         return (
@@ -135,7 +147,7 @@ class TileChip:
 
 
 @dataclass(frozen=True)
-class GpuChip:
+class GpuChip(_ChipSpec):
     """A chip of streaming multiprocessors (SMs) that share one off-chip HBM (GPU style)."""
 
     name: str
@@ -154,28 +166,23 @@ class GpuChip:
     notes: str = field(default="", compare=False, repr=False)
 
     kind = "gpu"
+    units = property(lambda self: self.sms, doc="SMs: the units chip-wide rates sum over.")
 
     def __post_init__(self):
-        _check_fields(
-            self,
+        self._validate(
             integer=("sms", "l2_bytes", "smem_per_sm_bytes"),
             allow_zero=("link_bandwidth_bytes_per_s", "kernel_launch_s"),
         )
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     @property
     def peak_flops(self) -> float:
         """Peak dense FP16 tensor FLOP/s of the whole chip."""
-        return self.sms * self.fp16_flops_per_cycle_per_sm * self.clock_hz
+        return self._chip_wide(self.fp16_flops_per_cycle_per_sm)
 
     @property
     def ridge_flop_per_byte(self) -> float:
         """Arithmetic intensity (FLOP/byte of HBM traffic) where HBM stops being the limit."""
         return self.peak_flops / self.hbm_bandwidth_bytes_per_s
-
-    def replace(self, **changes) -> GpuChip:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
 
     def __repr__(self):
         return (

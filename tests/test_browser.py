@@ -5,7 +5,7 @@ temporary folder, serving copies of the notebooks so that nothing is written bac
 Chromium (Debian's /usr/bin/chromium driven by playwright; never a browser playwright downloads)
 per session. For each notebook: open it, run all cells with the default (inline) backend and
 ``IPUSIM_QUICK=1`` in the kernel's environment, check that no output shows a traceback or
-"Error displaying widget", that every explorer rendered, move one control of each explorer and
+"Error displaying widget" and that no cell printed a Python ``RuntimeWarning``, that every explorer rendered, move one control of each explorer and
 check that its output changes (notebook 05's form: a bad candidates string must show
 "ValueError: ..." and a good one a new report; notebook 08's heat map: two equal axes must show
 "ValueError: ..." and swapping them a new heat map), and save screenshots of the whole notebook,
@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_notebooks import BROWSER_NOTEBOOKS, CHROMIUM, chromium_missing
+from browser_notebooks import BROWSER_NOTEBOOKS, CHROMIUM, chromium_missing, runtime_warnings
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -184,15 +184,17 @@ _STATE = """() => {
   const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   const cells = w.content.widgets.filter(c => c.model.type === 'code');
   const prompts = cells.map(c => (c.promptNode ? c.promptNode.textContent : ''));
-  const errors = [];
+  const errors = [], streams = [];
   cells.forEach((c, i) => {
     for (let j = 0; j < c.model.outputs.length; j++) {
       const o = c.model.outputs.get(j).toJSON();
       if (o.output_type === 'error') errors.push(`code cell ${i}: ${o.ename}: ${o.evalue}`.slice(0, 400));
+      if (o.output_type === 'stream') streams.push([i, o.name, Array.isArray(o.text) ? o.text.join('') : o.text]);
     }
   });
   return {status: kernel ? kernel.status : 'none', pending: prompts.filter(p => p.includes('*')).length,
-          unrun: cells.filter(c => c.model.executionCount === null).length, cells: cells.length, errors};
+          unrun: cells.filter(c => c.model.executionCount === null).length, cells: cells.length, errors,
+          streams};
 }"""
 
 
@@ -326,6 +328,7 @@ def test_notebook_in_the_browser(page, notebook):
     st = _run_all(pg)
     t_run = time.monotonic() - t0
     problems = [f"{notebook}: {e}" for e in st["errors"]]
+    problems += runtime_warnings(notebook, st["streams"])
     if st["unrun"]:
         problems.append(f"{notebook}: {st['unrun']} of {st['cells']} code cells did not run")
     problems += _visible_text_problems(pg)

@@ -199,10 +199,13 @@ def test_glossary_defines_the_series_terms():
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("0*.ipynb")), ids=lambda p: p.name)
-def test_notebook_opens_with_objectives_strip_and_glossary(path):
+def test_notebook_opens_with_one_learning_list_strip_and_glossary(path):
     cells = json.loads(path.read_text())["cells"]
-    head = ["".join(c["source"]) for c in cells[1:3]]
-    assert head[0].startswith("**Objectives.**") and "](../docs/glossary.md)" in head[0]
+    title, *head = ["".join(c["source"]) for c in cells[:3]]
+    # one list of what the reader learns, in the title cell; the next cell does not repeat it
+    assert "you will learn" in title.lower() and "\n- " in title
+    assert "objectives" not in head[0].lower() and "you will learn" not in head[0].lower()
+    assert "**fit state**" in head[0] and "](../docs/glossary.md)" in head[0]
     assert f"diagrams.series_strip({int(path.name[:2])})" in head[1]
     # and a concept diagram further down, drawn by this module
     assert any("diagrams." in "".join(c["source"]) and "series_strip" not in "".join(c["source"])

@@ -35,10 +35,10 @@ def _random_kernels(rng, n_kernels, max_groups, max_count):
 def test_wave_kernel_matches_reference(seed, n_kernels, max_groups, max_count, sms):
     rng = np.random.default_rng(seed)
     args = (*_random_kernels(rng, n_kernels, max_groups, max_count), sms, 1.3e12, 9e10, 7e-7)
-    ref = gpu._waves_reference(*args)
+    ref = gpu.waves._waves_reference(*args)
     out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
            np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
-    gpu._waves(*args, *out)
+    gpu.waves._waves(*args, *out)
     for got, want in zip(out, ref, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
 
@@ -379,8 +379,8 @@ def test_wave_kernel_properties(seed, n_kernels, sms):
     args = (starts, count, comp, l2, hbm, bps, sms, hbm_bw, sm_bw, fill)
     out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
            np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
-    gpu._waves(*args, *out)
-    for got, want in zip(out, gpu._waves_reference(*args), strict=True):
+    gpu.waves._waves(*args, *out)
+    for got, want in zip(out, gpu.waves._waves_reference(*args), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
     time, busy = out[0], out[4]
     for k in range(n_kernels):

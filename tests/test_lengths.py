@@ -6,23 +6,22 @@ import pytest
 from ipusim import lengths
 
 
-def test_wikipedia_histogram_matches_published_summary():
-    # ipusim/data/README.md and docs/facts.md §4.1 (GC-TUT, recomputed): 16,279,552
-    # sequences, mean 255.8 tokens, 50.0% padding at 512 (50.03%).
-    h = lengths.dataset("wikipedia-512")
-    assert h.n == 16_279_552
-    assert h.max_len == 512
-    assert h.mean == pytest.approx(255.8, abs=0.05)
-    assert h.padding_fraction() == pytest.approx(0.5003, abs=5e-5)
-
-
-def test_squad_histogram_matches_published_summary():
-    # ipusim/data/README.md: 88,641 sequences, mean 172.0, 55.2% padding at 384.
-    h = lengths.dataset("squad-384")
-    assert h.n == 88_641
-    assert h.max_len == 384
-    assert h.mean == pytest.approx(172.0, abs=0.05)
-    assert h.padding_fraction() == pytest.approx(0.552, abs=5e-4)
+@pytest.mark.parametrize(
+    ("name", "n", "max_len", "mean", "padding", "padding_tol"),
+    [
+        # ipusim/data/README.md and docs/facts.md §4.1 (GC-TUT, recomputed): 16,279,552
+        # sequences, mean 255.8 tokens, 50.0% padding at 512 (50.03%).
+        ("wikipedia-512", 16_279_552, 512, 255.8, 0.5003, 5e-5),
+        # ipusim/data/README.md: 88,641 sequences, mean 172.0, 55.2% padding at 384.
+        ("squad-384", 88_641, 384, 172.0, 0.552, 5e-4),
+    ],
+)
+def test_histogram_matches_published_summary(name, n, max_len, mean, padding, padding_tol):
+    h = lengths.dataset(name)
+    assert h.n == n
+    assert h.max_len == max_len
+    assert h.mean == pytest.approx(mean, abs=0.05)
+    assert h.padding_fraction() == pytest.approx(padding, abs=padding_tol)
 
 
 def test_attribution_ships_beside_the_data():

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 import pytest
-from browser_notebooks import executed_elsewhere
+from browser_notebooks import executed_elsewhere, runtime_warnings, stream_outputs
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -39,6 +39,23 @@ def _execute(path: Path) -> None:
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()  # raises CellExecutionError, naming the cell, on any error or failed assert
+    problems = runtime_warnings(path.name, stream_outputs(nb))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_printed_runtime_warning_is_a_problem():
+    """The check both notebook runners apply (here and tests/test_browser.py) finds a warning
+    line in a cell's stderr, and nothing in clean output."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text="p99 1.2 ms\n")]),
+        nbformat.v4.new_markdown_cell("RuntimeWarning in prose is not an output"),
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+            "stream", name="stderr",
+            text="/x/ipusim/serving/sim.py:12: RuntimeWarning: Mean of empty slice\n  m = a.mean()\n")]),
+    ])
+    found = runtime_warnings("nb.ipynb", stream_outputs(nb))
+    assert len(found) == 1 and "code cell 1" in found[0] and "Mean of empty slice" in found[0]
+    assert runtime_warnings("nb.ipynb", stream_outputs(nb)[:1]) == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -15,6 +15,13 @@ def _run(capsys, *args):
     return code, out.out, out.err
 
 
+def _json(capsys, *args):
+    """``ipusim serve ... --json``: the printed object, after checking the run exited 0."""
+    code, out, err = _run(capsys, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
 def test_serve_json_keys_chip_as_a_module():
     """One real ``python -m ipusim`` run, as the issue's command line."""
     out = subprocess.run(
@@ -30,18 +37,16 @@ def test_serve_json_keys_chip_as_a_module():
 
 
 def test_serve_exponential_matches_mm1(capsys):
-    code, out, _ = _run(capsys, "--service", "exponential", "--service-ms", "10", "--rate", "50",
-                        "--requests", "200000", "--max-batch", "1", "--max-delay-ms", "0", "--json")
-    d = json.loads(out)
+    d = _json(capsys, "--service", "exponential", "--service-ms", "10", "--rate", "50",
+              "--requests", "200000", "--max-batch", "1", "--max-delay-ms", "0")
     theory = serving.theory_wait_s(50, 0.01, "mm1")
     # rho = 0.5, 2*10^5 requests: relative standard error about 1%; 5% tolerance
-    assert code == 0 and d["queueing_mean_s"] == pytest.approx(theory, rel=0.05)
+    assert d["queueing_mean_s"] == pytest.approx(theory, rel=0.05)
 
 
 def test_serve_overload_reports_unstable(capsys):
-    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "10", "--rate", "300", "--requests",
-                        "20000", "--max-batch", "1", "--max-delay-ms", "0", "--json")
-    d = json.loads(out)
+    d = _json(capsys, "--service", "fixed", "--service-ms", "10", "--rate", "300", "--requests",
+              "20000", "--max-batch", "1", "--max-delay-ms", "0")
     assert d["stable"] is False and d["unstable_reason"]
 
 
@@ -63,11 +68,9 @@ def test_serve_trace_replay_and_bursty(tmp_path, capsys):
 
     p = tmp_path / "trace.csv"
     arrivals.save_trace(p, arrivals.poisson(100, 300, seed=1), [64] * 300)
-    code, out, _ = _run(capsys, "--trace", str(p), "--json")
-    d = json.loads(out)
-    assert code == 0 and d["served"] == 300 and d["arrivals"] == "trace"
-    code, out, _ = _run(capsys, "--rate", "300", "--requests", "3000", "--arrivals", "bursty", "--json")
-    assert code == 0 and json.loads(out)["served"] == 3000
+    d = _json(capsys, "--trace", str(p))
+    assert d["served"] == 300 and d["arrivals"] == "trace"
+    assert _json(capsys, "--rate", "300", "--requests", "3000", "--arrivals", "bursty")["served"] == 3000
 
 
 def test_serve_needs_rate_or_trace(capsys):
@@ -91,16 +94,14 @@ def test_serve_short_trace_row_and_sparse_bursty(tmp_path, capsys):
     p.write_text("arrival_s,length\n0.1,64\n0.2\n")
     code, _, err = _run(capsys, "--trace", str(p))
     assert code == 2 and "line 3" in err
-    code, out, _ = _run(capsys, "--rate", "1e-9", "--arrivals", "bursty", "--requests", "5", "--service", "fixed",
-                        "--json")
-    assert code == 0 and json.loads(out)["served"] == 5
+    assert _json(capsys, "--rate", "1e-9", "--arrivals", "bursty", "--requests", "5", "--service", "fixed")[
+        "served"] == 5
 
 
 def test_serve_short_overload_is_unstable(capsys):
-    code, out, _ = _run(capsys, "--rate", "1e6", "--requests", "99", "--service", "fixed", "--service-ms", "10",
-                        "--max-batch", "1", "--json")
-    d = json.loads(out)
-    assert code == 0 and d["stable"] is False and "exceeds its capacity" in d["unstable_reason"]
+    d = _json(capsys, "--rate", "1e6", "--requests", "99", "--service", "fixed", "--service-ms", "10",
+              "--max-batch", "1")
+    assert d["stable"] is False and "exceeds its capacity" in d["unstable_reason"]
 
 
 def test_serve_refuses_a_model_that_does_not_fit(capsys):
@@ -112,10 +113,9 @@ def test_serve_refuses_a_model_that_does_not_fit(capsys):
 
 def test_serve_rate_sweep_json_list_and_csv(tmp_path, capsys):
     f = tmp_path / "rates.csv"
-    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500:1500:500",
-                        "--requests", "3000", "--json", "--csv", str(f))
-    rows = json.loads(out)
-    assert code == 0 and [r["rate_rps"] for r in rows] == [500, 1000, 1500]
+    rows = _json(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500:1500:500",
+                 "--requests", "3000", "--csv", str(f))
+    assert [r["rate_rps"] for r in rows] == [500, 1000, 1500]
     assert rows[0]["mean_batch"] < rows[-1]["mean_batch"]  # more load, bigger batches
     lines = f.read_text().splitlines()
     assert len(lines) == 4 and lines[0].startswith("policy,")  # header + one row per rate
@@ -126,10 +126,9 @@ def test_serve_rate_sweep_json_list_and_csv(tmp_path, capsys):
 
 def test_serve_csv_per_request_and_gamma_arrivals(tmp_path, capsys):
     f = tmp_path / "req.csv"
-    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500", "--requests", "400",
-                        "--arrivals", "gamma", "--cv", "2", "--csv", str(f), "--json")
-    d = json.loads(out)
-    assert code == 0 and d["arrivals"] == "gamma" and d["cv"] == 2
+    d = _json(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "500", "--requests", "400",
+              "--arrivals", "gamma", "--cv", "2", "--csv", str(f))
+    assert d["arrivals"] == "gamma" and d["cv"] == 2
     lines = f.read_text().splitlines()
     assert lines[0] == "arrival_s,length,start_s,finish_s,latency_s,device,batch_id" and len(lines) == 401
     code, _, err = _run(capsys, "--service", "fixed", "--rate", "500", "--cv", "2")
@@ -141,10 +140,9 @@ def test_serve_csv_per_request_and_gamma_arrivals(tmp_path, capsys):
 
 def test_a_delay_longer_than_the_run_is_not_stable(capsys):
     """Batches that only leave at the delay: almost nothing is served within the run."""
-    code, out, _ = _run(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "100", "--requests", "1000",
-                        "--max-delay-ms", "1e300", "--json")
-    d = json.loads(out)
-    assert code == 0 and d["stable"] is False and "offered" in d["unstable_reason"]
+    d = _json(capsys, "--service", "fixed", "--service-ms", "1", "--rate", "100", "--requests", "1000",
+              "--max-delay-ms", "1e300")
+    assert d["stable"] is False and "offered" in d["unstable_reason"]
 
 
 def test_serve_generation_prints_ttft_and_per_token_tbt(capsys):
@@ -153,13 +151,10 @@ def test_serve_generation_prints_ttft_and_per_token_tbt(capsys):
     gen = ["--chip", "a100-80gb", "--model", "gpt2", "--max-batch", "8", "--rate", "20", "--requests", "300"]
     code, out, _ = _run(capsys, *gen, "--policy", "continuous", "--output-tokens", "8:64")
     assert code == 0 and "TTFT p99 s" in out and "TBT p99 s" in out
-    code, out, _ = _run(capsys, *gen, "--policy", "continuous", "--output-tokens", "8:64", "--chunk-tokens", "64",
-                        "--json")
-    d = json.loads(out)
-    assert code == 0 and d["tbt_p99_s"] >= d["tbt_p50_s"] > 0 and "prefill chunks of 64" in d["policy"]
-    code, out, _ = _run(capsys, *gen, "--policy", "static", "--output-tokens", "16", "--json")
-    d = json.loads(out)
-    assert code == 0 and d["ttft_p50_s"] > 0 and d["served"] == 300
+    d = _json(capsys, *gen, "--policy", "continuous", "--output-tokens", "8:64", "--chunk-tokens", "64")
+    assert d["tbt_p99_s"] >= d["tbt_p50_s"] > 0 and "prefill chunks of 64" in d["policy"]
+    d = _json(capsys, *gen, "--policy", "static", "--output-tokens", "16")
+    assert d["ttft_p50_s"] > 0 and d["served"] == 300
     for bad, msg in ((("--policy", "dynamic", "--output-tokens", "4"), "continuous or static"),
                      (("--policy", "continuous", "--output-tokens", "9:3"), "LO:HI"),
                      (("--policy", "continuous"), "--output-tokens")):

@@ -33,7 +33,7 @@ HOUR_S = 3600.0
 
 def clear_cache() -> None:
     """Forget the shared simulations (after changing a preset in place, say)."""
-    for f in (_sim, _energy, _placed, _encoder, _dlrm, _per_watt_case, _train):
+    for f in (_sim, _scaled, _energy, _encoder, _dlrm, _per_watt_case, _train):
         f.cache_clear()
 
 
@@ -44,6 +44,20 @@ def _sim(chip: str, lengths: tuple, pad_to: int | None = None, phase: str = "for
 
 def _bert_short(chip):  # BERT-base, 32 requests of 128 tokens: the articles' short texts
     return _sim(chip, (128,) * 32, 128)
+
+
+@functools.cache
+def _scaled(chip: str, chips: int, lengths: tuple, pad_to: int | None = None, phase: str = "forward",
+            model: str = "bert-base"):
+    """The step placed on ``chips`` chips of ``chip`` by the library's one scale-out
+    (``ipusim.checklist.scaleout.scale_out``): throughput, chips used, energy per sequence."""
+    from ..checklist import scaleout
+
+    return scaleout.scale_out(chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase), counts=(chips,))
+
+
+def _bert_short_scaled(chip):  # the same BERT-base step, one chip per replica
+    return _scaled(chip, 1, (128,) * 32, 128)
 
 
 def _bert_long(chip):  # BERT-base, 8 requests of 512 tokens: long texts (8 rows of 512 fit a GC200)
@@ -308,9 +322,9 @@ def hardware_cost(prices=None) -> Verdict:
     (chip-hour price + board power x energy price) / sequences per chip-hour. ``prices``: an
     ``ipusim.checklist.Prices`` (None: the checklist's ASSUMED placeholders)."""
     p = _prices(prices)
-    t, g = _bert_short(TILE), _bert_short(GPU)
+    t, g = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
     tc, gc = hardware.chip(TILE), hardware.chip(GPU)
-    thr_t, thr_g = t.throughput_seq_per_s, g.throughput_seq_per_s
+    thr_t, thr_g = t.sequences_per_s / t.chips_used, g.sequences_per_s / g.chips_used  # per chip
     e_t, e_g = tc.power_w / 1e3 * p.usd_per_kwh, gc.power_w / 1e3 * p.usd_per_kwh  # USD per chip-hour of energy
     cost_t = (p.chip_hour(TILE) + e_t) / (thr_t * HOUR_S) * 1e6
     cost_g = (p.chip_hour(GPU) + e_g) / (thr_g * HOUR_S) * 1e6
@@ -321,8 +335,8 @@ def hardware_cost(prices=None) -> Verdict:
     numbers = {"tile_seq_per_s_per_chip": thr_t, "gpu_seq_per_s_per_chip": thr_g,
                "tile_usd_per_million_seq": cost_t, "gpu_usd_per_million_seq": cost_g, "saving": saving,
                "break_even_tile_usd_per_chip_hour": even,
-               "board_energy_j_per_seq_tile": tc.power_w / thr_t, "board_energy_j_per_seq_gpu": gc.power_w / thr_g,
-               "simulated_energy_j_per_seq_tile": t.energy_j / t.batch, "simulated_energy_j_per_seq_gpu": g.energy_j / g.batch}
+               "board_energy_j_per_seq_tile": t.board_j_per_sequence, "board_energy_j_per_seq_gpu": g.board_j_per_sequence,
+               "simulated_energy_j_per_seq_tile": t.sim_j_per_sequence, "simulated_energy_j_per_seq_gpu": g.sim_j_per_sequence}
     summary = (f"at {text}: the {TILE} costs {cost_t / cost_g:.2f}x the {GPU} per sequence ({saving:+.0%} saving); "
                f"20% saving needs the {TILE} at {even:.2f} USD/chip-hour; energy per sequence at board power "
                f"{numbers['board_energy_j_per_seq_tile'] * 1e3:.0f} vs {numbers['board_energy_j_per_seq_gpu'] * 1e3:.0f} mJ "
@@ -515,21 +529,21 @@ def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> Verdict:
 
 
 # 15 -------------------------------------------------------------------------------------
-@functools.cache
-def _placed(chips: int):
-    return machine.simulate(TILE, workloads.step("llama-2-7b", [1024] * 8, phase="decode"), chips=chips)
-
-
 def memory_bottleneck(chips: int = 32) -> Verdict:
     """Claim 15: a model with a severe memory bottleneck gains most from moving to the tile chip.
 
     Llama-2-7B decode (8 sequences, 1,024 tokens of context) placed over ``chips`` tile chips
-    (``machine.simulate(..., chips=N)``) against one GPU; BERT-base 32 x 128 on one chip each."""
-    pl = _placed(positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement"))
-    g7 = _sim(GPU, (1024,) * 8, None, "decode", "llama-2-7b")
-    used = pl.placement.chips_used if pl.placement is not None else 1
-    adv_7b = (pl.throughput_tokens_per_s / used) / g7.throughput_tokens_per_s if pl.fits else 0.0
-    adv_bert = _bert_short(TILE).throughput_seq_per_s / _bert_short(GPU).throughput_seq_per_s
+    (``ipusim.checklist.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
+    one chip each. Both steps' sequences have the same tokens on either chip, so the ratio of
+    sequences/s per chip is that of tokens/s per chip."""
+    chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement")
+    decode = ((1024,) * 8, None, "decode", "llama-2-7b")
+    t7, g7 = _scaled(TILE, chips, *decode), _scaled(GPU, 1, *decode)
+    pl = t7.placement
+    used = pl.chips_used if pl is not None else 1
+    adv_7b = (t7.sequences_per_s / t7.chips_used) / (g7.sequences_per_s / g7.chips_used) if t7.fits else 0.0
+    bt, bg = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
+    adv_bert = (bt.sequences_per_s / bt.chips_used) / (bg.sequences_per_s / bg.chips_used)
     state = rules.memory_bottleneck(adv_7b, adv_bert)
     numbers = {"advantage_llama_2_7b_decode_x": adv_7b, "advantage_bert_base_x": adv_bert,
                "tile_chips_llama_2_7b": used, "tile_fit_llama_2_7b": pl.fit}

@@ -32,6 +32,12 @@ def _every_or_none(hits) -> str:
     return SUPPORTED if all(hits) else CONTRADICTED if not any(hits) else DEPENDS
 
 
+def _both_at_least(a: float, b: float, floor: float) -> str:
+    """The shared rule on two figures against one floor: supported if both reach it, contradicted if
+    neither does, depends otherwise."""
+    return _every_or_none((a >= floor, b >= floor))
+
+
 # 2 ------------------------------------------------------------------------------------
 CLAIMED_ENERGY_SAVING = 0.40  # the low end of "about 40-60% less" (claim 2)
 ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supports it if the simulated "
@@ -43,8 +49,7 @@ ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supp
 
 def energy(saving_on_chip: float, saving_streams: float) -> str:
     """Claim 2: the two data savings (fractions; negative when the tile chip spends more)."""
-    a, b = saving_on_chip >= CLAIMED_ENERGY_SAVING, saving_streams >= CLAIMED_ENERGY_SAVING
-    return _every_or_none((a, b))
+    return _both_at_least(saving_on_chip, saving_streams, CLAIMED_ENERGY_SAVING)
 
 
 # 3 ------------------------------------------------------------------------------------
@@ -55,8 +60,7 @@ FINE_GRAINED_RULE = ("speed-up = GPU time / tile-chip time of the same ops of th
 
 def fine_grained(gather_speedup: float, attention_speedup: float) -> str:
     """Claim 3: sparse work and attention on thousands of tiles."""
-    a, b = gather_speedup > 1.0, attention_speedup > 1.0
-    return _every_or_none((a, b))
+    return _every_or_none((gather_speedup > 1.0, attention_speedup > 1.0))
 
 
 # 4 ------------------------------------------------------------------------------------
@@ -121,8 +125,7 @@ VARIABLE_LENGTH_RULE = ("cut = share of a padded batch's FLOPs that computing on
 
 def variable_length(cut_0: float, cut_40: float) -> str:
     """Claim 8: the FLOPs removed at 0% and at 40% long texts."""
-    a, b = cut_0 >= CLAIMED_WASTE_CUT, cut_40 >= CLAIMED_WASTE_CUT
-    return _every_or_none((a, b))
+    return _both_at_least(cut_0, cut_40, CLAIMED_WASTE_CUT)
 
 
 # 9 and 11 -----------------------------------------------------------------------------

@@ -19,6 +19,13 @@ def _presets(what, names, default) -> str:
     return f"{what} preset: {', '.join(names)}" + (f" (default {default})" if default else "")
 
 
+def add_batch_and_seq_len(p) -> None:
+    """``--batch`` and ``--seq-len`` (both required): the shape of one step."""
+    p.add_argument("--batch", type=int, required=True, help="sequences per step")
+    p.add_argument("--seq-len", type=int, required=True,
+                   help="tokens per sequence (for --phase decode: context length)")
+
+
 def add_json(p) -> None:
     """``--json``: the command prints exactly one JSON object (with ``print_json``)."""
     p.add_argument("--json", action="store_true", help="print one JSON object")

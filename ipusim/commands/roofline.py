@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import hardware, limits, roofline, workloads
-from ._common import add_chip_and_model, add_json, format_table, print_json
+from ._common import add_batch_and_seq_len, add_chip_and_model, add_json, format_table, print_json
 
 NAME = "roofline"
 HELP = "roofline lower bounds of one step of a model on a chip (per op and total), and whether it fits"
@@ -12,9 +12,7 @@ ORDER = 20
 
 def add_arguments(p):
     add_chip_and_model(p)
-    p.add_argument("--batch", type=int, required=True, help="sequences per step")
-    p.add_argument("--seq-len", type=int, required=True,
-                   help="tokens per sequence (for --phase decode: context length)")
+    add_batch_and_seq_len(p)
     p.add_argument("--phase", default="forward", help=f"one of {', '.join(workloads.PHASES)} (default forward)")
     p.add_argument("--pad-to", type=int, default=None, help="pad every sequence to this many tokens")
     p.add_argument("--fused", action="store_true",

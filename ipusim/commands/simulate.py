@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import hardware, limits, machine, workloads
 from .._validate import positive
-from ._common import add_chip_and_model, add_json, format_table, print_json
+from ._common import add_batch_and_seq_len, add_chip_and_model, add_json, format_table, print_json
 
 NAME = "simulate"
 HELP = "simulate one step (forward, prefill or decode) of a model on a chip"
@@ -15,8 +15,7 @@ ORDER = 20
 
 def add_arguments(p):
     add_chip_and_model(p)
-    p.add_argument("--batch", type=int, required=True, help="sequences in the batch")
-    p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence (context for decode)")
+    add_batch_and_seq_len(p)
     p.add_argument("--phase", default="forward", choices=("forward", "prefill", "decode"),
                    help="step kind (default forward)")
     p.add_argument("--packed", action="store_true",

@@ -7,7 +7,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .style import KIND_COLORS, axes, chip_color
+from .style import KIND_COLORS, axes, chip_color, finish
 
 TILE_COLOR, GPU_COLOR = KIND_COLORS["tile"], KIND_COLORS["gpu"]  # the series' colours (plots.style)
 
@@ -98,48 +98,51 @@ def plot_padding(report, ax=None):
     return ax
 
 
+def _table_rows(report, check: str, table: str, ax):
+    """Rows of one table of a check, or ``None`` after writing "<check> skipped" on ``ax``."""
+    rows = report.checks[check].tables.get(table, [])
+    if not rows:
+        ax.text(0.5, 0.5, f"{check} skipped", ha="center", transform=ax.transAxes)
+        return None
+    return rows
+
+
+def _tile_and_gpu_costs(draw, x, rows):
+    """Both chip kinds' best-deployment cost per million requests against ``x``, drawn by ``draw``
+    (``ax.plot`` or ``ax.loglog``)."""
+    draw(x, [r["tile_usd_per_million"] for r in rows], "o-", color=TILE_COLOR, label="best tile deployment")
+    draw(x, [r["gpu_usd_per_million"] for r in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
+
+
 def plot_rate_sensitivity(report, ax=None):
     """C5: cost per million requests against the arrival rate, both chip kinds."""
     ax = _ax(ax)
-    rows = report.checks["C5"].tables.get("rate", [])
-    if not rows:
-        ax.text(0.5, 0.5, "C5 skipped", ha="center", transform=ax.transAxes)
+    rows = _table_rows(report, "C5", "rate", ax)
+    if rows is None:
         return ax
-    r = np.array([x["rate_req_s"] for x in rows])
-    ax.loglog(r, [x["tile_usd_per_million"] for x in rows], "o-", color=TILE_COLOR, label="best tile deployment")
-    ax.loglog(r, [x["gpu_usd_per_million"] for x in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
+    _tile_and_gpu_costs(ax.loglog, np.array([x["rate_req_s"] for x in rows]), rows)
     ax.axvline(report.case.rate_per_s, color="k", ls="--", lw=1, label="offered rate")
-    ax.set_xlabel("arrival rate (requests/s)")
-    ax.set_ylabel("USD per million requests")
-    ax.set_title("C5: cost against traffic (whole chips)")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, xlabel="arrival rate (requests/s)", ylabel="USD per million requests",
+                  title="C5: cost against traffic (whole chips)")
 
 
 def plot_long_share(report, ax=None):
     """C5: cost per million requests against the share of long texts."""
     ax = _ax(ax)
-    rows = report.checks["C5"].tables.get("long_share", [])
-    if not rows:
-        ax.text(0.5, 0.5, "C5 skipped", ha="center", transform=ax.transAxes)
+    rows = _table_rows(report, "C5", "long_share", ax)
+    if rows is None:
         return ax
-    f = [x["long_share_%"] for x in rows]
-    ax.plot(f, [x["tile_usd_per_million"] for x in rows], "o-", color=TILE_COLOR, label="best tile deployment")
-    ax.plot(f, [x["gpu_usd_per_million"] for x in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
-    ax.set_xlabel("long texts (% of requests)")
-    ax.set_ylabel("USD per million requests (chips at capacity)")
+    _tile_and_gpu_costs(ax.plot, [x["long_share_%"] for x in rows], rows)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
-    ax.set_title("C5: cost against the long-text share")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, xlabel="long texts (% of requests)", ylabel="USD per million requests (chips at capacity)",
+                  title="C5: cost against the long-text share")
 
 
 def plot_training(report, ax=None):
     """C6: cost to train each model on each chip kind (ASSUMED prices)."""
     ax = _ax(ax)
-    rows = report.checks["C6"].tables.get("training", [])
-    if not rows:
-        ax.text(0.5, 0.5, "C6 skipped", ha="center", transform=ax.transAxes)
+    rows = _table_rows(report, "C6", "training", ax)
+    if rows is None:
         return ax
     models = list(dict.fromkeys(r["model"] for r in rows))
     chips = list(dict.fromkeys((r["chip"], r["kind"]) for r in rows))
@@ -158,10 +161,8 @@ def plot_training(report, ax=None):
     ax.set_yscale("log")
     ax.margins(x=0.2, y=0.2)
     ax.set_xticks(x, models)
-    ax.set_ylabel("USD to train the token budget")
-    ax.set_title(f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, ylabel="USD to train the token budget",
+                  title=f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")
 
 
 def report_figures(report) -> dict:

@@ -131,6 +131,19 @@ def series_strip(current, ax=None):
 # 01: memory hierarchy
 # --------------------------------------------------------------------------------------------
 
+def _unit_row(ax, x0, color, outer, top, bottom, n=6):
+    """``n`` compute units side by side from ``x0``, then "...": each an ``outer`` (y, height) white
+    box holding a ``top`` (label, y, height) and a ``bottom`` (label, y, height, fontsize) box."""
+    y, h = outer
+    for i in range(n):
+        x = x0 + i * 0.85
+        _box(ax, x, y, 0.7, h, face="white", edge=color)
+        _box(ax, x + 0.08, top[1], 0.54, top[2], top[0], face=_lighten(color, 0.5), edge=color, fontsize=FONT - 3)
+        _box(ax, x + 0.08, bottom[1], 0.54, bottom[2], bottom[0], face=_lighten(color, 0.2), edge=color,
+             fontsize=bottom[3], color="white")
+    ax.text(x0 + 5.12, y + h / 2, "...", fontsize=FONT + 4, va="center", ha="center")
+
+
 def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
     """Tile chip (left) vs GPU (right): each memory level with its capacity and bandwidth.
 
@@ -149,13 +162,7 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
     ax.text(3, 9.85, f"{t.name.upper()} (tile chip)", ha="center", fontsize=FONT + 2, weight="bold", color=tc)
     _box(ax, 0.2, 4.2, 5.6, 5.2, face=_lighten(tc, 0.85), edge=tc, lw=2)
     ax.text(0.4, 9.05, f"on the chip: {t.tiles:,} tiles", fontsize=FONT, weight="bold", va="center")
-    for i in range(6):  # a few tiles, each core + its own SRAM
-        x = 0.5 + i * 0.85
-        _box(ax, x, 7.1, 0.7, 1.5, face="white", edge=tc)
-        _box(ax, x + 0.08, 7.9, 0.54, 0.55, "core", face=_lighten(tc, 0.5), edge=tc, fontsize=FONT - 3)
-        _box(ax, x + 0.08, 7.2, 0.54, 0.6, "SRAM", face=_lighten(tc, 0.2), edge=tc, fontsize=FONT - 3,
-             color="white")
-    ax.text(5.62, 7.85, "...", fontsize=FONT + 4, va="center", ha="center")
+    _unit_row(ax, 0.5, tc, (7.1, 1.5), ("core", 7.9, 0.55), ("SRAM", 7.2, 0.6, FONT - 3))  # core + own SRAM
     ax.text(0.4, 6.65, f"tile SRAM: {t.tiles:,} x {_bytes(t.sram_per_tile_bytes)} = {_bytes(t.sram_bytes)}\n"
             f"({_bytes(t.data_bytes)} for data after the code reserve);\n"
             f"a tile reads only its own, {_rate(t.sram_bandwidth_bytes_per_s)} summed",
@@ -176,13 +183,7 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
     ax.text(9, 9.85, f"{g.name.upper()} (GPU)", ha="center", fontsize=FONT + 2, weight="bold", color=gc)
     _box(ax, 6.2, 4.2, 5.6, 5.2, face=_lighten(gc, 0.88), edge=gc, lw=2)
     ax.text(6.4, 9.05, f"on the chip: {g.sms} SMs", fontsize=FONT, weight="bold", va="center")
-    for i in range(6):
-        x = 6.5 + i * 0.85
-        _box(ax, x, 7.6, 0.7, 1.0, face="white", edge=gc)
-        _box(ax, x + 0.08, 8.05, 0.54, 0.45, "SM", face=_lighten(gc, 0.5), edge=gc, fontsize=FONT - 3)
-        _box(ax, x + 0.08, 7.67, 0.54, 0.33, "smem", face=_lighten(gc, 0.2), edge=gc, fontsize=FONT - 4,
-             color="white")
-    ax.text(11.62, 8.1, "...", fontsize=FONT + 4, va="center", ha="center")
+    _unit_row(ax, 6.5, gc, (7.6, 1.0), ("SM", 8.05, 0.45), ("smem", 7.67, 0.33, FONT - 4))
     ax.text(6.4, 7.35, f"shared memory: {g.sms} x {_bytes(g.smem_per_sm_bytes)} = "
             f"{_bytes(g.sms * g.smem_per_sm_bytes)}", fontsize=FONT, va="top")
     _box(ax, 6.5, 4.55, 5.0, 1.5, f"L2 cache, shared by all SMs\n{_bytes(g.l2_bytes)}",

@@ -68,3 +68,17 @@ def axes(ax=None, size=(6.4, 4.4)):
     if ax is None:
         _, ax = plt.subplots(figsize=size)
     return ax
+
+
+def finish(ax, *, xlabel=None, ylabel=None, title=None, legend_fontsize=8, **legend_kw):
+    """Set the axis labels and title that are given, draw the legend (``legend_fontsize=None``: no
+    legend; ``legend_kw`` such as ``loc`` go to ``ax.legend``), and return ``ax``."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if legend_fontsize is not None:
+        ax.legend(fontsize=legend_fontsize, **legend_kw)
+    return ax

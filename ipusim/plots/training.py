@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import axes, chip_color
+from .style import axes, chip_color, finish
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
@@ -21,10 +21,7 @@ def plot_memory_wall(models, per_param_bytes: float = 16.0, capacities: dict | N
         ax.axvline(cap / 1e9, color=chip_color(label.split()[0]) if label.split()[0] else "k", ls="--")
         ax.text(cap / 1e9, len(names) - 0.5, f" {label}", rotation=90, va="top", fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("GB")
-    ax.set_title("Training states vs one chip's memory")
-    ax.legend(loc="lower right", fontsize=8)
-    return ax
+    return finish(ax, xlabel="GB", title="Training states vs one chip's memory", loc="lower right")
 
 
 def plot_memory_per_chip(steps, ax=None):
@@ -38,10 +35,8 @@ def plot_memory_per_chip(steps, ax=None):
                edgecolor="k", alpha=0.6, label=cat)
         bottom += v
     ax.set_xticks(x, [f"{s.model}\n{s.chips} {s.chip}\n{s.fit}" for s in steps], fontsize=8)
-    ax.set_ylabel("GB per chip (where each lives: see memory_where)")
-    ax.set_title("Memory per chip at the best placement")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, ylabel="GB per chip (where each lives: see memory_where)",
+                  title="Memory per chip at the best placement")
 
 
 def plot_step_split(steps, ax=None):
@@ -58,10 +53,8 @@ def plot_step_split(steps, ax=None):
         left += v
     ax.set_yticks(y, [f"{s.model} on {s.chips} {s.chip}" for s in steps], fontsize=8)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of the step time")
-    ax.set_title("Where a training step's time goes")
-    ax.legend(fontsize=7, loc="lower right")
-    return ax
+    return finish(ax, xlabel="share of the step time", title="Where a training step's time goes", legend_fontsize=7,
+                  loc="lower right")
 
 
 def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
@@ -72,11 +65,8 @@ def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
     ax.axhspan(*claim, color="g", alpha=0.2, label="claim: 15-20% cheaper")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("Streaming Memory bandwidth per tile chip (GB/s; preset 64 is an ASSUMPTION)")
-    ax.set_ylabel("tile / GPU cost to train")
-    ax.set_title("The cost claim vs the uncertain Streaming Memory bandwidth")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, xlabel="Streaming Memory bandwidth per tile chip (GB/s; preset 64 is an ASSUMPTION)",
+                  ylabel="tile / GPU cost to train", title="The cost claim vs the uncertain Streaming Memory bandwidth")
 
 
 def plot_convergence(run, ax=None):
@@ -85,8 +75,5 @@ def plot_convergence(run, ax=None):
     for mode, style in (("fp32", "k-"), ("nearest", "r--"), ("stochastic", "b:")):
         ax.plot(run.steps, run.loss[mode], style, label=f"weights {mode if mode == 'fp32' else 'fp16 ' + mode}")
     ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (mean squared error)")
-    ax.set_title("FP16 weight updates: round-to-nearest stalls")
-    ax.legend(fontsize=8)
-    return ax
+    return finish(ax, xlabel="step", ylabel="loss (mean squared error)",
+                  title="FP16 weight updates: round-to-nearest stalls")

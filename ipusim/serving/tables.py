@@ -268,18 +268,18 @@ def cache_dir() -> Path | None:
 
 
 @functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def _code_key() -> str:
-    """Library version and a digest of the sources the tables depend on."""
+    """Library version and a digest of every source file of the package (a table is valid for
+    exactly the code that built it; listing the files it depends on by name broke silently when a
+    module became a package)."""
     from .. import __version__
 
     h = hashlib.sha256(__version__.encode())
     root = Path(__file__).resolve().parent.parent
-    for name in ("tiles.py", "tileplan.py", "tile_calibration.py", "gpu.py", "workloads.py",
-                 "hardware.py", "result.py", "machine.py", "serving/tables.py"):
-        try:
-            h.update((root / name).read_bytes())
-        except OSError:
-            h.update(name.encode())
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -337,22 +337,23 @@ def _group_all_reduce(fab, n, size, stride):
     return collectives.hierarchical_all_reduce_s(n, g, k, fab.intra, fab.inter)
 
 
-@_vec
-def _group_reduce_scatter(fab, n, size, stride):
+def _two_level(collective, fab, n, size, stride):
+    """A reduce-scatter or all-gather (``collective``) over a group: inside the node on ``n`` bytes,
+    then across nodes on the node's 1/g share."""
     if size == 1:
         return 0.0
     g, k = _split(fab, size, stride)
-    return collectives.reduce_scatter_s(n, g, fab.intra) + (
-        collectives.reduce_scatter_s(n / g, k, fab.inter) if k > 1 else 0.0)
+    return collective(n, g, fab.intra) + (collective(n / g, k, fab.inter) if k > 1 else 0.0)
+
+
+@_vec
+def _group_reduce_scatter(fab, n, size, stride):
+    return _two_level(collectives.reduce_scatter_s, fab, n, size, stride)
 
 
 @_vec
 def _group_all_gather(fab, n, size, stride):
-    if size == 1:
-        return 0.0
-    g, k = _split(fab, size, stride)
-    return collectives.all_gather_s(n, g, fab.intra) + (
-        collectives.all_gather_s(n / g, k, fab.inter) if k > 1 else 0.0)
+    return _two_level(collectives.all_gather_s, fab, n, size, stride)
 
 
 def _p2p(fab, nbytes, cross):

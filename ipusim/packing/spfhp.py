@@ -1,0 +1,117 @@
+"""Shortest-pack-first (and best-fit) histogram packing (Krell et al., arXiv:2107.02027): the
+Numba kernel ``_spfhp``, its plain-Python reference and ``run_spfhp``. Lengths in tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
+    """Histogram packing, longest length first; returns the number of pack groups written.
+
+    Open groups (fewer than max_per_row sequences, free space > 0) sit on a stack per free
+    space. Length l goes to the top of the first non-empty stack at free space max_len,
+    max_len - 1, ..., l (``shortest_first``: SPFHP, the shortest pack) or at l, l + 1, ...,
+    max_len (best fit: the fullest pack that fits).
+    Preconditions: counts (max_len,) >= 0; comp (>= 2 max_len + 1, max_per_row) zeroed;
+    ncomp, cnt, rem sized like comp's first axis.
+    """
+    L = counts.size
+    head = np.full(L + 1, -1, np.int64)
+    nxt = np.full(comp.shape[0], -1, np.int64)
+    ng = 0
+    for ln in range(L, 0, -1):
+        n = counts[ln - 1]
+        while n > 0:
+            if shortest_first:
+                r = L
+                while r >= ln and head[r] < 0:
+                    r -= 1
+                if r < ln:
+                    r = L + 1
+            else:
+                r = ln
+                while r <= L and head[r] < 0:
+                    r += 1
+            if r > L:  # no open group fits: start n new packs
+                s = ng
+                ng += 1
+                comp[s, 0] = ln
+                ncomp[s] = 1
+                cnt[s] = n
+                rem[s] = L - ln
+                if ncomp[s] < max_per_row and rem[s] > 0:
+                    nxt[s] = head[rem[s]]
+                    head[rem[s]] = s
+                n = 0
+                continue
+            s = head[r]
+            if n >= cnt[s]:  # the whole group takes one more sequence
+                head[r] = nxt[s]
+                comp[s, ncomp[s]] = ln
+                ncomp[s] += 1
+                rem[s] -= ln
+                n -= cnt[s]
+                if ncomp[s] < max_per_row and rem[s] > 0:
+                    nxt[s] = head[rem[s]]
+                    head[rem[s]] = s
+            else:  # split: n packs of the group take it, the rest stay open
+                cnt[s] -= n
+                t = ng
+                ng += 1
+                for j in range(ncomp[s]):
+                    comp[t, j] = comp[s, j]
+                comp[t, ncomp[s]] = ln
+                ncomp[t] = ncomp[s] + 1
+                cnt[t] = n
+                rem[t] = rem[s] - ln
+                if ncomp[t] < max_per_row and rem[t] > 0:
+                    nxt[t] = head[rem[t]]
+                    head[rem[t]] = t
+                n = 0
+    return ng
+
+
+def _spfhp_reference(counts, max_per_row, shortest_first=True):
+    """Plain-Python SPFHP (or best fit): list of (composition tuple, repeats), kernel order."""
+    L = len(counts)
+    stacks = {r: [] for r in range(L + 1)}
+    groups = []  # [composition list, count, free space]
+    for ln in range(L, 0, -1):
+        n = int(counts[ln - 1])
+        while n > 0:
+            order = range(L, ln - 1, -1) if shortest_first else range(ln, L + 1)
+            r = next((r for r in order if stacks[r]), None)
+            if r is None:
+                groups.append([[ln], n, L - ln])
+                g = len(groups) - 1
+                n = 0
+            elif n >= groups[stacks[r][-1]][1]:
+                g = stacks[r].pop()
+                groups[g][0].append(ln)
+                groups[g][2] -= ln
+                n -= groups[g][1]
+            else:
+                s = stacks[r][-1]
+                groups[s][1] -= n
+                groups.append([groups[s][0] + [ln], n, groups[s][2] - ln])
+                g = len(groups) - 1
+                n = 0
+            if len(groups[g][0]) < max_per_row and groups[g][2] > 0:
+                stacks[groups[g][2]].append(g)
+    return [(tuple(c), k) for c, k, _ in groups]
+
+
+
+def run_spfhp(counts, K, shortest_first=True):
+    """(compositions, repeat counts) of SPFHP (``shortest_first``) or BFHP on a histogram's ``counts``
+    with at most ``K`` sequences per row: allocates the tables and runs ``_spfhp``."""
+    cap = 2 * counts.size + 1
+    comp = np.zeros((cap, K), np.int64)
+    ncomp = np.zeros(cap, np.int64)
+    cnt = np.zeros(cap, np.int64)
+    rem = np.zeros(cap, np.int64)
+    ng = _spfhp(counts.copy(), K, shortest_first, comp, ncomp, cnt, rem)
+    return comp[:ng], cnt[:ng]
