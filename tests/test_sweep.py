@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import pickle
+import time
 
 import numpy as np
 import pandas as pd
@@ -10,7 +12,7 @@ import pytest
 
 from ipusim import machine, sweep, workloads
 from ipusim.cli import main
-from ipusim.sweep import tasks
+from ipusim.sweep import runner, tasks
 
 # ------------------------------------------------------------------------------ parameters
 
@@ -138,6 +140,40 @@ def test_spin_task_and_registry():
     assert tasks.spin({"seconds": 0.0}) == {"spun_s": 0.0}
     with pytest.raises(ValueError, match="seconds"):
         tasks.spin({"seconds": -1})
+    t0 = time.thread_time()
+    assert tasks.spin({"seconds": 0.005}) == {"spun_s": 0.005}
+    assert time.thread_time() - t0 >= 0.005  # at least the CPU time asked for (it checks the clock in chunks)
+
+
+# ------------------------------------------------------------------------------ batches
+
+
+@pytest.mark.parametrize("n, workers", [(1, 1), (7, 2), (40, 2), (400, 2), (4000, 2), (100_000, 8)])
+def test_guided_batches_cover_every_point_and_shrink_at_the_end(n, workers):
+    sizes = runner.guided_sizes(n, workers)
+    first = min(runner.BATCH_MAX, math.ceil(n / (4 * workers)))
+    assert sum(sizes) == n and min(sizes) >= 1 and sizes[0] == first
+    assert all(a >= b for a, b in zip(sizes[:-1], sizes[1:], strict=True))  # never grows
+    # a batch started with R points left holds at most R / workers (the others have work for as long)
+    left = n
+    for b in sizes:
+        assert b <= max(math.ceil(left / workers), first // 8, 1) or b == first
+        left -= b
+    got = [len(b) for b in runner._guided_chunks(iter(range(n + 3)), n, workers)]
+    assert got[:len(sizes)] == sizes and sum(got) == n + 3  # more points than announced still all run
+
+
+def test_a_packed_batch_gives_the_rows_of_an_unpacked_one():
+    pts = [{"chip": "gc200", "batch": 2, "seq_len": 64}, {"chip": "gc200", "batch": 2, "seq_len": 4096},
+           {"chip": "nope"}]
+    batch = [(i + 10, sweep.point_key(p, "simulate"), p) for i, p in enumerate(pts)]
+    blob = runner._run_packed(tasks.simulate, pickle.dumps(pts))
+    assert isinstance(blob, bytes)
+    rows = runner._rows("simulate", batch, pickle.loads(blob))
+    pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(runner.run_batch(tasks.simulate, "simulate", batch)),
+                                  check_exact=True)  # (NaN split times: compared as frames, not dicts)
+    assert [r["point"] for r in rows] == [10, 11, 12] and rows[0]["error"] == ""
+    assert rows[1]["error"] and rows[2]["error"].startswith("ValueError")
 
 
 # ------------------------------------------------------------------------------ output and resume

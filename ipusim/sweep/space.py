@@ -177,9 +177,11 @@ def sample(ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lh
 def point_key(point: dict, task: str = "") -> str:
     """A stable 16-hex-digit key of a point (and task): the same point always gets the same key,
     in any process, whatever the order of its names (used to resume a sweep)."""
-    items = sorted((str(k), _canon(v)) for k, v in point.items())
-    blob = json.dumps([task, items], separators=(",", ":"))
-    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+    items = sorted([(str(k), _canon(v)) for k, v in point.items()])
+    return hashlib.sha1(_KEY_JSON.encode([task, items]).encode()).hexdigest()[:16]
+
+
+_KEY_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps(..., separators=...) builds one per call
 
 
 def _canon(v):
