@@ -1,12 +1,14 @@
 """The notebook-03 widget wires its controls to a simulation (set a value, read the result)."""
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
 from ipusim.widgets import serving as ws  # noqa: E402
 
 
+@pytest.mark.filterwarnings("error::UserWarning")  # e.g. a p99 label below an axis of 3 requests broke tight_layout
 def test_explorer_reacts_to_controls():
     w = ws.explore(n=500)
     kw = {c.description: c for c in w.kwargs_widgets}

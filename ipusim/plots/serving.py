@@ -94,7 +94,10 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
         stable = getattr(r, "stable", True)
         ax.step(lat, slower, where="post", color=label_color(label), ls="-" if stable else ":",
                 label=label if stable else f"{label} ({UNSTABLE_LABEL})")
+    low = max(0.5 / n_max, 1e-5)  # the axis ends where a single request's share would be
     for q, name in ((0.5, "p50"), (0.01, "p99")):
+        if q < low:  # too few served requests to show this quantile: no line, no label below the axes
+            continue
         ax.axhline(q, color="0.5", lw=0.8, ls="--")
         ax.annotate(name, (0, q), xycoords=("axes fraction", "data"), xytext=(3, 2),
                     textcoords="offset points", fontsize=8, color="0.3")
@@ -102,7 +105,7 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
         ax.axvline(target_s * 1e3, color="grey", ls=":", lw=1, label="target")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(max(0.5 / n_max, 1e-5), 1.2)
+    ax.set_ylim(low, 1.2)
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("share of requests slower")
     ax.set_title("Latency tail (complementary CDF)")
