@@ -218,15 +218,18 @@ BATCH_MAX = 256  # points per Dask task at most (a progress step; what a lost wo
 def guided_sizes(n: int, workers: int) -> list:
     """Batch sizes for ``n`` points on ``workers`` workers (they sum to ``n``).
 
-    ``min(BATCH_MAX, n / (4 x workers))`` points per batch while more than one such batch per
-    worker is left, then the points left over the workers (guided self-scheduling), down to an
+    ``min(BATCH_MAX, n / (4 x workers))`` points per batch while more than two such batches per
+    worker are left, then half the points left per worker (guided self-scheduling), down to an
     eighth of the first size: the sweep ends on small batches, so no worker sits idle while
-    another finishes a large one, for a few more tasks (a task costs milliseconds of CPU)."""
+    another finishes a large one, for a few more tasks (a task costs milliseconds of CPU). Half,
+    not all: workers do not run at the same pace (on a 2-core machine the driver and the nannies
+    take turns on their cores), and with a whole share each the last large batch started on the
+    slower worker finished 0.25 s after the other worker ran dry (400 points of 10 ms)."""
     first = max(1, min(BATCH_MAX, math.ceil(n / (4 * workers))))
     least = max(1, first // 8)
     sizes, left = [], n
     while left > 0:
-        b = first if left >= workers * first else max(least, math.ceil(left / workers))
+        b = min(first, max(least, math.ceil(left / (2 * workers))))
         sizes.append(min(b, left))
         left -= sizes[-1]
     return sizes
