@@ -169,38 +169,73 @@ def _rows_up_to(table, rows):
 
 
 @njit(cache=True)
-def _end_of_run(info, busy_out, iters, busy, cells, dec_tab, gap_s, gap_w, m):
+def _end_of_run(info, busy_out, iters, busy, m):
     """Write a generation kernel's totals: ``info[0]`` iterations, ``busy_out[0]`` busy seconds,
-    and after the ``m`` gaps already in (``gap_s``, ``gap_w``) one entry per non-empty
-    decode-only cell [rows, column] at its decode step time; ``info[2]`` gets the entries."""
+    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``)."""
     info[0] = iters
     busy_out[0] = busy
-    for r in range(cells.shape[0]):
-        for c in range(cells.shape[1]):
-            if cells[r, c] != 0:
-                gap_s[m] = dec_tab[r, c]
-                gap_w[m] = cells[r, c]
-                m += 1
     info[2] = m
 
 
 @njit(cache=True, error_model="numpy")
+def _counted_gaps(gap_s, gap_w, cells, mix_cells, dec_tab, mixed):
+    """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
+    gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty decode-only cell
+    ``cells[rows, column]`` at its decode step ``dec_tab[rows, column]``, then each non-empty
+    mixed cell ``mix_cells[decodes, prompts, prompt column, column]`` at its step, the mixed
+    step plus the decodes' attention beyond the first column (``_step_s``'s sum, the same
+    bits). A run of millions of iterations has a few thousand distinct cells: counting them
+    in the kernel leaves the summary a few thousand entries to reduce, not one per iteration."""
+    m = gap_s.shape[0]
+    k = m
+    for r in range(cells.shape[0]):
+        for c in range(cells.shape[1]):
+            if cells[r, c] != 0:
+                k += 1
+    mc = mix_cells.ravel()
+    for i in range(mc.shape[0]):
+        if mc[i] != 0:
+            k += 1
+    out_s = np.empty(k)
+    out_w = np.empty(k, dtype=np.int64)
+    out_s[:m] = gap_s
+    out_w[:m] = gap_w
+    for r in range(cells.shape[0]):
+        for c in range(cells.shape[1]):
+            if cells[r, c] != 0:
+                out_s[m] = dec_tab[r, c]
+                out_w[m] = cells[r, c]
+                m += 1
+    for d in range(mix_cells.shape[0]):
+        for p in range(mix_cells.shape[1]):
+            for j in range(mix_cells.shape[2]):
+                for c in range(mix_cells.shape[3]):
+                    if mix_cells[d, p, j, c] != 0:
+                        out_s[m] = mixed[d, p, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        out_w[m] = mix_cells[d, p, j, c]
+                        m += 1
+    return out_s, out_w
+
+
+@njit(cache=True, error_model="numpy")
 def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                       kv_cap, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+                       kv_cap, start, first, finish, info, busy_out, gap_cells, mix_cells, gap_s, gap_w):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
     context fits the tables; ``pre_tab`` and ``dec_tab`` hold rows up to ``max_batch``
     (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [max_batch + 1, decode columns] zeroed; ``gap_s``, ``gap_w`` of size n + cells.
+    [max_batch + 1, decode columns] and ``mix_cells`` [mixed.shape, decode columns] zeroed;
+    ``gap_s``, ``gap_w`` of size n.
     Admission: ``_admits``. Work per iteration is O(1) plus O(log max_batch) per request:
     the running sequences' context sum is kept as a total and their last iterations in a
     binary heap, and no helper taking arrays is called in the loop. Gaps between tokens:
     every sequence that decodes in an iteration waits that iteration's time for its token;
     a decode-only iteration adds its sequences to ``gap_cells[rows, column]``, an iteration
-    with prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``, and the cells follow
-    (``_end_of_run``). ``info`` gets [iterations, 0, gap entries], ``busy_out[0]`` the busy
-    seconds.
+    with prefills to ``mix_cells[decodes, prompts, prompt column, column]`` when it is one
+    mixed step, else it writes (seconds, sequences) to ``gap_s``, ``gap_w`` (``_counted_gaps``
+    lists them all). ``info`` gets [iterations, 0, entries written], ``busy_out[0]`` the
+    busy seconds.
     """
     n = arrival.shape[0]
     hkey = np.empty(max_batch, dtype=np.int64)  # heap: last iteration of each running sequence
@@ -238,8 +273,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
         fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
+        mc = (pmax + mixed_step - 1) // mixed_step
         dt = _step_s(nnew, old, pre_tab[nnew, (pmax + pre_step - 1) // pre_step], dec_tab[old, col], dec_tab[old, 1],
-                     mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+                     mixed[old, nnew, mc] if fits else 0.0, fits)
         if nnew == 0 and old > 0:
             # A run of decode-only iterations of the same time: no sequence ends before the
             # last of them, the mean context (one more each time) stays in this column, and
@@ -271,6 +307,8 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         if old > 0:
             if nnew == 0:
                 gap_cells[old, col] += old
+            elif fits:
+                mix_cells[old, nnew, mc, col] += old
             else:
                 gap_s[nmix] = dt
                 gap_w[nmix] = old
@@ -295,17 +333,17 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 c = ch
             hkey[c], hid[c] = key, j
         iters += 1
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
+    _end_of_run(info, busy_out, iters, busy, nmix)
 
 
 @njit(cache=True, error_model="numpy")
 def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, mix_cells, gap_s, gap_w):
     """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
-    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
-    one entry per iteration with pieces and decodes, then the cells; when they are full the
-    kernel stops with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
+    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. Gaps as there; when
+    ``gap_s``, ``gap_w`` are full the kernel stops with ``info[1] = -1`` (the caller retries
+    with larger ones). Each iteration:
     every decoding sequence decodes one token; the tokens left of ``chunk`` go to the
     sequences still prefilling, oldest first, then to newly admitted requests (``_admits``),
     one piece each. The iteration is priced as one step: the pieces as prompts padded to
@@ -362,16 +400,19 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
         col = (mean_ctx + ctx_step - 1) // ctx_step
         fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0]
+        mc = (lmax + mixed_step - 1) // mixed_step
         dt = _step_s(npc, d, pre_tab[npc, (lmax + pre_step - 1) // pre_step], dec_tab[d, col], dec_tab[d, 1],
-                     mixed[d, npc, (lmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+                     mixed[d, npc, mc] if fits else 0.0, fits)
         t = t + dt
         busy += dt
         iters += 1
         if d > 0:
             if npc == 0:
                 gap_cells[d, col] += d
+            elif fits:
+                mix_cells[d, npc, mc, col] += d
             else:
-                if nmix == gap_s.shape[0] - gap_cells.size:  # no room: the caller retries with more
+                if nmix == gap_s.shape[0]:  # no room: the caller retries with more
                     info[1] = -1
                     return
                 gap_s[nmix] = dt
@@ -402,17 +443,17 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                 left[w] = left[r]
                 w += 1
         nrun = w
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
+    _end_of_run(info, busy_out, iters, busy, nmix)
 
 
 @njit(cache=True, error_model="numpy")
 def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
-                   start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+                   start, first, finish, info, busy_out, gap_cells):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
 
     Preconditions: ``arrival`` sorted; contexts fit the tables, which hold rows up to
     ``batch`` (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [batch + 1, decode columns] zeroed, ``gap_s``, ``gap_w`` of its size. A batch of up to
+    [batch + 1, decode columns] zeroed. A batch of up to
     ``batch`` requests leaves when the device is free and ``batch`` requests have arrived,
     or the oldest has waited ``timeout``; it runs the prefill of all its prompts (padded to
     the longest; first tokens out), then decode steps of all its rows (context at the mean
@@ -420,9 +461,9 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
     end. Decode steps in one context column cost the same, so the batch's decode time is
     a sum over columns of (steps in the column) x (the column's step time). Gaps between
     tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows,
-    column]`` counts them (listed in ``gap_s``, ``gap_w`` by ``_end_of_run``). ``info[0]``
+    column]`` counts them (listed by ``_counted_gaps``). ``info[0]``
     gets the iterations (prefill and decode steps), ``info[1]`` the token slots run (rows x
-    longest reply), ``info[2]`` the gap entries, ``busy_out[0]`` the busy seconds.
+    longest reply), ``busy_out[0]`` the busy seconds.
     """
     n = arrival.shape[0]
     free = 0.0
@@ -477,7 +518,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
         slots += size * omax
         h += size
     info[1] = slots
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, 0)
+    _end_of_run(info, busy_out, iters, busy, 0)
 
 
 @njit(cache=True)
@@ -521,7 +562,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     iters, slots = 0, 0
     gaps_s, gaps_w = [], []
     pre, dec = _rows_up_to(gen.prefill.table, B), _rows_up_to(gen.decode, B)
-    ps, ncell = gen.prefill.len_step, (B + 1) * gen.decode.shape[1]
+    ps = gen.prefill.len_step
     for k in range(min(nr, n)):
         sl = slice(k, None, nr)  # a view: the kernels write the replica's entries in place
         m = -(-n // nr)  # iterations with prefills and decodes: at most one per request (unchunked)
@@ -532,23 +573,26 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         while True:
             info = np.zeros(3, dtype=np.int64)
             cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
-            g_s, g_w = np.empty(m + ncell), np.empty(m + ncell, dtype=np.int64)
+            mix_cells = np.zeros((0, 0, 0, 0) if isinstance(policy, P.Static) else gen.mixed.shape
+                                 + (gen.decode.shape[1],), dtype=np.int64)  # pages zeroed only where used
+            g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
                 _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
-                               first[sl], finish[sl], info, busy[k:k + 1], cells, g_s, g_w)
+                               first[sl], finish[sl], info, busy[k:k + 1], cells)
             elif policy.chunk_tokens:
                 _chunked_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
                                 policy.kv_capacity_tokens, policy.chunk_tokens, start[sl], first[sl], finish[sl], info,
-                                busy[k:k + 1], cells, g_s, g_w)
+                                busy[k:k + 1], cells, mix_cells, g_s, g_w)
             else:
                 _continuous_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
                                    policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
-                                   cells, g_s, g_w)
+                                   cells, mix_cells, g_s, g_w)
             if info[1] != -1:
                 break
             m *= 2  # the chunked kernel ran out of room for its gaps
-        gaps_s.append(g_s[:info[2]])
-        gaps_w.append(g_w[:info[2]])
+        g_s, g_w = _counted_gaps(g_s[:info[2]], g_w[:info[2]], cells, mix_cells, dec, gen.mixed)
+        gaps_s.append(g_s)
+        gaps_w.append(g_w)
         iters += int(info[0])
         slots += int(info[1])
     if not np.isfinite(busy).all():
