@@ -178,63 +178,53 @@ def _end_of_run(info, busy_out, iters, busy, m):
 
 
 @njit(cache=True, error_model="numpy")
-def _counted_gaps(gap_s, gap_w, cells, mix_cells, dec_tab, mixed):
+def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
-    gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty decode-only cell
-    ``cells[rows, column]`` at its decode step ``dec_tab[rows, column]``, then each non-empty
-    mixed cell ``mix_cells[decodes, prompts, prompt column, column]`` at its step, the mixed
-    step plus the decodes' attention beyond the first column (``_step_s``'s sum, the same
-    bits). A run of millions of iterations has a few thousand distinct cells: counting them
-    in the kernel leaves the summary a few thousand entries to reduce, not one per iteration."""
+    gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty cell
+    ``cells[decodes, prompts, prompt column, column]`` at its iteration time: with no
+    prompts the decode step ``dec_tab[decodes, column]``, else the mixed step plus the
+    decodes' attention beyond the first column (``_step_s``'s sum, the same bits). A run of
+    millions of iterations fills a few thousand cells: counting them in the kernel leaves the
+    summary a few thousand entries to reduce, not one per iteration."""
     m = gap_s.shape[0]
+    flat = cells.ravel()
     k = m
-    for r in range(cells.shape[0]):
-        for c in range(cells.shape[1]):
-            if cells[r, c] != 0:
-                k += 1
-    mc = mix_cells.ravel()
-    for i in range(mc.shape[0]):
-        if mc[i] != 0:
+    for i in range(flat.shape[0]):
+        if flat[i] != 0:
             k += 1
     out_s = np.empty(k)
     out_w = np.empty(k, dtype=np.int64)
     out_s[:m] = gap_s
     out_w[:m] = gap_w
-    for r in range(cells.shape[0]):
-        for c in range(cells.shape[1]):
-            if cells[r, c] != 0:
-                out_s[m] = dec_tab[r, c]
-                out_w[m] = cells[r, c]
-                m += 1
-    for d in range(mix_cells.shape[0]):
-        for p in range(mix_cells.shape[1]):
-            for j in range(mix_cells.shape[2]):
-                for c in range(mix_cells.shape[3]):
-                    if mix_cells[d, p, j, c] != 0:
-                        out_s[m] = mixed[d, p, j] + (dec_tab[d, c] - dec_tab[d, 1])
-                        out_w[m] = mix_cells[d, p, j, c]
+    for d in range(cells.shape[0]):
+        for r in range(cells.shape[1]):
+            for j in range(cells.shape[2]):
+                for c in range(cells.shape[3]):
+                    if cells[d, r, j, c] != 0:
+                        out_s[m] = dec_tab[d, c] if r == 0 else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        out_w[m] = cells[d, r, j, c]
                         m += 1
     return out_s, out_w
 
 
 @njit(cache=True, error_model="numpy")
 def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                       kv_cap, start, first, finish, info, busy_out, gap_cells, mix_cells, gap_s, gap_w):
+                       kv_cap, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
     context fits the tables; ``pre_tab`` and ``dec_tab`` hold rows up to ``max_batch``
-    (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [max_batch + 1, decode columns] and ``mix_cells`` [mixed.shape, decode columns] zeroed;
-    ``gap_s``, ``gap_w`` of size n.
+    (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells`` [max_batch
+    + 1, max(mixed rows, 1), max(mixed columns, 1), decode columns] zeroed; ``gap_s``,
+    ``gap_w`` of size n.
     Admission: ``_admits``. Work per iteration is O(1) plus O(log max_batch) per request:
     the running sequences' context sum is kept as a total and their last iterations in a
     binary heap, and no helper taking arrays is called in the loop. Gaps between tokens:
     every sequence that decodes in an iteration waits that iteration's time for its token;
-    a decode-only iteration adds its sequences to ``gap_cells[rows, column]``, an iteration
-    with prefills to ``mix_cells[decodes, prompts, prompt column, column]`` when it is one
-    mixed step, else it writes (seconds, sequences) to ``gap_s``, ``gap_w`` (``_counted_gaps``
-    lists them all). ``info`` gets [iterations, 0, entries written], ``busy_out[0]`` the
+    a decode-only iteration or one mixed step adds its sequences to ``gap_cells[decodes,
+    prompts, prompt column, column]`` (decode-only: [decodes, 0, 0, column]); any other
+    iteration with prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``
+    (``_counted_gaps`` lists them all). ``info`` gets [iterations, 0, entries written], ``busy_out[0]`` the
     busy seconds.
     """
     n = arrival.shape[0]
@@ -295,7 +285,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 busy += j * dt
                 iters += j
                 ctx_sum += nrun * j
-                gap_cells[old, col] += old * j
+                gap_cells[old, 0, 0, col] += old * j
                 if j < K or hkey[0] - iters + j >= col * ctx_step - mean_ctx + 1 or a_next <= t:
                     continue
                 # else the next iteration, in which the first sequence ends, is one more of the
@@ -304,15 +294,12 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
             first[i] = t
-        if old > 0:
-            if nnew == 0:
-                gap_cells[old, col] += old
-            elif fits:
-                mix_cells[old, nnew, mc, col] += old
-            else:
-                gap_s[nmix] = dt
-                gap_w[nmix] = old
-                nmix += 1
+        if old > 0 and (nnew == 0 or fits):  # a table cell (mc = 0 without prompts)
+            gap_cells[old, nnew, mc, col] += old
+        elif old > 0:  # prefills not in one mixed step: listed (at most one per request)
+            gap_s[nmix] = dt
+            gap_w[nmix] = old
+            nmix += 1
         ctx_sum += nrun  # every running sequence holds one more token
         while nrun > 0 and hkey[0] == iters:  # pop the sequences whose last token this was
             i = hid[0]
@@ -338,7 +325,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
 
 @njit(cache=True, error_model="numpy")
 def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, mix_cells, gap_s, gap_w):
+                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
     Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. Gaps as there; when
@@ -406,18 +393,15 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
         t = t + dt
         busy += dt
         iters += 1
-        if d > 0:
-            if npc == 0:
-                gap_cells[d, col] += d
-            elif fits:
-                mix_cells[d, npc, mc, col] += d
-            else:
-                if nmix == gap_s.shape[0]:  # no room: the caller retries with more
-                    info[1] = -1
-                    return
-                gap_s[nmix] = dt
-                gap_w[nmix] = d
-                nmix += 1
+        if d > 0 and (npc == 0 or fits):
+            gap_cells[d, npc, mc, col] += d
+        elif d > 0:
+            if nmix == gap_s.shape[0]:  # no room: the caller retries with more
+                info[1] = -1
+                return
+            gap_s[nmix] = dt
+            gap_w[nmix] = d
+            nmix += 1
         w = 0
         for r in range(nrun):
             i = rid[r]
@@ -453,15 +437,15 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
 
     Preconditions: ``arrival`` sorted; contexts fit the tables, which hold rows up to
     ``batch`` (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [batch + 1, decode columns] zeroed. A batch of up to
+    [batch + 1, 1, 1, decode columns] zeroed. A batch of up to
     ``batch`` requests leaves when the device is free and ``batch`` requests have arrived,
     or the oldest has waited ``timeout``; it runs the prefill of all its prompts (padded to
     the longest; first tokens out), then decode steps of all its rows (context at the mean
     prompt plus the step) until its longest reply is done; every request is returned at the
     end. Decode steps in one context column cost the same, so the batch's decode time is
     a sum over columns of (steps in the column) x (the column's step time). Gaps between
-    tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows,
-    column]`` counts them (listed by ``_counted_gaps``). ``info[0]``
+    tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows, 0,
+    0, column]`` counts them (listed by ``_counted_gaps``). ``info[0]``
     gets the iterations (prefill and decode steps), ``info[1]`` the token slots run (rows x
     longest reply), ``busy_out[0]`` the busy seconds.
     """
@@ -505,7 +489,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
             while lo <= hi:
                 c = (lo + ctx_step - 1) // ctx_step
                 top = min(hi, c * ctx_step)
-                gap_cells[size, c] += top - lo + 1
+                gap_cells[size, 0, 0, c] += top - lo + 1
                 lo = top + 1
         fin = t + dt
         for i in range(h, h + size):
@@ -572,9 +556,10 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             m = 0
         while True:
             info = np.zeros(3, dtype=np.int64)
-            cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
-            mix_cells = np.zeros((0, 0, 0, 0) if isinstance(policy, P.Static) else gen.mixed.shape
-                                 + (gen.decode.shape[1],), dtype=np.int64)  # pages zeroed only where used
+            rows, cols = (1, 1) if isinstance(policy, P.Static) else (max(gen.mixed.shape[0], 1),
+                                                                      max(gen.mixed.shape[2], 1))
+            # gap counts per [decodes, prompts, prompt column, column]: pages zeroed only where used
+            cells = np.zeros((B + 1, rows, cols, gen.decode.shape[1]), dtype=np.int64)
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
                 _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
@@ -582,15 +567,15 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             elif policy.chunk_tokens:
                 _chunked_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
                                 policy.kv_capacity_tokens, policy.chunk_tokens, start[sl], first[sl], finish[sl], info,
-                                busy[k:k + 1], cells, mix_cells, g_s, g_w)
+                                busy[k:k + 1], cells, g_s, g_w)
             else:
                 _continuous_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
                                    policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
-                                   cells, mix_cells, g_s, g_w)
+                                   cells, g_s, g_w)
             if info[1] != -1:
                 break
             m *= 2  # the chunked kernel ran out of room for its gaps
-        g_s, g_w = _counted_gaps(g_s[:info[2]], g_w[:info[2]], cells, mix_cells, dec, gen.mixed)
+        g_s, g_w = _counted_gaps(g_s[:info[2]], g_w[:info[2]], cells, dec, gen.mixed)
         gaps_s.append(g_s)
         gaps_w.append(g_w)
         iters += int(info[0])
