@@ -166,7 +166,7 @@ def chip_service(
 
 
 def _rows(tab, b):
-    out = tab[: b + 1]
+    out = np.ascontiguousarray(tab[: b + 1])  # C order (a column pick is F): one lookup_s signature
     out.setflags(write=False)
     return out
 
