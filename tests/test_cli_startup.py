@@ -62,3 +62,34 @@ def test_progress_bar_off_imports_nothing_and_on_skips_asyncio():
         bar.update(2); bar.close()
     """)
     assert "tqdm" in mods and "asyncio" not in mods  # tqdm.std in a terminal; tqdm.auto only in Jupyter
+
+
+def test_service_time_of_one_batch_is_the_kernels_answer():
+    """``ServiceModel.time_s`` prices a batch with the plain functions of ``batch_shape`` and
+    ``lookup_s`` (no kernel load for a few calls from Python): the same seconds as the kernels,
+    bit for bit, for padded, packed and length-free tables, and rows beyond the table."""
+    import numpy as np
+
+    from ipusim import packing
+    from ipusim.serving import ServiceModel, fixed_service
+    from ipusim.serving.service import batch_shape, lookup_s
+
+    rng = np.random.default_rng(5)
+    tab = np.cumsum(rng.uniform(1e-4, 3e-3, (9, 5)), axis=0)  # 8 rows x 4 columns of 128 tokens
+    tab[0] = 0.0
+    tab[:, 0] = 0.0
+    tab[7:, 4] = np.inf  # long and many: does not fit
+    devs = [ServiceModel("padded", tab, 128), ServiceModel("packed", tab[:, :2].copy(), 512, packed=True, pack_len=512),
+            fixed_service(0.004, per_request_s=1e-4, max_batch=6)]
+    for dev in devs:
+        for _ in range(60):
+            lens = rng.integers(1, min(dev.max_len, 512) + 1, int(rng.integers(1, 25)))
+            rows = None if rng.random() < 0.7 else int(rng.integers(1, 30))
+            r, j, _ = batch_shape(dev.len_step, dev.packed, dev.pack_len, lens.size if rows is None else rows,
+                                  int(lens.max()), int(lens.sum()))
+            if dev.packed:
+                r = packing.first_fit_rows(np.sort(lens)[::-1].copy(), dev.pack_len, dev.pack_len,
+                                           np.empty(lens.size, np.int64))
+            want = float(lookup_s(dev.table, r, j))
+            got = dev.time_s(lens, rows=rows)
+            assert got == want or (np.isinf(got) and np.isinf(want)), (dev.name, lens, rows, got, want)
