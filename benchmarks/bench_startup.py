@@ -47,8 +47,9 @@ def rows(quick: bool) -> list[dict]:
     serve = [sys.executable, "-m", "ipusim", "serve", "--rate", "1000", "--requests", "100000"]
     md = [sys.executable, "-m", "ipusim", "checklist", "--format", "md", "--no-progress"]
     cmds = {"floor": floor, "serve": serve} if quick else {"floor": floor, "serve": serve, "checklist": md}
-    for argv in cmds.values():  # warm: table cache and Numba cache filled, files in the page cache
-        _run(argv)
+    if not quick:  # warm: table cache and Numba cache filled, files in the page cache
+        for argv in cmds.values():
+            _run(argv)
     repeat = 1 if quick else 5
     runs = {k: [] for k in cmds}
     for _ in range(repeat):  # alternating, so that a change of load on a shared machine hits all alike
