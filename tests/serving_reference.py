@@ -270,10 +270,11 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
 
 
-def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
+def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap, steps=None):
     """Plain-Python continuous batching (lists of running requests), for tests and benchmarks:
     (start, first, finish, iterations, gaps), ``gaps`` every gap between two consecutive
-    tokens of a request (s), one entry per token after the first."""
+    tokens of a request (s), one entry per token after the first. A list ``steps`` gets
+    (iteration time, sequences decoding in it) for every iteration."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
     n = len(arr)
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
@@ -307,6 +308,8 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap):
                 dt += _lookup(dec, len(old), -(-mean_ctx // gen.ctx_step))
         t = t + dt
         iters += 1
+        if steps is not None:
+            steps.append((dt, len(old)))
         for x in new:
             first[x[0]] = t
         for x in old + new:
@@ -362,9 +365,9 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
     return np.array(start), np.array(first), np.array(finish), batches, np.array(gaps)
 
 
-def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk):
+def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk, steps=None):
     """Plain-Python continuous batching with chunked prefill: (start, first, finish, iterations,
-    gaps). Each iteration: the decoding sequences decode one token each; the rest of ``chunk``
+    gaps; ``steps`` as in ``continuous_reference``). Each iteration: the decoding sequences decode one token each; the rest of ``chunk``
     tokens goes to the prompts being prefilled, oldest first, then to newly admitted requests;
     the iteration is one step of the pieces (padded to the longest) beside the decodes."""
     arr, pr, out = arrival.tolist(), prompt.tolist(), output.tolist()
@@ -406,6 +409,8 @@ def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk):
                 dt += _lookup(gen.decode, len(dec), -(-mean_ctx // gen.ctx_step))
         t = t + dt
         iters += 1
+        if steps is not None:
+            steps.append((dt, len(dec)))
         keep = []
         for x in running:
             i = x["id"]

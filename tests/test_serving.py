@@ -188,11 +188,19 @@ def _generation_requests(n, rate):
     return A.poisson(rate, n, seed=n), rng.integers(8, 400, n), rng.integers(1, 200, n)
 
 
-def _same_gaps(res, gaps, out):
+def _same_gaps(res, gaps, out, steps=None):
     """The result's token gaps are the reference's: one per token after a request's first,
     the same TBT percentiles and mean. Tolerance 1e-9 relative: the reference measures a
-    gap as the difference of two token times, the kernel as the iteration's time."""
+    gap as the difference of two token times, the kernel as the iteration's time. With the
+    reference's ``steps`` (iteration time, decoding sequences): the kernel's counted gaps are
+    exactly those iteration times, each once per decoding sequence, and the TBT mean is their
+    mean to 1e-12 relative (the kernel sums them in another order)."""
     assert int(res.gap_weight.sum()) == int((out - 1).sum()) == len(gaps)
+    if steps is not None:
+        dt, w = np.array([s[0] for s in steps]), np.array([s[1] for s in steps], dtype=np.int64)
+        assert np.array_equal(np.sort(np.repeat(res.gap_s, res.gap_weight)), np.sort(np.repeat(dt, w)))
+        if w.sum():
+            assert res.summary()["tbt_mean_s"] == pytest.approx(np.dot(dt, w) / w.sum(), rel=1e-12)
     s = res.summary()
     if len(gaps):
         for q in (50, 99):
@@ -210,11 +218,12 @@ def test_continuous_matches_reference_and_kv_limit():
         for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
                     P.Continuous(40, 100_000)):
             a = S.simulate_generation(arr, pr, out, pol, g)
+            steps = []
             st_, first, fin, iters, gaps = R.continuous_reference(arr, pr, out, g, pol.max_batch,
-                                                                  pol.kv_capacity_tokens)
+                                                                  pol.kv_capacity_tokens, steps)
             assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.start_s, st_) and a.batches == iters
-            _same_gaps(a, gaps, out)
+            _same_gaps(a, gaps, out, steps)
             assert np.all(a.start_s >= arr) and np.all(a.first_token_s > a.start_s)
             assert np.all(a.finish_s >= a.first_token_s)
             # at most max_batch running at once and the KV reservation never exceeds capacity
@@ -625,11 +634,12 @@ def test_chunked_prefill_matches_reference_and_closed_forms():
         for pol in (P.Continuous(16, 100_000, chunk_tokens=64), P.Continuous(16, 3000, chunk_tokens=256),
                     P.Continuous(4, 100_000, chunk_tokens=8), P.Continuous(24, 100_000, chunk_tokens=512)):
             a = S.simulate_generation(arr, pr, out, pol, g)
+            steps = []
             st_, first, fin, iters, gaps = R.chunked_reference(arr, pr, out, g, pol.max_batch,
-                                                               pol.kv_capacity_tokens, pol.chunk_tokens)
+                                                               pol.kv_capacity_tokens, pol.chunk_tokens, steps)
             assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.finish_s, fin) and a.batches == iters
-            _same_gaps(a, gaps, out)  # token conservation: one gap per token after the first
+            _same_gaps(a, gaps, out, steps)  # token conservation: one gap per token after the first
         # chunks larger than every iteration's tokens: exactly the unchunked run
         big = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=10**9), g)
         off = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)

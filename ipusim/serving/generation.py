@@ -169,19 +169,42 @@ def _rows_up_to(table, rows):
 
 
 @njit(cache=True)
-def _end_of_run(info, busy_out, iters, busy, cells, dec_tab, gap_s, gap_w, m):
+def _end_of_run(info, busy_out, iters, busy, m):
     """Write a generation kernel's totals: ``info[0]`` iterations, ``busy_out[0]`` busy seconds,
-    and after the ``m`` gaps already in (``gap_s``, ``gap_w``) one entry per non-empty
-    decode-only cell [rows, column] at its decode step time; ``info[2]`` gets the entries."""
+    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``)."""
     info[0] = iters
     busy_out[0] = busy
-    for r in range(cells.shape[0]):
-        for c in range(cells.shape[1]):
-            if cells[r, c] != 0:
-                gap_s[m] = dec_tab[r, c]
-                gap_w[m] = cells[r, c]
-                m += 1
     info[2] = m
+
+
+@njit(cache=True, error_model="numpy")
+def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
+    """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
+    gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty cell
+    ``cells[decodes, prompts, prompt column, column]`` at its iteration time: with no
+    prompts the decode step ``dec_tab[decodes, column]``, else the mixed step plus the
+    decodes' attention beyond the first column (``_step_s``'s sum, the same bits). A run of
+    millions of iterations fills a few thousand cells: counting them in the kernel leaves the
+    summary a few thousand entries to reduce, not one per iteration."""
+    m = gap_s.shape[0]
+    flat = cells.ravel()
+    k = m
+    for i in range(flat.shape[0]):
+        if flat[i] != 0:
+            k += 1
+    out_s = np.empty(k)
+    out_w = np.empty(k, dtype=np.int64)
+    out_s[:m] = gap_s
+    out_w[:m] = gap_w
+    for d in range(cells.shape[0]):
+        for r in range(cells.shape[1]):
+            for j in range(cells.shape[2]):
+                for c in range(cells.shape[3]):
+                    if cells[d, r, j, c] != 0:
+                        out_s[m] = dec_tab[d, c] if r == 0 else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        out_w[m] = cells[d, r, j, c]
+                        m += 1
+    return out_s, out_w
 
 
 @njit(cache=True, error_model="numpy")
@@ -191,16 +214,18 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
     context fits the tables; ``pre_tab`` and ``dec_tab`` hold rows up to ``max_batch``
-    (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [max_batch + 1, decode columns] zeroed; ``gap_s``, ``gap_w`` of size n + cells.
+    (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells`` [max_batch
+    + 1, max(mixed rows, 1), max(mixed columns, 1), decode columns] zeroed; ``gap_s``,
+    ``gap_w`` of size n.
     Admission: ``_admits``. Work per iteration is O(1) plus O(log max_batch) per request:
     the running sequences' context sum is kept as a total and their last iterations in a
     binary heap, and no helper taking arrays is called in the loop. Gaps between tokens:
     every sequence that decodes in an iteration waits that iteration's time for its token;
-    a decode-only iteration adds its sequences to ``gap_cells[rows, column]``, an iteration
-    with prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``, and the cells follow
-    (``_end_of_run``). ``info`` gets [iterations, 0, gap entries], ``busy_out[0]`` the busy
-    seconds.
+    a decode-only iteration or one mixed step adds its sequences to ``gap_cells[decodes,
+    prompts, prompt column, column]`` (decode-only: [decodes, 0, 0, column]); any other
+    iteration with prefills writes (seconds, sequences) to ``gap_s``, ``gap_w``
+    (``_counted_gaps`` lists them all). ``info`` gets [iterations, 0, entries written], ``busy_out[0]`` the
+    busy seconds.
     """
     n = arrival.shape[0]
     hkey = np.empty(max_batch, dtype=np.int64)  # heap: last iteration of each running sequence
@@ -238,8 +263,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
         fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
+        mc = (pmax + mixed_step - 1) // mixed_step
         dt = _step_s(nnew, old, pre_tab[nnew, (pmax + pre_step - 1) // pre_step], dec_tab[old, col], dec_tab[old, 1],
-                     mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+                     mixed[old, nnew, mc] if fits else 0.0, fits)
         if nnew == 0 and old > 0:
             # A run of decode-only iterations of the same time: no sequence ends before the
             # last of them, the mean context (one more each time) stays in this column, and
@@ -259,7 +285,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 busy += j * dt
                 iters += j
                 ctx_sum += nrun * j
-                gap_cells[old, col] += old * j
+                gap_cells[old, 0, 0, col] += old * j
                 if j < K or hkey[0] - iters + j >= col * ctx_step - mean_ctx + 1 or a_next <= t:
                     continue
                 # else the next iteration, in which the first sequence ends, is one more of the
@@ -268,13 +294,12 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
             first[i] = t
-        if old > 0:
-            if nnew == 0:
-                gap_cells[old, col] += old
-            else:
-                gap_s[nmix] = dt
-                gap_w[nmix] = old
-                nmix += 1
+        if old > 0 and (nnew == 0 or fits):  # a table cell (mc = 0 without prompts)
+            gap_cells[old, nnew, mc, col] += old
+        elif old > 0:  # prefills not in one mixed step: listed (at most one per request)
+            gap_s[nmix] = dt
+            gap_w[nmix] = old
+            nmix += 1
         ctx_sum += nrun  # every running sequence holds one more token
         while nrun > 0 and hkey[0] == iters:  # pop the sequences whose last token this was
             i = hid[0]
@@ -295,7 +320,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
                 c = ch
             hkey[c], hid[c] = key, j
         iters += 1
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
+    _end_of_run(info, busy_out, iters, busy, nmix)
 
 
 @njit(cache=True, error_model="numpy")
@@ -303,9 +328,9 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                     kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
     """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
-    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. ``gap_s``, ``gap_w`` take
-    one entry per iteration with pieces and decodes, then the cells; when they are full the
-    kernel stops with ``info[1] = -1`` (the caller retries with larger ones). Each iteration:
+    Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. Gaps as there; when
+    ``gap_s``, ``gap_w`` are full the kernel stops with ``info[1] = -1`` (the caller retries
+    with larger ones). Each iteration:
     every decoding sequence decodes one token; the tokens left of ``chunk`` go to the
     sequences still prefilling, oldest first, then to newly admitted requests (``_admits``),
     one piece each. The iteration is priced as one step: the pieces as prompts padded to
@@ -362,21 +387,21 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
         col = (mean_ctx + ctx_step - 1) // ctx_step
         fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0]
+        mc = (lmax + mixed_step - 1) // mixed_step
         dt = _step_s(npc, d, pre_tab[npc, (lmax + pre_step - 1) // pre_step], dec_tab[d, col], dec_tab[d, 1],
-                     mixed[d, npc, (lmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+                     mixed[d, npc, mc] if fits else 0.0, fits)
         t = t + dt
         busy += dt
         iters += 1
-        if d > 0:
-            if npc == 0:
-                gap_cells[d, col] += d
-            else:
-                if nmix == gap_s.shape[0] - gap_cells.size:  # no room: the caller retries with more
-                    info[1] = -1
-                    return
-                gap_s[nmix] = dt
-                gap_w[nmix] = d
-                nmix += 1
+        if d > 0 and (npc == 0 or fits):
+            gap_cells[d, npc, mc, col] += d
+        elif d > 0:
+            if nmix == gap_s.shape[0]:  # no room: the caller retries with more
+                info[1] = -1
+                return
+            gap_s[nmix] = dt
+            gap_w[nmix] = d
+            nmix += 1
         w = 0
         for r in range(nrun):
             i = rid[r]
@@ -402,27 +427,27 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                 left[w] = left[r]
                 w += 1
         nrun = w
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, nmix)
+    _end_of_run(info, busy_out, iters, busy, nmix)
 
 
 @njit(cache=True, error_model="numpy")
 def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
-                   start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+                   start, first, finish, info, busy_out, gap_cells):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
 
     Preconditions: ``arrival`` sorted; contexts fit the tables, which hold rows up to
     ``batch`` (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells``
-    [batch + 1, decode columns] zeroed, ``gap_s``, ``gap_w`` of its size. A batch of up to
+    [batch + 1, 1, 1, decode columns] zeroed. A batch of up to
     ``batch`` requests leaves when the device is free and ``batch`` requests have arrived,
     or the oldest has waited ``timeout``; it runs the prefill of all its prompts (padded to
     the longest; first tokens out), then decode steps of all its rows (context at the mean
     prompt plus the step) until its longest reply is done; every request is returned at the
     end. Decode steps in one context column cost the same, so the batch's decode time is
     a sum over columns of (steps in the column) x (the column's step time). Gaps between
-    tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows,
-    column]`` counts them (listed in ``gap_s``, ``gap_w`` by ``_end_of_run``). ``info[0]``
+    tokens: request i's tokens 2..output_i each wait one decode step; ``gap_cells[rows, 0,
+    0, column]`` counts them (listed by ``_counted_gaps``). ``info[0]``
     gets the iterations (prefill and decode steps), ``info[1]`` the token slots run (rows x
-    longest reply), ``info[2]`` the gap entries, ``busy_out[0]`` the busy seconds.
+    longest reply), ``busy_out[0]`` the busy seconds.
     """
     n = arrival.shape[0]
     free = 0.0
@@ -464,7 +489,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
             while lo <= hi:
                 c = (lo + ctx_step - 1) // ctx_step
                 top = min(hi, c * ctx_step)
-                gap_cells[size, c] += top - lo + 1
+                gap_cells[size, 0, 0, c] += top - lo + 1
                 lo = top + 1
         fin = t + dt
         for i in range(h, h + size):
@@ -477,7 +502,7 @@ def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step
         slots += size * omax
         h += size
     info[1] = slots
-    _end_of_run(info, busy_out, iters, busy, gap_cells, dec_tab, gap_s, gap_w, 0)
+    _end_of_run(info, busy_out, iters, busy, 0)
 
 
 @njit(cache=True)
@@ -521,7 +546,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     iters, slots = 0, 0
     gaps_s, gaps_w = [], []
     pre, dec = _rows_up_to(gen.prefill.table, B), _rows_up_to(gen.decode, B)
-    ps, ncell = gen.prefill.len_step, (B + 1) * gen.decode.shape[1]
+    ps = gen.prefill.len_step
     for k in range(min(nr, n)):
         sl = slice(k, None, nr)  # a view: the kernels write the replica's entries in place
         m = -(-n // nr)  # iterations with prefills and decodes: at most one per request (unchunked)
@@ -531,11 +556,14 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             m = 0
         while True:
             info = np.zeros(3, dtype=np.int64)
-            cells = np.zeros((B + 1, gen.decode.shape[1]), dtype=np.int64)
-            g_s, g_w = np.empty(m + ncell), np.empty(m + ncell, dtype=np.int64)
+            rows, cols = (1, 1) if isinstance(policy, P.Static) else (max(gen.mixed.shape[0], 1),
+                                                                      max(gen.mixed.shape[2], 1))
+            # gap counts per [decodes, prompts, prompt column, column]: pages zeroed only where used
+            cells = np.zeros((B + 1, rows, cols, gen.decode.shape[1]), dtype=np.int64)
+            g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
                 _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
-                               first[sl], finish[sl], info, busy[k:k + 1], cells, g_s, g_w)
+                               first[sl], finish[sl], info, busy[k:k + 1], cells)
             elif policy.chunk_tokens:
                 _chunked_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
                                 policy.kv_capacity_tokens, policy.chunk_tokens, start[sl], first[sl], finish[sl], info,
@@ -547,8 +575,9 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             if info[1] != -1:
                 break
             m *= 2  # the chunked kernel ran out of room for its gaps
-        gaps_s.append(g_s[:info[2]])
-        gaps_w.append(g_w[:info[2]])
+        g_s, g_w = _counted_gaps(g_s[:info[2]], g_w[:info[2]], cells, dec, gen.mixed)
+        gaps_s.append(g_s)
+        gaps_w.append(g_w)
         iters += int(info[0])
         slots += int(info[1])
     if not np.isfinite(busy).all():
@@ -560,7 +589,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
         policy=policy.describe(), devices=(gen.name,) * nr, arrival_s=arr, lengths=pr, start_s=start,
-        finish_s=finish, device=device, batch_id=np.full(n, -1, dtype=np.int32),
+        finish_s=finish, device=device, batch_id=np.broadcast_to(np.int32(-1), (n,)),
         device_busy_s=busy, device_real_tokens=np.array([tokens]),
         device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
         latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,

@@ -378,7 +378,8 @@ class ServingResult:
     start_s: np.ndarray = field(repr=False)
     finish_s: np.ndarray = field(repr=False)
     device: np.ndarray = field(repr=False)  # int16, -1 when not served
-    batch_id: np.ndarray = field(repr=False)  # int32, -1 when not served
+    # int32, -1 when not served; generation runs have no batches: a read-only view of -1 (no memory)
+    batch_id: np.ndarray = field(repr=False)
     device_busy_s: np.ndarray = field(repr=False)
     device_real_tokens: np.ndarray = field(repr=False)
     device_computed_tokens: np.ndarray = field(repr=False)
