@@ -106,6 +106,23 @@ def test_one_rule_for_serve_and_the_checklist(tab):
     assert np.array_equal(su.service.mixed, tab, equal_nan=True)
 
 
+def test_no_row_cap(monkeypatch):
+    """The checklist's 128 rows (and more) get a mixed table: ``generation_model`` asks for one of
+    ``max_batch`` rows first, before any other table is built (stopped here by a sentinel)."""
+    class Asked(Exception):
+        pass
+
+    def ask(spec, rows, max_prompt, step, *, name):
+        raise Asked(rows, max_prompt, step, name)
+
+    monkeypatch.setattr(tables, "mixed_table", ask)
+    for rows in (128, 512):
+        with pytest.raises(Asked) as got:
+            S.generation_model(CHIP, MODEL, max_batch=rows, max_prompt=896, grid="coarse")
+        assert got.value.args == (rows, 896, 32, "max_batch")
+    S.generation_model(CHIP, MODEL, max_batch=ROWS, max_prompt=PROMPT, mixed=False)  # not asked
+
+
 def test_refused_over_the_memory_budget_before_allocation():
     need = tables.mixed_table_bytes(20_000, 1024, 32)
     assert need == 8 * 20_000**2 * 33
