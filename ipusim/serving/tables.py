@@ -15,6 +15,9 @@ Two ways to fill a table:
 * ``coarse_table`` (coarse): powers of two in rows and length, bilinear in log rows and
   log length; what the checklist's policy search uses.
 
+Generation adds ``mixed_table``: a step prefilling prompts beside decodes (weights read once),
+on one grid for every caller (``serve``, the notebooks and the checklist alike).
+
 Tables are kept in memory and on disk (``cache_dir()``, one ``.npy`` file a table, keyed by
 the library version, the machine-model sources, the tile calibration in force, the chip, the
 model and the grid), written
