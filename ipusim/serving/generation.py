@@ -72,9 +72,6 @@ class GenerationModel:
         return float(t)
 
 
-MAX_MIXED_ROWS = 64  # sequences per iteration up to which the mixed-step table is built
-
-
 def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
                      ctx_step: int = 64, prompt_step: int = 32, max_prompt: int | None = None,
                      chips: int = 1, streaming: bool | None = None, grid: str = "fine",
@@ -82,9 +79,9 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
     the machine model; ``grid`` and ``placement`` as in ``chip_service`` (a searched placement
     must fit one sequence of ``max_ctx`` tokens in prefill and in decode). ``mixed`` (default)
-    also builds the table of mixed prefill + decode steps (``tables.mixed_table``, up to
-    ``MAX_MIXED_ROWS`` sequences); without it an iteration with both costs the prefill step
-    plus the decode step."""
+    also builds the table of mixed prefill + decode steps (``tables.mixed_table``: ``max_batch``
+    rows, on the same grid whatever ``grid`` is; refused over the memory budget); without it an
+    iteration with both costs the prefill step plus the decode step."""
     from .. import hardware, workloads
     from . import tables
 
@@ -98,22 +95,21 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     spec = tables.replica(c, m, chips=positive("chips", chips, integer=True), streaming=streaming,
                           placement=placement, phases=("prefill", "decode"), length=max_ctx)
     where = f" {spec.label()}" if spec.label() else ""
+    if grid not in ("fine", "coarse"):
+        raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
+    # first: a mixed table over the memory budget is refused before any table is built
+    mix = tables.mixed_table(spec, b, max_prompt, ps, name="max_batch") if mixed else np.zeros((0, 0, 0))
     if grid == "fine":
         exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
         # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
         pre_tab = tables.time_table(spec, "prefill", b, max_prompt, ps, exact)
         pre = ServiceModel(f"{c.name}{where} {m.name} prefill", pre_tab, 1, source=tables.source(spec))
         dec = tables.time_table(spec, "decode", b, max_ctx, cs, exact)
-    elif grid == "coarse":
+    else:  # coarse
         pcols = np.arange(1, -(-max_prompt // ps) + 1) * ps
         pre_tab = tables.coarse_table(spec, "prefill", b, m.max_positions, pcols)
         pre = ServiceModel(f"{c.name}{where} {m.name} prefill", pre_tab, ps, source=tables.source(spec))
         dec = tables.coarse_table(spec, "decode", b, m.max_positions, np.arange(1, -(-max_ctx // cs) + 1) * cs)
-    else:
-        raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
-    mix = np.zeros((0, 0, 0))
-    if mixed and b <= MAX_MIXED_ROWS:
-        mix = tables.mixed_table(spec, b, max_prompt, ps)
     return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec), mixed=mix,
                            mixed_step=ps)
 
