@@ -627,6 +627,34 @@ def test_mixed_prefill_and_decode_is_one_step():
     assert a.device_busy_s[0] < b.device_busy_s[0]  # the same work in less device time
 
 
+def test_gap_table_too_large_lists_mixed_steps_with_the_same_gaps(monkeypatch):
+    """Over ``GAP_CELLS_MAX`` the kernels list each mixed step instead of counting it in a
+    [decodes, prompts, prompt column, column] table (which at 128 rows would be hundreds of MB):
+    the same requests' times, the same multiset of gaps, the same TBT percentiles, and the
+    mean to 1e-12 relative (summed in another order)."""
+    import ipusim.serving.generation as G
+
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    arr, pr, out = _generation_requests(400, 30)
+    for pol in (P.Continuous(16, 100_000), P.Continuous(16, 3000, chunk_tokens=64)):
+        counted = S.simulate_generation(arr, pr, out, pol, g)
+        monkeypatch.setattr(G, "GAP_CELLS_MAX", 0)
+        listed = S.simulate_generation(arr, pr, out, pol, g)
+        monkeypatch.undo()
+        assert listed.gap_s.size > counted.gap_s.size  # the mixed steps were listed, not counted
+        assert np.array_equal(listed.finish_s, counted.finish_s)
+        assert np.array_equal(listed.first_token_s, counted.first_token_s)
+        assert np.array_equal(np.sort(np.repeat(listed.gap_s, listed.gap_weight)),
+                              np.sort(np.repeat(counted.gap_s, counted.gap_weight)))
+        a, b = listed.summary(), counted.summary()
+        assert a["tbt_p50_s"] == b["tbt_p50_s"] and a["tbt_p99_s"] == b["tbt_p99_s"]
+        assert a["tbt_mean_s"] == pytest.approx(b["tbt_mean_s"], rel=1e-12)
+    # the checklist's 128-row model over GPT-2's prompts: listed (a full table would be ~0.5 GB)
+    big = S.generation_model("a100-80gb", "gpt2", max_batch=128, grid="coarse")
+    cells = G._gap_cells(128, big, False)
+    assert cells.shape[1:3] == (1, 1) and cells.size <= G.GAP_CELLS_MAX
+
+
 def test_chunked_prefill_matches_reference_and_closed_forms():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 60, 300):

@@ -173,6 +173,25 @@ def _end_of_run(info, busy_out, iters, busy, m):
     info[2] = m
 
 
+GAP_CELLS_MAX = 1 << 21  # entries (16 MiB): a larger gap-count table lists its mixed steps instead
+
+
+def _gap_cells(max_batch: int, gen: GenerationModel, static: bool) -> np.ndarray:
+    """The zeroed gap-count table a generation kernel fills: [decodes, prompts, prompt column,
+    column] with a prompt axis for each mixed step the mixed table prices, or, when that would
+    exceed ``GAP_CELLS_MAX`` entries (a 128-row table over long prompts is hundreds of MB, and
+    scanning it after each run would cost more than the run), [decodes, 1, 1, column]: decode-only
+    iterations counted, mixed steps listed one by one like any other iteration with prefills
+    (at most one per request unchunked). The gaps are the same values either way."""
+    dec_cols = gen.decode.shape[1]
+    if static or gen.mixed.shape[0] == 0:
+        return np.zeros((max_batch + 1, 1, 1, dec_cols), dtype=np.int64)
+    rows, cols = gen.mixed.shape[0], gen.mixed.shape[2]
+    if (max_batch + 1) * rows * cols * dec_cols > GAP_CELLS_MAX:
+        return np.zeros((max_batch + 1, 1, 1, dec_cols), dtype=np.int64)
+    return np.zeros((max_batch + 1, rows, cols, dec_cols), dtype=np.int64)
+
+
 @njit(cache=True, error_model="numpy")
 def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
@@ -211,7 +230,8 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
     context fits the tables; ``pre_tab`` and ``dec_tab`` hold rows up to ``max_batch``
     (``_rows_up_to``); outputs of size n (every entry is written); ``gap_cells`` [max_batch
-    + 1, max(mixed rows, 1), max(mixed columns, 1), decode columns] zeroed; ``gap_s``,
+    + 1, max(mixed rows, 1), max(mixed columns, 1), decode columns] zeroed, or [max_batch + 1,
+    1, 1, decode columns] to list every mixed step too (``_gap_cells``); ``gap_s``,
     ``gap_w`` of size n.
     Admission: ``_admits``. Work per iteration is O(1) plus O(log max_batch) per request:
     the running sequences' context sum is kept as a total and their last iterations in a
@@ -290,7 +310,7 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
             first[i] = t
-        if old > 0 and (nnew == 0 or fits):  # a table cell (mc = 0 without prompts)
+        if old > 0 and (nnew == 0 or (fits and gap_cells.shape[1] > 1)):  # a table cell (mc = 0 without prompts)
             gap_cells[old, nnew, mc, col] += old
         elif old > 0:  # prefills not in one mixed step: listed (at most one per request)
             gap_s[nmix] = dt
@@ -389,7 +409,7 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
         t = t + dt
         busy += dt
         iters += 1
-        if d > 0 and (npc == 0 or fits):
+        if d > 0 and (npc == 0 or (fits and gap_cells.shape[1] > 1)):
             gap_cells[d, npc, mc, col] += d
         elif d > 0:
             if nmix == gap_s.shape[0]:  # no room: the caller retries with more
@@ -552,10 +572,7 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             m = 0
         while True:
             info = np.zeros(3, dtype=np.int64)
-            rows, cols = (1, 1) if isinstance(policy, P.Static) else (max(gen.mixed.shape[0], 1),
-                                                                      max(gen.mixed.shape[2], 1))
-            # gap counts per [decodes, prompts, prompt column, column]: pages zeroed only where used
-            cells = np.zeros((B + 1, rows, cols, gen.decode.shape[1]), dtype=np.int64)
+            cells = _gap_cells(B, gen, isinstance(policy, P.Static))
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
                 _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
