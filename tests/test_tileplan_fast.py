@@ -13,6 +13,7 @@ from ipusim.tileplan import attention as tp_attention
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
 from ipusim.tileplan import rows as tp_rows
+from ipusim.tileplan import search as tp_search
 
 TILE_CHIPS = tuple(hardware.TILE_PRESETS)  # gc2, gc200, bow
 
@@ -135,8 +136,8 @@ def _same_plans(chip, model, phase, batch, length, pad, unlimited):
 
 
 def test_candidates_are_shared_and_read_only():
-    a = tp_base.candidates(4096, 1472)
-    assert a is tp_base.candidates(4096, 1472) and not a.flags.writeable
+    a = tp_search.candidates(4096, 1472)
+    assert a is tp_search.candidates(4096, 1472) and not a.flags.writeable
     assert a[0] == 1 and a[-1] == 1472 and np.all(np.diff(a) > 0)
 
 

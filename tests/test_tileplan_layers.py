@@ -14,9 +14,9 @@ from ipusim.tileplan import matmul as tp_matmul
 
 PKG = Path(tileplan.__file__).parent
 # module -> the sibling modules it may import (base at the bottom, step on top)
-ALLOWED = {"base": set(), "matmul": {"base"}, "attention": {"base"}, "rows": {"base"},
-           "step": {"base", "matmul", "attention", "rows"},
-           "__init__": {"base", "matmul", "attention", "rows", "step"}}
+ALLOWED = {"base": set(), "search": set(), "matmul": {"base", "search"}, "attention": {"base", "search"},
+           "rows": {"base"}, "step": {"base", "matmul", "attention", "rows"},
+           "__init__": {"base", "search", "matmul", "attention", "rows", "step"}}
 
 
 def _sibling_imports(path: Path):

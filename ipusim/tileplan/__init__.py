@@ -37,7 +37,9 @@ bytes. ASSUMPTIONs are marked.
 The package, one idea a module (each imports only the ones above it):
 
 * ``base``: dealing pieces to tiles (the ``_distribute`` kernel), ``Phase``, ``OpPlan``, the
-  working-set budget, the plan caches and the fast / exhaustive switch (``exhaustive``).
+  working-set budget.
+* ``search``: the candidate counts and bisection the planners share, their plan caches and the
+  fast / exhaustive switch (``exhaustive``).
 * ``matmul``: the grid-and-passes search (the ``_grid_search`` kernel) and ``map_matmul``.
 * ``attention``: query chunks and key blocks with an online softmax (the cost kernel).
 * ``rows``: row-wise ops (norms, activation) and the embedding look-up.
@@ -55,19 +57,10 @@ from .attention import (
     map_attention,
     plan_attention,
 )
-from .base import (
-    AVAILABLE_MEMORY_PROPORTION,
-    ENGINES,
-    PARTIAL_BYTES,
-    OpPlan,
-    Phase,
-    budget_bytes,
-    clear_plan_cache,
-    exhaustive,
-    fast_search,
-)
+from .base import AVAILABLE_MEMORY_PROPORTION, ENGINES, PARTIAL_BYTES, OpPlan, Phase, budget_bytes
 from .matmul import PASS_AXES, MatmulPlan, map_matmul, plan_matmul
 from .rows import map_embedding, map_rows
+from .search import clear_plan_cache, exhaustive, fast_search
 from .step import always_live_other_bytes, op_budget, plan_step
 
 __all__ = [

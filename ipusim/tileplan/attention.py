@@ -18,16 +18,8 @@ from numba import njit
 from .. import tile_calibration as _cal
 from ..hardware import TileChip
 from ..workloads import Op, Step
-from .base import (
-    PARTIAL_BYTES,
-    OpPlan,
-    budget_bytes,
-    candidates,
-    deal,
-    dealt_phase,
-    fast_search,
-    fewest,
-)
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
+from .search import candidates, fast_search, fewest
 
 RESCALE_FLOPS_PER_ROW = 3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
 

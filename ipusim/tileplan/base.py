@@ -5,19 +5,14 @@ streamed, bytes received and sent in the exchange before the compute, working-se
 weight bytes) and piece ``i`` goes to tile ``i * tiles // pieces`` (``deal``; the
 ``_distribute`` kernel and its plain-Python reference ``_distribute_reference``). The per-tile
 sums make a ``Phase`` (one superstep); an op's supersteps and bytes make its ``OpPlan``. An
-op's working set is held to ``budget_bytes`` per tile. Also here: the shared search helpers
-(``candidates``, ``fewest``), the plan caches (``plan_cache``, ``clear_plan_cache``) and the
-switch between the fast searches and the exhaustive ones they replaced (``fast_search``,
-``exhaustive``), which every planner module reads.
+op's working set is held to ``budget_bytes`` per tile.
 
 Units: bytes, FLOP, cycles; arrays are per tile.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numba import njit
@@ -128,87 +123,6 @@ def dealt_phase(op, label, amp, per_tile) -> Phase:
     return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size))
 
 
-@lru_cache(maxsize=8192)
-def candidates(dim: int, cap: int, small: int = 32, factors=(1, 3, 23)) -> np.ndarray:
-    """Split counts tried for one dimension: every count up to ``small``, then ``factors``
-    times powers of two (1,472 = 64 x 23), and the whole dimension. Ascending int64,
-    read-only (memoised: the same dimensions recur in every layer and step)."""
-    top = min(dim, cap)
-    c = set(range(1, min(small, top) + 1)) | {top}
-    for f in factors:
-        p = f
-        while p <= top:
-            c.add(p)
-            p *= 2
-    out = np.array(sorted(c), dtype=np.int64)
-    out.flags.writeable = False
-    return out
-
-
 def budget_bytes(c: TileChip) -> float:
     """Bytes of one tile an op's working set may use: ``AVAILABLE_MEMORY_PROPORTION`` x SRAM."""
     return AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes
-
-
-def fewest(counts: list, plan_for):
-    """The plan for the smallest count in ascending ``counts`` whose plan fits (bisection:
-    a plan's working set shrinks as the count grows); None if even the largest does not."""
-    if not counts:
-        return None
-    first = plan_for(counts[0])
-    if first[-1]:
-        return first
-    lo, hi, found = 1, len(counts) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        plan = plan_for(counts[mid])
-        if plan[-1]:
-            found, hi = plan, mid - 1
-        else:
-            lo = mid + 1
-    return found
-
-
-# ------------------------------------------------------------------------------------------
-# Plan caches and the fast / exhaustive switch
-# ------------------------------------------------------------------------------------------
-
-_SEARCH = {"fast": True}  # False inside ``exhaustive()``
-_PLAN_CACHES = []  # the memoised planners ``clear_plan_cache`` empties
-
-
-def fast_search() -> bool:
-    """True when the planner runs its kernels (``_grid_search``, the attention cost kernel);
-    False inside ``exhaustive()``, where it runs the searches the kernels replaced."""
-    return _SEARCH["fast"]
-
-
-def plan_cache(maxsize: int):
-    """``functools.lru_cache(maxsize)`` whose cache ``clear_plan_cache`` empties (for results
-    ranked with the calibrated costs, or that depend on ``fast_search()``)."""
-    def wrap(fn):
-        cached = lru_cache(maxsize=maxsize)(fn)
-        _PLAN_CACHES.append(cached)
-        return cached
-    return wrap
-
-
-def clear_plan_cache() -> None:
-    """Forget cached matmul plans (``tile_calibration.overrides`` calls it: plans are ranked
-    with the calibrated costs, so a changed parameter can change the plan)."""
-    for cached in _PLAN_CACHES:
-        cached.cache_clear()
-
-
-@contextmanager
-def exhaustive():
-    """Plan with the searches the kernels replaced (``_best_grid_numpy``, the attention costs
-    from whole piece tables), the plan cache cleared on entry and exit: for the tests that
-    hold the fast planner to them, bit for bit, and for the benchmarks that time both."""
-    old, _SEARCH["fast"] = _SEARCH["fast"], False
-    clear_plan_cache()
-    try:
-        yield
-    finally:
-        _SEARCH["fast"] = old
-        clear_plan_cache()

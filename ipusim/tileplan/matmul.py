@@ -22,17 +22,8 @@ from .._validate import choice, positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
-from .base import (
-    PARTIAL_BYTES,
-    OpPlan,
-    budget_bytes,
-    candidates,
-    deal,
-    dealt_phase,
-    fast_search,
-    fewest,
-    plan_cache,
-)
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
+from .search import candidates, fast_search, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
 
