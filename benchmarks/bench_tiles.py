@@ -16,6 +16,8 @@ import numpy as np
 from _timing import best_of
 
 from ipusim import hardware, tileplan, tiles, workloads
+from ipusim.tileplan import base as tp_base
+from ipusim.tileplan import matmul as tp_matmul
 
 
 def _kernel_inputs(prof):
@@ -35,7 +37,7 @@ def rows(quick: bool) -> list[dict]:
     tiles.simulate(c, s)  # compile the kernels
 
     def planned(engine):  # the planner's cache is cleared: every call plans every op again
-        tileplan._plan_matmul.cache_clear()
+        tp_matmul._plan_matmul.cache_clear()
         return tiles.simulate(c, s, engine=engine)
 
     step_k = best_of(lambda: planned("numba"), 3 if quick else 7)
@@ -56,14 +58,14 @@ def rows(quick: bool) -> list[dict]:
     grid = (32 * 128, 768, 3072, 2, c, "", 1, tileplan.budget_bytes(c))
     out.append({
         "name": "tiles: planner grid search, one 4096x768x3072 matmul",
-        "kernel_s": best_of(lambda: tileplan._best_grid(*grid), 20),
-        "reference_s": best_of(lambda: tileplan._best_grid_reference(*grid), 1 if quick else 3),
+        "kernel_s": best_of(lambda: tp_matmul._best_grid(*grid), 20),
+        "reference_s": best_of(lambda: tp_matmul._best_grid_reference(*grid), 1 if quick else 3),
         "goal": ">= 50x reference", "note": "_best_grid (the _grid_search kernel) vs _best_grid_reference (plain loops)",
     })
     out.append({
         "name": "tiles: planner grid search, kernel vs exhaustive NumPy",
-        "kernel_s": best_of(lambda: tileplan._best_grid(*grid), 20),
-        "reference_s": best_of(lambda: tileplan._best_grid_numpy(*grid), 5),
+        "kernel_s": best_of(lambda: tp_matmul._best_grid(*grid), 20),
+        "reference_s": best_of(lambda: tp_matmul._best_grid_numpy(*grid), 5),
         "goal": "faster, same plan bit for bit",
         "note": "_best_grid (kernel) vs _best_grid_numpy (the search before the kernel)",
     })
@@ -72,7 +74,7 @@ def rows(quick: bool) -> list[dict]:
     tiles.simulate(c, big)
     out.append({
         "name": "tiles: BERT-base forward b36 L384 (serial passes), planning included",
-        "kernel_s": best_of(lambda: (tileplan._plan_matmul.cache_clear(), tiles.simulate(c, big)), 1 if quick else 3),
+        "kernel_s": best_of(lambda: (tp_matmul._plan_matmul.cache_clear(), tiles.simulate(c, big)), 1 if quick else 3),
         "reference_s": None, "goal": "well under a second",
         "note": "the pass search runs only for ops whose one-pass working set does not fit",
     })
@@ -93,8 +95,8 @@ def rows(quick: bool) -> list[dict]:
     dist = np.zeros((T, 7))
     out.append({
         "name": f"tiles: distribute kernel ({pieces.shape[0]} pieces -> {T} tiles)",
-        "kernel_s": best_of(lambda: (dist.fill(0), tileplan._distribute(pieces, T, dist)), 20),
-        "reference_s": best_of(lambda: tileplan._distribute_reference(pieces, T), 1 if quick else 3),
+        "kernel_s": best_of(lambda: (dist.fill(0), tp_base._distribute(pieces, T, dist)), 20),
+        "reference_s": best_of(lambda: tp_base._distribute_reference(pieces, T), 1 if quick else 3),
         "goal": ">= 50x reference", "note": "_distribute vs _distribute_reference",
     })
 
@@ -125,7 +127,9 @@ def _cpu_wall(fn):
     return time.perf_counter() - w0, time.process_time() - c0
 
 
-_OLD = "import sys; from ipusim import tileplan; tileplan._FAST = False; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
+# the exhaustive planner through its public switch (``tileplan.exhaustive()``) around the whole command
+_OLD = ("import sys\nfrom ipusim import tileplan\nfrom ipusim.cli import main\n"
+        "with tileplan.exhaustive():\n    rc = main(sys.argv[1:])\nsys.exit(rc)")
 _NEW = "import sys; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
 
 

@@ -9,6 +9,11 @@ import numpy as np
 import pytest
 
 from ipusim import hardware, tileplan, workloads
+from ipusim.tileplan import attention as tp_attention
+from ipusim.tileplan import base as tp_base
+from ipusim.tileplan import matmul as tp_matmul
+from ipusim.tileplan import rows as tp_rows
+from ipusim.tileplan import search as tp_search
 
 TILE_CHIPS = tuple(hardware.TILE_PRESETS)  # gc2, gc200, bow
 
@@ -43,8 +48,8 @@ def _grid_cases(count: int, seed: int):
             axis = axis if passes > 1 else ""
         budget = float(rng.choice([10.0, 2e3, 2e4, 1e5, 3.8e5, 1e12]))
         dt = int(rng.choice([1, 2, 4]))
-        fast = tileplan._best_grid(m, k, n, dt, c, axis, passes, budget)
-        old = tileplan._best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
+        fast = tp_matmul._best_grid(m, k, n, dt, c, axis, passes, budget)
+        old = tp_matmul._best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
         assert _bits(tuple(fast)) == _bits(tuple(old)), (c.name, m, k, n, dt, axis, passes, budget)
         done["fits" if old.fits else "none fits"] += 1
     return done
@@ -66,8 +71,8 @@ def test_distribute_repeated_equals_distribute_of_the_repeated_table():
     for B, rep, T in ((1, 1, 7), (3, 12, 1472), (64, 5, 1472), (7, 300, 1216), (2, 2, 5)):
         rows = rng.random((B, 6)) * 1e6
         a, b = np.zeros((T, 7)), np.zeros((T, 7))
-        tileplan._distribute_repeated(rows, rep, T, a)
-        tileplan._distribute(np.repeat(rows, rep, axis=0), T, b)
+        tp_attention._distribute_repeated(rows, rep, T, a)
+        tp_base._distribute(np.repeat(rows, rep, axis=0), T, b)
         assert a.tobytes() == b.tobytes()
 
 
@@ -82,12 +87,12 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
     """Every chunk count and key-block count the planner tries, cost and working set bit for bit."""
     c = hardware.chip(chip)
     s = workloads.step(model, lengths, phase=phase, pad_to=pad)
-    keys = int(tileplan._query_chunks(s)[1].max())
-    blocks = [1] if phase == "decode" else tileplan._key_block_counts(keys)[::3]
+    keys = int(tp_attention._query_chunks(s)[1].max())
+    blocks = [1] if phase == "decode" else tp_attention._key_block_counts(keys)[::3]
     for r in (1, 2, 5, max(1, c.tiles // (s.model.heads * s.batch))):
         for nb in blocks:
-            fast = tileplan._attention_cost(s, c, r, nb, False)
-            old = tileplan._attention_cost_tables(s, c, r, nb, False)
+            fast = tp_attention._attention_cost(s, c, r, nb, False)
+            old = tp_attention._attention_cost_tables(s, c, r, nb, False)
             assert _bits(fast) == _bits(old), (r, nb)
 
 
@@ -124,15 +129,15 @@ def _same_plans(chip, model, phase, batch, length, pad, unlimited):
     tileplan.clear_plan_cache()
     fast = _bits(tileplan.plan_step(c, s, unlimited=unlimited))
     with tileplan.exhaustive():
-        assert not tileplan._FAST
+        assert not tileplan.fast_search()
         old = _bits(tileplan.plan_step(c, s, unlimited=unlimited))
-    assert tileplan._FAST
+    assert tileplan.fast_search()
     assert fast == old
 
 
 def test_candidates_are_shared_and_read_only():
-    a = tileplan._candidates(4096, 1472)
-    assert a is tileplan._candidates(4096, 1472) and not a.flags.writeable
+    a = tp_search.candidates(4096, 1472)
+    assert a is tp_search.candidates(4096, 1472) and not a.flags.writeable
     assert a[0] == 1 and a[-1] == 1472 and np.all(np.diff(a) > 0)
 
 
@@ -140,5 +145,5 @@ def test_distinct_equals_unique():
     rng = np.random.default_rng(5)
     for n, size in ((1, 3), (2, 0), (30522, 1), (30522, 4096), (50257, 20_000)):
         idx = rng.integers(0, n, size=size)
-        assert np.array_equal(tileplan._distinct(idx, n), np.unique(idx))
-    assert np.array_equal(tileplan._distinct(np.array([7, 3, 7]), 5), [3, 7])  # out of range: np.unique
+        assert np.array_equal(tp_rows._distinct(idx, n), np.unique(idx))
+    assert np.array_equal(tp_rows._distinct(np.array([7, 3, 7]), 5), [3, 7])  # out of range: np.unique

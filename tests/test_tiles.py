@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipusim import energy, hardware, machine, roofline, tileplan, tiles, workloads
+from ipusim.tileplan import base as tp_base
+from ipusim.tileplan import matmul as tp_matmul
 
 GC200 = hardware.chip("gc200")
 
@@ -25,8 +27,8 @@ def test_distribute_matches_reference(pieces, tiles_, cols):
     rng = np.random.default_rng(pieces)
     work = rng.random((pieces, cols))
     out = np.zeros((tiles_, cols + 1))
-    tileplan._distribute(work, tiles_, out)
-    np.testing.assert_allclose(out, tileplan._distribute_reference(work, tiles_), rtol=1e-12)
+    tp_base._distribute(work, tiles_, out)
+    np.testing.assert_allclose(out, tp_base._distribute_reference(work, tiles_), rtol=1e-12)
     # conservation: every piece lands on exactly one tile
     np.testing.assert_allclose(out[:, :cols].sum(axis=0), work.sum(axis=0), rtol=1e-12)
     assert out[:, -1].sum() == pieces
@@ -464,7 +466,7 @@ def test_one_llama_2_7b_layer_prefills_512_tokens_with_weights_streamed():
 def test_grid_search_matches_its_plain_python_reference(m, k, n, axis, passes, budget):
     """The vectorised candidate search picks the same grid, cycles and working set as the
     one-candidate-at-a-time reference (tolerance 1e-12 relative), feasible or not."""
-    a = tileplan._best_grid(m, k, n, 2, GC200, axis, passes, budget)
-    b = tileplan._best_grid_reference(m, k, n, 2, GC200, axis, passes, budget)
+    a = tp_matmul._best_grid(m, k, n, 2, GC200, axis, passes, budget)
+    b = tp_matmul._best_grid_reference(m, k, n, 2, GC200, axis, passes, budget)
     assert a[:5] == b[:5] and a.fits == b.fits
     assert a.cycles == pytest.approx(b.cycles, rel=1e-12) and a.temp_bytes == pytest.approx(b.temp_bytes, rel=1e-12)

@@ -1,0 +1,308 @@
+"""Attention planning: chunks of query rows per (sequence, head), key blocks with an online softmax.
+
+The pieces of the three attention ops (scores, softmax, context) are chunks of one head of one
+sequence; forward and prefill run over ``key_blocks`` blocks of keys with an online softmax
+(running max and sum per query row, the FP32 context accumulator rescaled after the first
+block), decode splits its keys over tiles. ``plan_attention`` picks the chunk count and the
+fewest key blocks that fit the budget, costing each candidate with the ``_attention_cost_kernel``
+(``_attention_cost_tables`` the dealt-table path it replaced); ``map_attention`` lays one op out.
+
+Units: bytes, FLOP, cycles; per-tile arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import tile_calibration as _cal
+from ..hardware import TileChip
+from ..workloads import Op, Step
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
+from .search import candidates, fast_search, fewest
+
+RESCALE_FLOPS_PER_ROW = 3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
+
+
+def _query_chunks(s: Step):
+    """(rows, keys) per sequence of one head: query rows and key count under the step's layout."""
+    if s.phase == "decode":
+        return np.ones(s.batch), s.lengths.astype(float)
+    L = np.full(s.batch, s.row_len, float) if s.row_len else s.lengths.astype(float)
+    return L, L
+
+
+def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
+    """Piece tables (first key block, each later key block) of ``which`` with every
+    (sequence, head) cut in ``r`` chunks and its keys in ``key_blocks`` blocks.
+
+    Forward/prefill chunks query rows; decode (one query) chunks the keys over tiles and has
+    one key block. Per key block a scores piece receives its K block (and, in the first
+    block, its query rows); a context piece receives its V block. With more than one key
+    block each piece keeps an FP32 context accumulator (rows x head_dim) and a running max
+    and sum per row (2 x 4 bytes), and the softmax of every block after the first rescales
+    the accumulator (``head_dim + RESCALE_FLOPS_PER_ROW`` FLOPs per row).
+    """
+    return [np.repeat(t, s.model.heads * r, axis=0) for t in _attention_seq_tables(s, r, key_blocks, which, n_tiles, first_only)]
+
+
+def _attention_seq_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
+    """``attention_tables`` before the repeat: one row per sequence, since the ``heads x r``
+    pieces of a sequence are alike (``np.repeat(row, heads * r)`` gives the piece table; the
+    columns are element-wise in the rows, so repeating before or after is the same, bit for bit)."""
+    cfg, dt = s.model, s.dtype_bytes
+    hd = cfg.head_dim
+    remote = (n_tiles - 1) / n_tiles
+    rows, keys = _query_chunks(s)
+    if s.phase == "decode":
+        kc, qc = keys / r, rows
+    else:
+        kc, qc = keys, rows / r
+    nb = key_blocks
+    kb = kc / nb
+    area = qc * kb  # scores of one key block
+    z = np.zeros_like(area)
+    online = nb > 1
+    acc = online * (qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES)  # accumulator and running max/sum
+    out = []
+    for first in ((True,) if first_only else (True, False)):
+        if which == "attn_scores":
+            recv = (first * qc + kb) * hd * dt * remote
+            sent = (first * qc + kb / r) * hd * dt * remote  # query rows once, K once per head (multicast)
+            t = np.column_stack([2 * area * hd, (qc + kb) * hd * dt, recv, sent,
+                                 (qc + kb) * hd * dt + area * dt + acc, z])
+        elif which == "attn_context":
+            recv = kb * hd * dt * remote
+            out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+            t = np.column_stack([2 * area * hd, area * dt + kb * hd * dt, recv, recv / r,  # V once per head
+                                 area * dt + kb * hd * dt + out_b + (acc - online * qc * hd * PARTIAL_BYTES), z])
+        else:  # softmax in place on the score block; rescale the accumulator after the first block
+            rescale = (not first) * online * qc * (hd + RESCALE_FLOPS_PER_ROW)
+            t = np.column_stack([5 * area + rescale, 2 * area * dt + (not first) * online * 2 * qc * hd * PARTIAL_BYTES,
+                                 z, z, 2 * area * dt + acc, z])
+        out.append(t)
+    return out
+
+
+def _key_block_counts(keys: int) -> list:
+    return [int(p) for p in candidates(keys, keys, small=16, factors=(1, 3))]
+
+
+_ATT_OPS = ("attn_scores", "softmax", "attn_context")
+
+
+@njit(cache=True)
+def _distribute_repeated(rows, rep, n_tiles, out):
+    """``_distribute`` of ``np.repeat(rows, rep, axis=0)`` without building it: piece i is row
+    ``i // rep``. Preconditions as ``_distribute`` (``rows`` (B, K) float64, B, rep >= 1)."""
+    B, K = rows.shape
+    P = B * rep
+    for i in range(P):
+        t = (i * n_tiles) // P
+        row = i // rep
+        for j in range(K):
+            out[t, j] += rows[row, j]
+        out[t, K] += 1.0
+
+
+@njit(cache=True)
+def _attention_pass_max(rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x):
+    """(largest compute cycles, largest exchange cycles, largest working set) over the tiles
+    of one attention superstep whose pieces are ``np.repeat(rows, rep, axis=0)``, dealt as
+    ``_distribute`` deals them (a tile's pieces are consecutive; its sums are accumulated
+    in piece order from zero, as there) and costed as ``_attention_cost_tables`` costs
+    them. Preconditions: ``rows`` (B, 6) float64 of non-negative columns, B, rep >= 1."""
+    B = rows.shape[0]
+    P = B * rep
+    cmax, xmax, wmax = 0.0, 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
+    i = 0
+    while i < P:
+        t = (i * n_tiles) // P
+        f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+        while i < P and (i * n_tiles) // P == t:
+            row = i // rep
+            f += rows[row, 0]
+            ld += rows[row, 1]
+            rv += rows[row, 2]
+            w += rows[row, 4]
+            cnt += 1.0
+            i += 1
+        comp = max(f / rate, ld / sram_rate) + cnt * vertex
+        if amp:
+            comp = comp + (amp_overhead + rv / rearrange)
+        cmax = max(cmax, comp)
+        xmax = max(xmax, rv / x)
+        wmax = max(wmax, w)
+    return cmax, xmax, wmax
+
+
+@njit(cache=True)
+def _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab):
+    """``_attention_seq_tables`` of op ``which`` (0 scores, 1 softmax, 2 context) into ``tab``
+    (B, 6), scalar by scalar, each expression in the same order as there (columns 3 and 5,
+    which the cost does not read, are left at zero). Preconditions: ``tab`` (B, 6) zeros."""
+    online = nb > 1
+    for b in range(rows.size):
+        if decode:
+            kc, qc = keys[b] / r, rows[b]
+        else:
+            kc, qc = keys[b], rows[b] / r
+        kb = kc / nb
+        area = qc * kb
+        acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
+        if which == 0:
+            fq = qc if first else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = (qc + kb) * hd * dt
+            tab[b, 2] = (fq + kb) * hd * dt * remote
+            tab[b, 4] = (qc + kb) * hd * dt + area * dt + acc
+        elif which == 2:
+            oq = qc if online else 0.0
+            tab[b, 0] = 2 * area * hd
+            tab[b, 1] = area * dt + kb * hd * dt
+            tab[b, 2] = kb * hd * dt * remote
+            out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+            tab[b, 4] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+        else:
+            later = (not first) and online
+            lq = qc if later else 0.0
+            tab[b, 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
+            tab[b, 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+            tab[b, 2] = 0.0
+            tab[b, 4] = 2 * area * dt + acc
+
+
+@njit(cache=True)
+def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_tiles, amp_rate, vector_rate,
+                           sram_rate, vertex, amp_overhead, rearrange, x, sync):
+    """``_attention_cost_tables`` without its tables: (cycles, largest working set) of the three
+    attention ops for ``r`` chunks and ``nb`` key blocks, from the per-sequence ``rows`` and
+    ``keys`` (``_query_chunks``), each sequence's row repeated ``rep`` = heads x r times.
+    Preconditions: rows, keys float64 of one size B >= 1; r, nb, rep >= 1."""
+    tab = np.zeros((rows.size, 6))
+    cyc, work = 0.0, 0.0
+    for which in range(3):  # the order of _ATT_OPS: scores, softmax, context
+        amp = which != 1
+        rate = amp_rate if amp else vector_rate
+        for first in (True, False):
+            times = 1 if first else nb - 1
+            if not first and times == 0:
+                continue
+            _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab)
+            cmax, xmax, wmax = _attention_pass_max(tab, rep, n_tiles, rate, sram_rate, vertex, amp,
+                                                   amp_overhead, rearrange, x)
+            cyc += times * (sync + cmax + xmax)
+            work = max(work, wmax)
+    return cyc, work
+
+
+def _attention_phases(s, c, r, nb, which, ref):
+    """Dealt per-tile tables of the first key block and of each later one (the same array
+    when there is one key block)."""
+    if ref or not fast_search():
+        tables = [deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
+        return tables[0], tables[-1]
+    out = []
+    for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
+        per = np.zeros((c.tiles, t.shape[1] + 1))
+        _distribute_repeated(np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per)
+        out.append(per)
+    return out[0], out[-1]
+
+
+def _attention_cost_tables(s, c, r, nb, ref):
+    """``_attention_cost`` from the dealt per-tile tables (the reference of the kernel path)."""
+    cyc, work = 0.0, np.zeros(c.tiles)
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
+    for which in _ATT_OPS:
+        amp = which != "softmax"
+        rate = c.fp16_flops_per_cycle_per_tile if amp else c.fp32_flops_per_cycle_per_tile
+        first, rest = _attention_phases(s, c, r, nb, which, ref)
+        for per, times in ((first, 1), (rest, nb - 1)):
+            if times:
+                comp = np.maximum(per[:, 0] / rate, per[:, 1] / c.sram_bytes_per_cycle_per_tile) \
+                    + per[:, -1] * c.vertex_overhead_cycles
+                if amp:  # an AMP phase's calibrated overhead and rearranging (tile_calibration)
+                    comp = comp + np.where(per[:, -1] > 0, _cal.AMP_PHASE_OVERHEAD_CYCLES
+                                           + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
+                cyc += times * (c.sync_cycles + comp.max() + (per[:, 2] / x).max())
+        work = np.maximum(work, np.maximum(first[:, 4], rest[:, 4]))
+    return cyc, float(work.max())
+
+
+def _attention_cost(s, c, r, nb, ref):
+    """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
+    key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync."""
+    if ref or not fast_search():
+        return _attention_cost_tables(s, c, r, nb, ref)
+    rows, keys = _query_chunks(s)
+    T = c.tiles
+    return _attention_cost_kernel(
+        np.ascontiguousarray(rows, dtype=np.float64), np.ascontiguousarray(keys, dtype=np.float64),
+        s.phase == "decode", r, nb, s.model.head_dim, s.dtype_bytes, (T - 1) / T, s.model.heads * r, T,
+        float(c.fp16_flops_per_cycle_per_tile), float(c.fp32_flops_per_cycle_per_tile),
+        float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
+
+
+def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None = None) -> tuple:
+    """(query chunks r, key blocks, fits the budget) for the step's attention.
+
+    Chunk counts near ``tiles / (heads x batch)`` are tried; for each, the fewest key blocks
+    whose working set fits ``budget`` bytes per tile (default ``budget_bytes(c)``); the
+    fastest of those is taken (the one with the least working set when none fits). Returns
+    (r, key blocks, fits, budget)."""
+    G = s.model.heads * s.batch
+    rows, keys = _query_chunks(s)
+    span = int((keys if s.phase == "decode" else rows).max())
+    base = max(1, c.tiles // G)
+    budget = budget_bytes(c) if budget is None else budget
+    best, least = None, None
+    counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
+    for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
+        def cost(nb, r=r):
+            cyc, work = _attention_cost(s, c, r, nb, ref)
+            return cyc, nb, work, bool(work <= budget)
+
+        found = fewest(counts, cost)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = (found[0], r, found[1])
+        if found is None:
+            w = cost(counts[-1])[2]
+            if least is None or w < least[0]:
+                least = (w, r, counts[-1])
+    if best is not None:
+        return best[1], best[2], True, budget
+    return least[1], least[2], False, budget
+
+
+def map_attention(op: Op, s: Step, c: TileChip, ref: bool, r: int, key_blocks: int, fits: bool,
+                  budget: float) -> OpPlan:
+    """Attention products and softmax: pieces are chunks of one head of one sequence, run
+    over ``key_blocks`` passes (see ``attention_tables``); the softmax reuses the score
+    layout so it needs no exchange. Q, K and V (the qkv output) are held while it runs."""
+    G = s.model.heads * s.batch
+    label = "attention" if op.kind == "attention" else op.kind
+    amp = op.kind == "attention"
+    first, rest = _attention_phases(s, c, r, key_blocks, op.name, ref)
+    phases = [dealt_phase(op.name, label, amp, first)]
+    if key_blocks > 1:
+        p_rest = dealt_phase(op.name, label, amp, rest)
+        phases += [p_rest] * (key_blocks - 1)
+    work = np.maximum(first[:, 4], rest[:, 4])
+    live = attention_live_bytes(s, c.tiles)
+    rows, keys = _query_chunks(s)
+    q = float(rows.max()) if s.phase == "decode" else float(rows.max()) / r
+    kk = float(keys.max()) / (r if s.phase == "decode" else key_blocks)
+    part = f"{G} head-sequences x {r} chunks" + (f", {key_blocks} key blocks (online softmax)" if key_blocks > 1 else "")
+    return OpPlan(op, part, G * r, phases, first[:, 5], work + live, over_budget=not fits,
+                  passes=key_blocks, pass_axis="keys" if key_blocks > 1 else "", block=(q, kk),
+                  working_set_bytes=float(work.max()), budget_bytes=float(budget))
+
+
+def attention_live_bytes(s: Step, T: int) -> float:
+    """Bytes per tile of Q, K and V of the batch, spread over ``T`` tiles, held while attention
+    runs: ``tokens x (q_dim + 2 kv_dim)`` (a tensor-parallel shard's ``q_dim`` is its own heads'
+    width, not ``d_model``)."""
+    return s.tokens * (s.model.q_dim + 2 * s.model.kv_dim) * s.dtype_bytes / T

@@ -1,0 +1,128 @@
+"""The planner's shared vocabulary: dealing pieces to tiles, a superstep, an op's plan, the budget.
+
+An op is cut into pieces (rows of a *piece table*, one column per cost: FLOP, SRAM bytes
+streamed, bytes received and sent in the exchange before the compute, working-set bytes,
+weight bytes) and piece ``i`` goes to tile ``i * tiles // pieces`` (``deal``; the
+``_distribute`` kernel and its plain-Python reference ``_distribute_reference``). The per-tile
+sums make a ``Phase`` (one superstep); an op's supersteps and bytes make its ``OpPlan``. An
+op's working set is held to ``budget_bytes`` per tile.
+
+Units: bytes, FLOP, cycles; arrays are per tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..hardware import TileChip
+from ..workloads import Op
+
+AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM an op's working set may use (POPLIBS-OPT)
+PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulator in FP32 (AMP accumulates in FP32)
+ENGINES = ("numba", "python")
+# ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
+# FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP FP16 rate.
+
+
+# ------------------------------------------------------------------------------------------
+# Dealing pieces to tiles: kernel and plain-Python reference
+# ------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _distribute(work, n_tiles, out):
+    """Deal pieces to tiles in order: piece i goes to tile (i * n_tiles) // P; sum per tile.
+
+    Preconditions: ``work`` is (P, K) float64 with P >= 1; ``out`` is (n_tiles, K + 1) zeros;
+    the last column of ``out`` receives the number of pieces per tile.
+    """
+    P, K = work.shape
+    for i in range(P):
+        t = (i * n_tiles) // P
+        for j in range(K):
+            out[t, j] += work[i, j]
+        out[t, K] += 1.0
+
+
+def _distribute_reference(work, n_tiles):
+    """Plain-Python reference of ``_distribute``; returns the (n_tiles, K + 1) array."""
+    P, K = work.shape
+    out = np.zeros((n_tiles, K + 1))
+    for i in range(P):
+        t = (i * n_tiles) // P
+        for j in range(K):
+            out[t, j] += work[i, j]
+        out[t, K] += 1.0
+    return out
+
+
+def deal(pieces: np.ndarray, n_tiles: int, reference: bool) -> np.ndarray:
+    """Per-tile sums of the (P, K) piece table ``pieces`` dealt to ``n_tiles`` tiles, and the
+    pieces per tile as a last column: (n_tiles, K + 1). ``reference``: the plain-Python loop."""
+    pieces = np.ascontiguousarray(pieces, dtype=np.float64)
+    if reference:
+        return _distribute_reference(pieces, n_tiles)
+    out = np.zeros((n_tiles, pieces.shape[1] + 1))
+    _distribute(pieces, n_tiles, out)
+    return out
+
+
+# Columns of a piece table: what one piece costs and needs.
+_COLS = ("flops", "load", "recv", "send", "temp", "weights")
+
+
+@dataclass
+class Phase:
+    """One superstep of one op instance: per-tile arrays of length ``tiles``."""
+
+    op: str
+    label: str  # "matmul", "reduce", "attention", ...
+    amp: bool  # True: matmul unit (AMP) FP16 rate; False: vector rate
+    flops: np.ndarray  # FLOP per tile
+    load: np.ndarray  # SRAM bytes streamed per tile
+    vertices: np.ndarray  # pieces (vertices) per tile
+    recv: np.ndarray  # bytes received in the exchange before the compute
+    send: np.ndarray  # bytes sent in that exchange
+
+
+@dataclass
+class OpPlan:
+    """How one op is laid out over the tiles. Byte arrays are per tile."""
+
+    op: Op
+    partition: str  # human-readable partition
+    pieces: int  # pieces per pass
+    phases: list  # supersteps of one instance, in order (all passes)
+    weights: np.ndarray  # always-live weight bytes, all instances
+    temp: np.ndarray  # peak temporary bytes while one instance runs (working set + live inputs)
+    stream_bytes: float = 0.0  # bytes copied from off-chip DRAM per instance (streaming mode)
+    over_budget: bool = False  # working set exceeds availableMemoryProportion even at the most passes tried
+    passes: int = 1  # serial passes per instance
+    pass_axis: str = ""  # "m", "n", "k" (matmul), "keys" (attention) or "" (one pass)
+    block: tuple = ()  # largest per-tile block: (m, k, n) rows x contraction x columns; attention (rows, keys)
+    working_set_bytes: float = 0.0  # largest per-tile working set (held to the budget)
+    budget_bytes: float = 0.0  # the working-set budget the planner held this op to, per tile
+
+    @property
+    def exchange_bytes(self) -> np.ndarray:
+        """Bytes each tile receives per instance (all passes)."""
+        return sum(p.recv for p in self.phases)
+
+    @property
+    def temp_bytes(self) -> float:
+        """Largest per-tile temporary bytes of one instance."""
+        return float(self.temp.max())
+
+
+def dealt_phase(op, label, amp, per_tile) -> Phase:
+    """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
+    op's input is spread over all of them)."""
+    f, ld, rv, sd = (per_tile[:, i] for i in range(4))
+    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size))
+
+
+def budget_bytes(c: TileChip) -> float:
+    """Bytes of one tile an op's working set may use: ``AVAILABLE_MEMORY_PROPORTION`` x SRAM."""
+    return AVAILABLE_MEMORY_PROPORTION * c.sram_per_tile_bytes

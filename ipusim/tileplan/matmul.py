@@ -1,0 +1,345 @@
+"""Matmul planning: a grid of blocks, one per tile, run in serial passes when one pass does not fit.
+
+An (m x k) @ (k x n) matmul is cut into a grid of ``pm x pn x pk`` blocks, one per tile; a
+grid whose working set does not fit the budget runs as ``passes`` serial passes over blocks of
+``k`` (FP32 partial sums accumulate across passes), of ``m`` or of ``n``. ``plan_matmul``
+searches the grids (the ``_grid_search`` kernel; ``_best_grid_numpy`` the exhaustive NumPy
+search it replaced, ``_best_grid_reference`` the plain-Python loop) with the calibrated costs
+(``ipusim.tile_calibration``); ``map_matmul`` turns the chosen plan into supersteps.
+
+Units: bytes, FLOP, cycles; per-tile arrays.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .. import tile_calibration as _cal
+from .._validate import choice, positive
+from ..hardware import TileChip
+from ..hardware import chip as _chip
+from ..workloads import Op
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
+from .search import candidates, fast_search, fewest, plan_cache
+
+PASS_AXES = ("m", "n", "k")
+
+
+def _splits(n: int, parts: int) -> np.ndarray:
+    """Balanced split of n into ``parts`` integers (floor/ceil): the remainder imbalance."""
+    return n // parts + (np.arange(parts) < n % parts)
+
+
+class MatmulPlan(NamedTuple):
+    """A matmul plan: grid ``(pm, pn, pk)`` of blocks, one per tile, run ``passes`` times over
+    blocks of ``axis``; ``cycles`` the planner's estimate (largest blocks), ``temp_bytes``
+    the largest per-tile working set, ``fits`` whether it is within the budget."""
+
+    pm: int
+    pn: int
+    pk: int
+    axis: str  # "" for one pass
+    passes: int
+    cycles: float
+    temp_bytes: float
+    fits: bool
+
+
+def _weight_remote(T, pm, pn, pk):
+    """Share of its weight block a tile must receive: weights are stored spread evenly over
+    all ``T`` tiles (the storage layout, independent of the compute grid), so of a block
+    read by ``pm`` of the ``pm pn pk`` tiles in use, each reader holds ``pm pn pk / (T pm)``
+    (ASSUMPTION: the storage layout puts a block's bytes on its readers as far as the even
+    spread allows). With every tile in use this is ``(pm - 1) / pm``."""
+    return 1.0 - (pm * pn * pk) / (T * pm)
+
+
+def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
+    """One pass of an (m x k) @ (k x n) matmul on grids (pm, pn, pk) (broadcast arrays).
+
+    Returns (pass cycles, reduction cycles, working-set bytes) per grid, on the largest
+    block: compute ``2 mb kb nb / FLOP-rate`` plus a vertex; exchange of the input block
+    (sent once, multicast, ASSUMPTION) and of the weight block gathered from the ``pm`` tiles
+    that share it; for ``pk > 1`` a reduction superstep over FP32 partials. ``acc``: the
+    output block is an FP32 accumulator (passes over k).
+    """
+    T = c.tiles
+    mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
+    # the calibrated terms run_program charges (ipusim.tile_calibration): exchange at
+    # EXCHANGE_EFFICIENCY of its rate; an AMP phase's fixed overhead and the rearranging of
+    # the bytes it received, so the planner ranks grids by the costs the simulation charges
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY
+    red = pk > 1
+    out_b = np.where(red | acc, PARTIAL_BYTES, dt)
+    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
+    part = (pk - 1) / pk * (mb * nb)
+    cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
+              + _cal.AMP_PHASE_OVERHEAD_CYCLES + recv / _cal.REARRANGE_BYTES_PER_CYCLE
+              + recv / x + c.sync_cycles)
+    red_cycles = red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile))
+    temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
+    return cycles, red_cycles, temp
+
+
+@njit(cache=True)
+def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, budget,
+                 in_share, vertex, two_per_flop, amp_overhead, rearrange, x, sync, red_per_elem):
+    """Best grid of one pass count: ``_grid_cost`` of every candidate (pm, pn, pk) of the
+    ascending ``cm x cn x ck`` with ``pm pn pk <= T``, in C order, one at a time.
+
+    Returns (pm, pn, pk, total cycles, working set, fits): the first grid of least total
+    among those whose working set (plus ``held`` bytes) is within ``budget``, else the first
+    of least working set. Preconditions: candidates ascending and >= 1. The arithmetic is
+    ``_grid_cost``'s, term for term in the same order, so the result equals
+    ``_best_grid_numpy`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
+    2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
+    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
+    """
+    best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
+    least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
+    for a in range(cm.size):
+        pm = cm[a]
+        if pm > T:
+            break
+        mb = -(-sm // pm)
+        for b in range(cn.size):
+            pn = cn[b]
+            if pm * pn > T:
+                break
+            nb = -(-sn // pn)
+            for d in range(ck.size):
+                pk = ck[d]
+                if pm * pn * pk > T:
+                    break
+                kb = -(-sk // pk)
+                red = pk > 1
+                out_b = PARTIAL_BYTES if (red or acc) else dt
+                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
+                part = (pk - 1) / pk * (mb * nb)
+                cyc = (vertex + two_per_flop * (mb * kb) * nb + amp_overhead + recv / rearrange
+                       + recv / x + sync)
+                red_cyc = sync + part * red_per_elem if red else 0.0
+                temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + (part * PARTIAL_BYTES if red else 0.0)
+                temp = temp + held
+                total = passes * cyc + reductions * red_cyc
+                if temp <= budget and total < best_total:
+                    best_total, best_temp, bi, bj, bl = total, temp, pm, pn, pk
+                if temp < least_temp:
+                    least_total, least_temp, li, lj, ll = total, temp, pm, pn, pk
+    if bi > 0:
+        return bi, bj, bl, best_total, best_temp, True
+    return li, lj, ll, least_total, least_temp, False
+
+
+def _sub_dims(m, k, n, axis, passes):
+    """(m, k, n) of one pass: the pass axis cut in ``passes`` (ceiling)."""
+    sub = {"m": m, "k": k, "n": n}
+    if passes > 1:
+        sub[axis] = -(-sub[axis] // passes)
+    return sub["m"], sub["k"], sub["n"]
+
+
+def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
+    """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
+    grids); the one with the least working set when none fits ``budget``."""
+    if not fast_search():
+        return _best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
+    T = c.tiles
+    sm, sk, sn = _sub_dims(m, k, n, axis, passes)
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as _grid_cost
+    held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
+    pm, pn, pk, total, temp, fits = _grid_search(
+        sm, sk, sn, dt, T, candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3)),
+        axis == "k" and passes > 1, passes, 1 if axis == "k" or passes == 1 else passes, float(held),
+        float(budget), dt * (T - 1) / T, float(c.vertex_overhead_cycles), 2.0 / c.fp16_flops_per_cycle_per_tile,
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE), x, float(c.sync_cycles),
+        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
+    return MatmulPlan(int(pm), int(pn), int(pk), axis if passes > 1 else "", passes, float(total), float(temp), bool(fits))
+
+
+def _best_grid_numpy(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
+    """``_best_grid`` vectorised with NumPy over every candidate grid at once (the planner
+    before the kernel; the exhaustive search the tests and benchmarks hold the kernel to)."""
+    T = c.tiles
+    sub = {"m": m, "k": k, "n": n}
+    if passes > 1:
+        sub[axis] = -(-sub[axis] // passes)
+    sm, sk, sn = sub["m"], sub["k"], sub["n"]
+    cm, cn, ck = candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3))
+    # one block per tile: only grids that fit the tiles, in C order of (pm, pn, pk)
+    im, jn, lk = np.nonzero((cm[:, None, None] * cn[None, :, None]) * ck[None, None, :] <= T)
+    pm, pn, pk = cm[im], cn[jn], ck[lk]
+    cyc, red, temp = _grid_cost(sm, sk, sn, dt, c, axis == "k" and passes > 1, pm, pn, pk)
+    reductions = 1 if axis == "k" or passes == 1 else passes
+    total = passes * cyc + reductions * red
+    if axis in ("m", "n") and passes > 1:
+        temp = temp + m * n * dt / T  # output finished so far, spread over the tiles
+    feasible = temp <= budget
+    i = int(np.argmin(np.where(feasible, total, np.inf)) if feasible.any() else np.argmin(temp))
+    return MatmulPlan(int(pm[i]), int(pn[i]), int(pk[i]), axis if passes > 1 else "", passes,
+                      float(total[i]), float(temp[i]), bool(feasible.any()))
+
+
+def _best_grid_reference(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
+    """Plain-Python reference of ``_best_grid``: the same search, one candidate at a time."""
+    T = c.tiles
+    sub = {"m": m, "k": k, "n": n}
+    if passes > 1:
+        sub[axis] = -(-sub[axis] // passes)
+    sm, sk, sn = sub["m"], sub["k"], sub["n"]
+    acc = axis == "k" and passes > 1
+    reductions = 1 if axis == "k" or passes == 1 else passes
+    best = least = None
+    for pm in candidates(sm, T):
+        for pn in candidates(sn, T):
+            for pk in candidates(sk, T, small=4, factors=(1, 3)):
+                if pm * pn * pk > T:
+                    continue
+                cyc, red, temp = (float(v) for v in _grid_cost(sm, sk, sn, dt, c, acc, pm, pn, pk))
+                total = passes * cyc + reductions * red
+                if axis in ("m", "n") and passes > 1:
+                    temp += m * n * dt / T
+                row = (int(pm), int(pn), int(pk), total, temp)
+                if temp <= budget and (best is None or total < best[3]):
+                    best = row
+                if least is None or temp < least[4]:
+                    least = row
+    pick = best or least
+    return MatmulPlan(pick[0], pick[1], pick[2], axis if passes > 1 else "", passes, pick[3], pick[4], best is not None)
+
+
+def _pass_counts(dim: int) -> list:
+    """Pass counts tried along one axis, ascending: 2..16, then 3 and 1 times powers of two,
+    and the whole dimension."""
+    return [int(p) for p in candidates(dim, dim, small=16, factors=(1, 3)) if p > 1]
+
+
+
+@plan_cache(maxsize=4096)
+def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", budget: float = -1.0) -> MatmulPlan:
+    """The matmul plan: the fastest of the one-pass plan (if any grid fits the budget) and,
+    along each axis, the fewest passes that fit. ``passes > 0`` forces that many
+    passes over ``axis``. ``budget < 0`` means ``budget_bytes(c)``."""
+    budget = budget_bytes(c) if budget < 0 else budget
+    if passes:
+        return _best_grid(m, k, n, dt, c, axis, passes, budget)
+    one = _best_grid(m, k, n, dt, c, "", 1, budget)
+    # the fastest plan that fits: passes shrink the blocks, so under a tight budget two passes
+    # can reach a grid that exchanges and rearranges less than any one-pass grid that fits
+    best = one if one.fits else None
+    for ax, dim in (("k", k), ("m", m), ("n", n)):
+        plan = fewest(_pass_counts(dim), lambda p, ax=ax: _best_grid(m, k, n, dt, c, ax, p, budget))
+        if plan is not None and (best is None or plan.cycles < best.cycles):
+            best = plan
+    return best or one
+
+
+def plan_matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, passes: int | None = None,
+                axis: str = "k", budget: float | None = None) -> MatmulPlan:
+    """The planner's choice for an (m x k) @ (k x n) matmul on tile chip ``c``.
+
+    By default: the fastest of one pass (when a grid's working set fits ``budget`` bytes per
+    tile, default ``budget_bytes(c)``) and, along each axis, the fewest passes that fit. ``passes``
+    forces that many serial passes over ``axis`` ("m", "n" or "k"), the fastest grid for it.
+    """
+    c = _chip(c)
+    if not isinstance(c, TileChip):
+        raise ValueError(f"plan_matmul needs a tile chip, got {c.name!r}")
+    m, k, n = (positive(nm, v, integer=True) for nm, v in (("m", m), ("k", k), ("n", n)))
+    dt = positive("dtype_bytes", dtype_bytes, integer=True)
+    choice("axis", axis, PASS_AXES)
+    if passes is not None:
+        passes = positive("passes", passes, integer=True)
+        if passes > {"m": m, "n": n, "k": k}[axis]:
+            raise ValueError(f"passes ({passes}) must not exceed the {axis} dimension")
+    b = -1.0 if budget is None else positive("budget", budget)
+    return _plan_matmul(m, k, n, dt, c, passes or 0, axis, float(b))
+
+
+def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
+    """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
+    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
+    mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
+    mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
+    P = mi.size
+    remote_w = _weight_remote(T, pm, pn, pk)
+    # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
+    send = (m * k * dt * (T - 1) / T + k * n * dt * (1.0 if pm > 1 else remote_w)) / P
+    out_b = PARTIAL_BYTES if (pk > 1 or acc) else dt
+    table = np.column_stack([
+        2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
+        mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w, np.full(P, send),
+        mi * kl * dt + kl * nj * dt + mi * nj * out_b, np.zeros(P),
+    ])
+    return table, mi * nj
+
+
+def _reduce_table(area, pk):
+    """Reduction of FP32 partials: each of the pk tiles of a block owns 1/pk of its output."""
+    part = area / pk
+    z = np.zeros(area.size)
+    return np.column_stack([(pk - 1) * part, 2 * pk * part * PARTIAL_BYTES, (pk - 1) * part * PARTIAL_BYTES,
+                            (pk - 1) * part * PARTIAL_BYTES, z, z])
+
+
+
+@plan_cache(maxsize=1024)
+def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc, ref):
+    """Dealt per-tile tables (pass, reduction or None) of one pass of an (m x k) @ (k x n)
+    matmul on grid (pm, pn, pk), read-only: memoised, since the same shape and grid recur
+    (Q, K, V and the output projection; the rounds of ``plan_step``; steps of one table)."""
+    table, area = _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc)
+    per = deal(table, T, ref)
+    red = deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+    for a in (per, red):
+        if a is not None:
+            a.flags.writeable = False
+    return per, red
+
+
+def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live_bytes: float = 0.0,
+               budget: float | None = None) -> OpPlan:
+    """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
+
+    ``live_bytes``: the op's input held per tile while it runs (beside the working set);
+    ``budget``: bytes per tile for the working set (default ``budget_bytes(c)``)."""
+    m, k, n, T = op.m, op.k, op.n, c.tiles
+    budget = budget_bytes(c) if budget is None else budget
+    pl = _plan_matmul(m, k, n, dt, c, 0, "k", float(budget))
+    pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
+    dims = {"m": m, "k": k, "n": n}
+    sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
+    per_size, phases = {}, []
+    # Storage layout: every instance's k x n weights spread evenly over all tiles, whatever
+    # the compute grid (a batch whose grid uses few tiles does not pile weights onto them);
+    # each pass gathers its blocks from there (``_weight_remote``). Tied weights are the
+    # embedding table, stored by ``map_embedding``.
+    weights = np.full(T, 0.0 if tied else op.count * k * n * dt / T)
+    for i, size in enumerate(sizes):
+        size = int(size)
+        if size not in per_size:
+            d = dict(dims)
+            if P > 1:
+                d[axis] = size
+            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, ref)
+            per_size[size] = (dealt_phase(op.name, "matmul", True, per), per,
+                              red if red is None else dealt_phase(op.name, "reduce", False, red), red)
+        ph, per, rph, red = per_size[size]
+        phases.append(ph)
+        if rph is not None and (axis != "k" or i == len(sizes) - 1):
+            phases.append(rph)
+    work = np.max([per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()], axis=0)
+    live = live_bytes + (m * n * dt / T if axis in ("m", "n") and P > 1 else 0.0)
+    part = f"m/{pm} x n/{pn} x k/{pk} on {pm * pn * pk} tiles"
+    if P > 1:
+        part += f", {P} passes over {axis}"
+    sub = {a: -(-dims[a] // (P if a == axis else 1)) for a in dims}
+    block = (-(-sub["m"] // pm), -(-sub["k"] // pk), -(-sub["n"] // pn))
+    plan = OpPlan(op, part, pm * pn * pk, phases, weights, work + live, over_budget=not pl.fits,
+                  passes=P, pass_axis=axis, block=block, working_set_bytes=float(work.max()),
+                  budget_bytes=float(budget))
+    plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
+    return plan
