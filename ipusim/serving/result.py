@@ -23,7 +23,9 @@ _SAMPLE = 1 << 14  # evenly spaced entries: the span of the summary's bins, and 
 # requests wait for a delay (or a batch that never fills) longer than the run.
 STABLE_SERVED_SHARE = 0.5
 _SUMMARY_QS = {50.0: "latency_p50_s", 90.0: "latency_p90_s", 99.0: "latency_p99_s", 99.9: "latency_p999_s"}
-_SUMMARY_Q_ARRAY = np.array(list(_SUMMARY_QS))  # percentiles of every series the summary takes
+# the percentiles the summary takes of latency, queueing delay and time to first token (rows
+# padded with repeats: only the first, and the first two of the last, are reported)
+_SUMMARY_Q_TABLE = np.array([list(_SUMMARY_QS), [99.0] * 4, [50.0, 99.0, 99.0, 99.0]])
 
 
 @njit(cache=True, error_model="numpy")
@@ -45,13 +47,13 @@ def _bin(x, lo, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, buf, fill):
+def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill):
     """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
     started after the last arrival, served per device, time to first token min/max (when
     ``first`` is not empty); and, when ``hist`` has rows, the histogram of
     latency, wait (and time to first token) over bins from ``lo`` at ``scale`` bins/s (``_bin``),
     copying the values of the bins marked in ``win`` to ``buf`` (``fill`` counts them, also
-    past the end of ``buf``)."""
+    past the end of ``buf``) except copies of the bin's first value (counted in ``wties``)."""
     n = arrival.shape[0]
     last_arrival = arrival[n - 1]
     ns = 0
@@ -104,17 +106,23 @@ def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, his
                 first_v[0, j] = lat
             hist[0, j] += 1
             if win[0, j]:
-                if fill[0] < cap:
-                    buf[0, fill[0]] = lat
-                fill[0] += 1
+                if lat == first_v[0, j]:
+                    wties[0, j] += 1
+                else:
+                    if fill[0] < cap:
+                        buf[0, fill[0]] = lat
+                    fill[0] += 1
             j = _bin(w, lo1, scale1)
             if hist[1, j] == 0:
                 first_v[1, j] = w
             hist[1, j] += 1
             if win[1, j]:
-                if fill[1] < cap:
-                    buf[1, fill[1]] = w
-                fill[1] += 1
+                if w == first_v[1, j]:
+                    wties[1, j] += 1
+                else:
+                    if fill[1] < cap:
+                        buf[1, fill[1]] = w
+                    fill[1] += 1
         if gen:
             x = first[i] - a
             ft_lo = min(ft_lo, x)
@@ -125,9 +133,12 @@ def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, his
                     first_v[2, j] = x
                 hist[2, j] += 1
                 if win[2, j]:
-                    if fill[2] < cap:
-                        buf[2, fill[2]] = x
-                    fill[2] += 1
+                    if x == first_v[2, j]:
+                        wties[2, j] += 1
+                    else:
+                        if fill[2] < cap:
+                            buf[2, fill[2]] = x
+                        fill[2] += 1
     if n_dev == 1:
         per_dev[0] = ns
     return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi
@@ -150,19 +161,30 @@ def _ranks(qs, count):
 
 
 @njit(cache=True, error_model="numpy")
+def _rank_table(qs, count):
+    """``_ranks`` of each row of ``qs`` [series, q]: (ranks [series, 2q], gam [series, q])."""
+    ns, nq = qs.shape
+    ranks = np.empty((ns, 2 * nq), dtype=np.int64)
+    gam = np.empty((ns, nq))
+    for s in range(ns):
+        ranks[s], gam[s] = _ranks(qs[s], count)
+    return ranks, gam
+
+
+@njit(cache=True, error_model="numpy")
 def _rank_bins(hist, ranks, scale):
-    """For each series s (scale > 0) and rank r: the bin holding order statistic ranks[r]
+    """For each series s (scale > 0) and rank r: the bin holding order statistic ranks[s, r]
     (0-based) and how many values lie in the bins below it."""
     ns = hist.shape[0]
-    rbin = np.zeros((ns, ranks.shape[0]), dtype=np.int64)
-    below = np.zeros((ns, ranks.shape[0]), dtype=np.int64)
+    rbin = np.zeros((ns, ranks.shape[1]), dtype=np.int64)
+    below = np.zeros((ns, ranks.shape[1]), dtype=np.int64)
     for s in range(ns):
         if scale[s] == 0.0:
             continue
-        for r in range(ranks.shape[0]):
+        for r in range(ranks.shape[1]):
             c = 0
             j = 0
-            while c + hist[s, j] <= ranks[r]:
+            while c + hist[s, j] <= ranks[s, r]:
                 c += hist[s, j]
                 j += 1
             rbin[s, r] = j
@@ -189,7 +211,7 @@ def _histogram(series, b, lo, scale, hist, first):
 
 @njit(cache=True, error_model="numpy")
 def _select(series, b, lo, scale, hist, first, count, qs, out):
-    """Percentiles ``qs`` (0..100) of each series of ``_histogram`` (``count`` >= 1 entries not
+    """Percentiles ``qs[s]`` (0..100) of each series s of ``_histogram`` (``count`` >= 1 entries not
     NaN, the same entries in every series; a series with scale 0 holds only lo[s]) into
     ``out[s, q]``, as numpy.percentile's linear interpolation: a pass gathers the values of
     the bins that hold the wanted order statistics (counting, not gathering, the copies of a
@@ -198,9 +220,9 @@ def _select(series, b, lo, scale, hist, first, count, qs, out):
     sort of each such bin picks them."""
     n = b.shape[0] if b.shape[0] else series[0].shape[0]
     ns = len(series)
-    nq = qs.shape[0]
+    nq = qs.shape[1]
     nbins = _HIST_BINS
-    ranks, gam = _ranks(qs, count)
+    ranks, gam = _rank_table(qs, count)
     # bin of each rank, the values below it, and where each wanted bin's values go
     rbin, below = _rank_bins(hist, ranks, scale)
     off = np.full((ns, nbins), -1, dtype=np.int64)
@@ -261,7 +283,7 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
     (``buf`` from ``off[s, j]``: ``less[s, j]`` values below the bin's first value, then the
     rest, ``ties[s, j]`` copies of the first value left out): one partial sort per wanted
     bin, at all its ranks, then numpy.percentile's linear interpolation."""
-    nq = gam.shape[0]
+    nq = gam.shape[1]
     stats = np.empty(2 * nq)
     done = np.zeros(2 * nq, dtype=np.bool_)
     for r in range(2 * nq):
@@ -277,7 +299,7 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
         ks = np.zeros(m, dtype=np.int64)
         m = 0
         for r2 in range(2 * nq):
-            k = ranks[r2] - below[s, r2]
+            k = ranks[s, r2] - below[s, r2]
             if rbin[s, r2] == j and not lj <= k < lj + tj:
                 ks[m] = k if k < lj else k - tj
                 m += 1
@@ -286,11 +308,11 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
             part = np.partition(part, ks[:m])
         for r2 in range(2 * nq):
             if rbin[s, r2] == j:
-                k = ranks[r2] - below[s, r2]
+                k = ranks[s, r2] - below[s, r2]
                 stats[r2] = part[k] if k < lj else (first[s, j] if k < lj + tj else part[k - tj])
                 done[r2] = True
     for q in range(nq):
-        g = gam[q]
+        g = gam[s, q]
         d = stats[2 * q + 1] - stats[2 * q]
         out[s, q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
 
@@ -309,7 +331,9 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     hist = np.zeros((ns, _HIST_BINS), dtype=np.int64)
     first = np.empty((ns, _HIST_BINS))
     _histogram(series, b, lo, scale, hist, first)
-    _select(series, b, lo, scale, hist, first, count, qs, out)
+    qs2 = np.empty((ns, qs.shape[0]))
+    qs2[:] = qs
+    _select(series, b, lo, scale, hist, first, count, qs2, out)
 
 
 @njit(cache=True, error_model="numpy")
@@ -332,20 +356,20 @@ def _sample(series, b, m):
 
 @njit(cache=True, error_model="numpy")
 def _summary_kernel(series, arrival, start, finish, first, device, target, n_dev, qs, out):
-    """``_totals`` of a run and, into ``out[s, q]``, percentiles ``qs`` of each series
+    """``_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
     (finish, start[, first]) - arrival over the served requests, exact, in one pass.
 
     A sample sets the span of the bins and, around each percentile of the sample, a window
     of bins wide enough (4 standard deviations of a sample percentile's rank, and more) to
     hold the run's percentile; the totals' pass histograms every series and copies the
-    values in those windows. When the histogram shows each wanted order statistic inside a
+    values in those windows (counting, not copying, repeats of a bin's first value). When the histogram shows each wanted order statistic inside a
     window whose copies all fit, they are picked from the copies; otherwise (rare: a run
     unlike its sample, or one value repeated so often that its copies overflow) ``_select``
     gathers them in a second pass, and a series whose sample held one value but the run
     more is histogrammed again over its true range first."""
     nser = len(series)
     n = arrival.shape[0]
-    nq = qs.shape[0]
+    nq = qs.shape[1]
     vals, c = _sample(series, arrival, _SAMPLE)
     lo = np.zeros(nser)
     scale = np.zeros(nser)
@@ -356,7 +380,7 @@ def _summary_kernel(series, arrival, start, finish, first, device, target, n_dev
             lo[s] = vals[s, 0]
             scale[s] = _HIST_BINS / (vals[s, c - 1] - vals[s, 0])
             for q in range(nq):
-                p = qs[q] / 100.0
+                p = qs[s, q] / 100.0
                 mid = p * (c - 1)
                 d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
                 ja = _bin(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
@@ -371,11 +395,12 @@ def _summary_kernel(series, arrival, start, finish, first, device, target, n_dev
     fill = np.zeros(nser, dtype=np.int64)
     hist = np.zeros((nser, _HIST_BINS), dtype=np.int64)
     first_v = np.empty((nser, _HIST_BINS))
-    t = _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, buf, fill)
+    wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    t = _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill)
     count = t[0]
     if count == 0:
         return t
-    ranks, gam = _ranks(qs, count)
+    ranks, gam = _rank_table(qs, count)
     rbin, below = _rank_bins(hist, ranks, scale)
     caught = True
     for s in range(nser):
@@ -384,14 +409,14 @@ def _summary_kernel(series, arrival, start, finish, first, device, target, n_dev
             caught = caught and win[s, rbin[s, r]]
     if caught:  # pick from the copies: each wanted bin's values, in one place
         off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
-        zero = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+        less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
         for s in range(nser):
             total = 0
             for r in range(2 * nq):
                 j = rbin[s, r]
                 if off[s, j] < 0:
                     off[s, j] = total
-                    total += hist[s, j]
+                    total += hist[s, j] - wties[s, j]
             part = np.empty(total)
             put = off.copy()
             for k in range(fill[s]):
@@ -400,7 +425,9 @@ def _summary_kernel(series, arrival, start, finish, first, device, target, n_dev
                 if put[s, j] >= 0:
                     part[put[s, j]] = x
                     put[s, j] += 1
-            _pick(s, ranks, gam, rbin, below, off, hist, zero, zero, first_v, part, out)
+                    if x < first_v[s, j]:
+                        less[s, j] += 1
+            _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
         return t
     true_lo = (t[2], t[5], t[11])
     true_hi = (t[3], t[6], t[12])
@@ -641,11 +668,10 @@ class ServingResult:
         qs = np.full((len(series), 4), math.nan)
         ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = _summary_kernel(
             series, arr, self.start_s, self.finish_s, first, self.device, self.latency_target_s, nd,
-            _SUMMARY_Q_ARRAY, qs)
+            _SUMMARY_Q_TABLE[:len(series)], qs)
         t0 = float(arr[0])
         dur = max(float(t1) - t0, 1e-300)
-        q, qw = qs[0], qs[1]
-        wait_p99 = qw[2]
+        q, wait_p99 = qs[0], qs[1, 0]
         real, comp = int(self.device_real_tokens.sum()), int(self.device_computed_tokens.sum())
         offered, cap, throughput, stable, reason = self._load(ns, late, per_dev, dur, gen)
         busy = self.device_busy_s
@@ -668,7 +694,7 @@ class ServingResult:
             "stable": stable, "unstable_reason": reason,
         }
         if gen:
-            out["ttft_p50_s"], out["ttft_p99_s"] = float(qs[2, 0]), float(qs[2, 2])
+            out["ttft_p50_s"], out["ttft_p99_s"] = float(qs[2, 0]), float(qs[2, 1])
             out.update(_between_tokens(self.gap_s, self.gap_weight))
         return out
 
@@ -724,7 +750,8 @@ class ServingResult:
         ns, _, _, _, _, _, _, t1, _, late, per_dev, _, _ = _totals(
             arr, self.start_s, self.finish_s, np.zeros(0), self.device, self.latency_target_s, len(self.devices),
             np.zeros(0), np.zeros(0), np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1)),
-            np.zeros((0, 1), dtype=np.bool_), np.zeros((0, 0)), np.zeros(0, dtype=np.int64))
+            np.zeros((0, 1), dtype=np.bool_), np.zeros((0, 1), dtype=np.int64), np.zeros((0, 0)),
+            np.zeros(0, dtype=np.int64))
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
         lat = _select_percentile(arr, self.finish_s, int(ns), q) if ns else math.nan
