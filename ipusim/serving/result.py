@@ -70,14 +70,8 @@ def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, his
     good = 0
     late = 0
     per_dev = np.zeros(n_dev, dtype=np.int64)
-    counting = hist.shape[0] > 0
+    nser = hist.shape[0]
     cap = buf.shape[1]
-    lo0 = lo[0] if counting else 0.0
-    lo1 = lo[1] if counting else 0.0
-    lo2 = lo[2] if counting and gen else 0.0
-    scale0 = scale[0] if counting else 0.0
-    scale1 = scale[1] if counting else 0.0
-    scale2 = scale[2] if counting and gen else 0.0
     for i in range(n):
         f = finish[i]
         if f != f:
@@ -100,45 +94,26 @@ def _totals(arrival, start, finish, first, device, target, n_dev, lo, scale, his
             late += 1
         if n_dev > 1:
             per_dev[device[i]] += 1
-        if counting:  # histograms (see _bin), written out per series
-            j = _bin(lat, lo0, scale0)
-            if hist[0, j] == 0:
-                first_v[0, j] = lat
-            hist[0, j] += 1
-            if win[0, j]:
-                if lat == first_v[0, j]:
-                    wties[0, j] += 1
-                else:
-                    if fill[0] < cap:
-                        buf[0, fill[0]] = lat
-                    fill[0] += 1
-            j = _bin(w, lo1, scale1)
-            if hist[1, j] == 0:
-                first_v[1, j] = w
-            hist[1, j] += 1
-            if win[1, j]:
-                if w == first_v[1, j]:
-                    wties[1, j] += 1
-                else:
-                    if fill[1] < cap:
-                        buf[1, fill[1]] = w
-                    fill[1] += 1
+        x = 0.0
         if gen:
             x = first[i] - a
             ft_lo = min(ft_lo, x)
             ft_hi = max(ft_hi, x)
-            if counting:
-                j = _bin(x, lo2, scale2)
-                if hist[2, j] == 0:
-                    first_v[2, j] = x
-                hist[2, j] += 1
-                if win[2, j]:
-                    if x == first_v[2, j]:
-                        wties[2, j] += 1
-                    else:
-                        if fill[2] < cap:
-                            buf[2, fill[2]] = x
-                        fill[2] += 1
+        for s in range(3):  # histograms (see _bin); a fixed count the compiler unrolls
+            if s >= nser:
+                break
+            v = lat if s == 0 else (w if s == 1 else x)
+            j = _bin(v, lo[s], scale[s])
+            if hist[s, j] == 0:
+                first_v[s, j] = v
+            hist[s, j] += 1
+            if win[s, j]:
+                if v == first_v[s, j]:
+                    wties[s, j] += 1
+                else:
+                    if fill[s] < cap:
+                        buf[s, fill[s]] = v
+                    fill[s] += 1
     if n_dev == 1:
         per_dev[0] = ns
     return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi
@@ -236,40 +211,38 @@ def _select(series, b, lo, scale, hist, first, count, qs, out):
                 off[s, j] = 0
                 total += hist[s, j]
     ties = np.zeros((ns, nbins), dtype=np.int64)  # copies of the bin's first value
+    less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
     hb = b.shape[0] > 0
-    counted = total > max(n >> 4, 1 << 16)
-    if counted:
+    counted = total > max(n >> 4, 1 << 16)  # count the copies in a sweep of their own first
+    buf = np.empty(0)
+    fill = off
+    for sweep in range(2 if counted else 1):
+        gather = sweep == counted
+        if gather:
+            total = 0
+            for s in range(ns):
+                for j in range(nbins):
+                    if off[s, j] >= 0:
+                        off[s, j] = total
+                        total += hist[s, j] - ties[s, j]
+            buf = np.empty(total)
+            fill = off.copy()
         for i in range(n):
             bi = b[i] if hb else 0.0
             for s in range(ns):
                 x = series[s][i] - bi
                 if x == x and scale[s] > 0.0:
                     j = _bin(x, lo[s], scale[s])
-                    if off[s, j] >= 0 and x == first[s, j]:
-                        ties[s, j] += 1
-    total = 0
-    for s in range(ns):
-        for j in range(nbins):
-            if off[s, j] >= 0:
-                off[s, j] = total
-                total += hist[s, j] - ties[s, j]
-    buf = np.empty(total)
-    fill = off.copy()
-    less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
-    for i in range(n):
-        bi = b[i] if hb else 0.0
-        for s in range(ns):
-            x = series[s][i] - bi
-            if x == x and scale[s] > 0.0:
-                j = _bin(x, lo[s], scale[s])
-                if fill[s, j] >= 0:
-                    if x != first[s, j]:
+                    if off[s, j] < 0:
+                        continue
+                    if x == first[s, j]:
+                        if not (counted and gather):
+                            ties[s, j] += 1
+                    elif gather:
                         buf[fill[s, j]] = x
                         fill[s, j] += 1
                         if x < first[s, j]:
                             less[s, j] += 1
-                    elif not counted:
-                        ties[s, j] += 1
     for s in range(ns):
         if scale[s] == 0.0:
             out[s, :] = lo[s]
