@@ -9,6 +9,7 @@ full size unless they set it.
 from __future__ import annotations
 
 import os
+import sys
 
 
 def quick() -> bool:
@@ -21,9 +22,44 @@ def sweep_size(full: int, quick_size: int) -> int:
     return quick_size if quick() else full
 
 
-def progress(iterable=None, *, desc: str = "", total: int | None = None, **kwargs):
-    """A tqdm progress bar (a widget in Jupyter, text in a terminal, silent under IPUSIM_QUICK)."""
-    from tqdm.auto import tqdm
+class _NoBar:
+    """What ``progress`` returns when the bar is off: the calls a caller makes, doing nothing."""
 
+    def __init__(self, iterable=None):
+        self._iterable = iterable
+
+    def __iter__(self):
+        return iter(self._iterable if self._iterable is not None else ())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, s="", refresh=True):
+        pass
+
+    def set_description(self, desc=None, refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+
+def progress(iterable=None, *, desc: str = "", total: int | None = None, **kwargs):
+    """A tqdm progress bar (a widget in Jupyter, text in a terminal, silent under IPUSIM_QUICK).
+
+    Off (``disable=True`` or IPUSIM_QUICK), it is a stand-in that imports nothing; in a terminal
+    it is ``tqdm.std`` (``tqdm.auto`` there would import asyncio for nothing: ~0.1 s of start-up)."""
     kwargs.setdefault("disable", quick())
+    if kwargs["disable"] is True:
+        return _NoBar(iterable)
+    if "ipykernel" in sys.modules:  # a Jupyter kernel: let tqdm choose the widget
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
     return tqdm(iterable, desc=desc, total=total, **kwargs)

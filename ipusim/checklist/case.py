@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -653,6 +652,8 @@ def load_case(path) -> Case:
     text = read_text_file("config file", path, max_bytes=1 << 20)
     p = Path(path)
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
+    import tomllib  # here: its regexes cost start-up time of every checklist run without a file
+
     try:
         d = json.loads(text) if kind == "JSON" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:

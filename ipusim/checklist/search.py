@@ -291,7 +291,9 @@ class _Probe:
             lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
             self.devs = [su.service] * servers
             # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
-            self.plan = batching.make_plan(unit, lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
+            # a writable copy: a read-only array is another Numba type (one more cached kernel to load)
+            self.plan = batching.make_plan(np.array(unit), lens, policy.obj, self.devs, None, 0,
+                                           max(1000, lens.size // 4))
             n = lens.size
             self.late_limit = n - result.percentile_rank(99.0, n)
 

@@ -7,7 +7,7 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, machine, policies, serving, workloads
+from .. import arrivals, lengths, policies, serving
 from ..serving import tables
 from ._common import add_chip_and_model, add_json, format_table, print_json
 
@@ -123,6 +123,8 @@ def _chip_service(args, rows: int, shortest: int):
     except tables.NotCached:
         dev = None
     if dev is None or not np.isfinite(dev.table[1, 1:]).any():
+        from .. import machine, workloads  # only when the table is not cached
+
         one = machine.simulate(args.chip, workloads.step(args.model, [shortest], pad_to=shortest))
         if one.fit == "does_not_fit":
             raise ValueError(f"{args.model} does not fit {args.chip} even at batch 1 "

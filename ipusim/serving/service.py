@@ -51,12 +51,19 @@ class ServiceModel:
     def time_s(self, lengths, *, rows: int | None = None) -> float:
         """Service time of one batch with these request lengths (mean for ``random='exp'``)."""
         lens = np.asarray(lengths, dtype=np.int64)
-        r, j, _ = batch_shape(self.len_step, self.packed, self.pack_len, lens.size if rows is None else rows,
-                              int(lens.max()), int(lens.sum()))
+        # One batch, called from Python: the two scalar kernels' plain functions (the same integer
+        # and float arithmetic; the kernels themselves run inside the event kernel), so that a run
+        # which asks a few batch times does not load two more compiled kernels (~10 ms each at
+        # start-up). Sizes with no row (the kernels' error model gives 0 where Python raises) take
+        # the kernels.
+        size, mx = lens.size if rows is None else rows, int(lens.max())
+        plain = mx >= 1 and self.max_rows >= 1
+        shape = batch_shape.py_func if plain else batch_shape
+        r, j, _ = shape(self.len_step, self.packed, self.pack_len, size, mx, int(lens.sum()))
         if self.packed:  # first-fit decreasing, as the simulator packs a batch
             r = packing.first_fit_rows(np.sort(lens)[::-1].copy(), self.pack_len, self.pack_len,
                                        np.empty(lens.size, np.int64))
-        return float(lookup_s(self.table, r, j))
+        return float((lookup_s.py_func if plain else lookup_s)(self.table, r, j))
 
     def throughput_rps(self, length: int, batch: int) -> float:
         """Requests per second of back-to-back batches of ``batch`` requests of ``length``."""
@@ -166,7 +173,7 @@ def chip_service(
 
 
 def _rows(tab, b):
-    out = tab[: b + 1]
+    out = np.ascontiguousarray(tab[: b + 1])  # C order (a column pick is F): one lookup_s signature
     out.setflags(write=False)
     return out
 

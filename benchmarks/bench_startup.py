@@ -1,0 +1,75 @@
+"""Start-up of the command line: what a warm run costs beside the floor no ipusim change can lower.
+
+The floor is a Python process that imports numpy and Numba and sets up Numba's CPU target
+context (``BaseContext.refresh``: Numba imports its NumPy, random, linalg and typed-container
+implementations and installs their typing and lowering registries; with cffi installed, as
+Jupyter brings it, that includes pycparser's lexer regexes). Numba does this before it
+loads the first cached kernel, so every ``ipusim`` command that runs a kernel pays it.
+
+Rows (wall best of N alternating runs, CPU user+sys of the same runs; tables and kernels warm):
+* the floor alone;
+* ``ipusim serve --rate 1000 --requests 100000`` (GC200) beside the floor (ratio = floor / run);
+* ``ipusim checklist --format md`` beside the floor (full runs only).
+
+Bytecode is compiled first (``compileall``, as ``pip install`` does): with
+``PYTHONDONTWRITEBYTECODE`` set and stale ``.pyc`` files, every run would also compile the
+package's sources, which no installed copy does.
+"""
+
+from __future__ import annotations
+
+import compileall
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import ipusim
+
+FLOOR = "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh()"
+
+
+def _run(argv) -> tuple[float, float]:
+    """(wall, CPU user+sys) seconds of one child process."""
+    import time
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def rows(quick: bool) -> list[dict]:
+    compileall.compile_dir(str(Path(ipusim.__file__).parent), quiet=1)
+    floor = [sys.executable, "-c", FLOOR]
+    serve = [sys.executable, "-m", "ipusim", "serve", "--rate", "1000", "--requests", "100000"]
+    md = [sys.executable, "-m", "ipusim", "checklist", "--format", "md", "--no-progress"]
+    cmds = {"floor": floor, "serve": serve} if quick else {"floor": floor, "serve": serve, "checklist": md}
+    if not quick:  # warm: table cache and Numba cache filled, files in the page cache
+        for argv in cmds.values():
+            _run(argv)
+    repeat = 1 if quick else 5
+    runs = {k: [] for k in cmds}
+    for _ in range(repeat):  # alternating, so that a change of load on a shared machine hits all alike
+        for k, argv in cmds.items():
+            runs[k].append(_run(argv))
+    best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in runs.items()}
+    fw, fc = best["floor"]
+    out = [{"name": "start-up floor: numpy + Numba + Numba context set-up", "kernel_s": fw, "reference_s": None,
+            "goal": "", "note": f"CPU {fc:.2f} s; no ipusim code runs"}]
+    for k, name, goal in (("serve", "ipusim serve --rate 1000 --requests 100000, warm", "warm < 1.5 s"),
+                          ("checklist", "ipusim checklist --format md, warm", "warm < 3 s")):
+        if k not in best:
+            continue
+        w, c = best[k]
+        out.append({"name": f"{name} | floor", "kernel_s": w, "reference_s": fw, "goal": goal,
+                    "note": f"ratio = floor / run; CPU {c:.2f} s, of which ipusim's own {c - fc:.2f} s "
+                            f"(best of {repeat})"})
+    return out
+
+
+if __name__ == "__main__":
+    for r in rows("--quick" in sys.argv):
+        print(r)
