@@ -10,7 +10,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
-from ipusim.serving import batching, result, service
+from ipusim.serving import batching, percentiles, result, service
 
 
 @pytest.fixture(scope="module")
@@ -744,7 +744,7 @@ def test_summary_percentiles_when_the_sample_misleads(case):
     bins are spread again over the true range) or only the low ones (the wanted order
     statistics are outside its windows: a second pass gathers them). Still numpy's values."""
     n = 100_003
-    step = max(n // result._SAMPLE, 1)
+    step = max(n // percentiles._SAMPLE, 1)
     rng = np.random.default_rng(9)
     arr = np.arange(n, dtype=np.float64)  # whole seconds: (a + 0.25) - a is 0.25 exactly
     sampled = np.arange(n) % step == 0

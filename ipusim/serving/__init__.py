@@ -5,15 +5,16 @@ The pipeline is ``arrivals`` (when requests come) + ``lengths.sample`` (how long
 ``ServiceModel`` per device (how long a batch takes) -> a ``ServingResult`` (per-request
 start and finish, latency percentiles, throughput, utilization, padding waste).
 
-=============  ==============================================================================
-``service``    ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
-``tables``     service-time tables from the machine model, cached in memory and on disk
-``batching``   the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
-``generation`` continuous and static batching of decoder generation (``simulate_generation``)
-``result``     ``ServingResult`` and its one-pass summary
-``theory``     Pollaczek-Khinchine, the closed form the simulator is checked against
-``throughput`` ``encoder_throughput``: requests/s of padded, unpadded or packed batches back to back
-=============  ==============================================================================
+===============  ==============================================================================
+``service``      ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
+``tables``       service-time tables from the machine model, cached in memory and on disk
+``batching``     the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
+``generation``   continuous and static batching of decoder generation (``simulate_generation``)
+``result``       ``ServingResult`` and its summary
+``percentiles``  exact percentiles and run totals in Numba kernels (one pass in the usual case)
+``theory``       Pollaczek-Khinchine, the closed form the simulator is checked against
+``throughput``   ``encoder_throughput``: requests/s of padded, unpadded or packed batches back to back
+===============  ==============================================================================
 """
 
 from .batching import (

@@ -1,0 +1,579 @@
+"""Exact percentiles of a serving run's per-request series, and the run's totals, in Numba kernels.
+
+``summary_kernel`` reduces a run in one pass in the usual case: the totals (counts, sums,
+extremes, per device) while it histograms latency, queueing delay (and time to first
+token) over bins spread across the range of an evenly spaced sample of the values, and
+copies the values that fall in a window of bins around each wanted percentile; a partial
+sort of the copies picks each order statistic. When a window misses, the exact two-pass
+method (``_select``: histogram, then gather the wanted bins) takes over. Every percentile
+follows ``numpy.percentile``'s linear rule (``percentile_rank``) and is exact, not binned.
+``quantiles`` and ``weighted_quantiles`` are the public entry points for any series; times
+are in seconds wherever a series is one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
+_SAMPLE = 1 << 14  # evenly spaced entries: the span of the summary's bins, and where to look
+
+
+@njit(cache=True, error_model="numpy")
+def _bin(x, lo, scale):
+    """Histogram bin of x (not NaN): (x - lo) * scale rounded down, clamped to the bins. Any
+    order-keeping map gives exact order statistics; values outside the span go to the end
+    bins (a bin is only a place to look).
+
+    The histograms count each bin's values (``hist``) and note its first value (``first``:
+    copies of it are counted, not gathered, in ``_select``: ties are common, a batch's
+    requests share a finish, a policy's delay recurs); the counting is written out in each
+    loop (a helper taking the arrays would cost reference counting on every value)."""
+    y = (x - lo) * scale
+    if not y >= 1.0:  # also NaN (x infinite with scale 0)
+        return 0
+    if y >= _HIST_BINS - 1.0:
+        return _HIST_BINS - 1
+    return int(y)
+
+
+@njit(cache=True, error_model="numpy")
+def run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill):
+    """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
+    started after the last arrival, served per device, time to first token min/max (when
+    ``first`` is not empty); and, when ``hist`` has rows, the histogram of
+    latency, wait (and time to first token) over bins from ``lo`` at ``scale`` bins/s (``_bin``),
+    copying the values of the bins marked in ``win`` to ``buf`` (``fill`` counts them, also
+    past the end of ``buf``) except copies of the bin's first value (counted in ``wties``)."""
+    n = arrival.shape[0]
+    last_arrival = arrival[n - 1]
+    ns = 0
+    lat_sum = 0.0
+    wait_sum = 0.0
+    lat_lo = np.inf
+    lat_hi = -np.inf
+    wait_lo = np.inf
+    wait_hi = -np.inf
+    ft_lo = np.inf
+    ft_hi = -np.inf
+    gen = first.shape[0] > 0
+    t1 = arrival[0]
+    good = 0
+    late = 0
+    per_dev = np.zeros(n_dev, dtype=np.int64)
+    nser = hist.shape[0]
+    cap = buf.shape[1]
+    for i in range(n):
+        f = finish[i]
+        if f != f:
+            continue
+        ns += 1
+        a = arrival[i]
+        lat = f - a
+        w = start[i] - a
+        lat_sum += lat
+        wait_sum += w
+        lat_lo = min(lat_lo, lat)
+        lat_hi = max(lat_hi, lat)
+        wait_lo = min(wait_lo, w)
+        wait_hi = max(wait_hi, w)
+        if f > t1:
+            t1 = f
+        if lat <= target:
+            good += 1
+        if start[i] > last_arrival:
+            late += 1
+        if n_dev > 1:
+            per_dev[device[i]] += 1
+        x = 0.0
+        if gen:
+            x = first[i] - a
+            ft_lo = min(ft_lo, x)
+            ft_hi = max(ft_hi, x)
+        for s in range(3):  # histograms (see _bin); a fixed count the compiler unrolls
+            if s >= nser:
+                break
+            v = lat if s == 0 else (w if s == 1 else x)
+            j = _bin(v, lo[s], scale[s])
+            if hist[s, j] == 0:
+                first_v[s, j] = v
+            hist[s, j] += 1
+            if win[s, j]:
+                if v == first_v[s, j]:
+                    wties[s, j] += 1
+                else:
+                    if fill[s] < cap:
+                        buf[s, fill[s]] = v
+                    fill[s] += 1
+    if n_dev == 1:
+        per_dev[0] = ns
+    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi
+
+
+@njit(cache=True, error_model="numpy")
+def _ranks(qs, count):
+    """numpy.percentile's linear rule on ``count`` sorted values: for each percentile q the
+    order statistics (ranks[2q], ranks[2q + 1]) it lies between and its fraction gam[q]."""
+    nq = qs.shape[0]
+    ranks = np.empty(2 * nq, dtype=np.int64)
+    gam = np.empty(nq)
+    for q in range(nq):
+        vi = qs[q] / 100.0 * (count - 1)
+        k = int(math.floor(vi))
+        gam[q] = vi - k
+        ranks[2 * q] = k
+        ranks[2 * q + 1] = min(k + 1, count - 1)
+    return ranks, gam
+
+
+@njit(cache=True, error_model="numpy")
+def _rank_table(qs, count):
+    """``_ranks`` of each row of ``qs`` [series, q]: (ranks [series, 2q], gam [series, q])."""
+    ns, nq = qs.shape
+    ranks = np.empty((ns, 2 * nq), dtype=np.int64)
+    gam = np.empty((ns, nq))
+    for s in range(ns):
+        ranks[s], gam[s] = _ranks(qs[s], count)
+    return ranks, gam
+
+
+@njit(cache=True, error_model="numpy")
+def _rank_bins(hist, ranks, scale):
+    """For each series s (scale > 0) and rank r: the bin holding order statistic ranks[s, r]
+    (0-based) and how many values lie in the bins below it."""
+    ns = hist.shape[0]
+    rbin = np.zeros((ns, ranks.shape[1]), dtype=np.int64)
+    below = np.zeros((ns, ranks.shape[1]), dtype=np.int64)
+    for s in range(ns):
+        if scale[s] == 0.0:
+            continue
+        for r in range(ranks.shape[1]):
+            c = 0
+            j = 0
+            while c + hist[s, j] <= ranks[s, r]:
+                c += hist[s, j]
+                j += 1
+            rbin[s, r] = j
+            below[s, r] = c
+    return rbin, below
+
+
+@njit(cache=True, error_model="numpy")
+def _histogram(series, b, lo, scale, hist, first):
+    """Histogram (``_bin``) of x = a - b for each array ``a`` of the tuple ``series`` (x = a
+    when ``b`` is empty), over the entries where x is not NaN."""
+    n = b.shape[0] if b.shape[0] else series[0].shape[0]
+    hb = b.shape[0] > 0
+    for i in range(n):
+        bi = b[i] if hb else 0.0
+        for s in range(len(series)):
+            x = series[s][i] - bi
+            if x == x:
+                j = _bin(x, lo[s], scale[s])
+                if hist[s, j] == 0:
+                    first[s, j] = x
+                hist[s, j] += 1
+
+
+@njit(cache=True, error_model="numpy")
+def _select(series, b, lo, scale, hist, first, count, qs, out):
+    """Percentiles ``qs[s]`` (0..100) of each series s of ``_histogram`` (``count`` >= 1 entries not
+    NaN, the same entries in every series; a series with scale 0 holds only lo[s]) into
+    ``out[s, q]``, as numpy.percentile's linear interpolation: a pass gathers the values of
+    the bins that hold the wanted order statistics (counting, not gathering, the copies of a
+    bin's first value; when those bins hold more than a sixteenth of the values, a pass
+    counts the copies first, so the gathered values alone take memory), and one partial
+    sort of each such bin picks them."""
+    n = b.shape[0] if b.shape[0] else series[0].shape[0]
+    ns = len(series)
+    nq = qs.shape[1]
+    nbins = _HIST_BINS
+    ranks, gam = _rank_table(qs, count)
+    # bin of each rank, the values below it, and where each wanted bin's values go
+    rbin, below = _rank_bins(hist, ranks, scale)
+    off = np.full((ns, nbins), -1, dtype=np.int64)
+    total = 0
+    for s in range(ns):
+        if scale[s] == 0.0:  # every value is lo[s]
+            continue
+        for r in range(2 * nq):
+            j = rbin[s, r]
+            if off[s, j] < 0:
+                off[s, j] = 0
+                total += hist[s, j]
+    ties = np.zeros((ns, nbins), dtype=np.int64)  # copies of the bin's first value
+    less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
+    hb = b.shape[0] > 0
+    counted = total > max(n >> 4, 1 << 16)  # count the copies in a sweep of their own first
+    buf = np.empty(0)
+    fill = off
+    for sweep in range(2 if counted else 1):
+        gather = sweep == counted
+        if gather:
+            total = 0
+            for s in range(ns):
+                for j in range(nbins):
+                    if off[s, j] >= 0:
+                        off[s, j] = total
+                        total += hist[s, j] - ties[s, j]
+            buf = np.empty(total)
+            fill = off.copy()
+        for i in range(n):
+            bi = b[i] if hb else 0.0
+            for s in range(ns):
+                x = series[s][i] - bi
+                if x == x and scale[s] > 0.0:
+                    j = _bin(x, lo[s], scale[s])
+                    if off[s, j] < 0:
+                        continue
+                    if x == first[s, j]:
+                        if not (counted and gather):
+                            ties[s, j] += 1
+                    elif gather:
+                        buf[fill[s, j]] = x
+                        fill[s, j] += 1
+                        if x < first[s, j]:
+                            less[s, j] += 1
+    for s in range(ns):
+        if scale[s] == 0.0:
+            out[s, :] = lo[s]
+        else:
+            _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out)
+
+
+@njit(cache=True, error_model="numpy")
+def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
+    """The percentiles of series s into ``out[s]`` from the values gathered per wanted bin
+    (``buf`` from ``off[s, j]``: ``less[s, j]`` values below the bin's first value, then the
+    rest, ``ties[s, j]`` copies of the first value left out): one partial sort per wanted
+    bin, at all its ranks, then numpy.percentile's linear interpolation."""
+    nq = gam.shape[1]
+    stats = np.empty(2 * nq)
+    done = np.zeros(2 * nq, dtype=np.bool_)
+    for r in range(2 * nq):
+        if done[r]:
+            continue
+        j = rbin[s, r]
+        m = 0
+        for r2 in range(2 * nq):
+            if rbin[s, r2] == j:
+                m += 1
+        # in the bin: `less` gathered values, then `ties` copies of first, then the rest
+        lj, tj = less[s, j], ties[s, j]
+        ks = np.zeros(m, dtype=np.int64)
+        m = 0
+        for r2 in range(2 * nq):
+            k = ranks[s, r2] - below[s, r2]
+            if rbin[s, r2] == j and not lj <= k < lj + tj:
+                ks[m] = k if k < lj else k - tj
+                m += 1
+        part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
+        if m > 0:
+            part = np.partition(part, ks[:m])
+        for r2 in range(2 * nq):
+            if rbin[s, r2] == j:
+                k = ranks[s, r2] - below[s, r2]
+                stats[r2] = part[k] if k < lj else (first[s, j] if k < lj + tj else part[k - tj])
+                done[r2] = True
+    for q in range(nq):
+        g = gam[s, q]
+        d = stats[2 * q + 1] - stats[2 * q]
+        out[s, q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
+
+
+@njit(cache=True, error_model="numpy")
+def _quantiles_kernel(series, b, lo, hi, count, qs, out):
+    """Percentiles ``qs`` (0..100) of x = a - b for each array ``a`` of the tuple ``series``
+    (x = a when ``b`` is empty), over the entries where x is not NaN; ``out[s, q]``, as
+    numpy.percentile's linear interpolation. Preconditions: ``count`` >= 1 entries are not
+    NaN (the same entries in every series), all of series s within [lo[s], hi[s]]."""
+    ns = len(series)
+    scale = np.zeros(ns)
+    for s in range(ns):
+        if hi[s] > lo[s]:
+            scale[s] = _HIST_BINS / (hi[s] - lo[s])
+    hist = np.zeros((ns, _HIST_BINS), dtype=np.int64)
+    first = np.empty((ns, _HIST_BINS))
+    _histogram(series, b, lo, scale, hist, first)
+    qs2 = np.empty((ns, qs.shape[0]))
+    qs2[:] = qs
+    _select(series, b, lo, scale, hist, first, count, qs2, out)
+
+
+@njit(cache=True, error_model="numpy")
+def _sample(series, b, m):
+    """x = a - b of each series at about ``m`` evenly spaced entries, where not NaN (the same
+    entries in every series): (values [series, c] sorted, c)."""
+    n = b.shape[0]
+    step = max(n // m, 1)
+    vals = np.empty((len(series), (n + step - 1) // step))
+    c = 0
+    for i in range(0, n, step):
+        if series[0][i] == series[0][i]:
+            for s in range(len(series)):
+                vals[s, c] = series[s][i] - b[i]
+            c += 1
+    for s in range(len(series)):
+        vals[s, :c] = np.sort(vals[s, :c])
+    return vals, c
+
+
+@njit(cache=True, error_model="numpy")
+def summary_kernel(series, arrival, start, finish, first, device, target, n_dev, qs, out):
+    """``run_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
+    (finish, start[, first]) - arrival over the served requests, exact, in one pass.
+
+    A sample sets the span of the bins and, around each percentile of the sample, a window
+    of bins wide enough (4 standard deviations of a sample percentile's rank, and more) to
+    hold the run's percentile; the totals' pass histograms every series and copies the
+    values in those windows (counting, not copying, repeats of a bin's first value). When the histogram shows each wanted order statistic inside a
+    window whose copies all fit, they are picked from the copies; otherwise (rare: a run
+    unlike its sample, or one value repeated so often that its copies overflow) ``_select``
+    gathers them in a second pass, and a series whose sample held one value but the run
+    more is histogrammed again over its true range first."""
+    nser = len(series)
+    n = arrival.shape[0]
+    nq = qs.shape[1]
+    vals, c = _sample(series, arrival, _SAMPLE)
+    lo = np.zeros(nser)
+    scale = np.zeros(nser)
+    win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
+    marked = 0
+    for s in range(nser):
+        if c and vals[s, c - 1] > vals[s, 0]:
+            lo[s] = vals[s, 0]
+            scale[s] = _HIST_BINS / (vals[s, c - 1] - vals[s, 0])
+            for q in range(nq):
+                p = qs[s, q] / 100.0
+                mid = p * (c - 1)
+                d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
+                ja = _bin(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
+                jz = _bin(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
+                win[s, ja:jz + 1] = True
+            m = 0
+            for k in range(c):
+                m += win[s, _bin(vals[s, k], lo[s], scale[s])]
+            marked = max(marked, m)
+    cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0  # more: the second pass is cheaper
+    buf = np.empty((nser, cap))
+    fill = np.zeros(nser, dtype=np.int64)
+    hist = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    first_v = np.empty((nser, _HIST_BINS))
+    wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    t = run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill)
+    count = t[0]
+    if count == 0:
+        return t
+    ranks, gam = _rank_table(qs, count)
+    rbin, below = _rank_bins(hist, ranks, scale)
+    caught = True
+    for s in range(nser):
+        caught = caught and scale[s] > 0.0 and fill[s] <= cap
+        for r in range(2 * nq):
+            caught = caught and win[s, rbin[s, r]]
+    if caught:  # pick from the copies: each wanted bin's values, in one place
+        off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
+        less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+        for s in range(nser):
+            total = 0
+            for r in range(2 * nq):
+                j = rbin[s, r]
+                if off[s, j] < 0:
+                    off[s, j] = total
+                    total += hist[s, j] - wties[s, j]
+            part = np.empty(total)
+            put = off.copy()
+            for k in range(fill[s]):
+                x = buf[s, k]
+                j = _bin(x, lo[s], scale[s])
+                if put[s, j] >= 0:
+                    part[put[s, j]] = x
+                    put[s, j] += 1
+                    if x < first_v[s, j]:
+                        less[s, j] += 1
+            _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
+        return t
+    true_lo = (t[2], t[5], t[11])
+    true_hi = (t[3], t[6], t[12])
+    again = False
+    for s in range(nser):
+        if scale[s] == 0.0:  # the sample held one value (or none): bin over the true range
+            lo[s] = true_lo[s]
+            if true_hi[s] > true_lo[s]:
+                scale[s] = _HIST_BINS / (true_hi[s] - true_lo[s])
+                again = True
+    if again:
+        hist[:] = 0
+        _histogram(series, arrival, lo, scale, hist, first_v)
+    _select(series, arrival, lo, scale, hist, first_v, count, qs, out)
+    return t
+
+
+@njit(cache=True, error_model="numpy")
+def select_percentile(arrival, finish, count, q):
+    """Percentile ``q`` (0..100) of finish - arrival over the ``count`` >= 1 entries whose finish
+    is not NaN, by numpy.percentile's linear rule: the two order statistics it lies between
+    are found by one partial sort of the gathered values (not a histogram: for a few
+    thousand values the histogram's bins cost more than the values)."""
+    buf = np.empty(count)
+    m = 0
+    for i in range(finish.shape[0]):
+        f = finish[i]
+        if f == f:
+            buf[m] = f - arrival[i]
+            m += 1
+    ranks, gam = _ranks(np.array([q]), count)
+    k = ranks[0]
+    part = np.partition(buf, k)
+    lo = part[k]
+    hi = lo
+    if ranks[1] > k:
+        hi = part[k + 1]
+        for j in range(k + 2, count):  # the smallest value above rank k
+            if part[j] < hi:
+                hi = part[j]
+    g = gam[0]
+    d = hi - lo
+    return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
+
+
+def percentile_rank(q: float, count: int) -> int:
+    """The lower order statistic k (0-based) that percentile ``q`` (0..100) of ``count`` values
+    lies at or above, by numpy.percentile's linear rule: the percentile is at least the k-th
+    smallest value, so once ``count - k`` values exceed a bound the percentile does too."""
+    if not 0.0 <= float(q) <= 100.0:
+        raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
+    if int(count) != count or count < 1:
+        raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
+    return int(_ranks(np.array([float(q)]), int(count))[0][0])
+
+
+def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
+    """Percentiles ``qs`` of ``a - b`` (or of ``a``) over the entries that are not NaN, as
+    ``numpy.percentile`` gives them; NaN when every entry is NaN. ``a`` may be a tuple of
+    arrays (one row of the result each, NaN at the same entries); ``lo``, ``hi`` (one per
+    array) and ``count`` (entries that are not NaN) may be passed when already known."""
+    series = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (a if isinstance(a, tuple) else (a,)))
+    b = np.zeros(0) if b is None else np.ascontiguousarray(b, dtype=np.float64)
+    qs = np.asarray(qs, dtype=np.float64)
+    if count is None:
+        xs = [x - b if b.size else x for x in series]
+        ok = ~np.isnan(xs[0])
+        count = int(ok.sum())
+        if count:
+            lo, hi = [float(x[ok].min()) for x in xs], [float(x[ok].max()) for x in xs]
+    out = np.full((len(series), qs.size), math.nan)
+    if count:
+        _quantiles_kernel(series, b, np.atleast_1d(np.asarray(lo, dtype=np.float64)),
+                          np.atleast_1d(np.asarray(hi, dtype=np.float64)), int(count), qs, out)
+    return out if isinstance(a, tuple) else out[0]
+
+
+@njit(cache=True, error_model="numpy")
+def _weighted_quantiles_kernel(values, weights, qs, out):
+    """Percentiles ``qs`` (0..100) of the multiset holding ``weights[i]`` copies of ``values[i]``,
+    as numpy.percentile's linear interpolation gives them on that multiset; ``out[q]``.
+
+    Preconditions: weights >= 0 with a positive sum, values finite. As ``_quantiles_kernel``:
+    one pass finds the extremes, one histograms the weights (noting each bin's first value
+    and the weight of its copies), one gathers the other entries of the bins that hold the
+    wanted ranks, and each such bin is sorted to walk its weights to the rank.
+    """
+    m = values.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    total = 0
+    for i in range(m):
+        if weights[i] > 0:
+            total += weights[i]
+            lo = min(lo, values[i])
+            hi = max(hi, values[i])
+    nq = qs.shape[0]
+    ranks, gam = _ranks(qs, total)
+    if not hi > lo:
+        out[:] = lo
+        return
+    nbins = _HIST_BINS
+    scale = nbins / (hi - lo)
+    hist = np.zeros(nbins, dtype=np.int64)
+    first = np.empty(nbins)
+    ties = np.zeros(nbins, dtype=np.int64)
+    for i in range(m):
+        w = weights[i]
+        if w > 0:
+            x = values[i]
+            j = min(int((x - lo) * scale), nbins - 1)
+            if hist[j] == 0:
+                first[j] = x
+            if x == first[j]:
+                ties[j] += w
+            hist[j] += w
+    rbin = np.empty(2 * nq, dtype=np.int64)
+    below = np.empty(2 * nq, dtype=np.int64)
+    want = np.zeros(nbins, dtype=np.bool_)
+    for r in range(2 * nq):
+        c = 0
+        j = 0
+        while c + hist[j] <= ranks[r]:
+            c += hist[j]
+            j += 1
+        rbin[r] = j
+        below[r] = c
+        want[j] = True
+    cnt = np.zeros(nbins, dtype=np.int64)  # entries to gather per wanted bin
+    for i in range(m):
+        if weights[i] > 0:
+            j = min(int((values[i] - lo) * scale), nbins - 1)
+            if want[j] and values[i] != first[j]:
+                cnt[j] += 1
+    off = np.zeros(nbins + 1, dtype=np.int64)
+    for j in range(nbins):
+        off[j + 1] = off[j] + cnt[j]
+    bv = np.empty(off[nbins])
+    bw = np.empty(off[nbins], dtype=np.int64)
+    fill = off[:nbins].copy()
+    for i in range(m):
+        if weights[i] > 0:
+            j = min(int((values[i] - lo) * scale), nbins - 1)
+            if want[j] and values[i] != first[j]:
+                bv[fill[j]] = values[i]
+                bw[fill[j]] = weights[i]
+                fill[j] += 1
+    stats = np.empty(2 * nq)
+    for r in range(2 * nq):
+        j = rbin[r]
+        v = np.append(bv[off[j]:off[j + 1]], first[j])
+        w = np.append(bw[off[j]:off[j + 1]], ties[j])
+        o = np.argsort(v)
+        k = ranks[r] - below[r]
+        c = 0
+        for p in o:
+            c += w[p]
+            if c > k:
+                stats[r] = v[p]
+                break
+    for q in range(nq):
+        g = gam[q]
+        d = stats[2 * q + 1] - stats[2 * q]
+        out[q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
+
+
+def weighted_quantiles(values, weights, qs=(50.0,)) -> np.ndarray:
+    """Percentiles ``qs`` of ``values`` where value i counts ``weights[i]`` times (whole numbers
+    >= 0), as ``numpy.percentile(np.repeat(values, weights), qs)``; NaN when the weights sum to 0."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    w = np.ascontiguousarray(weights, dtype=np.int64)
+    if v.shape != w.shape or v.ndim != 1:
+        raise ValueError("values and weights must be one-dimensional arrays of the same length")
+    if w.size and w.min() < 0:
+        raise ValueError("weights must be whole numbers >= 0")
+    qs = np.asarray(qs, dtype=np.float64)
+    out = np.full(qs.size, math.nan)
+    if w.sum() > 0:
+        if not np.isfinite(v[w > 0]).all():
+            raise ValueError("values with a positive weight must be finite")
+        _weighted_quantiles_kernel(v, w, qs, out)
+    return out
