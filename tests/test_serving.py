@@ -10,7 +10,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
-from ipusim.serving import batching, percentiles, result, service
+from ipusim.serving import batching, service
 
 
 @pytest.fixture(scope="module")
@@ -487,19 +487,6 @@ def test_time_between_tokens_and_ttft_in_the_summary():
     assert "TBT p99" in repr(r)
 
 
-@pytest.mark.parametrize("m", [1, 7, 5000])
-def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
-    rng = np.random.default_rng(m)
-    v = np.round(rng.exponential(1.0, m), 2)  # ties
-    w = rng.integers(0, 5, m)
-    w[0] = 3
-    qs = (0, 1, 50, 99, 99.9, 100)
-    assert np.array_equal(S.weighted_quantiles(v, w, qs), np.percentile(np.repeat(v, w), qs))
-    assert np.isnan(S.weighted_quantiles(v, np.zeros(m, dtype=int))).all()
-    with pytest.raises(ValueError, match=">= 0"):
-        S.weighted_quantiles(v, -w)
-
-
 def test_generation_replicas_deal_requests_in_turn():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=8)
     n = 300
@@ -509,18 +496,6 @@ def test_generation_replicas_deal_requests_in_turn():
     one = S.simulate_generation(arr[1::2], pr[1::2], out[1::2], P.Continuous(8, 10**6), g)
     assert np.array_equal(two.finish_s[1::2], one.finish_s) and np.array_equal(two.device[1::2], np.ones(150))
     assert two.device_busy_s.size == 2
-
-
-@pytest.mark.parametrize("n", [1, 2, 1000, 50_000])
-def test_quantiles_are_numpys_percentiles(n):
-    rng = np.random.default_rng(n)
-    q = (0, 1, 50, 90, 99, 99.9, 100)
-    for x in (rng.exponential(1, n), np.round(rng.random(n) * 4) / 4, np.where(rng.random(n) < 0.3, 2e-3, rng.random(n))):
-        y = x.copy()
-        y[rng.random(n) < 0.05] = np.nan
-        ok = ~np.isnan(y)
-        expect = np.percentile(y[ok], q) if ok.any() else np.full(len(q), np.nan)
-        assert np.array_equal(S.quantiles(y, None, q), expect, equal_nan=True)
 
 
 def test_tables_cache_on_disk_and_without_a_writable_folder(tmp_path, monkeypatch):
@@ -714,64 +689,3 @@ def test_queues_by_length_are_a_stable_sort_by_bucket():
         assert np.array_equal(qidx, np.argsort(k, kind="stable"))
         assert np.array_equal(qoff, np.concatenate([[0], np.cumsum(np.bincount(k, minlength=len(e)))]))
         assert np.array_equal(qmax, [lens[k == q].max() if np.any(k == q) else 0 for q in range(len(e))])
-
-
-@pytest.mark.parametrize("case", ["dynamic", "ties", "overload"])
-def test_summary_percentiles_are_numpys(svc, case):
-    """The summary's one-pass percentiles (picked from the copies in the sample's windows) and
-    its fallback (a second pass: one value repeated, or a run unlike its sample) are exact:
-    numpy.percentile of the served requests' latency and queueing delay, bit for bit."""
-    n = 30_000
-    arr = A.poisson({"dynamic": 1000.0, "ties": 50.0, "overload": 20_000.0}[case], n, seed=3)
-    lens = lengths.sample(n, long_fraction=0.3, seed=4)
-    chip = svc["gc200"]
-    dev = S.fixed_service(0.001) if case == "ties" else chip
-    pol = P.Dynamic(1, 0.0) if case == "ties" else P.Dynamic(S.largest_batch(chip, 512), 0.002)
-    r = S.simulate(arr, lens, pol, dev, max_waiting=None if case != "overload" else 5000)
-    s = r.summary()
-    ok = ~np.isnan(r.finish_s)
-    lat, wait = (r.finish_s - r.arrival_s)[ok], (r.start_s - r.arrival_s)[ok]
-    assert [s["latency_p50_s"], s["latency_p90_s"], s["latency_p99_s"], s["latency_p999_s"]] == list(
-        np.percentile(lat, [50, 90, 99, 99.9]))
-    assert s["queueing_p99_s"] == np.percentile(wait, 99)
-    assert s["latency_mean_s"] == np.cumsum(lat)[-1] / lat.size  # summed in request order
-    assert s["served"] == lat.size and (case != "overload" or not s["stable"])
-
-
-@pytest.mark.parametrize("case", ["sample of one value", "sample unlike the run"])
-def test_summary_percentiles_when_the_sample_misleads(case):
-    """Requests whose latencies repeat with the sample's stride: the sample sees one value (the
-    bins are spread again over the true range) or only the low ones (the wanted order
-    statistics are outside its windows: a second pass gathers them). Still numpy's values."""
-    n = 100_003
-    step = max(n // percentiles._SAMPLE, 1)
-    rng = np.random.default_rng(9)
-    arr = np.arange(n, dtype=np.float64)  # whole seconds: (a + 0.25) - a is 0.25 exactly
-    sampled = np.arange(n) % step == 0
-    if case == "sample of one value":
-        lat = np.where(sampled, 0.25, rng.random(n))
-        wait = np.where(sampled, 0.125, lat * rng.random(n))
-    else:
-        lat = np.where(sampled, rng.random(n) * 1e-3, 1.0 + rng.random(n))
-        wait = lat * rng.random(n)
-    r = result.ServingResult(
-        policy="synthetic", devices=("d",), arrival_s=arr, lengths=np.ones(n, dtype=np.int64), start_s=arr + wait,
-        finish_s=arr + lat, device=np.zeros(n, dtype=np.int16), batch_id=np.arange(n, dtype=np.int32),
-        device_busy_s=np.array([lat.sum()]), device_real_tokens=np.array([n]), device_computed_tokens=np.array([n]),
-        batches=n)
-    s = r.summary()
-    lat_r, wait_r = r.finish_s - arr, r.start_s - arr
-    assert [s["latency_p50_s"], s["latency_p90_s"], s["latency_p99_s"], s["latency_p999_s"]] == list(
-        np.percentile(lat_r, [50, 90, 99, 99.9]))
-    assert s["queueing_p99_s"] == np.percentile(wait_r, 99)
-
-
-def test_quantiles_count_a_repeated_value_before_gathering():
-    """One value repeated more than a sixteenth of the values (and 65,536 times) in a wanted
-    bin: a sweep counts its copies first, so only the others are gathered. numpy's values."""
-    rng = np.random.default_rng(11)
-    n = 200_000
-    x = np.where(rng.random(n) < 0.7, 0.5, rng.random(n))
-    x[rng.random(n) < 0.01] = np.nan
-    q = (0, 10, 50, 90, 99, 100)
-    assert np.array_equal(S.quantiles(x, None, q), np.percentile(x[~np.isnan(x)], q))
