@@ -4,6 +4,7 @@ against ``summary()``, ``run_plan``'s stop once a percentile is certain to miss 
 against the whole run, ``with_arrivals`` against ``make_plan``, and the disk-cached
 ``tables.largest_replica_batch`` against its build."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -142,3 +143,34 @@ def test_largest_replica_batch_is_cached_on_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(tables, "_largest_replica_batch", lambda *a: pytest.fail("rebuilt"))
     assert tables.largest_replica_batch(spec, 512, cap=64) == want
     assert len(list(tmp_path.iterdir())) == 1
+
+
+def _requests_pass_reference(arrival, lens):
+    """Plain Python: sorted and finite (every step >=, so NaN fails), min, max, sum of lengths."""
+    ordered = all(arrival[i] >= arrival[i - 1] for i in range(1, len(arrival)))
+    return ordered, min(lens), max(lens), sum(int(x) for x in lens)
+
+
+@pytest.mark.parametrize("case", ["sorted", "swapped", "nan", "one"])
+def test_make_plan_one_pass_check_and_length_mean(case, devs):
+    """make_plan's fused pass (arrival order, smallest/largest/sum of lengths) against a plain
+    reference, and the plan's mean length (capacity_rps) against numpy's mean, bit for bit."""
+    n = 1 if case == "one" else 5000
+    arr = A.poisson(100.0, n, seed=3)
+    lens = lengths.sample(n, long_fraction=0.3, seed=4)
+    if case == "swapped":
+        arr[[100, 101]] = arr[[101, 100]]
+    if case == "nan":
+        arr[2000] = np.nan
+    got = batching._requests_pass(arr, lens)
+    assert tuple(int(x) for x in got) == tuple(int(x) for x in _requests_pass_reference(arr, lens))
+    pol = P.Dynamic(8, 0.002)
+    if not got[0]:
+        with pytest.raises(ValueError, match="sorted ascending"):
+            batching.make_plan(arr, lens, pol, [devs["gc200"]])
+        return
+    for given in (lens, int(lens[0])):
+        plan = batching.make_plan(arr, given, pol, [devs["gc200"]])
+        assert plan.length_mean == plan.lengths.mean()
+        counted = batching.capacity_rps([devs["gc200"]], plan)
+        assert counted == batching.capacity_rps([devs["gc200"]], dataclasses.replace(plan, length_mean=math.nan))

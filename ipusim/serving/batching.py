@@ -85,6 +85,7 @@ class Plan:
     ad_util: float
     ad_window: int
     max_waiting: int
+    length_mean: float = float("nan")  # tokens, the mean request length (``capacity_rps``); NaN: not counted
 
 
 def as_devices(devices) -> list[ServiceModel]:
@@ -98,15 +99,19 @@ def as_devices(devices) -> list[ServiceModel]:
     return devs
 
 
-def arrival_array(arrival_s) -> np.ndarray:
-    """Arrival times as a float64 array (no copy when already one), checked sorted and finite."""
+_UNSORTED = "arrival_s must be sorted ascending and finite (results are per request in arrival order)"
+
+
+def arrival_array(arrival_s, *, order: bool = True) -> np.ndarray:
+    """Arrival times as a float64 array (no copy when already one), checked sorted and finite
+    (``order=False``: the first and last checked only; the caller checks the order)."""
     arr = np.asarray(arrival_s, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError("arrival_s must be a non-empty one-dimensional array of times (s)")
     if not (np.isfinite(arr[0]) and np.isfinite(arr[-1])) or arr[0] < 0:
         raise ValueError("arrival_s must hold finite times >= 0 (s)")
-    if not _sorted_finite(arr):
-        raise ValueError("arrival_s must be sorted ascending and finite (results are per request in arrival order)")
+    if order and not _sorted_finite(arr):
+        raise ValueError(_UNSORTED)
     return arr
 
 
@@ -130,6 +135,24 @@ def _min_max(a):
     return lo, hi
 
 
+@njit(cache=True)
+def _requests_pass(arrival, lengths):
+    """One pass over a run's requests (same size): (arrival sorted and finite, smallest
+    length, largest length, sum of lengths); the sum wraps if the lengths are beyond
+    ``MAX_LENGTH`` (the caller refuses those)."""
+    ordered = True
+    lo = lengths[0]
+    hi = lengths[0]
+    total = lengths[0]
+    for i in range(1, arrival.shape[0]):
+        ordered &= arrival[i] >= arrival[i - 1]  # also false for NaN; no branch: the loop vectorises
+        x = lengths[i]
+        lo = min(lo, x)
+        hi = max(hi, x)
+        total += x
+    return ordered, lo, hi, total
+
+
 def token_array(name: str, values, n: int) -> np.ndarray:
     """Per-request token counts as int64 (a scalar repeats); whole numbers >= 1, one per request."""
     return _tokens(name, values, n)[0]
@@ -137,10 +160,30 @@ def token_array(name: str, values, n: int) -> np.ndarray:
 
 def _tokens(name, values, n):
     """(``token_array``, its largest value)."""
+    return _tokens_sum(name, values, n)[:2]
+
+
+def _tokens_sum(name, values, n, arrival=None):
+    """(``token_array``, its largest value, its sum or None when not counted); with ``arrival``
+    (float64, n, ends checked by ``arrival_array(order=False)``), first checks it is sorted,
+    in the same pass as the lengths when they are already an int64 array."""
     if np.isscalar(values) or np.ndim(values) == 0:
+        if arrival is not None and not _sorted_finite(arrival):
+            raise ValueError(_UNSORTED)
         v = positive(name, values, integer=True)
-        return np.full(n, v, dtype=np.int64), v
-    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.size:
+        return np.full(n, v, dtype=np.int64), v, v * n
+    fast = isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.size
+    if arrival is not None:
+        if fast and values.size == n:
+            ordered, lo, hi, total = _requests_pass(arrival, values)
+            if not ordered:
+                raise ValueError(_UNSORTED)
+            if lo < 1:
+                raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
+            return values, int(hi), int(total)
+        if not _sorted_finite(arrival):
+            raise ValueError(_UNSORTED)
+    if fast:
         lo, hi = _min_max(values)
         if lo < 1:
             raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
@@ -150,14 +193,14 @@ def _tokens(name, values, n):
         hi = arr.max()
     if arr.size != n:
         raise ValueError(f"{name} has {arr.size} entries, arrival_s has {n}: give one length per request (token counts)")
-    return arr, int(hi)
+    return arr, int(hi), None
 
 
 def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEED, max_waiting=None) -> Plan:
     """Check the inputs of ``simulate`` and turn them into a ``Plan``."""
-    arr = arrival_array(arrival_s)
+    arr = arrival_array(arrival_s, order=False)
     n = arr.size
-    lens, lmax = _tokens("lengths", lengths, n)
+    lens, lmax, lsum = _tokens_sum("lengths", lengths, n, arr)
     devs = as_devices(devices)
     if isinstance(policy, P.Continuous):
         raise ValueError("Continuous batching is for generation: use simulate_generation")
@@ -236,6 +279,8 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         kind=kind, q_batch=np.full(nq, B, dtype=np.int64), q_delay=np.full(nq, float(D)), budget=int(budget),
         pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
         ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
+        # np.mean's value: its float64 partial sums are exact integers while the total stays below 2**53
+        length_mean=lsum / n if lsum is not None and lmax * n < 2**53 else float("nan"),
     )
 
 
@@ -619,7 +664,8 @@ def simulate(
 
 def capacity_rps(devs, plan) -> float:
     """Rough service capacity (req/s, the ``ServingResult.capacity_rps`` of a run of ``plan``): each device's best requests/s at the mean length and the policy's batch."""
-    L = int(round(float(plan.lengths.mean())))
+    mean = plan.length_mean if np.isfinite(plan.length_mean) else plan.lengths.mean()
+    L = int(round(float(mean)))
     B = int(plan.q_batch[0])
     cap = 0.0
     for d in devs:
