@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
 import time
 
 
@@ -23,3 +25,14 @@ def kernel_row(name: str, kernel, reference, *, goal: str, note: str, repeat: in
     """One benchmark row: best of ``repeat`` calls of ``kernel()`` beside one call of ``reference()``, seconds."""
     return {"name": name, "kernel_s": best_of(kernel, repeat), "reference_s": best_of(reference, 1),
             "goal": goal, "note": note}
+
+
+def child_times(argv) -> tuple[float, float]:
+    """(wall, CPU user+sys) seconds of one child process running ``argv`` (output captured; a
+    failing command raises)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)

@@ -16,15 +16,13 @@ Rows (BERT-base on GC200, 30% long requests, Poisson at 1,000 req/s: a stable lo
 
 from __future__ import annotations
 
-import resource
-import subprocess
 import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, child_times
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
@@ -56,12 +54,7 @@ def _cpu_of(fn, repeat: int = 1) -> tuple[float, float]:
 
 def _cli_s(args) -> tuple[float, float]:
     """(wall, CPU user+sys) seconds of ``python -m ipusim ARGS`` in a child process."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ipusim", *args], check=True, capture_output=True)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return child_times([sys.executable, "-m", "ipusim", *args])
 
 
 def _cold_cli(args) -> tuple[float, float]:

@@ -19,26 +19,14 @@ package's sources, which no installed copy does.
 from __future__ import annotations
 
 import compileall
-import resource
-import subprocess
 import sys
 from pathlib import Path
+
+from _timing import child_times
 
 import ipusim
 
 FLOOR = "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh()"
-
-
-def _run(argv) -> tuple[float, float]:
-    """(wall, CPU user+sys) seconds of one child process."""
-    import time
-
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(argv, check=True, capture_output=True)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def rows(quick: bool) -> list[dict]:
@@ -49,12 +37,12 @@ def rows(quick: bool) -> list[dict]:
     cmds = {"floor": floor, "serve": serve} if quick else {"floor": floor, "serve": serve, "checklist": md}
     if not quick:  # warm: table cache and Numba cache filled, files in the page cache
         for argv in cmds.values():
-            _run(argv)
+            child_times(argv)
     repeat = 1 if quick else 5
     runs = {k: [] for k in cmds}
     for _ in range(repeat):  # alternating, so that a change of load on a shared machine hits all alike
         for k, argv in cmds.items():
-            runs[k].append(_run(argv))
+            runs[k].append(child_times(argv))
     best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in runs.items()}
     fw, fc = best["floor"]
     out = [{"name": "start-up floor: numpy + Numba + Numba context set-up", "kernel_s": fw, "reference_s": None,
