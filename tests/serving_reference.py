@@ -294,7 +294,8 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap, steps=
             start[nxt] = t
             nxt += 1
         dt = 0.0
-        if new and old and len(new) + len(old) <= gen.mixed.shape[0]:  # one mixed step
+        if (new and old and len(new) + len(old) <= gen.mixed.shape[0]  # one mixed step, where the table prices it
+                and np.isfinite(gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)])):
             mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
             col = -(-mean_ctx // gen.ctx_step)
             dt = (gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)]
@@ -395,7 +396,8 @@ def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk, st
             pieces[nxt] = min(pr[nxt], budget)
             budget -= pieces[nxt]
             nxt += 1
-        if pieces and dec and len(pieces) + len(dec) <= gen.mixed.shape[0]:
+        if (pieces and dec and len(pieces) + len(dec) <= gen.mixed.shape[0]
+                and np.isfinite(gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)])):
             mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
             col = -(-mean_ctx // gen.ctx_step)
             dt = (gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)]

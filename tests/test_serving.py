@@ -602,6 +602,32 @@ def test_mixed_prefill_and_decode_is_one_step():
     assert a.device_busy_s[0] < b.device_busy_s[0]  # the same work in less device time
 
 
+def test_a_mixed_cell_the_table_cannot_price_runs_as_two_steps():
+    """A mixed-table cell that is ``inf`` (next to a grid point whose one step does not fit) is
+    priced as the prefill step plus the decode step, as an iteration beyond the table is: the
+    run goes on (finite times, as the reference with the same rule) instead of failing."""
+    import dataclasses
+
+    g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
+    mix = g.mixed.copy()
+    mix[:, 2:, :] = np.where(np.isnan(mix[:, 2:, :]), np.nan, np.inf)  # two prompts or more: unpriced
+    h = dataclasses.replace(g, mixed=mix)
+    assert h.mixed_s(4, 4, 128, 1) == g.prefill.table[4, 128] + g.decode[4, 1]
+    assert h.mixed_s(4, 1, 128, 1) == g.mixed_s(4, 1, 128, 1)
+    arr, pr, out = _generation_requests(800, 60)
+    for pol, ref in ((P.Continuous(16, 100_000), R.continuous_reference),
+                     (P.Continuous(16, 100_000, chunk_tokens=256), R.chunked_reference)):
+        a = S.simulate_generation(arr, pr, out, pol, h)
+        steps = []
+        args = (pol.max_batch, pol.kv_capacity_tokens) + ((pol.chunk_tokens,) if pol.chunk_tokens else ())
+        st_, first, fin, iters, gaps = ref(arr, pr, out, h, *args, steps)
+        assert np.all(np.isfinite(a.finish_s)) and np.array_equal(a.finish_s, fin)
+        assert np.array_equal(a.first_token_s, first) and a.batches == iters
+        _same_gaps(a, gaps, out, steps)
+        base = S.simulate_generation(arr, pr, out, pol, g)
+        assert not np.array_equal(base.finish_s, a.finish_s)  # some iterations did reach the unpriced cells
+
+
 def test_gap_table_too_large_lists_mixed_steps_with_the_same_gaps(monkeypatch):
     """Over ``GAP_CELLS_MAX`` the kernels list each mixed step instead of counting it in a
     [decodes, prompts, prompt column, column] table (which at 128 rows would be hundreds of MB):

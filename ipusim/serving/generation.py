@@ -120,7 +120,9 @@ def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
     from its table entries: ``pre_s`` the prefill step of the prompts, ``dec_s`` the decode
     step at the decodes' context column (``dec_first_s`` at the first column) and, when
     ``mixed_fits``, ``mixed_s`` the mixed step, to which the decodes' attention beyond the
-    first column is added (see ``GenerationModel.mixed_s``). Scalars only: inlined into the
+    first column is added (see ``GenerationModel.mixed_s``). ``mixed_fits`` is false beyond
+    the mixed table and where its cell is ``inf`` (next to a grid point whose one step does not
+    fit): then the iteration runs as the prefill step plus the decode step. Scalars only: inlined into the
     kernels, a helper taking arrays would cost reference counting on every iteration."""
     dt = 0.0
     if nnew == 0:
@@ -139,10 +141,11 @@ def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
 def _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx):
     """Seconds of an iteration prefilling ``nnew`` prompts (longest ``pmax``) and decoding
     ``old`` sequences of mean context ``mean_ctx`` (see ``GenerationModel.mixed_s``)."""
-    fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
+    mc = (pmax + mixed_step - 1) // mixed_step
+    fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0] and mixed[old, nnew, mc] < np.inf
     return _step_s(nnew, old, lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step),
                    lookup_s(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step), dec_tab[old, 1] if fits else 0.0,
-                   mixed[old, nnew, (pmax + mixed_step - 1) // mixed_step] if fits else 0.0, fits)
+                   mixed[old, nnew, mc] if fits else 0.0, fits)
 
 
 @njit(cache=True, inline="always")
@@ -278,8 +281,8 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         if old > 0:
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
-        fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0]
         mc = (pmax + mixed_step - 1) // mixed_step
+        fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0] and mixed[old, nnew, mc] < np.inf
         dt = _step_s(nnew, old, pre_tab[nnew, (pmax + pre_step - 1) // pre_step], dec_tab[old, col], dec_tab[old, 1],
                      mixed[old, nnew, mc] if fits else 0.0, fits)
         if nnew == 0 and old > 0:
@@ -402,8 +405,8 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
             nxt += 1
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
         col = (mean_ctx + ctx_step - 1) // ctx_step
-        fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0]
         mc = (lmax + mixed_step - 1) // mixed_step
+        fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0] and mixed[d, npc, mc] < np.inf
         dt = _step_s(npc, d, pre_tab[npc, (lmax + pre_step - 1) // pre_step], dec_tab[d, col], dec_tab[d, 1],
                      mixed[d, npc, mc] if fits else 0.0, fits)
         t = t + dt
