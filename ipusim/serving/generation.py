@@ -187,11 +187,9 @@ def _gap_cells(max_batch: int, gen: GenerationModel, static: bool) -> np.ndarray
     iterations counted, mixed steps listed one by one like any other iteration with prefills
     (at most one per request unchunked). The gaps are the same values either way."""
     dec_cols = gen.decode.shape[1]
-    if static or gen.mixed.shape[0] == 0:
-        return np.zeros((max_batch + 1, 1, 1, dec_cols), dtype=np.int64)
     rows, cols = gen.mixed.shape[0], gen.mixed.shape[2]
-    if (max_batch + 1) * rows * cols * dec_cols > GAP_CELLS_MAX:
-        return np.zeros((max_batch + 1, 1, 1, dec_cols), dtype=np.int64)
+    if static or rows == 0 or (max_batch + 1) * rows * cols * dec_cols > GAP_CELLS_MAX:
+        rows = cols = 1  # no prompt axis: decode-only iterations counted, mixed steps listed
     return np.zeros((max_batch + 1, rows, cols, dec_cols), dtype=np.int64)
 
 
