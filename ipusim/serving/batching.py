@@ -397,10 +397,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                      pref_min, pref, ad_target, ad_util, ad_window, max_waiting, late_s, late_limit,
                      start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
     """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
-    served) and each batch's start, finish and device (``start``, ``finish``, ``device``
-    indexed by batch; the entry after the last batch gets NaN, NaN, -1, so indexing with a
-    request's batch id -1 reads "not served"): a batch's requests share those, and per
-    batch the kernel writes a tenth of the memory.
+    served) and each batch's start, finish and device, which its requests share (4 bytes
+    per request and 18 per batch, not 22 per request); the entry after the last batch gets
+    NaN, NaN, -1, so a request's batch id -1 reads "not served".
 
     Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
     one device; outputs of size n + 1 (``batch_id``: n; any content: every entry up to the
@@ -606,7 +605,7 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
     the whole run's percentile would be above ``late_s``: a search that only asks "is the
     p99 within the target" learns "no" without the rest of the run."""
     n, nd = plan.arrival.size, plan.serves.shape[0]
-    # per batch: room for n batches and the entry after them (pages never written cost nothing)
+    # per batch: room for n batches and one entry more (pages never written cost nothing)
     start, finish, device = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1, dtype=np.int16)
     batch_id = np.empty(n, dtype=np.int32)
     busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
@@ -616,11 +615,8 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
                      plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
                      plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting, float(late_s),
                      n + 1 if late_limit is None else int(late_limit), start, finish, device, batch_id, busy, real, comp, info)
-    m = int(info[0]) + 1
-    if m < n // 2:  # a copy of the batches written, so the run does not hold room for n of them
-        start, finish, device = start[:m].copy(), finish[:m].copy(), device[:m].copy()
-    else:
-        start, finish, device = start[:m], finish[:m], device[:m]
+    m = int(info[0]) + 1  # the batches and the entry after them: a copy, unless they fill most of the room
+    start, finish, device = (a[:m].copy() if m < n // 2 else a[:m] for a in (start, finish, device))
     return start, finish, device, batch_id, busy, real, comp, info
 
 
