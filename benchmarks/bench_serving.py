@@ -22,7 +22,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _timing import best_of, child_times
+from _timing import best_of, child_times, compile_package
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
@@ -171,6 +171,7 @@ def rows(quick: bool) -> list[dict]:
                         f"stable={summ['stable']}"})
     # the command line as a user runs it: warm (tables cached on disk by the rows above / a first
     # run) beside cold (an empty table cache: a fresh IPUSIM_CACHE_DIR; Numba's cache stays warm)
+    compile_package()
     serve = ["serve", "--rate", "1000", "--requests", "100000"]
     md = ["checklist", "--format", "md", "--no-progress"]
     cmds = [(serve, "ipusim serve --rate 1000 --requests 100000 (GC200)", "warm < 1.5 s")]

@@ -18,19 +18,15 @@ package's sources, which no installed copy does.
 
 from __future__ import annotations
 
-import compileall
 import sys
-from pathlib import Path
 
-from _timing import child_times
-
-import ipusim
+from _timing import child_times, compile_package
 
 FLOOR = "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh()"
 
 
 def rows(quick: bool) -> list[dict]:
-    compileall.compile_dir(str(Path(ipusim.__file__).parent), quiet=1)
+    compile_package()
     floor = [sys.executable, "-c", FLOOR]
     serve = [sys.executable, "-m", "ipusim", "serve", "--rate", "1000", "--requests", "100000"]
     md = [sys.executable, "-m", "ipusim", "checklist", "--format", "md", "--no-progress"]

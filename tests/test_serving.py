@@ -41,7 +41,7 @@ def _reference(arr, lens, pol, devs, router=None, seed=0):
     """The plain-Python reference's run of the same inputs, as a ServingResult."""
     devs = batching.as_devices(devs)
     plan = batching.make_plan(arr, lens, pol, devs, router, seed, 100_000)
-    return batching.result_of(plan, devs, pol, R.simulate_reference(plan), 0.1)
+    return batching.result_of(plan, devs, pol, R.simulate_reference(plan), 0.1, by_batch=False)
 
 
 def _same(a, b):
@@ -273,7 +273,8 @@ def test_result_repr_and_dict(svc):
 
 @pytest.mark.slow
 def test_ten_million_requests_stay_within_100_bytes_each():
-    """Memory of a whole 10^7-request run (inputs, per-request results, summary), by tracemalloc."""
+    """Memory of a whole 10^7-request run (inputs, per-request results, summary), by tracemalloc:
+    with start, finish and device made per request from the batches, as a user reading them."""
     import tracemalloc
 
     n = 10_000_000
@@ -283,9 +284,10 @@ def test_ten_million_requests_stay_within_100_bytes_each():
     lens = lengths.sample(n, long_fraction=0.3, seed=1)
     r = S.simulate(arr, lens, P.Dynamic(S.largest_batch(dev, 512), 0.002), dev, max_waiting=None)  # 32 does not fit
     s = r.summary()
+    per_request = (r.start_s, r.finish_s, r.device)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert s["served"] == n
+    assert s["served"] == n and all(a.shape == (n,) for a in per_request)
     assert peak / n <= 100, f"{peak / n:.0f} bytes/request"
 
 

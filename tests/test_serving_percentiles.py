@@ -2,6 +2,8 @@
 the one-pass path (values copied from windows around each wanted rank), its fallbacks (a
 second pass when the sample misleads), and the counting of a value repeated many times."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -34,8 +36,9 @@ def test_summary_percentiles_are_numpys(case):
     assert s["served"] == lat.size and (case != "overload" or not s["stable"])
 
 
+@pytest.mark.parametrize("by_batch", [False, True])
 @pytest.mark.parametrize("case", ["sample of one value", "sample unlike the run"])
-def test_summary_percentiles_when_the_sample_misleads(case):
+def test_summary_percentiles_when_the_sample_misleads(case, by_batch):
     """Requests whose latencies repeat with the sample's stride: the sample sees one value (the
     bins are spread again over the true range) or only the low ones (the wanted order
     statistics are outside its windows: a second pass gathers them). Still numpy's values."""
@@ -50,9 +53,12 @@ def test_summary_percentiles_when_the_sample_misleads(case):
     else:
         lat = np.where(sampled, rng.random(n) * 1e-3, 1.0 + rng.random(n))
         wait = lat * rng.random(n)
+    times = (arr + wait, arr + lat, np.zeros(n, dtype=np.int16))
+    if by_batch:  # each request its own batch, read through batch_id (and the entry after the last)
+        times = tuple(np.append(t, np.nan if t.dtype.kind == "f" else -1).astype(t.dtype) for t in times)
     r = result.ServingResult(
-        policy="synthetic", devices=("d",), arrival_s=arr, lengths=np.ones(n, dtype=np.int64), start_s=arr + wait,
-        finish_s=arr + lat, device=np.zeros(n, dtype=np.int16), batch_id=np.arange(n, dtype=np.int32),
+        policy="synthetic", devices=("d",), arrival_s=arr, lengths=np.ones(n, dtype=np.int64), times=times,
+        by_batch=by_batch, batch_id=np.arange(n, dtype=np.int32),
         device_busy_s=np.array([lat.sum()]), device_real_tokens=np.array([n]), device_computed_tokens=np.array([n]),
         batches=n)
     s = r.summary()
@@ -96,3 +102,29 @@ def test_quantiles_are_numpys_percentiles(n):
         ok = ~np.isnan(y)
         expect = np.percentile(y[ok], q) if ok.any() else np.full(len(q), np.nan)
         assert np.array_equal(S.quantiles(y, None, q), expect, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["one device", "two devices", "stopped early"])
+def test_times_kept_per_batch_read_as_per_request(case):
+    """A batched run keeps start, finish and device once per batch, with one entry more (NaN,
+    NaN, -1) that requests not served read through batch id -1; ``start_s``, ``finish_s`` and
+    ``device`` gathered per request, the summary and ``slo_view`` read from the batches are
+    those of the same run held per request, exactly."""
+    n = 40_000
+    arr = A.poisson(30_000.0 if case == "stopped early" else 1500.0, n, seed=5)
+    lens = lengths.sample(n, long_fraction=0.3, seed=6)
+    chip = S.chip_service("gc200", "bert-base", max_batch=32)
+    devs = [chip, chip] if case == "two devices" else chip
+    r = S.simulate(arr, lens, P.Dynamic(16, 0.002), devs, max_waiting=2000 if case == "stopped early" else None)
+    start, finish, device = r.times
+    assert r.by_batch and start.shape == finish.shape == device.shape == (r.batches + 1,)
+    assert np.isnan(start[-1]) and np.isnan(finish[-1]) and device[-1] == -1
+    served = r.batch_id >= 0
+    assert r.stopped_early == (case == "stopped early") and served.any() and (case != "stopped early" or not served.all())
+    assert np.array_equal(r.finish_s[served], finish[r.batch_id[served]])
+    assert np.isnan(r.start_s[~served]).all() and (r.device[~served] == -1).all()
+    per_request = dataclasses.replace(r, times=(r.start_s, r.finish_s, r.device), by_batch=False)
+    assert r.summary() == per_request.summary()
+    for q in (50.0, 99.0, 99.5):
+        fresh = dataclasses.replace(r)  # no cached summary: slo_view runs its own kernels
+        assert fresh.slo_view(q) == dataclasses.replace(per_request).slo_view(q)

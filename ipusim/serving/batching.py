@@ -25,7 +25,7 @@ from .service import MAX_LENGTH, ServiceModel, batch_shape, largest_batch
 
 DEFAULT_SEED = 0
 # The CLI's cap on requests per run. A run holds about 100 bytes per request (arrival, length,
-# start, finish, device, batch id and the summary's temporaries; measured in
+# batch id, start, finish and device once read per request, and the summary's temporaries; measured in
 # tests/test_serving.py::test_ten_million_requests_stay_within_100_bytes_each), so 20 million
 # requests need about 2 GB: the most a laptop-sized machine holds without being OOM-killed.
 MAX_REQUESTS = 20_000_000
@@ -396,11 +396,14 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                      m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
                      pref_min, pref, ad_target, ad_util, ad_window, max_waiting, late_s, late_limit,
                      start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
-    """Event loop of batched serving. Writes per-request start/finish/device/batch_id.
+    """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
+    served) and each batch's start, finish and device, which its requests share (4 bytes
+    per request and 18 per batch, not 22 per request); the entry after the last batch gets
+    NaN, NaN, -1, so a request's batch id -1 reads "not served".
 
     Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
-    one device; outputs of size n (any content: every entry is written, NaN / -1 for
-    requests not served); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
+    one device; outputs of size n + 1 (``batch_id``: n; any content: every entry up to the
+    last batch's is written); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
     dispatched requests]. Each step picks the (device, queue) pair that can send a batch
     earliest (ties: the device free first, then the oldest head request, then lower
     indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
@@ -557,11 +560,11 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
         if m_rand[mi]:
             s = s * mult[h if one else qidx[qoff[k] + h]]
         fin = t + s
+        start[nb] = t
+        finish[nb] = fin
+        device[nb] = d
         for m in range(h, h + size):
             i = m if one else qidx[qoff[k] + m]
-            start[i] = t
-            finish[i] = fin
-            device[i] = d
             batch_id[i] = nb
             if fin - arrival[i] > late_s:
                 late += 1
@@ -582,18 +585,19 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
             break
     for k in range(nq):  # requests never sent
         for m in range(head[k], cnt[k]):
-            i = m if one else qidx[qoff[k] + m]
-            start[i] = np.nan
-            finish[i] = np.nan
-            device[i] = -1
-            batch_id[i] = -1
+            batch_id[m if one else qidx[qoff[k] + m]] = -1
+    start[nb] = np.nan
+    finish[nb] = np.nan
+    device[nb] = -1
     info[0] = nb
     info[1] = stopped
     info[2] = dispatched
 
 
 def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
-    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info).
+    """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info),
+    where start, finish (s) and device are per batch, with one entry more (NaN, NaN, -1) read
+    by requests not served (batch id -1); see ``_simulate_kernel``.
 
     ``late_s``, ``late_limit``: stop once ``late_limit`` requests have a latency above ``late_s``
     seconds (``info[1]`` = 2; default: never). With ``late_limit`` = n - k, where k is the
@@ -601,8 +605,9 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
     the whole run's percentile would be above ``late_s``: a search that only asks "is the
     p99 within the target" learns "no" without the rest of the run."""
     n, nd = plan.arrival.size, plan.serves.shape[0]
-    start, finish = np.empty(n), np.empty(n)
-    device, batch_id = np.empty(n, dtype=np.int16), np.empty(n, dtype=np.int32)
+    # per batch: room for n batches and one entry more (pages never written cost nothing)
+    start, finish, device = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1, dtype=np.int16)
+    batch_id = np.empty(n, dtype=np.int32)
     busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
     info = np.zeros(3, dtype=np.int64)
     _simulate_kernel(plan.arrival, plan.lengths, plan.mult, plan.qidx, plan.qoff, plan.serves, plan.dev_model,
@@ -610,22 +615,26 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
                      plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
                      plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting, float(late_s),
                      n + 1 if late_limit is None else int(late_limit), start, finish, device, batch_id, busy, real, comp, info)
+    m = int(info[0]) + 1  # the batches and the entry after them: a copy, unless they fill most of the room
+    start, finish, device = (a[:m].copy() if m < n // 2 else a[:m] for a in (start, finish, device))
     return start, finish, device, batch_id, busy, real, comp, info
 
 
-def result_of(plan: Plan, devices, policy, out, latency_target_s: float, *, capacity: bool = True) -> ServingResult:
-    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them).
-    ``capacity=False`` leaves the rough a-priori ``capacity_rps`` NaN (it costs a service-time
-    lookup per device; a search that reads only ``slo_view`` adds it with ``capacity_rps``
-    to the result it keeps)."""
+def result_of(plan: Plan, devices, policy, out, latency_target_s: float, *, capacity: bool = True,
+              by_batch: bool = True) -> ServingResult:
+    """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them: start,
+    finish and device per batch; ``by_batch=False``: per request, as the tests' reference
+    writes them). ``capacity=False`` leaves the rough a-priori ``capacity_rps`` NaN (it costs a
+    service-time lookup per device; a search that reads only ``slo_view`` adds it with
+    ``capacity_rps`` to the result it keeps)."""
     start, finish, device, batch_id, busy, real, comp, info = out
     if info[2] and not np.isfinite(busy).all():  # a batch whose step did not fit has an infinite time
-        i = int(np.flatnonzero(np.isinf(finish))[0])
+        i = int(np.flatnonzero(np.isinf(finish[batch_id] if by_batch else finish))[0])
         raise ValueError(f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
                          f"(the machine model has no time for it); lower the policy's batch or token budget")
     return ServingResult(
         policy=policy.describe(), devices=tuple(d.name for d in devices), arrival_s=plan.arrival,
-        lengths=plan.lengths, start_s=start, finish_s=finish, device=device, batch_id=batch_id,
+        lengths=plan.lengths, times=(start, finish, device), by_batch=by_batch, batch_id=batch_id,
         device_busy_s=busy, device_real_tokens=real, device_computed_tokens=comp, batches=int(info[0]),
         stopped_early=bool(info[1]), latency_target_s=float(latency_target_s), max_waiting=plan.max_waiting,
         capacity_rps=capacity_rps(devices, plan) if capacity else float("nan"),

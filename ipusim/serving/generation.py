@@ -602,8 +602,8 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         slots = tokens
     device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
-        policy=policy.describe(), devices=(gen.name,) * nr, arrival_s=arr, lengths=pr, start_s=start,
-        finish_s=finish, device=device, batch_id=np.broadcast_to(np.int32(-1), (n,)),
+        policy=policy.describe(), devices=(gen.name,) * nr, arrival_s=arr, lengths=pr, times=(start, finish, device),
+        batch_id=np.broadcast_to(np.int32(-1), (n,)),
         device_busy_s=busy, device_real_tokens=np.array([tokens]),
         device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
         latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,

@@ -41,14 +41,30 @@ def _bin(x, lo, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill):
-    """One pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
+def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf):
+    """Over requests i, with their times read at k = ``idx[i]`` (``start``, ``finish``, ``device``
+    per batch, ``idx`` the batch ids: an id of -1 reads the entry after the last batch, NaN
+    for not served) or at k = i when ``idx`` is empty (per request), one pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
     started after the last arrival, served per device, time to first token min/max (when
-    ``first`` is not empty); and, when ``hist`` has rows, the histogram of
-    latency, wait (and time to first token) over bins from ``lo`` at ``scale`` bins/s (``_bin``),
-    copying the values of the bins marked in ``win`` to ``buf`` (``fill`` counts them, also
-    past the end of ``buf``) except copies of the bin's first value (counted in ``wties``)."""
+    ``series`` has three entries); and the histograms (``_bin``, from ``lo[s]`` at ``scale[s]``
+    bins/s) of latency, wait (and time to first token), one per entry of ``series``,
+    copying the values of the bins marked in ``win`` to ``buf`` except copies of the bin's
+    first value (counted in ``wties``).
+
+    ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of, or
+    () for the totals alone; only its length is read: known when the kernel compiles, it
+    unrolls the per-series work (a loop over a count known only at run time costs a
+    third more). Returns the totals, then ``hist``, ``first_v`` (each bin's first value),
+    ``wties`` and ``fill`` (values copied per series, also those past the end of ``buf``)."""
     n = arrival.shape[0]
+    nser = len(series)
+    hist = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    first_v = np.empty((nser, _HIST_BINS))
+    wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    fill = np.zeros(nser, dtype=np.int64)
+    # the bins' origin and scale as locals, three of them whatever nser is (unused ones 0)
+    los = (lo[0] if nser > 0 else 0.0, lo[1] if nser > 1 else 0.0, lo[2] if nser > 2 else 0.0)
+    scs = (scale[0] if nser > 0 else 0.0, scale[1] if nser > 1 else 0.0, scale[2] if nser > 2 else 0.0)
     last_arrival = arrival[n - 1]
     ns = 0
     lat_sum = 0.0
@@ -59,21 +75,35 @@ def run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, 
     wait_hi = -np.inf
     ft_lo = np.inf
     ft_hi = -np.inf
-    gen = first.shape[0] > 0
+    gen = nser > 2
     t1 = arrival[0]
     good = 0
     late = 0
     per_dev = np.zeros(n_dev, dtype=np.int64)
-    nser = hist.shape[0]
     cap = buf.shape[1]
+    hidx = idx.shape[0] > 0
+    kp = -1
+    f = np.nan
+    st = np.nan
     for i in range(n):
-        f = finish[i]
+        k = i
+        if hidx:
+            k = idx[i]
+            if k < 0:  # not served
+                continue
+            if k != kp:  # a request of another batch than the last: read its times
+                kp = k
+                f = finish[k]
+                st = start[k]
+        else:
+            f = finish[k]
+            st = start[k]
         if f != f:
             continue
         ns += 1
         a = arrival[i]
         lat = f - a
-        w = start[i] - a
+        w = st - a
         lat_sum += lat
         wait_sum += w
         lat_lo = min(lat_lo, lat)
@@ -84,20 +114,18 @@ def run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, 
             t1 = f
         if lat <= target:
             good += 1
-        if start[i] > last_arrival:
+        if st > last_arrival:
             late += 1
         if n_dev > 1:
-            per_dev[device[i]] += 1
+            per_dev[device[k]] += 1
         x = 0.0
         if gen:
             x = first[i] - a
             ft_lo = min(ft_lo, x)
             ft_hi = max(ft_hi, x)
-        for s in range(3):  # histograms (see _bin); a fixed count the compiler unrolls
-            if s >= nser:
-                break
+        for s in range(nser):  # the histograms (see _bin)
             v = lat if s == 0 else (w if s == 1 else x)
-            j = _bin(v, lo[s], scale[s])
+            j = _bin(v, los[s], scs[s])
             if hist[s, j] == 0:
                 first_v[s, j] = v
             hist[s, j] += 1
@@ -110,7 +138,8 @@ def run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, 
                     fill[s] += 1
     if n_dev == 1:
         per_dev[0] = ns
-    return ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi
+    return (ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi,
+            hist, first_v, wties, fill)
 
 
 @njit(cache=True, error_model="numpy")
@@ -162,15 +191,18 @@ def _rank_bins(hist, ranks, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def _histogram(series, b, lo, scale, hist, first):
-    """Histogram (``_bin``) of x = a - b for each array ``a`` of the tuple ``series`` (x = a
-    when ``b`` is empty), over the entries where x is not NaN."""
+def _histogram(series, b, lo, scale, hist, first, idx):
+    """Histogram (``_bin``) of x = a[k] - b[i] for each array ``a`` of the tuple ``series`` (x =
+    a[k] when ``b`` is empty), k = ``idx[i]`` (k = i when ``idx`` is empty; see
+    ``run_totals``), over the entries where x is not NaN."""
     n = b.shape[0] if b.shape[0] else series[0].shape[0]
     hb = b.shape[0] > 0
+    hidx = idx.shape[0] > 0
     for i in range(n):
         bi = b[i] if hb else 0.0
+        k = idx[i] if hidx else i
         for s in range(len(series)):
-            x = series[s][i] - bi
+            x = series[s][k] - bi
             if x == x:
                 j = _bin(x, lo[s], scale[s])
                 if hist[s, j] == 0:
@@ -179,7 +211,7 @@ def _histogram(series, b, lo, scale, hist, first):
 
 
 @njit(cache=True, error_model="numpy")
-def _select(series, b, lo, scale, hist, first, count, qs, out):
+def _select(series, b, lo, scale, hist, first, count, qs, out, idx):
     """Percentiles ``qs[s]`` (0..100) of each series s of ``_histogram`` (``count`` >= 1 entries not
     NaN, the same entries in every series; a series with scale 0 holds only lo[s]) into
     ``out[s, q]``, as numpy.percentile's linear interpolation: a pass gathers the values of
@@ -207,6 +239,7 @@ def _select(series, b, lo, scale, hist, first, count, qs, out):
     ties = np.zeros((ns, nbins), dtype=np.int64)  # copies of the bin's first value
     less = np.zeros((ns, nbins), dtype=np.int64)  # gathered values below the bin's first value
     hb = b.shape[0] > 0
+    hidx = idx.shape[0] > 0
     counted = total > max(n >> 4, 1 << 16)  # count the copies in a sweep of their own first
     buf = np.empty(0)
     fill = off
@@ -223,8 +256,9 @@ def _select(series, b, lo, scale, hist, first, count, qs, out):
             fill = off.copy()
         for i in range(n):
             bi = b[i] if hb else 0.0
+            k = idx[i] if hidx else i
             for s in range(ns):
-                x = series[s][i] - bi
+                x = series[s][k] - bi
                 if x == x and scale[s] > 0.0:
                     j = _bin(x, lo[s], scale[s])
                     if off[s, j] < 0:
@@ -297,24 +331,27 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
             scale[s] = _HIST_BINS / (hi[s] - lo[s])
     hist = np.zeros((ns, _HIST_BINS), dtype=np.int64)
     first = np.empty((ns, _HIST_BINS))
-    _histogram(series, b, lo, scale, hist, first)
+    no_idx = np.zeros(0, dtype=np.int32)
+    _histogram(series, b, lo, scale, hist, first, no_idx)
     qs2 = np.empty((ns, qs.shape[0]))
     qs2[:] = qs
-    _select(series, b, lo, scale, hist, first, count, qs2, out)
+    _select(series, b, lo, scale, hist, first, count, qs2, out, no_idx)
 
 
 @njit(cache=True, error_model="numpy")
-def _sample(series, b, m):
-    """x = a - b of each series at about ``m`` evenly spaced entries, where not NaN (the same
-    entries in every series): (values [series, c] sorted, c)."""
+def _sample(series, b, m, idx):
+    """x = a[k] - b[i] of each series at about ``m`` evenly spaced entries i, k = ``idx[i]`` (i
+    when ``idx`` is empty), where not NaN (the same entries in every series): (values
+    [series, c] sorted, c)."""
     n = b.shape[0]
     step = max(n // m, 1)
     vals = np.empty((len(series), (n + step - 1) // step))
     c = 0
     for i in range(0, n, step):
-        if series[0][i] == series[0][i]:
+        k = idx[i] if idx.shape[0] else i
+        if series[0][k] == series[0][k]:
             for s in range(len(series)):
-                vals[s, c] = series[s][i] - b[i]
+                vals[s, c] = series[s][k] - b[i]
             c += 1
     for s in range(len(series)):
         vals[s, :c] = np.sort(vals[s, :c])
@@ -322,7 +359,7 @@ def _sample(series, b, m):
 
 
 @njit(cache=True, error_model="numpy")
-def summary_kernel(series, arrival, start, finish, first, device, target, n_dev, qs, out):
+def summary_kernel(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
     """``run_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
     (finish, start[, first]) - arrival over the served requests, exact, in one pass.
 
@@ -337,7 +374,7 @@ def summary_kernel(series, arrival, start, finish, first, device, target, n_dev,
     nser = len(series)
     n = arrival.shape[0]
     nq = qs.shape[1]
-    vals, c = _sample(series, arrival, _SAMPLE)
+    vals, c = _sample(series, arrival, _SAMPLE, idx)
     lo = np.zeros(nser)
     scale = np.zeros(nser)
     win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
@@ -359,14 +396,12 @@ def summary_kernel(series, arrival, start, finish, first, device, target, n_dev,
             marked = max(marked, m)
     cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0  # more: the second pass is cheaper
     buf = np.empty((nser, cap))
-    fill = np.zeros(nser, dtype=np.int64)
-    hist = np.zeros((nser, _HIST_BINS), dtype=np.int64)
-    first_v = np.empty((nser, _HIST_BINS))
-    wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
-    t = run_totals(arrival, start, finish, first, device, target, n_dev, lo, scale, hist, first_v, win, wties, buf, fill)
+    t = run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf)
+    hist, first_v, wties, fill = t[13], t[14], t[15], t[16]
+    tot = t[:13]
     count = t[0]
     if count == 0:
-        return t
+        return tot
     ranks, gam = _rank_table(qs, count)
     rbin, below = _rank_bins(hist, ranks, scale)
     caught = True
@@ -395,7 +430,7 @@ def summary_kernel(series, arrival, start, finish, first, device, target, n_dev,
                     if x < first_v[s, j]:
                         less[s, j] += 1
             _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
-        return t
+        return tot
     true_lo = (t[2], t[5], t[11])
     true_hi = (t[3], t[6], t[12])
     again = False
@@ -407,21 +442,23 @@ def summary_kernel(series, arrival, start, finish, first, device, target, n_dev,
                 again = True
     if again:
         hist[:] = 0
-        _histogram(series, arrival, lo, scale, hist, first_v)
-    _select(series, arrival, lo, scale, hist, first_v, count, qs, out)
-    return t
+        _histogram(series, arrival, lo, scale, hist, first_v, idx)
+    _select(series, arrival, lo, scale, hist, first_v, count, qs, out, idx)
+    return tot
 
 
 @njit(cache=True, error_model="numpy")
-def select_percentile(arrival, finish, count, q):
-    """Percentile ``q`` (0..100) of finish - arrival over the ``count`` >= 1 entries whose finish
-    is not NaN, by numpy.percentile's linear rule: the two order statistics it lies between
+def select_percentile(arrival, finish, idx, count, q):
+    """Percentile ``q`` (0..100) of finish[k] - arrival[i] over the ``count`` >= 1 requests i
+    whose finish is not NaN, k = ``idx[i]`` (per batch, see ``run_totals``) or i when ``idx``
+    is empty, by numpy.percentile's linear rule: the two order statistics it lies between
     are found by one partial sort of the gathered values (not a histogram: for a few
     thousand values the histogram's bins cost more than the values)."""
     buf = np.empty(count)
     m = 0
-    for i in range(finish.shape[0]):
-        f = finish[i]
+    hidx = idx.shape[0] > 0
+    for i in range(arrival.shape[0]):
+        f = finish[idx[i] if hidx else i]
         if f == f:
             buf[m] = f - arrival[i]
             m += 1

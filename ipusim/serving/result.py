@@ -31,6 +31,7 @@ STABLE_SERVED_SHARE = 0.5
 _SUMMARY_QS = {50.0: "latency_p50_s", 90.0: "latency_p90_s", 99.0: "latency_p99_s", 99.9: "latency_p999_s"}
 # the percentiles the summary takes of latency, queueing delay and time to first token (rows
 # padded with repeats: only the first, and the first two of the last, are reported)
+_NO_INDEX = np.zeros(0, dtype=np.int32)
 _SUMMARY_Q_TABLE = np.array([list(_SUMMARY_QS), [99.0] * 4, [50.0, 99.0, 99.0, 99.0]])
 
 
@@ -39,6 +40,9 @@ class ServingResult:
     """Per-request times of a serving run and its summary. Times in seconds.
 
     Requests not served (a run stopped early as unstable) have NaN start and finish.
+    A batched run stores start, finish and device once per batch (``times``, with
+    ``by_batch``): ``start_s``, ``finish_s`` and ``device`` are made per request the first
+    time they are read (a gather by ``batch_id``); the summary reads the batches directly.
     Generation runs also carry ``first_token_s`` (time the first token is out),
     ``output_tokens`` (tokens generated per request) and the time between tokens over all
     tokens (``gap_s`` with ``gap_weight`` tokens each): the summary's ``tbt_p50_s`` and
@@ -49,15 +53,16 @@ class ServingResult:
     devices: tuple
     arrival_s: np.ndarray = field(repr=False)
     lengths: np.ndarray = field(repr=False)
-    start_s: np.ndarray = field(repr=False)
-    finish_s: np.ndarray = field(repr=False)
-    device: np.ndarray = field(repr=False)  # int16, -1 when not served
+    # (start s, finish s, device int16): per request, or per batch when ``by_batch`` (then with
+    # one entry more, NaN, NaN, -1, that a batch id of -1 reads: not served)
+    times: tuple = field(repr=False)
     # int32, -1 when not served; generation runs have no batches: a read-only view of -1 (no memory)
     batch_id: np.ndarray = field(repr=False)
     device_busy_s: np.ndarray = field(repr=False)
     device_real_tokens: np.ndarray = field(repr=False)
     device_computed_tokens: np.ndarray = field(repr=False)
     batches: int = 0
+    by_batch: bool = False  # ``times`` per batch, indexed by ``batch_id``
     stopped_early: bool = False
     latency_target_s: float = 0.1
     max_waiting: int = 0
@@ -68,6 +73,25 @@ class ServingResult:
     # (s) and how many tokens waited each (sum of weights = output tokens - requests)
     gap_s: np.ndarray | None = field(default=None, repr=False)
     gap_weight: np.ndarray | None = field(default=None, repr=False)
+
+    def _per_request(self, j: int) -> np.ndarray:
+        a = self.times[j]
+        return a[self.batch_id] if self.by_batch else a
+
+    @functools.cached_property
+    def start_s(self) -> np.ndarray:
+        """Start of each request's batch (s), NaN when not served."""
+        return self._per_request(0)
+
+    @functools.cached_property
+    def finish_s(self) -> np.ndarray:
+        """Finish of each request (s), NaN when not served."""
+        return self._per_request(1)
+
+    @functools.cached_property
+    def device(self) -> np.ndarray:
+        """Device of each request (int16), -1 when not served."""
+        return self._per_request(2)
 
     @property
     def n(self) -> int:
@@ -87,10 +111,11 @@ class ServingResult:
         nd = len(self.devices)
         gen = self.first_token_s is not None
         first = self.first_token_s if gen else np.zeros(0)
-        series = (self.finish_s, self.start_s, first) if gen else (self.finish_s, self.start_s)
+        start, finish, device = self.times
+        series = (finish, start, first) if gen else (finish, start)
         qs = np.full((len(series), 4), math.nan)
         ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summary_kernel(
-            series, arr, self.start_s, self.finish_s, first, self.device, self.latency_target_s, nd,
+            series, arr, start, finish, first, device, self._index, self.latency_target_s, nd,
             _SUMMARY_Q_TABLE[:len(series)], qs)
         t0 = float(arr[0])
         dur = max(float(t1) - t0, 1e-300)
@@ -170,16 +195,20 @@ class ServingResult:
             return {"latency_q_s": cached[_SUMMARY_QS[q]], "stable": cached["stable"],
                     "utilization": cached["utilization"]}
         arr = self.arrival_s
-        ns, _, _, _, _, _, _, t1, _, late, per_dev, _, _ = run_totals(
-            arr, self.start_s, self.finish_s, np.zeros(0), self.device, self.latency_target_s, len(self.devices),
-            np.zeros(0), np.zeros(0), np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1)),
-            np.zeros((0, 1), dtype=np.bool_), np.zeros((0, 1), dtype=np.int64), np.zeros((0, 0)),
-            np.zeros(0, dtype=np.int64))
+        start, finish, device = self.times
+        ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
+            arr, start, finish, np.zeros(0), device, self._index, self.latency_target_s, len(self.devices),
+            (), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
-        lat = select_percentile(arr, self.finish_s, int(ns), q) if ns else math.nan
+        lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
         return {"latency_q_s": float(lat), "stable": stable,
                 "utilization": float(self.device_busy_s.sum() / (dur * len(self.devices)))}
+
+    @property
+    def _index(self) -> np.ndarray:
+        """Where the kernels read request i's times: ``batch_id`` when per batch, else none (i)."""
+        return self.batch_id if self.by_batch else _NO_INDEX
 
     def summary(self) -> dict:
         """Headline numbers (see ``to_dict``)."""
