@@ -1,5 +1,7 @@
 """Serving simulator: kernel vs reference vs simpy, queueing theory, properties, stability."""
 
+import math
+
 import numpy as np
 import pytest
 import serving_reference as R
@@ -327,6 +329,10 @@ def test_short_overloaded_run_is_unstable():
     for n in (5, 20, 99):  # and at any length, a load below capacity stays stable
         ok = S.simulate(A.poisson(10.0, n, seed=1), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
         assert ok.stable, ok.unstable_reason
+    one = S.simulate([0.0], 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))  # one request: no rate to exceed
+    assert one.stable and math.isnan(one.offered_rps) and one.served == 1, one.unstable_reason
+    burst = S.simulate(np.zeros(99), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))  # 99 at once: unbounded rate
+    assert burst.offered_rps == math.inf and not burst.stable
 
 
 def test_a_batch_that_does_not_fit_is_refused():

@@ -151,7 +151,8 @@ class ServingResult:
         arr = self.arrival_s
         nd = len(self.devices)
         t0 = float(arr[0])
-        offered = (self.n - 1) / (arr[-1] - t0) if self.n > 1 and arr[-1] > t0 else math.inf
+        # one request offers no rate (NaN: it cannot overload anything); requests all at one instant an infinite one
+        offered = math.nan if self.n < 2 else ((self.n - 1) / (arr[-1] - t0) if arr[-1] > t0 else math.inf)
         backlog = self.n - ns + int(late)
         busy = self.device_busy_s
         cap = float(np.sum(np.divide(per_dev, busy, out=np.zeros(nd), where=busy > 0)))
