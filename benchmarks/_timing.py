@@ -29,12 +29,12 @@ def kernel_row(name: str, kernel, reference, *, goal: str, note: str, repeat: in
             "goal": goal, "note": note}
 
 
-def child_times(argv) -> tuple[float, float]:
+def child_times(argv, env=None) -> tuple[float, float]:
     """(wall, CPU user+sys) seconds of one child process running ``argv`` (output captured; a
-    failing command raises)."""
+    failing command raises); ``env``: its environment (default: this process's)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, capture_output=True)
+    subprocess.run(argv, check=True, capture_output=True, env=env)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)

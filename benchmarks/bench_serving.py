@@ -16,7 +16,9 @@ Rows (BERT-base on GC200, 30% long requests, Poisson at 1,000 req/s: a stable lo
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -59,19 +61,8 @@ def _cli_s(args) -> tuple[float, float]:
 
 def _cold_cli(args) -> tuple[float, float]:
     """``_cli_s`` with an empty table cache (a fresh ``IPUSIM_CACHE_DIR``)."""
-    import os
-    import tempfile
-
-    old = os.environ.get("IPUSIM_CACHE_DIR")
     with tempfile.TemporaryDirectory() as d:
-        os.environ["IPUSIM_CACHE_DIR"] = d
-        try:
-            return _cli_s(args)
-        finally:
-            if old is None:
-                del os.environ["IPUSIM_CACHE_DIR"]
-            else:
-                os.environ["IPUSIM_CACHE_DIR"] = old
+        return child_times([sys.executable, "-m", "ipusim", *args], env=dict(os.environ, IPUSIM_CACHE_DIR=d))
 
 
 def _best_cli(args, repeat):
