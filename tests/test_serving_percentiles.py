@@ -128,3 +128,20 @@ def test_times_kept_per_batch_read_as_per_request(case):
     for q in (50.0, 99.0, 99.5):
         fresh = dataclasses.replace(r)  # no cached summary: slo_view runs its own kernels
         assert fresh.slo_view(q) == dataclasses.replace(per_request).slo_view(q)
+
+
+def test_result_pickles_and_copies():
+    """A result survives pickle (as for a Dask worker), copy and deepcopy, before and after its
+    summary; it once recursed: unpickling asked the summary fallback for ``__setstate__``."""
+    import copy
+    import pickle
+
+    r = S.simulate(np.arange(50) * 0.01, 128, P.Dynamic(4, 0.001), S.fixed_service(0.005))
+    for summarized in (False, True):
+        if summarized:
+            r.summary()
+        for back in (pickle.loads(pickle.dumps(r)), copy.copy(r), copy.deepcopy(r)):
+            assert back.summary() == r.summary() and np.array_equal(back.finish_s, r.finish_s)
+            assert back.by_batch and back.latency_p99_s == r.latency_p99_s  # a summary key as an attribute
+    with pytest.raises(AttributeError):
+        _ = r.no_such_key

@@ -216,6 +216,10 @@ class ServingResult:
         return dict(self._summary)
 
     def __getattr__(self, name):
+        # summary keys only: a private or special name (pickle and copy look up __setstate__ on an
+        # instance not yet filled) is not one, and must not start the summary
+        if name.startswith("_"):
+            raise AttributeError(name)
         s = type(self).__dict__["_summary"].__get__(self)
         if name in s:
             return s[name]
