@@ -28,6 +28,7 @@ from _timing import best_of, child_times, compile_package
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
+from ipusim.serving.plan import make_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import serving_reference as R  # noqa: E402  (the plain-Python references live beside the tests)
@@ -86,7 +87,7 @@ def rows(quick: bool) -> list[dict]:
     ]
     for name, pol, d, goal in cases:
         _end_to_end(arr[:1000], lens[:1000], pol, d)  # compile / load
-        plan = batching.make_plan(arr, lens, pol, [d])
+        plan = make_plan(arr, lens, pol, [d])
         k, kc = _cpu_of(lambda plan=plan: batching.run_plan(plan), 2 if not quick else 3)
         e, ec = _cpu_of(lambda pol=pol, d=d: _end_to_end(arr, lens, pol, d), 2 if not quick else 3)
         out.append({"name": f"serving {name}: simulate + summary, {n_big:,} requests", "kernel_s": e,
@@ -113,7 +114,7 @@ def rows(quick: bool) -> list[dict]:
     out.append({"name": f"serving dynamic simulate + summary vs simpy, {n:,} requests", "kernel_s": e,
                 "reference_s": s, "goal": ">= 100x, identical results",
                 "note": f"identical: {same}; CPU time user+sys {ec:.3f} s vs {sc:.2f} s: {sc / ec:,.0f}x"})
-    plan = batching.make_plan(a_s, ln_s, pol, [dev])
+    plan = make_plan(a_s, ln_s, pol, [dev])
     p = best_of(lambda: kept.__setitem__("ref", R.simulate_reference(plan)), 1)
     same = np.array_equal(r.finish_s, kept["ref"][1]) and np.array_equal(r.batch_id, kept["ref"][3])
     out.append({"name": f"serving dynamic simulate + summary vs Python reference, {n:,}", "kernel_s": e,

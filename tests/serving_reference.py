@@ -15,7 +15,7 @@ from collections import deque
 import numpy as np
 
 from ipusim import policies as P
-from ipusim.serving.batching import ADAPTIVE, DYNAMIC, STATIC, TOKEN, as_devices, make_plan
+from ipusim.serving.plan import ADAPTIVE, DYNAMIC, STATIC, TOKEN, as_devices, make_plan
 
 
 def _first_fit_rows(lengths, row_len):

@@ -13,6 +13,7 @@ from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 from ipusim.serving import batching, service
+from ipusim.serving.plan import _queues, as_devices, make_plan
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,8 @@ def _cases(svc):
 
 def _reference(arr, lens, pol, devs, router=None, seed=0):
     """The plain-Python reference's run of the same inputs, as a ServingResult."""
-    devs = batching.as_devices(devs)
-    plan = batching.make_plan(arr, lens, pol, devs, router, seed, 100_000)
+    devs = as_devices(devs)
+    plan = make_plan(arr, lens, pol, devs, router, seed, 100_000)
     return batching.result_of(plan, devs, pol, R.simulate_reference(plan), 0.1, by_batch=False)
 
 
@@ -718,7 +719,7 @@ def test_queues_by_length_are_a_stable_sort_by_bucket():
     for edges in ((128, 256, 512), (512,), (1, 2, 3, 600), (200, S.MAX_LENGTH)):
         lens = rng.integers(1, edges[-1] + 1 if edges[-1] < 10**6 else 600, 5000)
         e = np.asarray(edges, dtype=np.int64)
-        qoff, qidx, qmax = S.batching._queues(lens, e)
+        qoff, qidx, qmax = _queues(lens, e)
         k = np.searchsorted(e, lens, side="left")
         assert np.array_equal(qidx, np.argsort(k, kind="stable"))
         assert np.array_equal(qoff, np.concatenate([[0], np.cumsum(np.bincount(k, minlength=len(e)))]))

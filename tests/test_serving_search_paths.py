@@ -15,6 +15,7 @@ from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 from ipusim.serving import batching, result, tables
+from ipusim.serving.plan import Plan, _requests_pass, make_plan, with_arrivals
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_a_run_stopped_as_late_would_have_missed_its_target(devs):
     run it does not stop is the whole run, bit for bit. Both outcomes occur below."""
     outcomes = set()
     for pol, d, arr, ln in _runs(devs):
-        plan = batching.make_plan(arr, ln, pol, d, max_waiting=500)
+        plan = make_plan(arr, ln, pol, d, max_waiting=500)
         whole = batching.run_plan(plan)
         p99 = batching.result_of(plan, d, pol, whole, 1.0).slo_view(99)["latency_q_s"]
         n = arr.size
@@ -119,16 +120,16 @@ def test_with_arrivals_is_make_plan_with_those_arrivals(devs):
     arr = A.poisson(400.0, 1000, seed=5)
     ln = lengths.sample(1000, long_fraction=0.4, seed=6)
     pol = P.LengthBuckets((128, 256, 512), 8, 0.003)
-    plan = batching.make_plan(arr, ln, pol, [devs["gc200"], devs["a100"]])
+    plan = make_plan(arr, ln, pol, [devs["gc200"], devs["a100"]])
     other = A.poisson(900.0, 1000, seed=7)
-    a, b = batching.with_arrivals(plan, other), batching.make_plan(other, ln, pol, [devs["gc200"], devs["a100"]])
-    for f in batching.Plan.__dataclass_fields__:
+    a, b = with_arrivals(plan, other), make_plan(other, ln, pol, [devs["gc200"], devs["a100"]])
+    for f in Plan.__dataclass_fields__:
         x, y = getattr(a, f), getattr(b, f)
         assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, f
     with pytest.raises(ValueError, match="one arrival time per request"):
-        batching.with_arrivals(plan, other[:-1])
+        with_arrivals(plan, other[:-1])
     with pytest.raises(ValueError, match="sorted"):
-        batching.with_arrivals(plan, other[::-1])
+        with_arrivals(plan, other[::-1])
 
 
 def test_largest_replica_batch_is_cached_on_disk(tmp_path, monkeypatch):
@@ -162,15 +163,15 @@ def test_make_plan_one_pass_check_and_length_mean(case, devs):
         arr[[100, 101]] = arr[[101, 100]]
     if case == "nan":
         arr[2000] = np.nan
-    got = batching._requests_pass(arr, lens)
+    got = _requests_pass(arr, lens)
     assert tuple(int(x) for x in got) == tuple(int(x) for x in _requests_pass_reference(arr, lens))
     pol = P.Dynamic(8, 0.002)
     if not got[0]:
         with pytest.raises(ValueError, match="sorted ascending"):
-            batching.make_plan(arr, lens, pol, [devs["gc200"]])
+            make_plan(arr, lens, pol, [devs["gc200"]])
         return
     for given in (lens, int(lens[0])):
-        plan = batching.make_plan(arr, given, pol, [devs["gc200"]])
+        plan = make_plan(arr, given, pol, [devs["gc200"]])
         assert plan.length_mean == plan.lengths.mean()
         counted = batching.capacity_rps([devs["gc200"]], plan)
         assert counted == batching.capacity_rps([devs["gc200"]], dataclasses.replace(plan, length_mean=math.nan))

@@ -286,14 +286,14 @@ class _Probe:
         self.plan = None
         self.kept: dict = {}
         if not su.generation:
-            from ..serving import batching, result
+            from ..serving import result
+            from ..serving.plan import make_plan
 
             lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
             self.devs = [su.service] * servers
             # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
             # a writable copy: a read-only array is another Numba type (one more cached kernel to load)
-            self.plan = batching.make_plan(np.array(unit), lens, policy.obj, self.devs, None, 0,
-                                           max(1000, lens.size // 4))
+            self.plan = make_plan(np.array(unit), lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
             n = lens.size
             self.late_limit = n - result.percentile_rank(99.0, n)
 
@@ -302,8 +302,9 @@ class _Probe:
             r = self.kept[rate] = serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
         else:
             from ..serving import batching
+            from ..serving.plan import with_arrivals
 
-            plan = batching.with_arrivals(self.plan, self.unit / rate)
+            plan = with_arrivals(self.plan, self.unit / rate)
             out = batching.run_plan(plan, late_s=self.slo_s, late_limit=self.late_limit)
             if out[-1][1] == 2:  # stopped: the p99 is above the target
                 return False

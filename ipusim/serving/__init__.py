@@ -8,6 +8,7 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 ===============  ==============================================================================
 ``service``      ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
 ``tables``       service-time tables from the machine model, cached in memory and on disk
+``plan``         ``make_plan``: a run's inputs checked and turned into the arrays the kernel reads
 ``batching``     the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
 ``generation``   continuous and static batching of decoder generation (``simulate_generation``)
 ``result``       ``ServingResult`` and its summary
@@ -17,15 +18,9 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 ===============  ==============================================================================
 """
 
-from .batching import (
-    BYTES_PER_REQUEST,
-    DEFAULT_SEED,
-    MAX_REQUESTS,
-    Router,
-    simulate,
-    sweep_rates,
-)
+from .batching import simulate, sweep_rates
 from .generation import GenerationModel, generation_model, simulate_generation
+from .plan import BYTES_PER_REQUEST, DEFAULT_SEED, MAX_REQUESTS, Router
 from .result import ServingResult, quantiles, weighted_quantiles
 from .service import (
     MAX_LENGTH,

@@ -24,7 +24,7 @@ from numba import njit
 
 from .. import policies as P
 from .._validate import positive
-from .batching import _tokens, arrival_array
+from .plan import _tokens, arrival_array
 from .result import ServingResult
 from .service import ServiceModel, lookup_s
 
