@@ -42,14 +42,14 @@ def _bin(x, lo, scale):
 
 @njit(cache=True, error_model="numpy")
 def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf):
-    """Over requests i, with their times read at k = ``idx[i]`` (``start``, ``finish``, ``device``
-    per batch, ``idx`` the batch ids: an id of -1 reads the entry after the last batch, NaN
-    for not served) or at k = i when ``idx`` is empty (per request), one pass: served, latency sum/min/max, wait sum/min/max, last finish, within target,
-    started after the last arrival, served per device, time to first token min/max (when
-    ``series`` has three entries); and the histograms (``_bin``, from ``lo[s]`` at ``scale[s]``
-    bins/s) of latency, wait (and time to first token), one per entry of ``series``,
-    copying the values of the bins marked in ``win`` to ``buf`` except copies of the bin's
-    first value (counted in ``wties``).
+    """One pass over requests i, their times read at k = ``idx[i]`` (``start``, ``finish``,
+    ``device`` per batch and ``idx`` the batch ids: -1, not served, skips the request) or at
+    k = i when ``idx`` is empty (per request): served, latency sum/min/max, wait
+    sum/min/max, last finish, within target, started after the last arrival, served per
+    device, time to first token min/max (when ``series`` has three entries); and the
+    histograms (``_bin``, from ``lo[s]`` at ``scale[s]`` bins/s) of latency, wait (and time
+    to first token), one per entry of ``series``, copying the values of the bins marked in
+    ``win`` to ``buf`` except copies of the bin's first value (counted in ``wties``).
 
     ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of, or
     () for the totals alone; only its length is read: known when the kernel compiles, it

@@ -31,8 +31,8 @@ STABLE_SERVED_SHARE = 0.5
 _SUMMARY_QS = {50.0: "latency_p50_s", 90.0: "latency_p90_s", 99.0: "latency_p99_s", 99.9: "latency_p999_s"}
 # the percentiles the summary takes of latency, queueing delay and time to first token (rows
 # padded with repeats: only the first, and the first two of the last, are reported)
-_NO_INDEX = np.zeros(0, dtype=np.int32)
 _SUMMARY_Q_TABLE = np.array([list(_SUMMARY_QS), [99.0] * 4, [50.0, 99.0, 99.0, 99.0]])
+_NO_INDEX = np.zeros(0, dtype=np.int32)  # the kernels' "times per request" (``_index``)
 
 
 @dataclass(frozen=True)
