@@ -16,15 +16,13 @@ Rows (BERT-base on GC200, 30% long requests, Poisson at 1,000 req/s: a stable lo
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _timing import best_of, child_times, compile_package
+from _timing import best_of, child_times, cold_child_times, compile_package
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
@@ -58,12 +56,6 @@ def _cpu_of(fn, repeat: int = 1) -> tuple[float, float]:
 def _cli_s(args) -> tuple[float, float]:
     """(wall, CPU user+sys) seconds of ``python -m ipusim ARGS`` in a child process."""
     return child_times([sys.executable, "-m", "ipusim", *args])
-
-
-def _cold_cli(args) -> tuple[float, float]:
-    """``_cli_s`` with an empty table cache (a fresh ``IPUSIM_CACHE_DIR``)."""
-    with tempfile.TemporaryDirectory() as d:
-        return child_times([sys.executable, "-m", "ipusim", *args], env=dict(os.environ, IPUSIM_CACHE_DIR=d))
 
 
 def _best_cli(args, repeat):
@@ -176,7 +168,7 @@ def rows(quick: bool) -> list[dict]:
             out.append({"name": name + ": warm", "kernel_s": warm_w, "reference_s": None, "goal": goal,
                         "note": f"CPU user+sys {warm_c:.2f} s (cold: full run only)"})
             continue
-        cold_w, cold_c = _cold_cli(args)
+        cold_w, cold_c = cold_child_times([sys.executable, "-m", "ipusim", *args])
         out.append({"name": name + ": warm | cold", "kernel_s": warm_w, "reference_s": cold_w, "goal": goal,
                     "note": f"wall warm {warm_w:.2f} s | cold {cold_w:.2f} s (ratio = cold / warm); CPU user+sys "
                             f"warm {warm_c:.2f} s | cold {cold_c:.2f} s"})

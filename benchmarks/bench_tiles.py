@@ -5,13 +5,11 @@ search against their plain-Python references, the fast planner against the exhau
 from __future__ import annotations
 
 import itertools
-import os
 import sys
-import tempfile
 import time
 
 import numpy as np
-from _timing import best_of, child_times, compile_package
+from _timing import best_of, cold_child_times, compile_package
 
 from ipusim import hardware, tileplan, tiles, workloads
 from ipusim.tileplan import base as tp_base
@@ -132,10 +130,8 @@ _NEW = "import sys; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _cold_cli(code: str, args: list) -> tuple[float, float]:
-    """(wall, CPU user+sys) seconds of the command line in a child process with an empty table
-    cache (a fresh ``IPUSIM_CACHE_DIR``; Numba's cache stays warm)."""
-    with tempfile.TemporaryDirectory() as d:
-        return child_times([sys.executable, "-c", code, *args], env=dict(os.environ, IPUSIM_CACHE_DIR=d))
+    """(wall, CPU user+sys) seconds of ``python -c code args`` with an empty table cache."""
+    return cold_child_times([sys.executable, "-c", code, *args])
 
 
 def _planner_rows(quick: bool) -> list[dict]:
