@@ -10,6 +10,7 @@ sets the memory budget of ``ipusim.limits``; ``--version`` prints the version.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import math
 import os
@@ -131,3 +132,23 @@ def main(argv=None) -> int:
                      "IPUSIM_DEBUG=1 shows the traceback)", 1)
     finally:
         limits.set_max_memory(None)
+
+
+def entry() -> int:
+    """What ``ipusim`` and ``python -m ipusim`` run: ``main()``, then a quick exit.
+
+    Once Numba is loaded the interpreter holds about 100,000 objects that the cyclic garbage
+    collector tracks, and shutdown hands all of them to it: finding and tearing down the cycles
+    among Numba's and LLVM's objects took about 0.45 s of a 1.5 s ``serve`` on a 2-core machine.
+    The process is about to end, so ``gc.freeze()`` first takes every object out of the
+    collector's view; the system reclaims the memory at exit as always. Standard output and
+    error are still flushed and ``atexit`` hooks (``weakref.finalize`` among them) still run;
+    an object left in a reference cycle is not finalized, so a command must close what it
+    opens (each does, with ``with``). ``main()`` itself leaves the collector alone, so a script
+    or a test that calls it keeps a normal interpreter.
+    """
+    try:
+        return main()
+    finally:
+        gc.freeze()
+

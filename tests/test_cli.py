@@ -80,3 +80,45 @@ def test_presets_still_listed():
     out = _run("presets", "--json")
     assert out.returncode == 0, out.stderr
     assert {c["name"] for c in json.loads(out.stdout)["chips"]} >= {"gc200", "h100-sxm"}
+
+
+@pytest.mark.parametrize("outcome", [0, 2, SystemExit(2)])
+def test_entry_returns_mains_code_and_freezes_the_collector_last(monkeypatch, outcome):
+    """The console script freezes the collector on the way out, whatever main() did, and only then."""
+    from ipusim import cli
+
+    calls = []
+
+    def fake_main():
+        calls.append("main")
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(cli, "main", fake_main)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: calls.append("freeze"))
+    if isinstance(outcome, BaseException):
+        with pytest.raises(SystemExit):
+            cli.entry()
+    else:
+        assert cli.entry() == outcome
+    assert calls == ["main", "freeze"]
+
+
+def test_console_script_and_module_run_the_same_entry():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"ipusim": "ipusim.cli:entry"}
+    assert "entry()" in (root / "ipusim" / "__main__.py").read_text()
+
+
+def test_csv_written_by_the_command_line_is_complete(tmp_path):
+    """Files a command writes are whole when the process has exited (entry() skips the final collection)."""
+    path = tmp_path / "rows.csv"
+    out = _run("serve", "--rate", "1000", "--requests", "2000", "--csv", str(path))
+    assert out.returncode == 0, out.stderr
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2001 and lines[-1].count(",") == lines[0].count(",")
