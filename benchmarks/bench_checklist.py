@@ -21,7 +21,7 @@ def _cpu(fn):
 
 
 def _search_rows(quick: bool) -> list[dict]:
-    """Every (candidate, placement, mode) of the default case: ``Context._best_policy`` (rate
+    """Every (candidate, placement, mode) of the default case: ``Context.best_policy`` (rate
     bounds first, stopped and head-started searches, summary-free probes) beside the plain
     loop (``checklist_reference.plain_best_policy``: every policy bisected with whole runs)."""
     from checklist_reference import plain_best_policy
@@ -32,8 +32,8 @@ def _search_rows(quick: bool) -> list[dict]:
     ctx = Context(case)
     work = [(c, pl, mode, ctx.service(c, pl, mode)) for c in case.candidates for pl in ctx.fit(c)["placements"][:1]
             for mode in ctx.modes(c)]
-    ctx._best_policy(*work[0][:4], ctx.lengths)  # load the kernels
-    fast_w, fast_c, fast = _cpu(lambda: [Context(case)._best_policy(c, pl, m, s, ctx.lengths) for c, pl, m, s in work])
+    ctx.best_policy(*work[0][:4], ctx.lengths)  # load the kernels
+    fast_w, fast_c, fast = _cpu(lambda: [Context(case).best_policy(c, pl, m, s, ctx.lengths) for c, pl, m, s in work])
     plain_w, plain_c, plain = _cpu(lambda: [plain_best_policy(ctx, c, pl, m, s, ctx.lengths) for c, pl, m, s in work])
     same = all((d.policy, d.capacity_per_replica) == p for d, p in zip(fast, plain, strict=True))
     return [{"name": f"checklist capacity search, {len(work)} deployments ({ctx.n:,} requests)",

@@ -171,14 +171,14 @@ def _tess_point(n_rows: int) -> float:
     """Simulated TFLOPS of TESS-PF's benchmark: one ``[N,16] @ [16,16]`` vertex per Bow tile."""
     from . import tiles
     from .hardware import chip
-    from .workloads import _matmul
+    from .workloads import matmul_op
 
     bow = chip("bow")
     T = bow.tiles
     flops = 2.0 * n_rows * 16 * 16
     ph = tiles.Phase("tess", "matmul", True, np.full(T, flops), np.full(T, (n_rows * 16 + 256) * 2.0),
                      np.ones(T), np.zeros(T), np.zeros(T))
-    op = _matmul("tess", 1, n_rows * T, 16, 16, 2)
+    op = matmul_op("tess", 1, n_rows * T, 16, 16, 2)
     plan = tiles.OpPlan(op, "one vertex per tile", T, [ph], np.zeros(T), np.zeros(T))
     prog = tiles.run_program(bow, [plan])
     return flops * T / (prog.slowest[0, 0] / bow.clock_hz) / 1e12
@@ -187,12 +187,12 @@ def _tess_point(n_rows: int) -> float:
 def _exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
     """Simulated aggregate exchange, TB/s: every tile sends and receives ``bytes_per_tile``."""
     from . import tiles
-    from .workloads import _matmul
+    from .workloads import matmul_op
 
     T = c.tiles
     z = np.zeros(T)
     ph = tiles.Phase("exchange", "exchange", False, z, z, z, np.full(T, bytes_per_tile), np.full(T, bytes_per_tile))
-    plan = tiles.OpPlan(_matmul("exchange", 1, T, 1, 1, 2), "all tiles", T, [ph], z, z)
+    plan = tiles.OpPlan(matmul_op("exchange", 1, T, 1, 1, 2), "all tiles", T, [ph], z, z)
     prog = tiles.run_program(c, [plan])
     return bytes_per_tile * T / (prog.slowest[0, 1] / c.clock_hz) / 1e12
 

@@ -496,13 +496,13 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     ``extra`` says the planner's partition, passes, block and temporary bytes.
     """
     from ._validate import positive
-    from .workloads import _matmul
+    from .workloads import matmul_op
 
     c = _tile_chip(c, "matmul")
     m, k, n = (positive(nm, v, integer=True) for nm, v in (("m", m), ("k", k), ("n", n)))
     dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
     choice("engine", engine, ENGINES)
-    op = _matmul("matmul", 1, m, k, n, dtype_bytes)
+    op = matmul_op("matmul", 1, m, k, n, dtype_bytes)
     plan = map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
     esplit = energy_split(prog, [plan], False)

@@ -377,7 +377,13 @@ class Step:
         )
 
 
-def _matmul(name, count, m, k, n, dt, *, weights=True):
+def matmul_op(name, count, m, k, n, dt, *, weights=True):
+    """``count`` matmuls of (``m`` x ``k``) @ (``k`` x ``n``), ``dt`` bytes per element, as one ``Op``.
+
+    FLOPs count a multiply-add as two. The (``k`` x ``n``) operand is a weight when ``weights``
+    (read as weight bytes), else an activation (read as activation bytes); the output is
+    written once. The tile planner and its calibration build their single-matmul steps with it.
+    """
     return Op(
         name, "matmul", count, flops=count * 2.0 * m * k * n,
         weight_bytes=count * float(k * n * dt) if weights else 0.0,
@@ -458,7 +464,7 @@ def step(
            weight_bytes=float(T * d * dt) * (2 if cfg.learned_positions else 1),
            act_read_bytes=0.0, act_write_bytes=float(T * d * dt), m=T, n=d),
     ] if cfg.embedding else []
-    ops += [_matmul("qkv", L, T, d, q + 2 * kvd, dt)]
+    ops += [matmul_op("qkv", L, T, d, q + 2 * kvd, dt)]
     kv_write = float(L * T * 2 * kvd * dt) if phase in ("prefill", "decode") else 0.0
     kv_read = float(L * keys * 2 * kvd * dt) if decode else 0.0
     ops += [
@@ -471,22 +477,22 @@ def step(
            act_read_bytes=L * float(h * att_area * dt) + (0.0 if decode else L * keys * kvd * dt),
            act_write_bytes=L * float(T * q * dt), kv_bytes=kv_read / 2,
            m=row if not decode else 1, k=row, n=hd, groups=h * B),
-        _matmul("attn_out", L, T, q, d, dt),
+        matmul_op("attn_out", L, T, q, d, dt),
         _elementwise("norm_attn", "norm", L, T * d, 8, dt, reads=2),
-        _matmul("ffn_up", L, T, d, (2 if cfg.gated_mlp else 1) * f, dt),
+        matmul_op("ffn_up", L, T, d, (2 if cfg.gated_mlp else 1) * f, dt),
         _elementwise("activation", "activation", L, T * f, 8, dt, reads=2 if cfg.gated_mlp else 1),
-        _matmul("ffn_down", L, T, f, d, dt),
+        matmul_op("ffn_down", L, T, f, d, dt),
         _elementwise("norm_ffn", "norm", L, T * d, 8, dt, reads=2),
     ]
     if not cfg.head:
         pass
     elif cfg.kind == "encoder":
-        ops.append(_matmul("pooler", 1, B, d, d, dt))
+        ops.append(matmul_op("pooler", 1, B, d, d, dt))
     else:
         ops.append(_elementwise("final_norm", "norm", 1, T * d, 8, dt))
         # Generation needs logits of the last token of each sequence only; training needs all.
         rows = T if phase == "train" else B
-        ops.append(_matmul("lm_head", 1, rows, d, cfg.vocab, dt))
+        ops.append(matmul_op("lm_head", 1, rows, d, cfg.vocab, dt))
     if phase == "train":
         ops = [
             dataclasses.replace(o, flops=3 * o.flops, act_read_bytes=3 * o.act_read_bytes,

@@ -43,7 +43,7 @@ def plain_capacity(lengths, su, policy, slo, top, *, servers=1, seed=0, iters=7)
 
 
 def plain_best_policy(ctx, cand, pl, mode, svc, lengths):
-    """(policy, capacity req/s) as ``Context._best_policy`` chose before: every policy listed,
+    """(policy, capacity req/s) as ``Context.best_policy`` chose before: every policy listed,
     in order, bisected plainly; the first of the highest capacity wins."""
     servers = ctx.depth(pl)
     mean_len = float(np.mean(lengths))

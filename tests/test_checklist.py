@@ -517,17 +517,17 @@ def test_verdict_says_how_far_it_is_from_flipping(default_report):
 
 
 def test_crossings_ignore_ties_within_the_band():
-    from ipusim.checklist.checks import TIE_BAND, _crossings
+    from ipusim.checklist.checks import TIE_BAND, crossings
 
     def row(x, t, g):
         return {"x": x, "tile_usd_per_million": t, "gpu_usd_per_million": g}
 
     # costs equal to 2 s.f. swapping order: no crossing (review 2b)
-    assert _crossings([row(0, 1.00, 1.01), row(1, 1.01, 1.00), row(2, 1.00, 1.01)], "x") == []
+    assert crossings([row(0, 1.00, 1.01), row(1, 1.01, 1.00), row(2, 1.00, 1.01)], "x") == []
     # a clear crossing is found and interpolated: tile - gpu goes -0.2 -> +0.2 at x = 0.5
-    assert _crossings([row(0, 0.8, 1.0), row(1, 1.2, 1.0)], "x") == [pytest.approx(0.5)]
+    assert crossings([row(0, 0.8, 1.0), row(1, 1.2, 1.0)], "x") == [pytest.approx(0.5)]
     # a tie between two clear sides does not hide the crossing
-    got = _crossings([row(0, 0.8, 1.0), row(1, 1.0, 1.0 + TIE_BAND / 2), row(2, 1.2, 1.0)], "x")
+    got = crossings([row(0, 0.8, 1.0), row(1, 1.0, 1.0 + TIE_BAND / 2), row(2, 1.2, 1.0)], "x")
     assert len(got) == 1 and 0 < got[0] < 2
 
 

@@ -2,7 +2,7 @@
 
 The plain search (``checklist_reference.plain_capacity``) is the bisection as the checklist ran it before:
 every probe a whole ``search.serve`` run read through its full summary. The fast search
-(``search.bisect_capacity`` / ``CapacitySearch``, ``Context._best_policy``) must give the same
+(``search.bisect_capacity`` / ``CapacitySearch``, ``Context.best_policy``) must give the same
 capacities and pick the same policy; ``CapacitySearch``'s head start is checked on pass/fail
 patterns where it holds and where it does not.
 """
@@ -112,7 +112,7 @@ def test_head_start_is_taken_only_when_the_guess_passes():
 
 
 def test_best_policy_is_the_plain_searchs_choice(monkeypatch):
-    """``Context._best_policy`` (rate bounds first, stopped searches, head starts) picks the policy
+    """``Context.best_policy`` (rate bounds first, stopped searches, head starts) picks the policy
     the plain loop over every policy in order picks (first of the highest), with its capacity;
     also when the winner's head start does not check out and the search runs again plainly."""
     case = default_case()
@@ -123,11 +123,11 @@ def test_best_policy_is_the_plain_searchs_choice(monkeypatch):
         svc = ctx.service(cand, pl, mode)
         lens = ctx.lengths
         best = plain_best_policy(ctx, cand, pl, mode, svc, lens)
-        dep = ctx._best_policy(cand, pl, mode, svc, lens)
+        dep = ctx.best_policy(cand, pl, mode, svc, lens)
         assert (dep.policy, dep.capacity_per_replica) == best
         with monkeypatch.context() as m:
             m.setattr(search.CapacitySearch, "verify", lambda self: not self.assumed)  # a head start fails
-            again = Context(case)._best_policy(cand, pl, mode, svc, lens)
+            again = Context(case).best_policy(cand, pl, mode, svc, lens)
         assert (again.policy, again.capacity_per_replica) == best
 
 

@@ -577,7 +577,7 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
     seed = c.seed
     lens = t.lengths
     if isinstance(lens, str):
-        kw["lengths"], kw["length_source"] = _lengths_from_name(lens, base_dir, seed)
+        kw["lengths"], kw["length_source"] = lengths_from_name(lens, base_dir, seed)
     elif isinstance(lens, dict):
         try:
             hist = {int(k): float(v) for k, v in lens.items()}
@@ -638,7 +638,7 @@ def _resolve(p: str, base_dir: Path | None) -> Path:
     return path
 
 
-def _lengths_from_name(spec: str, base_dir, seed):
+def lengths_from_name(spec: str, base_dir, seed):
     p = _resolve(spec, base_dir)
     if p.is_file():
         return read_lengths_file(p, seed=seed), str(spec)

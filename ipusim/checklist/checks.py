@@ -24,7 +24,7 @@ from .evidence import CHECK_NAMES, STATUSES, Check, Evidence, fmt
 from .fit import check_fit
 from .padding import check_padding
 from .poc import check_poc
-from .sensitivity import TIE_BAND, _crossings, check_sensitivity
+from .sensitivity import TIE_BAND, check_sensitivity, crossings
 from .software import QUESTIONS, RISK_LEVELS, check_software
 from .throughput import check_throughput
 from .train import (
@@ -39,6 +39,6 @@ from .train import (
 __all__ = [
     "CHECK_NAMES", "HOUR_S", "MAX_SERVING_BATCH", "QUESTIONS", "RISK_LEVELS", "STATUSES", "TIE_BAND",
     "TRAINING_CLAIM", "TRAINING_MODEL_NOTE", "TRAIN_CHIPS", "Check", "Context", "Deployment", "Evidence",
-    "Placement", "_crossings", "check_cost", "check_fit", "check_padding", "check_poc", "check_sensitivity",
+    "Placement", "crossings", "check_cost", "check_fit", "check_padding", "check_poc", "check_sensitivity",
     "check_software", "check_throughput", "check_training", "fmt", "train_estimate", "training_chips",
 ]

@@ -253,11 +253,11 @@ class Context:
         for pl in self.fit(cand)["placements"]:
             for mode in self.modes(cand):
                 svc = self.service(cand, pl, mode)
-                out.append(self._best_policy(cand, pl, mode, svc, lengths))
+                out.append(self.best_policy(cand, pl, mode, svc, lengths))
         self._search[key] = out
         return out
 
-    def _best_policy(self, cand, pl, mode, svc, lengths):
+    def best_policy(self, cand, pl, mode, svc, lengths):
         """The policy with the highest capacity at the p99 target (the first listed of equals)."""
         key = (cand, id(pl), mode, id(svc), hashlib.sha256(np.ascontiguousarray(lengths).tobytes()).hexdigest())
         if key not in self._policy_memo:  # C5 re-runs the case's own long share

@@ -59,7 +59,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
                           "gpu_usd_per_million": cost["gpu"],
                           "cheaper": _cheaper(cost["tile"], cost["gpu"])})
     tables["rate"] = rate_rows
-    rate_cross = _crossings(rate_rows, "rate_req_s")
+    rate_cross = crossings(rate_rows, "rate_req_s")
     ev.append(Evidence("rate_crossovers", ", ".join(fmt(x, "req/s") for x in rate_cross) or "none in range", "",
                        f"rates from {fmt(rates[0], 'req/s')} to {fmt(rates[-1], 'req/s')} where the cheaper kind changes"))
     # Long share: re-search the capacity with re-weighted lengths.
@@ -71,7 +71,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
         lens = search.traffic_lengths(case, ctx.n, long_fraction=fr)
         cost = {}
         for kind, (cand, d) in best.items():
-            res = ctx._best_policy(cand, d.placement, d.mode, d.service, lens)
+            res = ctx.best_policy(cand, d.placement, d.mode, d.service, lens)
             if res.capacity_per_replica <= 0:
                 cost[kind] = math.inf
                 continue
@@ -81,7 +81,7 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
                           "gpu_usd_per_million": cost["gpu"],
                           "cheaper": _cheaper(cost["tile"], cost["gpu"])})
     tables["long_share"] = long_rows
-    long_cross = _crossings(long_rows, "long_share_%")
+    long_cross = crossings(long_rows, "long_share_%")
     ev.append(Evidence("long_share_crossovers", ", ".join(fmt(x, "%") for x in long_cross) or "none in range", "",
                        "long-text shares where the cheaper kind changes (cost with the chips at capacity)"))
     fragile = bool(0.8 <= k_star <= 1.25)
@@ -123,7 +123,7 @@ def _cheaper(t: float, g: float) -> str:
     return {1: "tile", -1: "gpu", 0: f"tie (within {TIE_BAND:.0%})"}[side]
 
 
-def _crossings(rows, xkey):
+def crossings(rows, xkey):
     """Where the cheaper kind changes, interpolated between the last clear side and the next
     clear other side; costs within TIE_BAND of each other are ties and make no crossing."""
     out, last = [], None

@@ -83,7 +83,7 @@ def build_case(args):
         changes["length_source"] = ""
     if args.lengths:
         seed = args.seed if args.seed is not None else base.seed
-        lens, src = C._lengths_from_name(args.lengths, Path.cwd(), seed)
+        lens, src = C.lengths_from_name(args.lengths, Path.cwd(), seed)
         changes["lengths"], changes["length_source"] = lens, src
     if args.candidates:
         changes["candidates"] = C.parse_candidates(args.candidates)

@@ -24,7 +24,7 @@ from numba import njit
 
 from .. import policies as P
 from .._validate import positive
-from .plan import _tokens, arrival_array
+from .plan import arrival_array, tokens_and_max
 from .result import ServingResult
 from .service import ServiceModel, lookup_s
 
@@ -547,8 +547,8 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
         raise ValueError("gen must be a GenerationModel (see generation_model)")
     arr = arrival_array(arrival_s)
     n = arr.size
-    pr, pr_max = _tokens("prompt_tokens", prompt_tokens, n)
-    out = _tokens("output_tokens", output_tokens, n)[0]
+    pr, pr_max = tokens_and_max("prompt_tokens", prompt_tokens, n)
+    out = tokens_and_max("output_tokens", output_tokens, n)[0]
     nr = positive("replicas", replicas, integer=True)
     need_max = int(_max_sum(pr, out))
     if isinstance(policy, P.Continuous) and need_max > policy.kv_capacity_tokens:

@@ -149,11 +149,11 @@ def _requests_pass(arrival, lengths):
 
 def token_array(name: str, values, n: int) -> np.ndarray:
     """Per-request token counts as int64 (a scalar repeats); whole numbers >= 1, one per request."""
-    return _tokens(name, values, n)[0]
+    return tokens_and_max(name, values, n)[0]
 
 
-def _tokens(name, values, n):
-    """(``token_array``, its largest value)."""
+def tokens_and_max(name, values, n):
+    """(``token_array(name, values, n)``, its largest value)."""
     return _tokens_sum(name, values, n)[:2]
 
 
