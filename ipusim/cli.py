@@ -139,7 +139,8 @@ def entry() -> int:
 
     Once Numba is loaded the interpreter holds about 100,000 objects that the cyclic garbage
     collector tracks, and shutdown hands all of them to it: finding and tearing down the cycles
-    among Numba's and LLVM's objects took about 0.45 s of a 1.5 s ``serve`` on a 2-core machine.
+    among Numba's and LLVM's objects made a warm ``serve --requests 100000`` take 1.7 s instead of
+    1.1 s on a 2-core machine (``benchmarks/bench_startup.py`` times both exits side by side).
     The process is about to end, so ``gc.freeze()`` first takes every object out of the
     collector's view; the system reclaims the memory at exit as always. Standard output and
     error are still flushed and ``atexit`` hooks (``weakref.finalize`` among them) still run;
