@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
-from ipusim import cli, tiles, workloads
+from ipusim import cli, lengths, tiles, workloads
 
 
 def _run(capsys, *argv):
@@ -24,7 +25,7 @@ def test_text_output_has_time_split_memory_and_fit(capsys):
 
 def test_json_matches_the_library(capsys):
     code, out, _ = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "3", "--seq-len", "100",
-                        "--phase", "prefill", "--packed", "--json")
+                        "--phase", "prefill", "--json")
     assert code == 0
     d = json.loads(out)
     r = tiles.simulate("gc200", workloads.step("gpt2", [100] * 3, phase="prefill"))
@@ -32,7 +33,34 @@ def test_json_matches_the_library(capsys):
     assert set(d["split_s"]) == {"compute", "sync", "exchange"}
     assert sum(d["split_s"].values()) == pytest.approx(d["time_s"], rel=1e-9)
     assert d["memory_per_unit_max_bytes"] >= d["memory_per_unit_mean_bytes"] > 0
-    assert d["fits"] is True and d["packed"] is True
+    assert d["fits"] is True and d["packed"] is False and d["lengths_source"] is None and d["real_tokens"] == 300
+
+
+def test_packed_runs_the_drawn_lengths_unpadded(capsys):
+    """--dataset draws --batch lengths (seeded, cut to --seq-len); --packed runs them unpadded, the
+    default pads each to --seq-len: the same steps the library gives for those lengths."""
+    argv = ["--chip", "gc200", "--model", "bert-base", "--batch", "16", "--seq-len", "256", "--dataset", "squad-384",
+            "--seed", "3", "--json"]
+    runs = {}
+    for packed in (False, True):
+        code, out, _ = _run(capsys, *argv, *(["--packed"] if packed else []))
+        assert code == 0
+        runs[packed] = json.loads(out)
+    lens = [int(x) for x in np.minimum(lengths.dataset("squad-384").sample(16, seed=3), 256)]
+    assert max(lens) == 256 and min(lens) < 256  # the draw has long ones cut and short ones
+    assert runs[True]["real_tokens"] == runs[False]["real_tokens"] == sum(lens)
+    assert runs[True]["lengths_source"] == "squad-384" and runs[True]["packed"] is True
+    padded = tiles.simulate("gc200", workloads.step("bert-base", lens, pad_to=256))
+    packed = tiles.simulate("gc200", workloads.step("bert-base", lens))
+    assert runs[False]["time_s"] == pytest.approx(padded.time_s, rel=1e-12)
+    assert runs[True]["time_s"] == pytest.approx(packed.time_s, rel=1e-12)
+    assert runs[True]["time_s"] < runs[False]["time_s"]
+
+
+def test_packed_without_unequal_lengths_is_refused(capsys):
+    code, out, err = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "3", "--seq-len", "100", "--packed")
+    assert code == 2 and out == ""
+    assert "--packed changes nothing" in err and "--dataset or --lengths" in err
 
 
 def test_a_step_that_does_not_fit_says_so(capsys):

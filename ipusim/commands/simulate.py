@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import hardware, limits, machine, workloads
+from .. import hardware, lengths, limits, machine, workloads
 from .._validate import positive
 from ._common import add_batch_and_seq_len, add_chip_and_model, add_json, format_table, print_json
 
@@ -18,8 +18,16 @@ def add_arguments(p):
     add_batch_and_seq_len(p)
     p.add_argument("--phase", default="forward", choices=("forward", "prefill", "decode"),
                    help="step kind (default forward)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--dataset", choices=list(lengths.DATASETS),
+                     help="draw the --batch sequence lengths from a shipped real histogram (longer ones are "
+                          "cut to --seq-len); default: every sequence is --seq-len tokens")
+    src.add_argument("--lengths", metavar="FILE",
+                     help="draw the sequence lengths from a histogram CSV 'length,count' instead")
+    p.add_argument("--seed", type=int, default=0, help="seed of the length draw; default 0")
     p.add_argument("--packed", action="store_true",
-                   help="run unpadded/packed (default: every row padded to --seq-len)")
+                   help="run the drawn lengths unpadded/packed (default: every sequence padded to --seq-len); "
+                        "needs --dataset or --lengths")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
     add_json(p)
@@ -35,8 +43,9 @@ def run(args) -> int:
         raise ValueError(f"--seq-len {seq:,} is longer than {m.name}'s max_positions {m.max_positions:,}")
     limits.check_step(batch, seq, name="--batch")
     limits.check_at_most("--chips", chips, limits.MAX_CHIPS, "chips in one deployment")
+    lens, source = _lengths(args, batch, seq)
     pad = None if (args.packed or args.phase == "decode") else seq
-    s = workloads.step(args.model, [seq] * batch, phase=args.phase, pad_to=pad)
+    s = workloads.step(args.model, lens, phase=args.phase, pad_to=pad)
     r = machine.simulate(c, s, chips=chips)
     pl = r.placement
     mem = r.unit_memory_bytes
@@ -44,7 +53,8 @@ def run(args) -> int:
     if args.json:
         print_json({
             "chip": r.chip, "kind": r.kind, "model": r.model, "phase": r.phase, "batch": r.batch,
-            "seq_len": seq, "packed": bool(args.packed), "time_s": r.time_s, "split_s": dict(r.split),
+            "seq_len": seq, "lengths_source": source, "real_tokens": int(sum(lens)), "packed": bool(args.packed),
+            "time_s": r.time_s, "split_s": dict(r.split),
             "throughput_seq_per_s": r.throughput_seq_per_s, "unit": unit,
             "memory_per_unit_max_bytes": float(np.max(mem)) if mem.size else 0.0,
             "memory_per_unit_mean_bytes": float(np.mean(mem)) if mem.size else 0.0,
@@ -58,7 +68,9 @@ def run(args) -> int:
     layout = "one new token each" if args.phase == "decode" else ("packed" if args.packed else "padded")
     what = "tokens of context" if args.phase == "decode" else "tokens"
     on = f"{chips} x {r.chip}" if chips > 1 else r.chip
-    print(f"{on} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {seq} {what} ({layout})")
+    size = f"{seq}" if source is None else f"up to {seq}"
+    drawn = "" if source is None else f", lengths from {source}: {int(sum(lens)):,} real tokens"
+    print(f"{on} ({r.kind}), {r.model} {r.phase}, batch {r.batch} x {size} {what} ({layout}{drawn})")
     if pl is not None:
         print(f"placement   {pl.label()} (tensor, pipeline, data parallel, micro-batches) on "
               f"{pl.chips_used} of {chips} chips; layers per stage {_layers(pl.stage_layers)}")
@@ -91,6 +103,18 @@ def run(args) -> int:
     if r.fit_message:
         print(r.fit_message)
     return 0
+
+
+def _lengths(args, batch: int, seq: int) -> tuple[list[int], str | None]:
+    """The step's sequence lengths (tokens) and where they come from (None: all ``seq`` long)."""
+    if args.dataset is None and args.lengths is None:
+        if args.packed and args.phase != "decode":
+            raise ValueError("--packed changes nothing when every sequence is --seq-len tokens long; "
+                             "draw unequal lengths with --dataset or --lengths")
+        return [seq] * batch, None
+    hist = lengths.dataset(args.dataset) if args.dataset else lengths.load_histogram(args.lengths)
+    drawn = np.minimum(hist.sample(batch, seed=args.seed), seq)  # a tokenizer truncates at the row length
+    return [int(x) for x in drawn], args.dataset or args.lengths
 
 
 def _layers(layers) -> str:
