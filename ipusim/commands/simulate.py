@@ -22,12 +22,12 @@ def add_arguments(p):
     src.add_argument("--dataset", choices=list(lengths.DATASETS),
                      help="draw the --batch sequence lengths from a shipped real histogram (longer ones are "
                           "cut to --seq-len); default: every sequence is --seq-len tokens")
-    src.add_argument("--lengths", metavar="FILE",
-                     help="draw the sequence lengths from a histogram CSV 'length,count' instead")
+    src.add_argument("--histogram", metavar="FILE",
+                     help="draw the sequence lengths from a 'length,count' CSV instead (as pack reads it)")
     p.add_argument("--seed", type=int, default=0, help="seed of the length draw; default 0")
     p.add_argument("--packed", action="store_true",
                    help="run the drawn lengths unpadded/packed (default: every sequence padded to --seq-len); "
-                        "needs --dataset or --lengths")
+                        "needs --dataset or --histogram")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
     add_json(p)
@@ -107,14 +107,14 @@ def run(args) -> int:
 
 def _lengths(args, batch: int, seq: int) -> tuple[list[int], str | None]:
     """The step's sequence lengths (tokens) and where they come from (None: all ``seq`` long)."""
-    if args.dataset is None and args.lengths is None:
+    if args.dataset is None and args.histogram is None:
         if args.packed and args.phase != "decode":
             raise ValueError("--packed changes nothing when every sequence is --seq-len tokens long; "
-                             "draw unequal lengths with --dataset or --lengths")
+                             "draw unequal lengths with --dataset or --histogram")
         return [seq] * batch, None
-    hist = lengths.dataset(args.dataset) if args.dataset else lengths.load_histogram(args.lengths)
+    hist = lengths.dataset(args.dataset) if args.dataset else lengths.load_histogram(args.histogram)
     drawn = np.minimum(hist.sample(batch, seed=args.seed), seq)  # a tokenizer truncates at the row length
-    return [int(x) for x in drawn], args.dataset or args.lengths
+    return [int(x) for x in drawn], args.dataset or args.histogram
 
 
 def _layers(layers) -> str:
