@@ -28,6 +28,7 @@ DATASETS = {
     "wikipedia-512": ("wikipedia_bert_pretraining_len512.csv", 512),
     "squad-384": ("squad_v1_1_len384.csv", 384),
 }
+DATASET_ALIASES = {"wikipedia": "wikipedia-512", "squad": "squad-384"}  # short names of DATASETS
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,8 +203,10 @@ def load_histogram(path, *, max_len: int | None = None) -> Histogram:
 
 def load_lengths(path) -> np.ndarray:
     """Read lengths from a text file: one per line, or separated by commas or spaces."""
-    text = read_text_file("lengths file", path)
-    p = Path(path)
+    return _parse_lengths(read_text_file("lengths file", path), Path(path))
+
+
+def _parse_lengths(text: str, p: Path) -> np.ndarray:
     vals = []
     for i, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("#"):
@@ -218,13 +221,48 @@ def load_lengths(path) -> np.ndarray:
 
 
 def dataset(name: str) -> Histogram:
-    """A shipped real histogram: "wikipedia-512" or "squad-384" (see ``ipusim/data/README.md``)."""
-    key = str(name).lower()
+    """A shipped real histogram: "wikipedia-512" or "squad-384", or their short names
+    "wikipedia" and "squad" (see ``ipusim/data/README.md``)."""
+    key = DATASET_ALIASES.get(str(name).lower(), str(name).lower())
     if key not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}")
+        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join([*DATASETS, *DATASET_ALIASES])}")
     fname, L = DATASETS[key]
     text = resources.files("ipusim").joinpath("data", fname).read_text()
     return Histogram(_parse_csv(text, fname), key).with_max_len(L)
+
+
+def load_file(path) -> Histogram | np.ndarray:
+    """A lengths file of either kind, read once: a ``length,count`` CSV gives a ``Histogram``,
+    lengths one a line (or separated by spaces) give an int64 array. A comma in the last row
+    that is not a comment means the CSV."""
+    p = Path(path)
+    text = read_text_file("lengths file", p)
+    rows = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not rows:
+        raise ValueError(f"lengths file {str(p)!r} holds no lengths")
+    try:
+        if "," in rows[-1]:
+            return Histogram(_parse_csv(text, str(p)), p.stem)
+        return _parse_lengths(text, p)
+    except ValueError as err:
+        raise ValueError(f"lengths file {str(p)!r}: expected 'length,count' rows or one length a line ({err})") from None
+
+
+def source(spec, *, base_dir=None) -> Histogram:
+    """The length distribution ``spec`` names: a file (``load_file``; a list of lengths becomes
+    its histogram) or a shipped dataset (``dataset``). A relative path is looked up in
+    ``base_dir`` first when given. The ``--lengths`` option of ``serve``, ``simulate`` and
+    ``checklist`` reads this."""
+    p = Path(str(spec))
+    if base_dir is not None and not p.is_absolute() and (Path(base_dir) / p).exists():
+        p = Path(base_dir) / p
+    if p.is_file():
+        got = load_file(p)
+        return got if isinstance(got, Histogram) else from_lengths(got, name=p.stem)
+    if str(spec).lower() in DATASETS or str(spec).lower() in DATASET_ALIASES:
+        return dataset(str(spec))
+    raise ValueError(f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
+                     f"({', '.join([*DATASETS, *DATASET_ALIASES])})")
 
 
 # ASSUMPTION: the articles say only "mixed lengths" and "40% long texts". We read a short text

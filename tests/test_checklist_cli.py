@@ -73,7 +73,7 @@ def test_arrival_trace(tmp_path, capsys):
     (["--rate-per-s", "0"], "zero traffic"),
     (["--candidates", "gc200:x"], "not a whole number"),
     (["--price", "gc200"], "CHIP=USD"),
-    (["--lengths", "/no/such/file.csv"], "neither a file nor a named histogram"),
+    (["--lengths", "/no/such/file.csv"], "neither a file nor a dataset name"),
     (["--config", "/no/such.toml"], "not found"),
     (["--answer", "custom_ops=lots"], "valid: unknown, none, few, many"),
     (["--rate-per-s", "-1"], "--rate-per-s must be a finite number > 0"),

@@ -37,9 +37,9 @@ def test_json_matches_the_library(capsys):
 
 
 def test_packed_runs_the_drawn_lengths_unpadded(capsys):
-    """--dataset draws --batch lengths (seeded, cut to --seq-len); --packed runs them unpadded, the
+    """--lengths squad-384 draws --batch lengths (seeded, cut to --seq-len); --packed runs them unpadded, the
     default pads each to --seq-len: the same steps the library gives for those lengths."""
-    argv = ["--chip", "gc200", "--model", "bert-base", "--batch", "16", "--seq-len", "256", "--dataset", "squad-384",
+    argv = ["--chip", "gc200", "--model", "bert-base", "--batch", "16", "--seq-len", "256", "--lengths", "squad-384",
             "--seed", "3", "--json"]
     runs = {}
     for packed in (False, True):
@@ -60,7 +60,7 @@ def test_packed_runs_the_drawn_lengths_unpadded(capsys):
 def test_packed_without_unequal_lengths_is_refused(capsys):
     code, out, err = _run(capsys, "--chip", "gc200", "--model", "gpt2", "--batch", "3", "--seq-len", "100", "--packed")
     assert code == 2 and out == ""
-    assert "--packed changes nothing" in err and "--dataset or --histogram" in err
+    assert "--packed changes nothing" in err and "--lengths" in err
 
 
 def test_a_step_that_does_not_fit_says_so(capsys):
@@ -115,17 +115,18 @@ def test_json_carries_the_energy_split(capsys):
     assert set(json.loads(out)["energy_split"]) == {"flops", "hbm", "l2", "smem"}
 
 
-def test_histogram_file_draws_from_its_lengths(capsys, tmp_path):
-    """--histogram reads a 'length,count' CSV as ``pack`` does; the draw uses only its lengths."""
+def test_lengths_file_draws_from_its_lengths(capsys, tmp_path):
+    """--lengths reads a 'length,count' CSV (or a list, or a dataset name: ``lengths.source``);
+    the draw uses only the file's lengths."""
     f = tmp_path / "h.csv"
     f.write_text("length,count\n40,3\n200,1\n")
     code, out, _ = _run(capsys, "--chip", "gc200", "--model", "bert-base", "--batch", "64", "--seq-len", "256",
-                        "--histogram", str(f), "--packed", "--json")
+                        "--lengths", str(f), "--packed", "--json")
     assert code == 0
     d = json.loads(out)
     lens = lengths.load_histogram(f).sample(64, seed=0)
     assert set(lens.tolist()) == {40, 200} and d["real_tokens"] == int(lens.sum())
     assert d["lengths_source"] == str(f)
     code, _, err = _run(capsys, "--chip", "gc200", "--model", "bert-base", "--batch", "4", "--seq-len", "256",
-                        "--histogram", str(tmp_path / "missing.csv"))
+                        "--lengths", str(tmp_path / "missing.csv"))
     assert code == 2 and "missing.csv" in err

@@ -134,3 +134,28 @@ def test_truncate_keeps_every_sequence():
     h = lengths.dataset("squad-384").truncate(256)
     assert h.n == 88_641 and h.max_len == 256
     assert h.counts[-1] == lengths.dataset("squad-384").counts[255:].sum()
+
+
+def test_source_reads_every_kind_of_length_source(tmp_path):
+    """``lengths.source``: what --lengths means in serve, simulate and checklist."""
+    squad = lengths.source("squad")  # a short name and the full one are the same histogram
+    assert squad.name == "squad-384" and np.array_equal(squad.counts, lengths.source("SQuAD-384").counts)
+    csv_file = tmp_path / "h.csv"
+    csv_file.write_text("# a comment\nlength,count\n3,2\n5,1\n")
+    h = lengths.source(csv_file)
+    assert h.counts.tolist() == [0, 0, 2, 0, 1]
+    listed = tmp_path / "l.txt"
+    listed.write_text("3\n3\n5\n")
+    assert lengths.source(listed).counts.tolist() == [0, 0, 2, 0, 1]  # a list becomes its histogram
+    assert lengths.load_file(listed).tolist() == [3, 3, 5]  # load_file keeps the list as it is
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "l.txt").write_text("7\n")
+    assert lengths.source("l.txt", base_dir=tmp_path / "sub").counts.tolist() == [0] * 6 + [1]
+    with pytest.raises(ValueError, match="not found: neither a file nor a dataset name"):
+        lengths.source(tmp_path / "missing.csv")
+    with pytest.raises(ValueError, match="holds no lengths"):
+        (tmp_path / "empty.txt").write_text("# nothing\n\n")
+        lengths.load_file(tmp_path / "empty.txt")
+    with pytest.raises(ValueError, match="expected 'length,count' rows or one length a line"):
+        (tmp_path / "bad.csv").write_text("3,2,1\n")
+        lengths.load_file(tmp_path / "bad.csv")

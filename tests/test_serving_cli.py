@@ -58,6 +58,20 @@ def test_serve_text_output_and_lengths_file(tmp_path, capsys):
     assert code == 0 and "p99" in out and "length buckets" in out
 
 
+def test_serve_lengths_takes_a_list_a_csv_or_a_dataset(tmp_path, capsys):
+    """--lengths means what it means in simulate and checklist: a list file draws from its
+    histogram, so it gives the run the equal CSV gives; a dataset's short name is the dataset."""
+    (tmp_path / "h.csv").write_text("length,count\n64,1\n300,1\n")
+    (tmp_path / "l.txt").write_text("300\n64\n")
+    args = ("--rate", "200", "--requests", "2000", "--max-batch", "16")
+    by = {k: _json(capsys, *args, "--lengths", str(tmp_path / k)) for k in ("h.csv", "l.txt")}
+    assert by["h.csv"] == by["l.txt"]
+    squad, full = _json(capsys, *args, "--lengths", "squad"), _json(capsys, *args, "--lengths", "squad-384")
+    assert squad == full and squad != by["h.csv"]
+    code, _, err = _run(capsys, *args, "--lengths", "encyclopaedia")
+    assert code == 2 and "neither a file nor a dataset name" in err and "squad-384" in err
+
+
 def test_serve_bad_value_is_one_line(capsys):
     code, _, err = _run(capsys, "--rate", "-1")
     assert code == 2 and "rate_per_s" in err and "Traceback" not in err

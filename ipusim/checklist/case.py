@@ -317,31 +317,15 @@ def histogram_sample(hist: dict, n: int = 20_000, seed: int = 0) -> np.ndarray:
 
 
 def read_lengths_file(path, seed: int = 0) -> np.ndarray:
-    """Lengths from a file: a ``length,count`` histogram CSV (``lengths.load_histogram``, sampled),
-    or lengths one a line (``lengths.load_lengths``)."""
-    p = Path(path)
-    rows = [ln.strip() for ln in read_text_file("lengths file", p).splitlines()
-            if ln.strip() and not ln.startswith("#")]
-    if not rows:
-        raise ValueError(f"lengths file {str(path)!r} holds no lengths")
-    try:
-        if "," in rows[-1]:
-            return _lengths.load_histogram(p).sample(20_000, seed=seed)
-        return _lengths.load_lengths(p)
-    except ValueError as err:
-        raise ValueError(f"lengths file {str(path)!r}: expected 'length,count' rows or one length a line ({err})") from None
-
-
-NAMED_LENGTHS = {"wikipedia": "wikipedia-512", "squad": "squad-384", "wikipedia-512": "wikipedia-512",
-                 "squad-384": "squad-384"}
+    """Lengths from a file (``lengths.load_file``): a ``length,count`` CSV is sampled (20,000
+    seeded draws), lengths one a line are taken as they are."""
+    got = _lengths.load_file(path)
+    return got.sample(20_000, seed=seed) if isinstance(got, _lengths.Histogram) else got
 
 
 def named_lengths(name: str, seed: int = 0) -> np.ndarray:
-    """A seeded sample of a length histogram shipped with ipusim ("wikipedia", "squad")."""
-    key = NAMED_LENGTHS.get(str(name).lower())
-    if key is None:
-        raise ValueError(f"unknown length histogram {name!r}; valid: {', '.join(NAMED_LENGTHS)} or a file path")
-    return _lengths.dataset(key).sample(20_000, seed=seed)
+    """A seeded sample of 20,000 lengths from a shipped histogram (``lengths.dataset``)."""
+    return _lengths.dataset(name).sample(20_000, seed=seed)
 
 
 def _chip_from(spec):
@@ -639,12 +623,13 @@ def _resolve(p: str, base_dir: Path | None) -> Path:
 
 
 def lengths_from_name(spec: str, base_dir, seed):
+    """(lengths, where they came from) for a ``--lengths`` / ``traffic.lengths`` name: a file
+    (``read_lengths_file``, relative to ``base_dir`` first) or a shipped dataset."""
     p = _resolve(spec, base_dir)
     if p.is_file():
         return read_lengths_file(p, seed=seed), str(spec)
-    if spec.lower() in NAMED_LENGTHS:
-        return named_lengths(spec.lower(), seed=seed), NAMED_LENGTHS[spec.lower()]
-    raise ValueError(f"lengths {spec!r} is neither a file nor a named histogram (wikipedia, squad)")
+    h = _lengths.source(spec)  # a dataset, or the one message for a name that is neither
+    return h.sample(20_000, seed=seed), h.name
 
 
 def load_case(path) -> Case:

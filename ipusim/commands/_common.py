@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import hardware, workloads
+from .. import hardware, lengths, workloads
 from .._json import json_safe
 
 
@@ -24,6 +24,15 @@ def add_batch_and_seq_len(p) -> None:
     p.add_argument("--batch", type=int, required=True, help="sequences per step")
     p.add_argument("--seq-len", type=int, required=True,
                    help="tokens per sequence (for --phase decode: context length)")
+
+
+def add_lengths(p, what: str) -> None:
+    """``--lengths``: one option, one meaning in every command (``lengths.source``); ``what``
+    says what the command does with them."""
+    names = ", ".join([*lengths.DATASETS, *lengths.DATASET_ALIASES])
+    p.add_argument("--lengths", metavar="NAME|FILE",
+                   help=f"{what}: a shipped dataset ({names}), a 'length,count' CSV, or a file of lengths "
+                        "one a line")
 
 
 def add_json(p) -> None:

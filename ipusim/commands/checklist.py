@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .. import limits
+from ._common import add_lengths
 
 NAME = "checklist"
 HELP = "run the POC migration checklist on a model and traffic and print the report (verdict and evidence)"
@@ -25,8 +26,7 @@ def add_arguments(p):
     p.add_argument("--slo-p99-ms", type=float, metavar="T", help="p99 latency target, ms (config: slo_p99_ms)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--long-fraction", type=float, metavar="F", help="share of long texts, 0-1")
-    g.add_argument("--lengths", metavar="FILE",
-                   help="length histogram CSV (length,count), one length per line, or 'wikipedia'/'squad'")
+    add_lengths(g, "request lengths (a CSV is sampled, a list taken as it is)")
     p.add_argument("--arrivals", metavar="FILE", help="arrival trace: one time in seconds per line (sets the rate)")
     p.add_argument("--candidates", metavar="LIST", help="e.g. gc200:4,a100-80gb:2 (CHIP[:COUNT[:MODE]])")
     p.add_argument("--task", choices=("auto", "classify", "generate"), help="default: by model kind")

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import arrivals, lengths, policies, serving
 from ..serving import tables
-from ._common import add_chip_and_model, add_json, format_table, print_json
+from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
@@ -41,7 +41,7 @@ def add_arguments(p):
     p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--lengths", metavar="FILE", help="histogram CSV 'length,count' to draw request lengths from")
+    add_lengths(g, "draw request lengths from")
     (slo, shi), (llo, lhi) = lengths.SHORT_RANGE, lengths.LONG_RANGE
     g.add_argument("--long-fraction", type=float, default=0.0, metavar="F",
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
@@ -212,7 +212,7 @@ def run(args) -> int:
             raise ValueError("give --rate (requests/s) or --trace FILE")
         rates = args.rate
         if args.lengths:
-            lens = lengths.sample(n, histogram=args.lengths, seed=args.seed + 1)
+            lens = lengths.source(args.lengths).sample(n, seed=args.seed + 1)
         else:
             lens = lengths.sample(n, long_fraction=args.long_fraction, seed=args.seed + 1)
     B = args.max_batch

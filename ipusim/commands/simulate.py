@@ -6,7 +6,14 @@ import numpy as np
 
 from .. import hardware, lengths, limits, machine, workloads
 from .._validate import positive
-from ._common import add_batch_and_seq_len, add_chip_and_model, add_json, format_table, print_json
+from ._common import (
+    add_batch_and_seq_len,
+    add_chip_and_model,
+    add_json,
+    add_lengths,
+    format_table,
+    print_json,
+)
 
 NAME = "simulate"
 HELP = "simulate one step (forward, prefill or decode) of a model on a chip"
@@ -18,16 +25,12 @@ def add_arguments(p):
     add_batch_and_seq_len(p)
     p.add_argument("--phase", default="forward", choices=("forward", "prefill", "decode"),
                    help="step kind (default forward)")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--dataset", choices=list(lengths.DATASETS),
-                     help="draw the --batch sequence lengths from a shipped real histogram (longer ones are "
-                          "cut to --seq-len); default: every sequence is --seq-len tokens")
-    src.add_argument("--histogram", metavar="FILE",
-                     help="draw the sequence lengths from a 'length,count' CSV instead (as pack reads it)")
+    add_lengths(p, "draw the --batch sequence lengths from (longer ones are cut to --seq-len; "
+                   "default: every sequence is --seq-len tokens)")
     p.add_argument("--seed", type=int, default=0, help="seed of the length draw; default 0")
     p.add_argument("--packed", action="store_true",
                    help="run the drawn lengths unpadded/packed (default: every sequence padded to --seq-len); "
-                        "needs --dataset or --histogram")
+                        "needs --lengths")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
     add_json(p)
@@ -107,14 +110,14 @@ def run(args) -> int:
 
 def _lengths(args, batch: int, seq: int) -> tuple[list[int], str | None]:
     """The step's sequence lengths (tokens) and where they come from (None: all ``seq`` long)."""
-    if args.dataset is None and args.histogram is None:
+    if args.lengths is None:
         if args.packed and args.phase != "decode":
             raise ValueError("--packed changes nothing when every sequence is --seq-len tokens long; "
-                             "draw unequal lengths with --dataset or --histogram")
+                             "draw unequal lengths with --lengths")
         return [seq] * batch, None
-    hist = lengths.dataset(args.dataset) if args.dataset else lengths.load_histogram(args.histogram)
+    hist = lengths.source(args.lengths)
     drawn = np.minimum(hist.sample(batch, seed=args.seed), seq)  # a tokenizer truncates at the row length
-    return [int(x) for x in drawn], args.dataset or args.histogram
+    return [int(x) for x in drawn], args.lengths
 
 
 def _layers(layers) -> str:
