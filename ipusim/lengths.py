@@ -4,6 +4,8 @@ the articles' parametric "x% long texts" mixes.
 Every source becomes a ``Histogram``: ``counts[l - 1]`` sequences of ``l`` tokens for
 ``l = 1 .. max_len``. Packing on counts (``ipusim.packing``) never expands 16 million
 sequences; ``Histogram.sample`` and ``Histogram.expand`` give explicit lengths when needed.
+``load`` and ``source`` turn one name (a file of either kind or a dataset) into lengths: the
+``--lengths`` option of every command reads it.
 
 Shipped data (``ipusim/data``, attribution in ``ipusim/data/README.md``): the sequence-length
 histograms Graphcore published with Krell et al., "Efficient Sequence Packing without
@@ -248,21 +250,27 @@ def load_file(path) -> Histogram | np.ndarray:
         raise ValueError(f"lengths file {str(p)!r}: expected 'length,count' rows or one length a line ({err})") from None
 
 
-def source(spec, *, base_dir=None) -> Histogram:
-    """The length distribution ``spec`` names: a file (``load_file``; a list of lengths becomes
-    its histogram) or a shipped dataset (``dataset``). A relative path is looked up in
-    ``base_dir`` first when given. The ``--lengths`` option of ``serve``, ``simulate`` and
-    ``checklist`` reads this."""
+def load(spec, *, base_dir=None) -> Histogram | np.ndarray:
+    """What ``spec`` names, as it is: a file (``load_file``: a CSV's ``Histogram`` or a list's
+    array) or a shipped dataset (``dataset``). A relative path is looked up in ``base_dir``
+    first when given. ``pack --lengths`` packs this exactly."""
     p = Path(str(spec))
     if base_dir is not None and not p.is_absolute() and (Path(base_dir) / p).exists():
         p = Path(base_dir) / p
-    if p.is_file():
-        got = load_file(p)
-        return got if isinstance(got, Histogram) else from_lengths(got, name=p.stem)
+    if p.exists():  # a directory or an unreadable file: load_file says which
+        return load_file(p)
     if str(spec).lower() in DATASETS or str(spec).lower() in DATASET_ALIASES:
         return dataset(str(spec))
     raise ValueError(f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
                      f"({', '.join([*DATASETS, *DATASET_ALIASES])})")
+
+
+def source(spec, *, base_dir=None) -> Histogram:
+    """The length distribution ``spec`` names (``load``; a list of lengths becomes its
+    histogram). ``serve --lengths``, ``simulate --lengths`` and the checklist's dataset names
+    draw from this."""
+    got = load(spec, base_dir=base_dir)
+    return got if isinstance(got, Histogram) else from_lengths(got, name=Path(str(spec)).stem)
 
 
 # ASSUMPTION: the articles say only "mixed lengths" and "40% long texts". We read a short text

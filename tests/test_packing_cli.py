@@ -51,3 +51,15 @@ def test_slack_is_range_checked(capsys):
     assert cli.main(["pack", "--dataset", "squad-384", "--max-len", "384", "--strategy", "nnlshp",
                      "--slack", "1000000"]) == 2
     assert "slack must lie in 0..383" in capsys.readouterr().err
+
+
+def test_lengths_takes_a_dataset_or_a_csv_exactly(tmp_path, capsys):
+    """pack --lengths reads what serve, simulate and checklist read (``lengths.load``) and packs it
+    exactly: a dataset gives the --dataset result, a CSV the --histogram result."""
+    args = ["--max-len", "384", "--strategy", "spfhp", "--json"]
+    named = _json(capsys, ["pack", "--lengths", "squad", *args])
+    assert named == _json(capsys, ["pack", "--dataset", "squad-384", *args])
+    assert named["sequences"] == 88_641  # the whole histogram, not a draw from it
+    h = tmp_path / "h.csv"
+    h.write_text("length,count\n100,3\n300,2\n")
+    assert _json(capsys, ["pack", "--lengths", str(h), *args]) == _json(capsys, ["pack", "--histogram", str(h), *args])

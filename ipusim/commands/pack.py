@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import lengths, packing
-from ._common import add_json, format_table, print_json
+from ._common import add_json, add_lengths, format_table, print_json
 
 NAME = "pack"
 HELP = "pad, bucket or pack sequences into rows and count the padding they waste"
@@ -12,8 +12,8 @@ ORDER = 40
 
 def add_arguments(p):
     src = p.add_mutually_exclusive_group(required=True)
+    add_lengths(src, "the sequences to pack, exactly as given")
     src.add_argument("--histogram", metavar="FILE", help="length,count CSV (header optional)")
-    src.add_argument("--lengths", metavar="FILE", help="one length per line (or comma separated)")
     src.add_argument("--dataset", choices=list(lengths.DATASETS), help="a shipped real histogram")
     p.add_argument("--max-len", type=int, required=True, metavar="N", help="tokens per row")
     p.add_argument("--strategy", default="spfhp", choices=list(packing.STRATEGIES),
@@ -36,7 +36,7 @@ def run(args) -> int:
     if args.histogram:
         source = lengths.load_histogram(args.histogram)
     elif args.lengths:
-        source = lengths.load_lengths(args.lengths)
+        source = lengths.load(args.lengths)
     else:
         source = args.dataset
     res = packing.pack(source, args.max_len, args.strategy, max_per_row=args.max_per_row,
