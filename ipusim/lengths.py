@@ -250,13 +250,10 @@ def load_file(path) -> Histogram | np.ndarray:
         raise ValueError(f"lengths file {str(p)!r}: expected 'length,count' rows or one length a line ({err})") from None
 
 
-def load(spec, *, base_dir=None) -> Histogram | np.ndarray:
+def load(spec) -> Histogram | np.ndarray:
     """What ``spec`` names, as it is: a file (``load_file``: a CSV's ``Histogram`` or a list's
-    array) or a shipped dataset (``dataset``). A relative path is looked up in ``base_dir``
-    first when given. ``pack --lengths`` packs this exactly."""
+    array) or a shipped dataset (``dataset``). ``pack --lengths`` packs this exactly."""
     p = Path(str(spec))
-    if base_dir is not None and not p.is_absolute() and (Path(base_dir) / p).exists():
-        p = Path(base_dir) / p
     if p.exists():  # a directory or an unreadable file: load_file says which
         return load_file(p)
     if str(spec).lower() in DATASETS or str(spec).lower() in DATASET_ALIASES:
@@ -265,11 +262,11 @@ def load(spec, *, base_dir=None) -> Histogram | np.ndarray:
                      f"({', '.join([*DATASETS, *DATASET_ALIASES])})")
 
 
-def source(spec, *, base_dir=None) -> Histogram:
+def source(spec) -> Histogram:
     """The length distribution ``spec`` names (``load``; a list of lengths becomes its
     histogram). ``serve --lengths``, ``simulate --lengths`` and the checklist's dataset names
     draw from this."""
-    got = load(spec, base_dir=base_dir)
+    got = load(spec)
     return got if isinstance(got, Histogram) else from_lengths(got, name=Path(str(spec)).stem)
 
 
