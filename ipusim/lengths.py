@@ -235,15 +235,29 @@ def dataset(name: str) -> Histogram:
 
 def load_file(path) -> Histogram | np.ndarray:
     """A lengths file of either kind, read once: a ``length,count`` CSV gives a ``Histogram``,
-    lengths one a line (or separated by spaces) give an int64 array. A comma in the last row
-    that is not a comment means the CSV."""
+    a list of lengths (one a line, or separated by commas or spaces) an int64 array.
+
+    A CSV is a file with a header line (its first field is not a number) or with two or more
+    rows of exactly two comma-separated fields each; any other file is a list. One row of two
+    numbers and no header ("7, 9") could be either and is refused with what to add.
+    """
     p = Path(path)
     text = read_text_file("lengths file", p)
     rows = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows:
         raise ValueError(f"lengths file {str(p)!r} holds no lengths")
     try:
-        if "," in rows[-1]:
+        float(rows[0].replace(",", " ").split()[0])
+        header = False
+    except ValueError:
+        header = True
+    pairs = all(len(r.split(",")) == 2 for r in rows)
+    if not header and pairs and len(rows) == 1:
+        raise ValueError(f"lengths file {str(p)!r}: {rows[0][:40]!r} could be two lengths or a length and its "
+                         "count; for a histogram add the header line 'length,count', for a list put one "
+                         "length a line")
+    try:
+        if header or pairs:
             return Histogram(_parse_csv(text, str(p)), p.stem)
         return _parse_lengths(text, p)
     except ValueError as err:
@@ -252,12 +266,15 @@ def load_file(path) -> Histogram | np.ndarray:
 
 def load(spec) -> Histogram | np.ndarray:
     """What ``spec`` names, as it is: a file (``load_file``: a CSV's ``Histogram`` or a list's
-    array) or a shipped dataset (``dataset``). ``pack --lengths`` packs this exactly."""
+    array) or else a shipped dataset (``dataset``; a directory of that name does not hide it).
+    ``pack --lengths`` packs this exactly."""
     p = Path(str(spec))
-    if p.exists():  # a directory or an unreadable file: load_file says which
+    if p.is_file():
         return load_file(p)
     if str(spec).lower() in DATASETS or str(spec).lower() in DATASET_ALIASES:
         return dataset(str(spec))
+    if p.exists():  # a directory or something else that is not a file: load_file says what
+        return load_file(p)
     raise ValueError(f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
                      f"({', '.join([*DATASETS, *DATASET_ALIASES])})")
 

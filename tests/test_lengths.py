@@ -154,5 +154,39 @@ def test_source_reads_every_kind_of_length_source(tmp_path):
         (tmp_path / "empty.txt").write_text("# nothing\n\n")
         lengths.load_file(tmp_path / "empty.txt")
     with pytest.raises(ValueError, match="expected 'length,count' rows or one length a line"):
-        (tmp_path / "bad.csv").write_text("3,2,1\n")
+        (tmp_path / "bad.csv").write_text("3,2\n5,x\n")
         lengths.load_file(tmp_path / "bad.csv")
+
+
+@pytest.mark.parametrize(("text", "got"), [
+    ("3,2,1\n", [3, 2, 1]),  # a list on one line, separated by commas (as pack has always read it)
+    ("5\n7, 9\n", [5, 7, 9]),
+    ("100\n200\n300,\n", [100, 200, 300]),
+    ("1 2 3\n", [1, 2, 3]),
+    ("7,9\n8,1\n", "histogram"),  # two or more rows of two fields: length,count without a header
+    ("# made by hand\nlength,count\n7,9\n", "histogram"),
+])
+def test_load_file_tells_a_list_from_a_histogram(tmp_path, text, got):
+    f = tmp_path / "f.txt"
+    f.write_text(text)
+    x = lengths.load_file(f)
+    if got == "histogram":
+        assert isinstance(x, lengths.Histogram) and x.counts[6] == 9
+    else:
+        assert x.tolist() == got
+
+
+def test_one_pair_without_a_header_is_refused_as_ambiguous(tmp_path):
+    f = tmp_path / "f.txt"
+    f.write_text("7, 9\n")
+    with pytest.raises(ValueError, match="could be two lengths or a length and its count"):
+        lengths.load_file(f)
+
+
+def test_a_directory_named_like_a_dataset_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "squad").mkdir()
+    assert lengths.load("squad").name == "squad-384"
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(ValueError, match="directory"):
+        lengths.load("notes")
