@@ -3,7 +3,8 @@
 Each sub-command lives in its own module in ``ipusim.commands`` and provides ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this file finds them.
 Bad arguments and bad values exit with status 2 and one line on stderr, never a traceback;
-Ctrl-C exits with status 130 and one line. ``--max-memory`` (before or after the command)
+Ctrl-C exits with status 130 and one line; a reader that goes away (``| head``) ends the
+command quietly with status 141. ``--max-memory`` (before or after the command)
 sets the memory budget of ``ipusim.limits``; ``--version`` prints the version.
 """
 
@@ -120,6 +121,12 @@ def main(argv=None) -> int:
         return 130
     except ValueError as err:
         return _fail(command, err, 2)
+    except BrokenPipeError:  # the reader went away (``ipusim ... | head``): stop quietly, as Unix tools do
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
+            pass
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
     except OSError as err:  # a file the user named: missing, unreadable, a directory, disk full
         name = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         return _fail(command, f"{err.strerror or err}{':' if name else ''}{name}", 2)

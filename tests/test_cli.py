@@ -122,3 +122,30 @@ def test_csv_written_by_the_command_line_is_complete(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = path.read_text().splitlines()
     assert len(lines) == 2001 and lines[-1].count(",") == lines[0].count(",")
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """``ipusim presets | head -0``: no 'Broken pipe' error line, status 141 (128 + SIGPIPE) as Unix tools give."""
+    p = subprocess.Popen([sys.executable, "-m", "ipusim", "presets", "--sources"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()  # before the child has printed anything: its first write finds no reader
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert err == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--rate", "10"],
+    ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "2", "--seq-len", "64", "--lengths", "squad"],
+    ["embed", "--chip", "gc200", "--tables", "2", "--rows", "100", "--dim", "8", "--batch", "4"],
+    ["checklist"],
+])
+@pytest.mark.parametrize("bad", ["-1", "x", "1.5"])
+def test_every_seed_option_names_itself_when_refused(capsys, argv, bad):
+    from ipusim import cli
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--seed", bad])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert "argument --seed: a seed is a whole number >= 0" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from .. import hardware, lengths, workloads
@@ -27,12 +28,24 @@ def add_batch_and_seq_len(p) -> None:
 
 
 def add_lengths(p, what: str) -> None:
-    """``--lengths``: one option, one meaning in every command (``lengths.source``); ``what``
-    says what the command does with them."""
+    """``--lengths``: one option that reads the same names in every command (``lengths.load``);
+    ``what`` says what the command does with them (serve and simulate draw from them, pack packs
+    them as they are, the checklist samples a CSV or a dataset and takes a list as it is)."""
     names = ", ".join([*lengths.DATASETS, *lengths.DATASET_ALIASES])
     p.add_argument("--lengths", metavar="NAME|FILE",
                    help=f"{what}: a shipped dataset ({names}), a 'length,count' CSV, or a file of lengths "
                         "one a line")
+
+
+def seed_arg(text: str) -> int:
+    """argparse type of every ``--seed``: a whole number >= 0 (what numpy's generators take)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {v}")
+    return v
 
 
 def add_json(p) -> None:

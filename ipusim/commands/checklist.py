@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .. import limits
-from ._common import add_lengths
+from ._common import add_lengths, seed_arg
 
 NAME = "checklist"
 HELP = "run the POC migration checklist on a model and traffic and print the report (verdict and evidence)"
@@ -37,7 +37,7 @@ def add_arguments(p):
     p.add_argument("--train", action="store_true", help="also run the training check (7B-175B)")
     p.add_argument("--answer", action="append", metavar="ITEM=ANSWER",
                    help="questionnaire answer, e.g. dynamic_shapes=bucketed (repeatable)")
-    p.add_argument("--seed", type=int, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_arg, help="random seed (default 0)")
     p.add_argument("--format", choices=("md", "html", "json"), default="md", help="report format (default md)")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")

@@ -6,7 +6,7 @@ import math
 
 from .. import embeddings, hardware
 from .._validate import positive
-from ._common import add_json, format_table, print_json
+from ._common import add_json, format_table, print_json, seed_arg
 
 NAME = "embed"
 HELP = "simulate one embedding look-up step (tables, rows, dim, pooling, batch, skew) on a chip"
@@ -27,7 +27,7 @@ def add_arguments(p):
     p.add_argument("--chips", type=int, default=1, help="chips the tables are sharded over (default 1)")
     p.add_argument("--training", action="store_true", help="forward + sparse backward (SGD row update)")
     p.add_argument("--no-cache", action="store_true", help="no hot-row cache in spare tile SRAM")
-    p.add_argument("--seed", type=int, default=0, help="seed of the drawn look-ups (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the drawn look-ups (default 0)")
     add_json(p)
 
 

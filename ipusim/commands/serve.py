@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import arrivals, lengths, policies, serving
 from ..serving import tables
-from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json
+from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json, seed_arg
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
@@ -46,7 +46,7 @@ def add_arguments(p):
     g.add_argument("--long-fraction", type=float, default=0.0, metavar="F",
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
     p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
-    p.add_argument("--seed", type=int, default=0, help="random seed; default 0")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed; default 0")
     p.add_argument("--output-tokens", metavar="N or LO:HI", default=None,
                    help="generation: tokens each request generates (N, or uniform in LO..HI, seeded); requests' "
                         "lengths are their prompts. Needs a decoder --model; prints time to first token and "

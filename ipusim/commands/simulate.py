@@ -13,6 +13,7 @@ from ._common import (
     add_lengths,
     format_table,
     print_json,
+    seed_arg,
 )
 
 NAME = "simulate"
@@ -27,10 +28,10 @@ def add_arguments(p):
                    help="step kind (default forward)")
     add_lengths(p, "draw the --batch sequence lengths from (longer ones are cut to --seq-len; "
                    "default: every sequence is --seq-len tokens)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the length draw; default 0")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the length draw; default 0")
     p.add_argument("--packed", action="store_true",
                    help="run the drawn lengths unpadded/packed (default: every sequence padded to --seq-len); "
-                        "needs --lengths")
+                        "needs --lengths (a decode step has no padding either way)")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
     add_json(p)
