@@ -77,7 +77,6 @@ def test_arrival_trace(tmp_path, capsys):
     (["--config", "/no/such.toml"], "not found"),
     (["--answer", "custom_ops=lots"], "valid: unknown, none, few, many"),
     (["--rate-per-s", "-1"], "--rate-per-s must be a finite number > 0"),
-    (["--seed", "-1"], "--seed must be a non-negative"),
     (["--out", "/nonexistent/dir/r.md"], "does not exist"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, words, capsys):

@@ -50,8 +50,6 @@ def build_case(args):
 
     if args.output_tokens is not None and args.output_tokens < 1:
         raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
-    if args.seed is not None and args.seed < 0:
-        raise ValueError(f"--seed must be a non-negative whole number, got {args.seed}")
     if args.config:
         base = C.load_case(args.config)
     else:
