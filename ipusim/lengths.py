@@ -31,6 +31,7 @@ DATASETS = {
     "squad-384": ("squad_v1_1_len384.csv", 384),
 }
 DATASET_ALIASES = {"wikipedia": "wikipedia-512", "squad": "squad-384"}  # short names of DATASETS
+DATASET_NAMES = (*DATASETS, *DATASET_ALIASES)  # every name ``dataset`` takes (any case)
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,7 +228,7 @@ def dataset(name: str) -> Histogram:
     "wikipedia" and "squad" (see ``ipusim/data/README.md``)."""
     key = DATASET_ALIASES.get(str(name).lower(), str(name).lower())
     if key not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join([*DATASETS, *DATASET_ALIASES])}")
+        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASET_NAMES)}")
     fname, L = DATASETS[key]
     text = resources.files("ipusim").joinpath("data", fname).read_text()
     return Histogram(_parse_csv(text, fname), key).with_max_len(L)
@@ -271,12 +272,12 @@ def load(spec) -> Histogram | np.ndarray:
     p = Path(str(spec))
     if p.is_file():
         return load_file(p)
-    if str(spec).lower() in DATASETS or str(spec).lower() in DATASET_ALIASES:
+    if str(spec).lower() in DATASET_NAMES:
         return dataset(str(spec))
     if p.exists():  # a directory or something else that is not a file: load_file says what
         return load_file(p)
     raise ValueError(f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
-                     f"({', '.join([*DATASETS, *DATASET_ALIASES])})")
+                     f"({', '.join(DATASET_NAMES)})")
 
 
 def source(spec) -> Histogram:

@@ -354,10 +354,11 @@ def test_seeded_runs_are_identical():
 def test_squad_histogram_padding_matches_published():
     """SQuAD v1.1 at 384 tokens: 55.2% padding (docs/facts.md §4.1, recomputed from GC-TUT)."""
     from ipusim.checklist import check_padding
-    from ipusim.checklist.case import named_lengths
+    from ipusim.checklist.case import lengths_from_name
 
-    lens = named_lengths("squad")
-    case = Case(lengths=lens, length_source="squad-384")
+    lens, source = lengths_from_name("squad", None, 0)
+    assert source == "squad-384"
+    case = Case(lengths=lens, length_source=source)
     c3 = check_padding(case)
     assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram
 

@@ -323,11 +323,6 @@ def read_lengths_file(path, seed: int = 0) -> np.ndarray:
     return got.sample(20_000, seed=seed) if isinstance(got, _lengths.Histogram) else got
 
 
-def named_lengths(name: str, seed: int = 0) -> np.ndarray:
-    """A seeded sample of 20,000 lengths from a shipped histogram (``lengths.dataset``)."""
-    return _lengths.dataset(name).sample(20_000, seed=seed)
-
-
 def _chip_from(spec):
     if isinstance(spec, (str, hardware.TileChip, hardware.GpuChip)):
         return hardware.chip(spec)

@@ -31,7 +31,7 @@ def add_lengths(p, what: str) -> None:
     """``--lengths``: one option that reads the same names in every command (``lengths.load``);
     ``what`` says what the command does with them (serve and simulate draw from them, pack packs
     them as they are, the checklist samples a CSV or a dataset and takes a list as it is)."""
-    names = ", ".join([*lengths.DATASETS, *lengths.DATASET_ALIASES])
+    names = ", ".join(lengths.DATASET_NAMES)
     p.add_argument("--lengths", metavar="NAME|FILE",
                    help=f"{what}: a shipped dataset ({names}), a 'length,count' CSV, or a file of lengths "
                         "one a line")
