@@ -40,8 +40,7 @@ def rows(quick: bool) -> list[dict]:
     cmds = {"floor": floor, "serve": serve}
     if not quick:
         cmds.update(checklist=md, slow_exit=slow_exit)
-    if not quick:  # warm: table cache and Numba cache filled, files in the page cache
-        for argv in cmds.values():
+        for argv in cmds.values():  # warm: table cache and Numba cache filled, files in the page cache
             child_times(argv)
     repeat = 1 if quick else 5
     runs = {k: [] for k in cmds}
