@@ -6,8 +6,8 @@ over the real tokens, fused attention per sequence) plus what the system spends 
 
 * **offsets and a host sync**: a one-block prefix-sum kernel over the mask builds the token
   offsets, and the count of real tokens is copied to the host before the GEMMs can be sized
-  (FasterTransformer ``invokeGetPaddingOffset`` then ``cudaMemcpy`` of ``h_token_num``;
-  ByteTransformer ``build_sequence_length_padding_offset_kernelLauncher``, which launches
+  (FasterTransformer's ``invokeGetPaddingOffset`` copies the token count to pinned host memory
+  and waits for it, FT-CODE; ByteTransformer ``build_sequence_length_padding_offset_kernelLauncher``, which launches
   ``parallel_prefix<<<1, ...>>>`` and returns ``valid_word_num`` to the host). The sync empties
   the GPU's queue: ``HOST_SYNC_S`` each time.
 * **compress and restore**: a gather of the real tokens out of the padded input and a scatter
@@ -16,7 +16,7 @@ over the real tokens, fused attention per sequence) plus what the system spends 
   output is the padded ``batch x input_len`` tensor). FasterTransformer does both once per
   forward (its ``Bert`` runs all layers in one call); ByteTransformer's op is one layer, called
   once per layer by its benchmark (``bert_transformer_test.py``), so it pays offsets, sync,
-  compress and restore in every layer (BT-README benchmark script).
+  compress and restore in every layer (BT-CODE).
 * **attention**: ByteTransformer runs fused attention on the real lengths at every length up to
   1,024 (a WMMA kernel up to 128 tokens, a CUTLASS grouped-GEMM kernel beyond; BT-README).
   FasterTransformer uses its fused variable-length MHA only for FP16, head size 64 and an input
@@ -51,7 +51,7 @@ published figure is in docs/facts.md. Set once, not fitted to any row."""
 FT_FUSED_MHA_MAX_LEN = 384
 """Longest input FasterTransformer's fused (TensorRT) MHA takes on sm80: its ``getAttentionType``
 picks the fused kernel for FP16, head size 64 and ``max_seq_len <= 384``, else the unfused path
-(NVIDIA/FasterTransformer ``src/fastertransformer/kernels/..._attention``, FT-GUIDE release)."""
+(FT-CODE: ``src/fastertransformer/layers/attention_layers/BaseAttentionLayer.h``)."""
 
 
 def _stream_s(c: GpuChip, read_bytes: float, write_bytes: float, elements: float) -> float:
