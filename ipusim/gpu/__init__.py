@@ -85,7 +85,13 @@ from .params import (
     WAVE_FILL_CYCLES,
 )
 from .simulation import KernelResult, check_efficiency, simulate, simulate_kernel
-from .varlen import FT_FUSED_MHA_MAX_LEN, HOST_SYNC_S, SYSTEMS, remove_padding
+from .varlen import (
+    FT_FUSED_MHA_MAX_LEN,
+    HOST_SYNC_S,
+    SYSTEMS,
+    fastertransformer_padded,
+    remove_padding,
+)
 
 __all__ = [
     "ATTENTION_K_TILE",
@@ -128,6 +134,7 @@ __all__ = [
     "check_efficiency",
     "fit_calibration",
     "fit_tensor_efficiency",
+    "fastertransformer_padded",
     "format_rows",
     "padding_removal_table",
     "padding_removed_table",

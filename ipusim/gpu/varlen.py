@@ -66,6 +66,36 @@ def _offsets_s(c: GpuChip, batch: int, input_len: int, dt: int) -> float:
     return simulate_kernel(c, 1, 0.0, float(batch * input_len * dt)).time_s + HOST_SYNC_S
 
 
+def _ft_fused(cfg, dt: int, input_len: int) -> bool:
+    """FasterTransformer's ``getAttentionType``: fused MHA for FP16, head size 64, input <= 384."""
+    return dt == 2 and cfg.head_dim == 64 and input_len <= FT_FUSED_MHA_MAX_LEN
+
+
+def _unfused_minus_fused_s(c, cfg, batch: int, input_len: int, dt: int, base) -> float:
+    """Unfused attention kernels on ``batch`` padded rows of ``input_len`` minus ``base``'s fused ones."""
+    padded = simulate(c, _step(cfg, [input_len] * batch, pad_to=input_len, dtype_bytes=dt), fusion="none")
+    unfused = sum(k["time_s"] for k in padded.extra["kernels"] if k["kernel"] in ("attn_scores", "softmax", "attn_context"))
+    return unfused - sum(k["time_s"] for k in base.extra["kernels"] if k["kernel"] == "fused_mha")
+
+
+def fastertransformer_padded(chip, batch: int, input_len: int, *, model="bert-base", dtype_bytes: int = 2) -> StepResult:
+    """FasterTransformer's padded forward of ``batch`` rows of ``input_len``: ``simulate``'s padded
+    step, its attention unfused (through HBM) where ``getAttentionType`` refuses the fused kernel."""
+    c = resolve(chip)
+    cfg = _model(model)
+    B = positive("batch", batch, integer=True)
+    L = positive("input_len", input_len, integer=True)
+    base = simulate(c, _step(cfg, [L] * B, pad_to=L, dtype_bytes=dtype_bytes))
+    if _ft_fused(cfg, base.extra.get("dtype_bytes", dtype_bytes), L):
+        return base
+    import dataclasses
+
+    added = _unfused_minus_fused_s(c, cfg, B, L, dtype_bytes, base)
+    split = dict(base.split)
+    split["unfused_attention"] = added
+    return dataclasses.replace(base, time_s=base.time_s + added, split=split)
+
+
 def remove_padding(chip, lengths, input_len: int | None = None, system: str = "bytetransformer", *,
                    model="bert-base", dtype_bytes: int = 2) -> StepResult:
     """A forward step of ``model`` over ``lengths`` with padding removed by ``system``.
@@ -93,16 +123,11 @@ def remove_padding(chip, lengths, input_len: int | None = None, system: str = "b
     if system == "bytetransformer":
         extra = {k: v * layers for k, v in extra.items()}
     else:
-        fused = dt == 2 and cfg.head_dim == 64 and L <= FT_FUSED_MHA_MAX_LEN
-        if not fused:  # rebuild padding of Q, K, V; unfused attention on padded rows; remove it again
-            padded = simulate(c, _step(cfg, [L] * B, pad_to=L, dtype_bytes=dt), fusion="none")
-            unfused = sum(k["time_s"] for k in padded.extra["kernels"]
-                          if k["kernel"] in ("attn_scores", "softmax", "attn_context"))
-            fused_s = sum(k["time_s"] for k in base.extra["kernels"] if k["kernel"] == "fused_mha")
+        if not _ft_fused(cfg, dt, L):  # rebuild padding of Q, K, V; unfused attention on padded rows; remove it
             q = cfg.q_dim + 2 * cfg.kv_dim
             per_layer = (_stream_s(c, T * q * dt, B * L * q * dt, B * L * q)
                          + _stream_s(c, B * L * cfg.q_dim * dt, T * cfg.q_dim * dt, T * cfg.q_dim))
-            extra["padded_attention_s"] = unfused - fused_s + per_layer * layers
+            extra["padded_attention_s"] = _unfused_minus_fused_s(c, cfg, B, L, dt, base) + per_layer * layers
     added = float(sum(extra.values()))
     split = dict(base.split)
     split["padding_removal"] = added
