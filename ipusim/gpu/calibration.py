@@ -222,8 +222,9 @@ PADDING_REMOVED_TOLERANCE = 0.25
 def padding_removed_table(chip="a100-80gb") -> list[dict]:
     """Predicted vs published latency of each ``PADDING_REMOVED_MS`` row.
 
-    Lengths: ``spread_lengths`` with the row's mean (FT-GUIDE's and ByteTransformer's benchmarks
-    draw lengths uniformly on a range ending at the maximum, BT-CODE; a single sequence gets the
+    Lengths: ``spread_lengths`` with the row's mean, the midpoints of a uniform range ending at
+    the maximum (ByteTransformer's benchmark draws lengths uniformly on [2 mean - max, max],
+    BT-CODE; FT-GUIDE states only the mean: ASSUMPTION, the same rule; a single sequence gets the
     mean). The input is padded to the row's maximum; ``varlen.remove_padding`` with the row's
     system. Rows: source, system, batch, max_len, mean_fraction, published_ms, predicted_ms,
     ratio (predicted / published), within (``|ratio - 1| <= PADDING_REMOVED_TOLERANCE``).
