@@ -37,3 +37,15 @@ def test_encoder_throughput_refuses_a_batch_that_does_not_fit():
         serving.encoder_throughput("gc200", [512] * 128, "pad", batch=128, max_len=512)
     t = serving.encoder_throughput("gc200", [512] * 16, "pad", batch=16, max_len=512)
     assert np.isfinite(t.time_s) and t.time_s > 0
+
+
+def test_unpadded_on_a_gpu_pays_bytetransformer_costs():
+    """A GPU's unpadded batches cost ``gpu.remove_padding`` with ByteTransformer's kernels, the
+    input padded to ``max_len``: more than the bare unpadded step."""
+    from ipusim import gpu
+
+    lens = lengths.long_text_mix(0.4).sample(128, seed=5)
+    un = serving.encoder_throughput("a100-40gb", lens, "unpadded", batch=64)
+    expect = sum(gpu.remove_padding("a100-40gb", lens[i:i + 64], 512, "bytetransformer").time_s for i in (0, 64))
+    bare = sum(machine.step_time_s("a100-40gb", workloads.step("bert-base", lens[i:i + 64])) for i in (0, 64))
+    assert un.time_s == pytest.approx(expect, rel=1e-12) and un.time_s > bare

@@ -277,7 +277,8 @@ def bert_throughput(n_requests: int = 256) -> Verdict:
         for b, by in ratios.items()) + " (claimed 1.81, 1.82)")
     return _verdict(7, "BERT-base throughput, IPU vs A100", state, summary, rules.THROUGHPUT_RULE, numbers,
                     {"tile": "GC200, packed rows of 512 (SPFHP, <= 16 per row), 8 rows per batch",
-                     "gpu": "A100 40GB, 64 requests per batch, padded to 512 or with padding removed",
+                     "gpu": "A100 40GB, 64 requests per batch, padded to 512 or with padding removed as "
+                            "ByteTransformer does it (gpu.remove_padding)",
                      "requests": f"{n:,} from lengths.long_text_mix (seed 1); no queueing (back-to-back batches)"},
                     "bert_throughput", ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb",
                                         "05_poc_checklist.ipynb"],
@@ -480,7 +481,8 @@ def sparse_embeddings(configs=DLRM_CONFIGS) -> Verdict:
     summary = (f"{gb.embedding.chips} x {gb.embedding.chip} reaches {ratio:.2f}x the samples/s per W of "
                f"{tb.embedding.chips} x {tb.embedding.chip} ({tb.fit}: the ~100 GB of tables live in Streaming Memory)")
     return _verdict(13, "sparse embeddings, irreplaceable for recommenders", state, summary, rules.IRREPLACEABLE_RULE,
-                    numbers, {"workload": "dlrm-mlperf (26 tables, 204M rows x 128 FP32), batch 16,384, sparse SGD",
+                    numbers, {"workload": "dlrm-mlperf (26 tables, 204M rows x 128 FP32), batch 16,384, sparse SGD; "
+                                          "the step of embeddings.dlrm (its host time per step on both kinds)",
                               "clusters": ", ".join(f"{n} x {c}" for c, n in configs),
                               "power": "board power (efficiency.CAVEAT)"},
                     "sparse_embeddings", ["07_sparse_embeddings.ipynb"])

@@ -4,7 +4,8 @@ Streaming Memory, access skew (Zipf), hot-row caches, and one GNN neighbour gath
 * ``workload``: tables, look-ups per sample, batch, skew; published presets (MLPerf DLRM).
 * ``access``: who owns and who asks for each row; cache hit rates; the Numba tally kernel.
 * ``machines``: the time of one step on a tile chip (BSP supersteps) and on GPUs (waves).
-* ``dlrm``: a DLRM-style training step (embeddings + dense MLPs) on a cluster of either kind.
+* ``dlrm``: a DLRM training step (embeddings and their all-to-all, MLPs, interaction, all-reduce,
+  optimizer, host) on a cluster of either kind, against TorchRec's published rows.
 """
 
 from .access import cache_rows, harmonic, hit_rate, lookup_stream, tally

@@ -32,6 +32,7 @@ The package, one idea a module:
   the same loop in plain Python, which the tests and the benchmark compare against it.
 * ``kernels``: the thread blocks of each op and the plan that fuses ops into kernels.
 * ``simulation``: ``simulate_kernel`` (one kernel) and ``simulate`` (a whole step).
+* ``varlen``: padding removed as FasterTransformer and ByteTransformer do it (``remove_padding``).
 * ``calibration``: the model against published latencies and speed-ups.
 
 All times in seconds, sizes in bytes, work in FLOP.
@@ -47,6 +48,8 @@ from .calibration import (
     FT_TOLERANCE,
     LAUNCH_GRID_S,
     PADDING_REMOVAL_SPEEDUPS,
+    PADDING_REMOVED_MS,
+    PADDING_REMOVED_TOLERANCE,
     TENSOR_EFFICIENCY_GRID,
     TRT_BERT_BASE_A100_40GB_FP16_MS,
     calibration_table,
@@ -54,6 +57,7 @@ from .calibration import (
     fit_tensor_efficiency,
     format_rows,
     padding_removal_table,
+    padding_removed_table,
     spread_lengths,
     wave_staircase,
 )
@@ -81,6 +85,13 @@ from .params import (
     WAVE_FILL_CYCLES,
 )
 from .simulation import KernelResult, check_efficiency, simulate, simulate_kernel
+from .varlen import (
+    FT_FUSED_MHA_MAX_LEN,
+    HOST_SYNC_S,
+    SYSTEMS,
+    fastertransformer_padded,
+    remove_padding,
+)
 
 __all__ = [
     "ATTENTION_K_TILE",
@@ -94,6 +105,8 @@ __all__ = [
     "FT_BATCH1_TOLERANCE",
     "FT_BERT_BASE_A100_80GB_FP16_MS",
     "FT_TOLERANCE",
+    "FT_FUSED_MHA_MAX_LEN",
+    "HOST_SYNC_S",
     "FUSIONS",
     "GEMM_K_TILE",
     "GEMM_SPLIT_K",
@@ -107,7 +120,10 @@ __all__ = [
     "MMA_GRANULE",
     "OPTIONS",
     "PADDING_REMOVAL_SPEEDUPS",
+    "PADDING_REMOVED_MS",
+    "PADDING_REMOVED_TOLERANCE",
     "REGISTER_FILE_BYTES_PER_SM",
+    "SYSTEMS",
     "TENSORRT_KERNELS",
     "TENSOR_EFFICIENCY",
     "TENSOR_EFFICIENCY_GRID",
@@ -118,8 +134,11 @@ __all__ = [
     "check_efficiency",
     "fit_calibration",
     "fit_tensor_efficiency",
+    "fastertransformer_padded",
     "format_rows",
     "padding_removal_table",
+    "padding_removed_table",
+    "remove_padding",
     "simulate",
     "simulate_kernel",
     "spread_lengths",
