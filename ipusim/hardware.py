@@ -112,6 +112,12 @@ class TileChip(_ChipSpec):
         """Peak FP16 FLOP/s of the whole chip."""
         return self._chip_wide(self.fp16_flops_per_cycle_per_tile)
 
+    def amp_flops_per_cycle_per_tile(self, dtype_bytes: int) -> float:
+        """FLOP/cycle/tile of the matmul unit (AMP) for operands of ``dtype_bytes``: the FP16 rate
+        for 2-byte (or smaller) operands, the FP32 rate for 4-byte ones (the AMP's FP32 rate is
+        the chip's FP32 peak: 32 FLOP/cycle/tile on Mk2, UNATTR-IPU21; 31.1 TFLOP/s on GC2, APAD2)."""
+        return self.fp16_flops_per_cycle_per_tile if dtype_bytes <= 2 else self.fp32_flops_per_cycle_per_tile
+
     @property
     def sram_bytes(self) -> int:
         """Total on-chip SRAM, bytes."""

@@ -207,7 +207,7 @@ def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
     amp = np.array([ph.amp for ph in phases])
-    rate = np.where(amp, c.fp16_flops_per_cycle_per_tile, vec)
+    rate = np.array([c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float)
     args = (arr["flops"], arr["load"], arr["vertices"], arr["recv"], arr["send"], rate,
             c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
             c.vertex_overhead_cycles, TILES_PER_EXCHANGE_BUS)
