@@ -217,8 +217,27 @@ width did not change from Mk1 to Mk2, and the measured Mk1 width is applied to G
 _SRAM_SOURCE = ("one rule for all tile presets (SRAM_BYTES_PER_CYCLE_PER_TILE): a 128-bit load per cycle, "
                 "31.1 TB/s on a GC2 (Jia via LOUW §IV), 30.70 TB/s measured in assembly (JIA-FT)")
 
+JIA_FT_TILE_LATENCY_S = 98e-9
+"""Worst tile-to-tile latency on an idle GC2, seconds (JIA-FT, facts §1.5; 37-59 ns within a tile
+column): the measured time of one whole minimal transfer."""
+
+SYNC_CYCLES = 156.0
+"""Cycles of one chip-wide sync, one rule for every tile preset: a minimal transfer as Poplar runs it
+is a sync followed by an exchange (every exchange follows a sync, facts §1.4 GC-MPO2), so JIA-FT's
+measured worst idle latency, 98 ns = 156.8 cycles at 1.6 GHz, is taken to be that whole (ASSUMPTION:
+the measured latency includes the sync). Less the one cycle the simulator charges for the exchange
+of the 4-byte word sent (4 B / (4.1 B/cycle x 0.96), ``tile_calibration.EXCHANGE_EFFICIENCY``), the
+sync is 156 cycles. The largest on-chip sync delay of a public cost model, 126 cycles (UNATTR-IPU21,
+conf. L), fits inside it; the same model's ``getGlobalSyncCycles`` = 600 would alone take 4x the
+measured whole transfer, so it is not used. Mk2 chips: the same cycles (ASSUMPTION: the sync and the
+exchange fabric are clocked with the tiles; no Mk2 latency was measured)."""
+
+_SYNC_SOURCE = ("JIA-FT: worst idle tile-to-tile latency 98 ns on GC2 (157 cycles at 1.6 GHz) is one whole "
+                "sync + minimal exchange (ASSUMPTION: the measurement includes the sync), less 1 cycle of "
+                "exchange = 156 (SYNC_CYCLES); UNATTR-IPU21's sync delay of 126 cycles fits inside it")
+
 _IPU_COMMON_SOURCES = {
-    "sync_cycles": "UNATTR-IPU21 getGlobalSyncCycles = 600 (conf. L); no ns figure found (facts §1.4)",
+    "sync_cycles": _SYNC_SOURCE + "; ASSUMPTION: the same cycles on Mk2 (no Mk2 latency measured)",
     "vertex_overhead_cycles": "POPLIBS-EST, newer PerformanceEstimation.cpp: 11 cycles (older: 198)",
     "code_bytes_per_tile": "ASSUMPTION: 48 KiB code/runtime reserve per tile; Poplar's real code size "
     "varies by program (GC-OOM shows code can overflow a tile)",
@@ -236,7 +255,7 @@ def _gc2() -> TileChip:
         fp32_flops_per_cycle_per_tile=16.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=0.0,
@@ -256,7 +275,7 @@ def _gc2() -> TileChip:
             "link_bandwidth_bytes_per_s": "GC-LEGACY: 192 GB/s between the two IPUs of a C2 card",
             "power_w": "IPUG, LOUW: 150 W TDP per IPU",
             **_IPU_COMMON_SOURCES,
-            "sync_cycles": _IPU_COMMON_SOURCES["sync_cycles"] + "; IPU21 figure applied to GC2 (ASSUMPTION)",
+            "sync_cycles": _SYNC_SOURCE,
         },
     )
 
@@ -272,7 +291,7 @@ def _gc200() -> TileChip:
         fp32_flops_per_cycle_per_tile=32.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=448e9 / 4,
@@ -309,7 +328,7 @@ def _bow() -> TileChip:
         fp32_flops_per_cycle_per_tile=32.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * 1.325e9),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=256e9 / 4,

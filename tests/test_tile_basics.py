@@ -42,3 +42,26 @@ def test_fp32_gemm_on_gc2_is_near_the_measured_rate():
     the out-of-sample one of ``tile_calibration``, 25 %."""
     tf = _tflops(hardware.chip("gc2"), 2944, 4)
     assert tf == pytest.approx(18.9, rel=0.25)
+
+
+def _minimal_transfer_s(c) -> float:
+    """Seconds of one superstep in which tile 0 sends one 4-byte word to tile 1 (sync + exchange)."""
+    import numpy as np
+
+    from ipusim.workloads import matmul_op
+
+    z = np.zeros(c.tiles)
+    recv, send = z.copy(), z.copy()
+    recv[1], send[0] = 4.0, 4.0
+    ph = tiles.Phase("x", "exchange", False, z, z, z, recv, send)
+    plan = tiles.OpPlan(matmul_op("x", 1, 1, 1, 1, 2), "one word", 1, [ph], z, z)
+    return float(tiles.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz)
+
+
+def test_minimal_transfer_with_its_sync_takes_the_measured_time():
+    """JIA-FT (facts §1.5): worst tile-to-tile latency on an idle GC2, 98 ns, the whole of a sync
+    and a minimal exchange. The sync is set from this row (``hardware.SYNC_CYCLES``), so the
+    tolerance is the in-sample one, 5 %."""
+    assert _minimal_transfer_s(hardware.chip("gc2")) == pytest.approx(hardware.JIA_FT_TILE_LATENCY_S, rel=0.05)
+    for name in hardware.TILE_PRESETS:  # one rule for every tile preset
+        assert hardware.chip(name).sync_cycles == hardware.SYNC_CYCLES
