@@ -492,8 +492,12 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
 def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "numba") -> TileProfile:
     """One (m x k) @ (k x n) matmul on the chip's tiles, as a one-op program (for lessons).
 
-    Weights count as always-live; the result's split has compute, sync and exchange; its
-    ``extra`` says the planner's partition, passes, block and temporary bytes.
+    The two operands are tensors of the program, always live and spread evenly over the
+    tiles: the input (m x k) and the weights (k x n), of ``dtype_bytes`` each. The output
+    (m x n) is written into the output blocks (or FP32 partials) of the planner's working set,
+    which comes on top, within ``availableMemoryProportion`` of a tile (the planner, like
+    Poplar's, budgets the temporaries alone). The result's split has compute, sync and
+    exchange; its ``extra`` says the planner's partition, passes, block and temporary bytes.
     """
     from ._validate import positive
     from .workloads import matmul_op
@@ -510,7 +514,7 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
              "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
     t_unlimited = float(sum(split.values()))
-    always = c.code_bytes_per_tile + plan.weights
+    always = c.code_bytes_per_tile + plan.weights + m * k * dtype_bytes / c.tiles  # + the input
     mem = always + plan.temp
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
     t = t_unlimited if fits else math.inf  # the fit rule (machine.StepResult)
