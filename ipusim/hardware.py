@@ -83,6 +83,7 @@ class TileChip(_ChipSpec):
     offchip_bandwidth_bytes_per_s: float  # bytes/s between off-chip DRAM and the chip
     link_bandwidth_bytes_per_s: float  # bytes/s chip-to-chip (all links, one chip)
     power_w: float  # W, board power per chip
+    process_nm: float = 45.0  # nm, the logic process node (prices FLOPs, ``energy.flop_scale``)
     sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
     notes: str = field(default="", compare=False, repr=False)
 
@@ -168,6 +169,7 @@ class GpuChip(_ChipSpec):
     kernel_launch_s: float  # fixed cost of one kernel launch, seconds
     link_bandwidth_bytes_per_s: float  # NVLink bandwidth per GPU, bytes/s
     power_w: float  # W, TDP
+    process_nm: float = 45.0  # nm, the logic process node (prices FLOPs, ``energy.flop_scale``)
     sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
     notes: str = field(default="", compare=False, repr=False)
 
@@ -262,6 +264,7 @@ def _gc2() -> TileChip:
         offchip_bandwidth_bytes_per_s=0.0,
         link_bandwidth_bytes_per_s=192e9,
         power_w=150.0,
+        process_nm=16.0,
         sources={
             "tiles": "JIA-N, IPUG, LOUW: 1,216 tiles",
             "sram_per_tile_bytes": "GC-LV tileMemory 262144; JIA-N",
@@ -274,6 +277,7 @@ def _gc2() -> TileChip:
             "offchip_bandwidth_bytes_per_s": "0: no Streaming Memory on the C2 card (GC-LEGACY), so no bandwidth",
             "link_bandwidth_bytes_per_s": "GC-LEGACY: 192 GB/s between the two IPUs of a C2 card",
             "power_w": "IPUG, LOUW: 150 W TDP per IPU",
+            "process_nm": "STH, CAMBRIAN: TSMC 16 nm (facts §1.1)",
             **_IPU_COMMON_SOURCES,
             "sync_cycles": _SYNC_SOURCE,
         },
@@ -298,6 +302,7 @@ def _gc200() -> TileChip:
         offchip_bandwidth_bytes_per_s=64e9,
         link_bandwidth_bytes_per_s=320e9,
         power_w=300.0,
+        process_nm=7.0,
         sources={
             "tiles": "CBLAKE, EENEWS-MK2, GC-M2000DS (5,888 cores / 4 IPUs)",
             "sram_per_tile_bytes": "GC-OOM: 'tiles only have 638976 bytes' (624 KiB)",
@@ -312,6 +317,7 @@ def _gc200() -> TileChip:
             "we use the PCIe Gen4 host-link figure 64 GB/s (CBLAKE) as an optimistic stand-in",
             "link_bandwidth_bytes_per_s": "CBLAKE: 10 IPU-Links, 320 GB/s",
             "power_w": "EENEWS-MK2: 300 W per chip",
+            "process_nm": "CONVERGE, EENEWS-MK2: TSMC 7 nm (facts §1.1)",
             **_IPU_COMMON_SOURCES,
         },
     )
@@ -335,6 +341,7 @@ def _bow() -> TileChip:
         offchip_bandwidth_bytes_per_s=64e9,
         link_bandwidth_bytes_per_s=320e9,
         power_w=1250.0 / 4,
+        process_nm=7.0,
         sources={
             "tiles": "EENEWS-BOW, GC-BOW2000 (5,888 / 4)",
             "sram_per_tile_bytes": "POPSUM-BOW: 624.0 kB per tile, as GC200",
@@ -348,6 +355,7 @@ def _bow() -> TileChip:
             "offchip_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (no figure found)",
             "link_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (Bow is Mk2-compatible)",
             "power_w": "EENEWS-BOW: Bow-2000 averages 1.25 kW for 4 IPUs",
+            "process_nm": "ASSUMPTION: the GC200's 7 nm logic die (Bow adds a power-delivery wafer, ELFORU)",
             **_IPU_COMMON_SOURCES,
         },
     )
@@ -378,6 +386,7 @@ def _a100(hbm_gb: int) -> GpuChip:
         kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=600e9,
         power_w=400.0,
+        process_nm=7.0,
         sources={
             "sms": "PC2 deviceQuery '(108) Multiprocessors'; GKW-A100",
             "clock_hz": "PC2, FT-GUIDE: boost 1,410 MHz",
@@ -390,6 +399,7 @@ def _a100(hbm_gb: int) -> GpuChip:
             "kernel_launch_s": _GPU_LAUNCH,
             "link_bandwidth_bytes_per_s": "THUNDER: NVLink 600 GB/s",
             "power_w": "PC2, THUNDER: 400 W",
+            "process_nm": "NV-A100-WP: TSMC 7 nm N7",
         },
     )
 
@@ -409,6 +419,7 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
         kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=900e9,
         power_w=700.0,
+        process_nm=4.0,
         sources={
             "sms": "HPCTECH (NVIDIA table), GKW-H100" + ("; GENTIC, SAUL for H200" if h200 else ""),
             "clock_hz": "GKW-H100: 1.83 GHz tensor boost" + ("; ASSUMPTION: same die for H200" if h200 else ""),
@@ -422,6 +433,7 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
             "kernel_launch_s": _GPU_LAUNCH,
             "link_bandwidth_bytes_per_s": "HPCTECH, MLPERF-H200: NVLink 900 GB/s",
             "power_w": "MLPERF-H200: TGP 700 W" if h200 else "HPCTECH: 700 W",
+            "process_nm": "NV-H100-WP: TSMC 4N" + ("; ASSUMPTION: same GH100 die for H200" if h200 else ""),
         },
     )
 
