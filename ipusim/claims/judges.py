@@ -147,7 +147,8 @@ def data_movement_energy() -> Verdict:
     return _verdict(2, "data-movement energy", state, summary, rules.ENERGY_RULE, numbers, {
         "chips": f"{TILE} vs {GPU} (machine.ENERGY_COMPARATOR; both 7 nm parts of 2020)",
         "steps": "BERT-base 32 x 128 tokens (fits on chip); Llama-2-7B decode, 1 x 1,024 tokens of context (streams)",
-        "energy": "simulated StepResult.energy_split, priced with the 45 nm table of ipusim.energy; the exchange "
+        "energy": "simulated StepResult.energy_split: bytes priced with the 45 nm table of ipusim.energy, FLOPs "
+                  "scaled to each chip's process node (energy.flop_scale); the exchange "
                   "is one SRAM read + write per byte (wires left out: an upper estimate of the on-chip saving)"},
         "data_movement_energy", ["01_memory_wall.ipynb", "05_poc_checklist.ipynb"],
         break_even=f"whether the model's weights fit in tile SRAM ({hardware.chip(TILE).data_bytes / 1e9:.2f} GB "
