@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.checklist import Prices
 from ipusim.claims import rules
 from ipusim.claims.judges import GPU, TILE
+from ipusim.prices import Prices
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_bad_inputs_raise_value_errors_that_say_what_is_allowed():
         claims.equal_power(("GNN gather",), (TILE,))
     with pytest.raises(ValueError, match="unknown case"):
         claims.equal_power(("a case",))
-    with pytest.raises(ValueError, match="checklist.Prices"):
+    with pytest.raises(ValueError, match="prices.Prices"):
         claims.hardware_cost("cheap")
 
 

@@ -50,8 +50,8 @@ def _bert_short(chip):  # BERT-base, 32 requests of 128 tokens: the articles' sh
 def _scaled(chip: str, chips: int, lengths: tuple, pad_to: int | None = None, phase: str = "forward",
             model: str = "bert-base"):
     """The step placed on ``chips`` chips of ``chip`` by the library's one scale-out
-    (``ipusim.checklist.scaleout.scale_out``): throughput, chips used, energy per sequence."""
-    from ..checklist import scaleout
+    (``ipusim.scaleout.scale_out``): throughput, chips used, energy per sequence."""
+    from .. import scaleout
 
     return scaleout.scale_out(chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase), counts=(chips,))
 
@@ -90,11 +90,11 @@ def _preset(name):
 
 def _prices(prices):
     if prices is None:
-        from ..checklist import Prices
+        from ..prices import Prices
 
         return Prices()
     if not hasattr(prices, "chip_hour") or not hasattr(prices, "is_assumed"):
-        raise ValueError(f"prices must be an ipusim.checklist.Prices (or None for the assumed defaults), "
+        raise ValueError(f"prices must be an ipusim.prices.Prices (or None for the assumed defaults), "
                          f"got {type(prices).__name__}")
     return prices
 
@@ -320,7 +320,7 @@ def hardware_cost(prices=None) -> Verdict:
     Throughput per chip of BERT-base (32 x 128 tokens, back-to-back batches; the step fits one
     chip of each kind, so the same throughput takes chips in proportion); cost per sequence =
     (chip-hour price + board power x energy price) / sequences per chip-hour. ``prices``: an
-    ``ipusim.checklist.Prices`` (None: the checklist's ASSUMED placeholders)."""
+    ``ipusim.prices.Prices`` (None: its ASSUMED placeholders)."""
     p = _prices(prices)
     t, g = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
     tc, gc = hardware.chip(TILE), hardware.chip(GPU)
@@ -533,7 +533,7 @@ def memory_bottleneck(chips: int = 32) -> Verdict:
     """Claim 15: a model with a severe memory bottleneck gains most from moving to the tile chip.
 
     Llama-2-7B decode (8 sequences, 1,024 tokens of context) placed over ``chips`` tile chips
-    (``ipusim.checklist.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
+    (``ipusim.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
     one chip each. Both steps' sequences have the same tokens on either chip, so the ratio of
     sequences/s per chip is that of tokens/s per chip."""
     chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement")

@@ -20,8 +20,8 @@ Every task that has a throughput reports the same headline columns, so that fron
 break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
 ``per_usd`` (units per US dollar of chip time), ``per_j`` (units per joule of board power,
 i.e. throughput per watt), ``usd_per_million`` and the ``fit`` state (``ipusim.result``).
-Prices are the checklist's placeholder chip-hour prices (ASSUMPTION, see
-``ipusim.checklist.ASSUMPTIONS["prices"]``); a changed chip keeps its preset's price unless
+Prices are the placeholder chip-hour prices of ``ipusim.prices`` (ASSUMPTION, see
+``ipusim.prices.PRICE_ASSUMPTION``); a changed chip keeps its preset's price unless
 the point gives ``usd_per_chip_hour``.
 """
 
@@ -116,7 +116,7 @@ def make_chip(point: dict):
 
 def price_usd_per_hour(point: dict, c) -> float:
     """The point's chip-hour price: ``usd_per_chip_hour`` if given, else the preset's (ASSUMPTION)."""
-    from ..checklist import DEFAULT_USD_PER_CHIP_HOUR
+    from ..prices import DEFAULT_USD_PER_CHIP_HOUR
 
     p = point.get("usd_per_chip_hour")
     if p is None:
