@@ -58,7 +58,7 @@ import numpy as np
 from numba import njit
 
 from . import energy as _energy
-from . import tile_calibration as _cal
+from . import tile_params as _cal
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip

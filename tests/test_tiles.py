@@ -80,7 +80,7 @@ def test_matmul_compute_matches_closed_form_on_four_tiles():
     """Evenly divisible 256x64x64 on 4 tiles (m split in 4): each tile does 1/4 of 2mkn, plus
     one vertex, the AMP phase overhead, and the rearrangement of the bytes it received: 3/4
     of its 64 x 64 input rows and 3/4 of the 64 x 64 weights (it stores 1/4), FP16."""
-    from ipusim import tile_calibration as cal
+    from ipusim import tile_params as cal
 
     c = GC200.replace(tiles=4)
     m, k, n = 256, 64, 64
@@ -109,7 +109,7 @@ def test_slowest_tile_sets_the_pace():
     comp = prof.program.comp[step_i]
     assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
     # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
-    from ipusim.tile_calibration import EXCHANGE_EFFICIENCY
+    from ipusim.tile_params import EXCHANGE_EFFICIENCY
 
     x_rate = c.exchange_bytes_per_cycle_per_tile * EXCHANGE_EFFICIENCY
     x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / x_rate

@@ -312,9 +312,9 @@ def _key(*parts) -> str:
     Remembered for parts that are frozen dataclasses (the same object: configs are values) and
     plain scalars, so a search that asks for the same table hundreds of times describes and
     hashes its parts once (``_describe`` of a replica costs ~0.1-0.2 ms)."""
-    from .. import tile_calibration
+    from .. import tile_params
 
-    cal = tile_calibration.current()
+    cal = tile_params.current()
     memo = _memo_token(parts)
     if memo is not None:
         hit = _key_memo.get((cal, memo))
