@@ -26,7 +26,7 @@ from ipusim.checklist import (
     search,
     train_estimate,
 )
-from ipusim.serving import tables
+from ipusim.serving import capacity, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
@@ -145,7 +145,7 @@ def test_arrival_trace_sets_the_rate():
 def _service(mode="padded", chip="a100-80gb"):
     c, m = hardware.chip(chip), workloads.model("bert-base")
     # The checklist sizes its tables to the largest batch that fits at the longest length (C1).
-    mb = min(16, search.largest_fitting_batch(c, m, m.max_positions))
+    mb = min(16, capacity.largest_batch(tables.Replica(c, m, 1, False), m.max_positions))
     return search.setup(c, m, mode, max_batch=mb)
 
 
@@ -189,7 +189,8 @@ def test_capacity_search_respects_stability_bound():
     svc = _service()
     lens = np.full(2000, 128)
     s = svc.batch_time(lens[:1])
-    cap, res = search.capacity_at_slo(lens, svc, _batch1(), 20 * s, upper=10 / s, iters=12)
+    top = search.rate_bound(lens, svc, _batch1(), 10 / s)
+    cap, res = search.capacity_search(lens, svc, _batch1(), 20 * s, top, iters=12).run()
     assert 0 < cap < 1 / s  # a single server of batch 1 cannot pass 1/S
     assert search.p99_s(res) <= 20 * s
 
@@ -413,7 +414,7 @@ def test_gc200_bert_max_batch_is_the_tile_simulators():
     f = Context(case).fit(case.candidates[0])
     mb = f["placements"][0].max_batch
     s = workloads.step(case.model, [512] * 128)
-    assert mb == tiles.largest_batch_that_fits(hardware.chip("gc200"), s)
+    assert mb == tiles.tile_memory_batch_limit(hardware.chip("gc200"), s)
     assert 1 <= mb < 128  # serial passes fit 89 x 512; one more is out of tile memory with weights on chip
     assert not tiles.simulate("gc200", workloads.step(case.model, [512] * (mb + 1)), weights="on_chip").fits
 

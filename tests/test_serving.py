@@ -349,7 +349,7 @@ def test_a_batch_that_does_not_fit_is_refused():
     from ipusim import hardware, machine, tiles, workloads
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
     dev = S.chip_service(chip, "bert-base", max_batch=32, len_step=128)  # coarse columns: fast to build
-    limit = tiles.largest_batch_that_fits(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
+    limit = tiles.tile_memory_batch_limit(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
                                           weights_on_chip=False)
     assert 1 <= limit < 32
     assert S.largest_batch(dev, 512) == limit and S.largest_batch(dev, 128) == 32

@@ -187,7 +187,7 @@ def test_model_that_does_not_fit_is_reported_not_placed():
 def test_too_many_tokens_suggests_a_smaller_batch_that_does_fit():
     s = workloads.step("bert-base", [128] * 400, pad_to=128)  # 51,200 tokens: beyond what serial passes rescue
     r = tiles.simulate("gc200", s, weights="on_chip")
-    best = tiles.largest_batch_that_fits("gc200", s)
+    best = tiles.tile_memory_batch_limit("gc200", s)
     assert not r.fits and f"Would fit with {best} sequences per batch" in r.fit_message
     ok = workloads.step("bert-base", [128] * best, pad_to=128)
     too_many = workloads.step("bert-base", [128] * (best + 1), pad_to=128)
@@ -211,7 +211,7 @@ def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
 def test_input_checks():
     with pytest.raises(ValueError, match="tile chip"):
         tiles.simulate("a100-80gb", _bert(2, 16))
-    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.largest_batch_that_fits, (_bert(2, 16),)),
+    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.tile_memory_batch_limit, (_bert(2, 16),)),
                      (tiles.map_step, (_bert(2, 16),)), (tiles.profile, (_bert(2, 16),))):
         with pytest.raises(ValueError, match=r"needs a tile chip, got 'a100-80gb'"):
             fn("a100-80gb", *args)
@@ -289,7 +289,7 @@ def test_out_of_memory_steps_from_the_review_get_no_time():
     big = workloads.step("bert-base", [400] * 160)
     r = tiles.simulate("gc200", big)
     assert not r.fits and r.time_s == math.inf
-    best = tiles.largest_batch_that_fits("gc200", big)
+    best = tiles.tile_memory_batch_limit("gc200", big)
     assert 0 < best < 160 and f"Would fit with {best} sequences" in r.fit_message
     ok = workloads.step("bert-base", [400] * best)
     r_ok = tiles.simulate("gc200", ok)
@@ -441,11 +441,11 @@ def test_long_attention_runs_over_key_blocks_and_fits():
     ("gc2", "bert-base", 128, 64, "forward", (True,)),
 ])
 def test_largest_batch_fits_and_one_more_does_not(chip, model, L, cap, phase, modes):
-    """``largest_batch_that_fits`` agrees with ``simulate``: the limit fits, one more does
+    """``tile_memory_batch_limit`` agrees with ``simulate``: the limit fits, one more does
     not, with weights on chip (and, where given, with weights streamed)."""
     s = workloads.step(model, [L] * cap, phase=phase, pad_to=L if phase == "forward" else None)
     for on_chip, mode in ((m, "on_chip" if m else "stream") for m in modes):
-        best = tiles.largest_batch_that_fits(chip, s, weights_on_chip=on_chip)
+        best = tiles.tile_memory_batch_limit(chip, s, weights_on_chip=on_chip)
         assert 0 < best < cap
         sub = [workloads.step(model, [L] * b, phase=phase, pad_to=L if phase == "forward" else None)
                for b in (best, best + 1)]

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import arrivals, workloads
 from ..config import sweep_size
-from ..serving import tables
+from ..serving import capacity, tables
 from . import search
 from .case import Case
 
@@ -156,7 +156,7 @@ class Context:
             if per_stage in tried:
                 continue
             tried.add(per_stage)
-            mb = search.largest_fitting_batch(c, model, length, phases, chips=m)
+            mb = capacity.largest_batch(tables.Replica(c, model, m, False), length, phases)
             if mb >= 1:
                 kind = ("on-chip" if c.kind == "tile" else "hbm") if m == 1 else "spread"
                 room = m * cap - ws["weights"]
@@ -169,7 +169,7 @@ class Context:
             m_chips = max(m_chips, model.layers + 1)
         if (c.kind == "tile" and (m_chips > 1 or not out["placements"]) and c.offchip_bytes > 0
                 and ws["weights"] <= c.offchip_bytes):
-            mb = search.largest_fitting_batch(c, model, length, phases, streaming=True)
+            mb = capacity.largest_batch(tables.Replica(c, model, 1, True), length, phases)
             if mb >= 1:
                 kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * length) if kv_per_tok else 0
@@ -189,7 +189,7 @@ class Context:
         if pl is not None and pl.fit != "does_not_fit" and pl.tensor * pl.pipeline > 1 and not one_chip:
             n = pl.tensor * pl.pipeline
             rep = tables.Replica(c, model, n, None, pl.tensor)
-            mb = tables.largest_replica_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
+            mb = capacity.largest_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
             if mb >= 1:
                 held = 0.0 if pl.fit == "streams" else ws["weights"]  # streamed weights leave SRAM to the KV cache
                 kv_tok = int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
@@ -284,7 +284,7 @@ class Context:
             order.append((tops[b, pol.kind == "continuous"], i, pol))
         # The capacity never exceeds a policy's rate bound: try the highest bounds first, and stop
         # a search once it can no longer beat the best found. Each search starts at a guess
-        # (search.CapacitySearch); the winner's guess is checked, and if it does not hold every
+        # (serving.capacity.CapacitySearch); the winner's guess is checked, and if it does not hold every
         # policy is searched again plainly. Either way the same policy wins with the same capacity.
         for guess in (True, False):
             best, best_i, won = None, -1, None
@@ -293,8 +293,8 @@ class Context:
                 if best is not None:
                     c = best.capacity_per_replica
                     above = c if best_i < i else math.nextafter(c, -math.inf)
-                cs = search.CapacitySearch(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
-                                           iters=self.quick_bisect)
+                cs = search.capacity_search(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
+                                            iters=self.quick_bisect)
                 cap, res = cs.run(above, guess=guess)
                 if cap is not None and (best is None or cap > best.capacity_per_replica
                                         or (cap == best.capacity_per_replica and i < best_i)):

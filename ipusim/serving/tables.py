@@ -203,61 +203,6 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
     return t, (ok, streams)
 
 
-def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, cap: int = 256) -> int:
-    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
-    every phase. Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs:
-    bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch. Cached in
-    memory and on disk beside the tables (the same key: code, chip, model, calibration)."""
-    length, phases, cap = int(length), tuple(phases), int(cap)
-    return int(_cached(lambda: [_largest_replica_batch(spec, length, phases, cap)],
-                       "largest batch", spec, length, phases, cap)[0])
-
-
-def _largest_replica_batch(spec, length, phases, cap):
-    from .. import tiles, workloads
-
-    if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)
-        def fits(rows, ph):
-            pad = None if ph == "decode" else int(length)
-            return math.isfinite(replica_step_s(spec, workloads.step(spec.model, [int(length)] * rows, phase=ph,
-                                                                     pad_to=pad))[0])
-
-        best = cap
-        for ph in phases:
-            # doubling first (the powers of two are the coarse tables' rows: their results are
-            # cached for the tables), then bisection between the last fit and the first misfit
-            lo, hi = 0, 1
-            while hi <= best and fits(hi, ph):
-                lo, hi = hi, 2 * hi
-            hi = min(hi, best + 1) - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if fits(mid, ph) else (lo, mid - 1)
-            best = lo
-            if best == 0:
-                return 0
-        return best
-    m = stage_model(spec.model, spec.chips)
-    best = cap
-    for ph in phases:
-        if spec.chip.kind == "tile":
-            s = workloads.step(m, [int(length)] * best, phase=ph)
-            best = min(best, tiles.largest_batch_that_fits(spec.chip, s, weights_on_chip=not spec.streaming))
-        else:
-            lo, hi = 0, best
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if step_result(dataclasses.replace(spec, chips=1, model=m),
-                               workloads.step(m, [int(length)] * mid, phase=ph)).fits:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            best = lo
-        if best == 0:
-            return 0
-    return best
-
-
 # ---------------------------------------------------------------------------------------
 # Disk cache
 # ---------------------------------------------------------------------------------------
