@@ -364,7 +364,7 @@ def test_squad_histogram_padding_matches_published():
     assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram
 
 
-# ------------------------------------------------------------------------------ review fixes
+# ------------------------------------------------------------------------------ fit, tables, cost
 def _reachable_grid_fits(case):
     """Every (batch, length) grid point the chosen deployments' tables hold, simulated directly."""
     from ipusim import machine, placement
@@ -401,7 +401,7 @@ def _reachable_grid_fits(case):
 
 
 def test_every_grid_point_a_chosen_policy_can_reach_fits():
-    # Review 1a: a 16 x 512 BERT-base batch does not fit a GC200's tiles; the checklist used to time it.
+    # A 16 x 512 BERT-base batch does not fit a GC200's tiles: no table the checklist reads may time it.
     bad, n = _reachable_grid_fits(default_case())
     assert n > 0 and bad == []
 
@@ -476,7 +476,7 @@ def test_training_ratio_between_085_and_1_is_contradicted_at_given_prices():
 
 
 def test_interpolation_error_against_direct_machine_calls():
-    # Review 1e: off-grid cells of the log-bilinear table vs the machine model called directly.
+    # Off-grid cells of the log-bilinear table vs the machine model called directly.
     # Stated tolerance: mean |error| <= 10%, worst <= 20% (measured ~7% / 13% on A100).
     rng = np.random.default_rng(0)
     for chip in ("a100-80gb", "gc200"):
@@ -496,7 +496,7 @@ def _cost_reason(rep):
 
 
 def test_cost_reason_weighs_capacity_and_can_go_either_way(default_report):
-    # Review 2a: at 300 req/s both are one chip, so the offered-rate saving is the price ratio only;
+    # At 300 req/s both are one chip, so the offered-rate saving is the price ratio only;
     # the points come from the cost with the chips at capacity, and flip with the price.
     c4 = default_report["C4"]
     assert c4.data["minimal"]
@@ -524,7 +524,7 @@ def test_crossings_ignore_ties_within_the_band():
     def row(x, t, g):
         return {"x": x, "tile_usd_per_million": t, "gpu_usd_per_million": g}
 
-    # costs equal to 2 s.f. swapping order: no crossing (review 2b)
+    # costs equal to 2 s.f. swapping order: no crossing
     assert crossings([row(0, 1.00, 1.01), row(1, 1.01, 1.00), row(2, 1.00, 1.01)], "x") == []
     # a clear crossing is found and interpolated: tile - gpu goes -0.2 -> +0.2 at x = 0.5
     assert crossings([row(0, 0.8, 1.0), row(1, 1.2, 1.0)], "x") == [pytest.approx(0.5)]

@@ -285,7 +285,7 @@ def test_sweep_covers_both_sides_of_the_capacity_wall():
 
 
 def test_kv_cache_that_does_not_fit_is_read_from_dram():
-    """Review A2: GPT-2 decode, 256 sequences of 1,024 tokens on GC200. The KV cache alone
+    """GPT-2 decode, 256 sequences of 1,024 tokens on GC200. The KV cache alone
     (2 x 12 layers x 768 x 2 bytes x 262,144 tokens = 9.66 GB) is 10x the 0.9 GB of tile SRAM,
     so it cannot be read from SRAM: the bound must be at least (weights + KV read) over the
     64 GB/s DRAM link, closed form from the model's shape (the old code gave 4.08 ms).
@@ -415,8 +415,8 @@ def test_placement_overrides():
 @pytest.mark.parametrize(("model", "L", "phase"), [("bert-large", 512, "forward"), ("gpt2", 512, "prefill"),
                                                    ("bert-base", 128, "forward"), ("gpt2", 1024, "decode")])
 def test_fused_gpu_simulator_never_beats_the_fused_bound(name, model, L, phase):
-    """Review A3: the default (fused) GPU simulator ran below the unfused bound (BERT-large
-    32 x 512 on H100: 19.3 vs 22.05 ms). The fused bound is the one it must respect (>=, rel 1e-9)."""
+    """The default (fused) GPU simulator is below the unfused bound on some steps (BERT-large
+    32 x 512 on H100); the fused bound is the one it must respect (>=, rel 1e-9)."""
     from ipusim import machine
 
     s = workloads.step(model, [L] * 32, phase=phase)

@@ -282,7 +282,7 @@ def test_simulated_time_never_beats_the_roofline_bound(spec):
         assert r.unit_memory_bytes.max() > c.sram_per_tile_bytes
 
 
-def test_out_of_memory_steps_from_the_review_get_no_time():
+def test_out_of_memory_steps_get_no_time():
     """GC200, BERT-base 160 x 400 tokens (64,000 tokens: more than serial passes can fit)
     has time inf; the smaller batch that fits gets a finite time at or above its roofline
     bound."""

@@ -45,7 +45,7 @@ class Verdict:
 
     @property
     def margin(self) -> str:
-        """How far the score is from the nearest threshold, in points (review 2e)."""
+        """How far the score is from the nearest threshold, in points."""
         if self.veto:
             return "decided by a veto"
         up = [(POLICY[k], name) for k, name in (("pilot_at", "PILOT"), ("migrate_at", "MIGRATE")) if POLICY[k] > self.score]

@@ -493,8 +493,8 @@ def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int,
     percentile 47% here and 52% with every ``d``), mostly from the interpolation in ``r``.
 
     Cost: (grid ``d`` x their prompt counts + edge points) x lengths machine-model steps: 1,104
-    for that case (the table of every ``d`` that earlier versions built, capped at 64 rows,
-    needed 8,772 there; 16 s of CPU against 2.5 s), and ``mixed_table_bytes`` of memory
+    for that case (a table of every ``d``, capped at 64 rows, needs 8,772), and
+    ``mixed_table_bytes`` of memory
     (3.8 MB there), refused with a ``ValueError`` naming ``name`` (the caller's input) when
     over the memory budget (``ipusim.limits``). Cached in memory and on disk like the other
     tables.
