@@ -51,9 +51,9 @@ def test_docs_claims_links_each_claim_to_its_function(board):
 
 def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
     with pytest.raises(ValueError, match="one of supported"):
-        claims.Verdict(1, "t", "maybe", "s", "r")
+        claims.ClaimVerdict(1, "t", "maybe", "s", "r")
     with pytest.raises(ValueError, match="break-even"):
-        claims.Verdict(1, "t", claims.DEPENDS, "s", "r")
+        claims.ClaimVerdict(1, "t", claims.DEPENDS, "s", "r")
     with pytest.raises(ValueError, match="claim number"):
         claims.judge(16)
 

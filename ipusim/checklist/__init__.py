@@ -42,12 +42,12 @@ from .checks import (
     train_estimate,
 )
 from .report import Report, run_checklist
-from .verdict import POLICY, Reason, Verdict, decide
+from .verdict import POLICY, MigrationVerdict, Reason, decide
 
 __all__ = [
     "ASSUMPTIONS", "DEFAULT_USD_PER_CHIP_HOUR", "DEFAULT_USD_PER_KWH", "POLICY", "QUESTIONS",
     "Candidate", "Case", "Check", "Context", "Evidence", "Prices", "Reason", "Report", "Training",
-    "Verdict", "case_from_dict", "check_cost", "check_fit", "check_padding", "check_poc",
+    "MigrationVerdict", "case_from_dict", "check_cost", "check_fit", "check_padding", "check_poc",
     "check_sensitivity", "check_software", "check_throughput", "check_training", "decide",
     "default_case", "load_case", "parse_candidates", "run_checklist", "train_estimate",
 ]
