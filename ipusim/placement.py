@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives, energy, tile_calibration, workloads
+from . import collectives, energy, tile_params, workloads
 from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -222,7 +222,7 @@ class _Evaluator:
 
     def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
         self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
-        cal = tile_calibration.current() if isinstance(c, TileChip) else ()  # results move with the calibration
+        cal = tile_params.current() if isinstance(c, TileChip) else ()  # results move with the calibration
         self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())), cal)
         self.simulations = 0
         self.memo: dict = {}
@@ -242,12 +242,12 @@ class _Evaluator:
         key = (self.base_key, t, n, first, last, tuple(int(x) for x in lengths), weights)
         r = _CACHE.get(key)
         if r is None:
-            from . import machine
+            from . import one_chip
 
             kw = dict(self.kw)
             if weights is not None:
                 kw["weights"] = weights
-            r = machine.simulate(self.c, self.sub_step(t, n, first, last, lengths), **kw)
+            r = one_chip.simulate(self.c, self.sub_step(t, n, first, last, lengths), **kw)
             _CACHE[key] = r
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)

@@ -58,7 +58,7 @@ import numpy as np
 from numba import njit
 
 from . import energy as _energy
-from . import tile_calibration as _cal
+from . import tile_params as _cal
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
@@ -324,7 +324,7 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
     return base, placed, temps.max(axis=0), temps.argmax(axis=0)
 
 
-def largest_batch_that_fits(c, s: Step, *, weights_on_chip: bool = True, seed: int = 0) -> int:
+def tile_memory_batch_limit(c, s: Step, *, weights_on_chip: bool = True, seed: int = 0) -> int:
     """Most sequences of ``s`` (its first ones, same padding) whose step fits the tiles; 0 if none.
 
     ``weights_on_chip``: the limit with every weight on chip (``simulate(..., weights="on_chip")``
@@ -333,7 +333,7 @@ def largest_batch_that_fits(c, s: Step, *, weights_on_chip: bool = True, seed: i
     because the planner changes partitions and passes); it assumes fitting is monotone in
     the batch.
     """
-    c = _tile_chip(c, "largest_batch_that_fits")
+    c = _tile_chip(c, "tile_memory_batch_limit")
     _step_arg(s)
 
     def fits(b):
@@ -364,7 +364,7 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     lines = [f"Out of memory on tile {t}: {mem[t]:,.0f} bytes used but tiles only have {sram:,} "
              f"bytes ({mem[t] - sram:,.0f} over; always-live {prof.always_live[t]:,.0f}, "
              f"temporaries {prof.temporary[t]:,.0f} at op {op})."]
-    best = largest_batch_that_fits(c, s, weights_on_chip=prof.weights == "on-chip") if s.batch > 1 else 0
+    best = tile_memory_batch_limit(c, s, weights_on_chip=prof.weights == "on-chip") if s.batch > 1 else 0
     if best:
         lines.append(f"Would fit with {best} sequences per batch or fewer "
                      f"({_sub_step(s, best).tokens:,} tokens; now {s.batch}, {s.tokens:,} tokens).")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ipusim import energy, gpu, hardware, machine, tiles, workloads
+from ipusim import energy, gpu, hardware, machine, tile_params, tiles, workloads
 from ipusim import tile_calibration as cal
 
 PJ = 1e-12
@@ -122,9 +122,9 @@ def test_tile_calibration_parameters_follow_their_rules():
     """The three tile parameters are what their rules give (module docstring), and the TESS-PF
     slope leaves the AMP at its peak (no efficiency parameter needed)."""
     f = cal.fit()
-    assert f["amp_phase_overhead_cycles"] == cal.AMP_PHASE_OVERHEAD_CYCLES
-    assert f["exchange_efficiency"] == cal.EXCHANGE_EFFICIENCY
-    assert f["rearrange_bytes_per_cycle"] == cal.REARRANGE_BYTES_PER_CYCLE
+    assert f["amp_phase_overhead_cycles"] == tile_params.AMP_PHASE_OVERHEAD_CYCLES
+    assert f["exchange_efficiency"] == tile_params.EXCHANGE_EFFICIENCY
+    assert f["rearrange_bytes_per_cycle"] == tile_params.REARRANGE_BYTES_PER_CYCLE
     assert f["amp_efficiency"] == 1.00
 
 
@@ -149,7 +149,7 @@ def test_overrides_restore_and_validate():
     with cal.overrides(REARRANGE_BYTES_PER_CYCLE=math.inf):
         fast = tiles.matmul("gc200", 512, 768, 768).result.time_s
     slow = tiles.matmul("gc200", 512, 768, 768).result.time_s
-    assert fast < slow and cal.REARRANGE_BYTES_PER_CYCLE < math.inf
+    assert fast < slow and tile_params.REARRANGE_BYTES_PER_CYCLE < math.inf
     with pytest.raises(ValueError, match="unknown tile parameter"):
         with cal.overrides(AMP_EFFICIENCY=0.5):
             pass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .. import tile_calibration as _cal
+from .. import tile_params as _cal
 from ..hardware import TileChip
 from ..workloads import Op, Step
 from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import tile_calibration as _cal
+from .. import tile_params as _cal
 from .._validate import choice, positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip
