@@ -6,7 +6,9 @@ writable and ``NUMBA_CACHE_DIR`` is unset it raises ``RuntimeError: cannot cache
 no locator available`` at import, so nothing of ipusim would import. ``ensure()`` asks Numba's
 own locator search before any kernel is defined; if it finds nothing it points Numba at a
 per-user temporary directory, or (if even that is not writable) turns caching off, and says
-so in one line on stderr. Compiled code is the same either way; only start-up time differs.
+so in one line on stderr. A cache file that later fails to load or save (corrupt, a full disk)
+is compiled afresh or left unsaved, also in one line. Compiled code is the same either way;
+only start-up time differs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import sys
 import tempfile
 
-_STATE = {"checked": False, "where": None}
+_STATE = {"checked": False, "where": None, "notes": set()}
 
 
 def _probe():  # a plain function: Numba's locator search only needs its source file
@@ -33,10 +35,11 @@ def _locator_found() -> bool:
 
 
 def _temp_dir() -> str | None:
-    """A private per-user directory under the system temp dir, or None if none can be made."""
+    """A private per-user directory under the system temp dir, or None if none can be made
+    (no usable temp dir at all, as on a read-only root, included)."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    path = os.path.join(tempfile.gettempdir(), f"ipusim-numba-cache-{uid}")
     try:
+        path = os.path.join(tempfile.gettempdir(), f"ipusim-numba-cache-{uid}")
         os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.stat(path)
         if hasattr(os, "getuid") and st.st_uid != uid:  # someone else's directory: do not trust it
@@ -44,8 +47,44 @@ def _temp_dir() -> str | None:
         with tempfile.TemporaryFile(dir=path):
             pass
         return path
-    except OSError:
+    except OSError:  # FileNotFoundError from gettempdir: "No usable temporary directory found"
         return None
+
+
+def _note(tag: str, text: str) -> None:
+    if tag not in _STATE["notes"]:
+        _STATE["notes"].add(tag)
+        print(text, file=sys.stderr)
+
+
+def _guard_cache_io() -> None:
+    """Numba's cache files failing to load or save never stop a run: an entry that cannot be
+    read (corrupt, truncated, unreadable) is compiled afresh, and one that cannot be written
+    (a full disk, a folder turned read-only) stays uncached; each said once on stderr. The
+    compiled code is the same either way."""
+    from numba.core.caching import Cache
+
+    if getattr(Cache, "_ipusim_guarded", False):
+        return
+    load, save = Cache.load_overload, Cache.save_overload
+
+    def load_overload(self, sig, target_context):
+        try:
+            return load(self, sig, target_context)
+        except Exception as err:  # any failure to read the cache: compile instead
+            _note("load", f"ipusim: note: Numba cache in {self.cache_path} could not be read "
+                          f"({type(err).__name__}: {err}); compiling afresh")
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            save(self, sig, data)
+        except OSError as err:
+            _note("save", f"ipusim: note: Numba cache in {self.cache_path} cannot be written "
+                          f"({err.strerror or err}); kernels run uncached (compiled each run)")
+
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+    Cache._ipusim_guarded = True
 
 
 def ensure() -> str:
@@ -56,6 +95,7 @@ def ensure() -> str:
     if _STATE["checked"]:
         return _STATE["where"]
     _STATE["checked"] = True
+    _guard_cache_io()
     where = "default"
     if not _locator_found():
         from numba.core import config
