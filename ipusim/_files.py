@@ -128,10 +128,20 @@ def atomic_write(path, mode: str = "w", *, newline: str | None = None, private: 
     on a temporary beside ``path``; on a clean exit it is flushed, synced and renamed onto
     ``path``; on any exception (a full disk among them) it is removed and the exception goes on,
     leaving ``path`` untouched. The file gets ``path``'s permissions when it exists, else the
-    usual ones for a new file (0o666 less the umask), or 0o600 with ``private``."""
+    usual ones for a new file (0o666 less the umask), or 0o600 with ``private``. A ``path``
+    that is a stream (a FIFO, ``/dev/stdout``, ``/dev/null``) is written straight through."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', got {mode!r}")
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # through a symbolic link: the file it names is replaced, not the link
+    try:
+        st = target.stat()
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        # a stream (/dev/stdout, /dev/null, a FIFO): written straight through, never replaced by a file
+        with open(target, mode, **({} if mode == "wb" else {"newline": newline, "encoding": "utf-8"})) as f:
+            yield f
+        return
     folder = target.parent
     clean_leftovers(folder, target.name)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(target), suffix=TMP_SUFFIX)
@@ -151,3 +161,25 @@ def atomic_write(path, mode: str = "w", *, newline: str | None = None, private: 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def check_writable(name: str, path) -> None:
+    """Refuse an output ``path`` (the option ``name``) that cannot be written, before a long
+    run: an empty path, a missing folder, a directory, or a folder where no file can be made."""
+    if not str(path).strip():
+        raise ValueError(f"{name} is an empty path")
+    p = Path(os.path.realpath(path))
+    if p.is_dir():
+        raise ValueError(f"{name} {str(path)!r} is a directory; give a file name")
+    if not p.parent.is_dir():
+        raise ValueError(f"{name} {str(path)!r}: directory {str(p.parent)!r} does not exist")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise ValueError(f"{name} {str(path)!r} is not writable")
+        if not stat.S_ISREG(p.stat().st_mode):
+            return  # a stream: written straight through
+    try:  # the only sure test: make a file beside it (and remove it again)
+        with tempfile.NamedTemporaryFile(dir=p.parent, prefix=_tmp_prefix(p), suffix=TMP_SUFFIX):
+            pass
+    except OSError as err:
+        raise ValueError(f"{name} {str(path)!r} cannot be written: {err.strerror or err}") from None
