@@ -51,7 +51,7 @@ def build_case(args):
     if args.output_tokens is not None and args.output_tokens < 1:
         raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
     if args.config:
-        base = C.load_case(args.config)
+        base = C.load_case(args.config, prices=C.parse_prices(args.price))  # a custom chip's price may come from --price
     else:
         base = C.default_case()
     changes = {}
