@@ -5,8 +5,9 @@ Every kernel is ``@njit(cache=True)``. Numba looks for a cache directory beside 
 writable and ``NUMBA_CACHE_DIR`` is unset it raises ``RuntimeError: cannot cache function ...:
 no locator available`` at import, so nothing of ipusim would import. ``ensure()`` asks Numba's
 own locator search before any kernel is defined; if it finds nothing it points Numba at a
-per-user temporary directory, or (if even that is not writable) turns caching off, and says
-so in one line on stderr. A cache file that later fails to load or save (corrupt, a full disk)
+per-user temporary directory, or (if even that is not writable) reads the cache beside the
+package without writing to it, or (if there is none) turns caching off, and says so in one
+line on stderr. A cache file that later fails to load or save (corrupt, a full disk)
 is compiled afresh or left unsaved, also in one line. Compiled code is the same either way;
 only start-up time differs.
 """
@@ -59,9 +60,9 @@ def _note(tag: str, text: str) -> None:
 
 def _guard_cache_io() -> None:
     """Numba's cache files failing to load or save never stop a run: an entry that cannot be
-    read (corrupt, truncated, unreadable) is compiled afresh, and one that cannot be written
-    (a full disk, a folder turned read-only) stays uncached; each said once on stderr. The
-    compiled code is the same either way."""
+    read (corrupt, truncated, unreadable) is compiled afresh and its index written anew, and
+    one that cannot be written (a full disk, a folder turned read-only) stays uncached; each
+    said once on stderr. The compiled code is the same either way."""
     from numba.core.caching import Cache
 
     if getattr(Cache, "_ipusim_guarded", False):
@@ -78,19 +79,44 @@ def _guard_cache_io() -> None:
 
     def save_overload(self, sig, data):
         try:
-            save(self, sig, data)
-        except OSError as err:
+            try:
+                save(self, sig, data)
+            except OSError:
+                raise
+            except Exception:  # an index that cannot be read (corrupt): drop it and save afresh
+                index = getattr(self._cache_file, "_index_path", None)
+                if index:
+                    os.unlink(index)
+                save(self, sig, data)
+        except Exception as err:
+            why = (err.strerror if isinstance(err, OSError) else None) or f"{type(err).__name__}: {err}"
             _note("save", f"ipusim: note: Numba cache in {self.cache_path} cannot be written "
-                          f"({err.strerror or err}); kernels run uncached (compiled each run)")
+                          f"({why}); kernels run uncached (compiled each run)")
 
     Cache.load_overload, Cache.save_overload = load_overload, save_overload
     Cache._ipusim_guarded = True
 
 
+def _add_read_only_locator() -> bool:
+    """Let Numba use the ``__pycache__`` beside each kernel's source read-only, as its last
+    choice: kernels cached there (a read-only install, a read-only root) load as usual; a new
+    one is compiled and its save fails, which ``_guard_cache_io`` absorbs."""
+    from numba.core.caching import CacheImpl, InTreeCacheLocator
+
+    class ReadOnlyInTreeLocator(InTreeCacheLocator):
+        def ensure_cache_path(self):  # nothing to create or test: reading needs no write access
+            pass
+
+    if not any(c.__name__ == "ReadOnlyInTreeLocator" for c in CacheImpl._locator_classes):
+        CacheImpl._locator_classes.append(ReadOnlyInTreeLocator)
+    return True
+
+
 def ensure() -> str:
     """Make sure ``@njit(cache=True)`` can be used; return where the cache lives.
 
-    Returns "default" (Numba's own choice), a temporary directory path, or "off".
+    Returns "default" (Numba's own choice), a temporary directory path, "read-only" (kernels
+    cached beside the package are read, new ones not saved) or "off".
     """
     if _STATE["checked"]:
         return _STATE["where"]
@@ -108,6 +134,12 @@ def ensure() -> str:
             where = tmp
             print(f"ipusim: note: no writable Numba cache beside the package or in the home directory; "
                   f"caching compiled kernels in {tmp} (set NUMBA_CACHE_DIR to choose)", file=sys.stderr)
+        elif _add_read_only_locator() and _locator_found():
+            where = "read-only"
+            _STATE["notes"].add("save")  # the line below says it; no second line when a save fails
+            print("ipusim: note: no writable directory for Numba's cache (package, home, temp); kernels cached "
+                  "beside the package are read, others compiled each run (set NUMBA_CACHE_DIR to a writable path)",
+                  file=sys.stderr)
         else:
             from numba.core.dispatcher import Dispatcher
 

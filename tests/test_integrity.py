@@ -309,3 +309,21 @@ def test_a_config_chip_based_on_a_preset_is_renamed_and_priced_on_its_own():
     named = {"candidates": [{"chip": {"base": "gc200", "name": "a100-80gb"}}]}
     with pytest.raises(ValueError, match=r"candidates\[0\]: chip name 'a100-80gb'"):
         C.case_from_dict(named)
+
+
+def test_a_corrupt_numba_cache_entry_is_compiled_afresh(tmp_path):
+    """Numba's own cache: an index file of random bytes is read as a miss (one line), not a
+    crash, and written anew."""
+    (tmp_path / "kern.py").write_text("from numba import njit\n\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    (tmp_path / "run.py").write_text(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport ipusim, kern\n"
+                                     "print(kern.twice(21))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "nb")}
+    first = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    (index,) = (tmp_path / "nb").rglob("*.nbi")
+    index.write_bytes(np.random.default_rng(1).bytes(300))
+    again = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    assert first.stdout == again.stdout == "42\n" and first.stderr == ""
+    notes = again.stderr.splitlines()
+    assert len(notes) == 1 and "could not be read" in notes[0], again.stderr
+    third = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    assert third.stdout == "42\n" and third.stderr == ""  # the index was written anew
