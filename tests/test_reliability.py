@@ -112,11 +112,27 @@ def test_a_full_disk_for_the_table_cache_runs_uncached(ns, tmp_path):
 
 
 def test_no_output_is_left_half_written_on_a_small_disk(ns, tmp_path):
-    """serve --csv (new and over an old file) and a sweep's table on a disk too small for them:
-    exit 2 with one line, the old file as it was, nothing else on the disk."""
+    """serve --csv (new and over an old file), checklist --out (its report stood in for: 230 KB)
+    and a sweep's table on a disk too small for them: exit 2 with one line, the old file as it
+    was, nothing else on the disk."""
     disk = tmp_path / "disk"
     disk.mkdir()
+    (tmp_path / "ck.py").write_text(textwrap.dedent("""
+        import sys, types
+        import ipusim.checklist as ck
+        from ipusim import cli
+
+        class Report:
+            verdict = types.SimpleNamespace(headline="verdict")
+
+            def to_markdown(self):
+                return "a line of a long report\\n" * 10_000
+
+        ck.run_checklist = lambda case, show_progress=True: Report()
+        sys.exit(cli.main(["checklist", "--out", sys.argv[1], "--no-progress"]))
+    """))
     script = (f"echo old > {disk}/old.csv; "
+              f"{PY} {tmp_path}/ck.py {disk}/report.md; echo rc=$?; "
               f"{FIXED} --csv {disk}/new.csv; echo rc=$?; "
               f"{FIXED} --csv {disk}/old.csv; echo rc=$?; "
               f"{PY} -m ipusim sweep --task spin --vary rep=0:1999:2000 --set seconds=0 --serial --json "
@@ -124,12 +140,12 @@ def test_no_output_is_left_half_written_on_a_small_disk(ns, tmp_path):
               f"cat {disk}/old.csv; ls -A {disk}; ls -A {disk}/s.csv.parts")
     got = ns(script, mount=disk)
     lines = got.stdout.split()
-    assert lines[:3] == ["rc=2", "rc=2", "rc=2"], (got.stdout, got.stderr)
+    assert lines[:4] == ["rc=2", "rc=2", "rc=2", "rc=2"], (got.stdout, got.stderr)
     # no half file and no temporary: the old file, and the sweep's whole chunks kept for --resume
-    assert lines[3] == "old" and lines[4:6] == ["old.csv", "s.csv.parts"], got.stdout
-    assert all(x.startswith("part-") and x.endswith(".parquet") for x in lines[6:]), got.stdout
+    assert lines[4] == "old" and lines[5:7] == ["old.csv", "s.csv.parts"], got.stdout
+    assert all(x.startswith("part-") and x.endswith(".parquet") for x in lines[7:]), got.stdout
     errors = _notes(got.stderr)
-    assert len(errors) == 3 and all("No space left on device" in e for e in errors), got.stderr
+    assert len(errors) == 4 and all("No space left on device" in e for e in errors), got.stderr
 
 
 def test_a_sweep_stopped_by_a_full_disk_resumes_from_its_last_chunk(ns, tmp_path):
