@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 
 import numpy as np
@@ -98,40 +99,30 @@ def choice(name: str, value, allowed: Iterable[str]) -> str:
 
 def read_text_file(name: str, path, *, max_bytes: int | None = None) -> str:
     """The text of the file ``path`` given as ``name``; a ValueError naming both if it is
-    missing, a directory, unreadable, over ``max_bytes`` (default: a quarter of the memory
+    missing, not a regular file (a directory, FIFO or device is refused before it is read:
+    ``_files.open_regular``), unreadable, over ``max_bytes`` (default: a quarter of the memory
     budget, as parsing takes several times the text), empty, or not UTF-8 text."""
-    import os
-    from pathlib import Path
-
     from . import limits
+    from ._files import open_regular
 
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"{name} must be a file path, got {path!r} ({type(path).__name__})")
-    if str(path) == "":
-        raise ValueError(f"{name} is an empty path")
-    p = Path(path)
     shown = str(path)
-    if not p.exists():
-        raise ValueError(f"{name} {shown!r} not found (no such file)")
-    if p.is_dir():
-        raise ValueError(f"{name} {shown!r} is a directory, not a file")
-    try:
-        size = p.stat().st_size
-        limit = max_bytes if max_bytes is not None else limits.max_memory_bytes() // 4
-        if p.is_file() and size > limit:
-            raise ValueError(f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
-                             "(a quarter of the memory budget; raise it with --max-memory)")
-        chunks, got = [], 0
-        with p.open("rb") as fh:  # in chunks: read(n) would reserve n bytes at once
-            while got <= limit:
+    limit = max_bytes if max_bytes is not None else limits.max_memory_bytes() // 4
+    with open_regular(name, path) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise ValueError(f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
+                                 "(a quarter of the memory budget; raise it with --max-memory)")
+            chunks, got = [], 0
+            while got <= limit:  # in chunks: read(n) would reserve n bytes at once
                 chunk = fh.read(1 << 20)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 got += len(chunk)
-        data = b"".join(chunks)
-    except OSError as err:
-        raise ValueError(f"{name} {shown!r} cannot be read: {err.strerror or err}") from None
+            data = b"".join(chunks)
+        except OSError as err:
+            raise ValueError(f"{name} {shown!r} cannot be read: {err.strerror or err}") from None
     if len(data) > limit:
         raise ValueError(f"{name} {shown!r} is over the limit of {limit:,} bytes")
     if b"\x00" in data:

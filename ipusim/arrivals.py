@@ -242,8 +242,10 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def save_trace(path: str | Path, arrival_s, lengths) -> None:
-    """Write a trace CSV readable by ``load_trace``."""
-    with Path(path).open("w", newline="") as fh:
+    """Write a trace CSV readable by ``load_trace`` (whole or not at all: ``_files.atomic_write``)."""
+    from ._files import atomic_write
+
+    with atomic_write(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["arrival_s", "length"])
         for t, ln in zip(np.asarray(arrival_s), np.asarray(lengths), strict=True):

@@ -63,7 +63,7 @@ class Candidate:
     policy: str = "auto"  # "static", "dynamic", or "auto" (search)
 
     def __post_init__(self):
-        object.__setattr__(self, "chip", hardware.chip(self.chip))
+        object.__setattr__(self, "chip", own_name("chip", hardware.chip(self.chip), hardware.PRESETS, hardware.chip))
         object.__setattr__(self, "count", positive(
             "candidate count", self.count, integer=True, at_most=limits.MAX_CHIPS,
             why="chips in one deployment; beyond the largest published systems"))
@@ -133,7 +133,7 @@ class Case:
     seed: int = 0
 
     def __post_init__(self):
-        m = workloads.model(self.model)
+        m = own_name("model", workloads.model(self.model), workloads.MODELS, workloads.model)
         object.__setattr__(self, "model", m)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
@@ -260,6 +260,30 @@ def read_lengths_file(path, seed: int = 0) -> np.ndarray:
     return got.sample(20_000, seed=seed) if isinstance(got, _lengths.Histogram) else got
 
 
+_DESCRIPTIVE = ("name", "source", "sources", "notes", "published_params")  # say where numbers come from; change no result
+
+
+def own_name(what: str, obj, presets, preset):
+    """``obj`` (a chip or a model) unless it carries a preset's name (any case) without being
+    that preset: such a chip or model would be reported, priced and calibrated as the preset,
+    so it is refused, naming the fields that differ. A changed copy of a preset is named like
+    ``gc200*`` (as ``ipusim.sweep`` names them; a config's ``base =`` chip is named so)."""
+    key = str(obj.name).lower()
+    if key not in presets:
+        return obj
+    p = preset(key)
+    if type(obj) is not type(p):
+        diff = f"it is a {getattr(obj, 'kind', type(obj).__name__)} {what}, the preset a {getattr(p, 'kind', '')} one"
+    else:
+        fields = [f.name for f in dataclasses.fields(obj) if f.compare and f.name not in _DESCRIPTIVE
+                  and getattr(obj, f.name) != getattr(p, f.name)]
+        if not fields:  # the preset itself, written out: the preset (with its sources)
+            return p
+        diff = f"it differs in {', '.join(fields)}"
+    raise ValueError(f"{what} name {obj.name!r} is the name of a preset {what}, but {diff}; give it a name of "
+                     f"its own (a changed copy of a preset is named like {key + '*'!r})")
+
+
 def _chip_from(spec):
     if isinstance(spec, (str, hardware.TileChip, hardware.GpuChip)):
         return hardware.chip(spec)
@@ -269,7 +293,10 @@ def _chip_from(spec):
         base = d.pop("base", None)
         if base is not None:
             try:
-                return hardware.chip(base).replace(**d)
+                c = hardware.chip(base)
+                if "name" not in d and c.replace(**d) != c:  # a changed preset: visibly not the preset
+                    d["name"] = c.name + "*"
+                return c.replace(**d)
             except TypeError as err:
                 raise ValueError(f"custom chip based on {base!r}: {err}") from None
         cls = {"tile": hardware.TileChip, "gpu": hardware.GpuChip}.get(kind)
@@ -456,8 +483,9 @@ def _one_line(err) -> str:
     return f"{path}: {msg[0].lower() + msg[1:]}, got {_short(value)}"
 
 
-def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
-    """Build a case from the config-file form (see ``examples/*.toml``), validated strictly."""
+def case_from_dict(d: dict, *, base_dir: Path | None = None, prices: dict | None = None) -> Case:
+    """Build a case from the config-file form (see ``examples/*.toml``), validated strictly;
+    ``prices`` (chip name -> USD per chip-hour) go over the config's."""
     from pydantic import ValidationError
 
     if not isinstance(d, dict):
@@ -515,7 +543,7 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None) -> Case:
         except ValueError as err:
             raise ValueError(f"candidates[{i}]: {err}") from None
     kw["candidates"] = tuple(cands)
-    kw["prices"] = Prices().with_prices(cfg.prices.usd_per_chip_hour, cfg.prices.usd_per_kwh)
+    kw["prices"] = Prices().with_prices({**cfg.prices.usd_per_chip_hour, **(prices or {})}, cfg.prices.usd_per_kwh)
     if cfg.training is not None and cfg.training.enabled:
         tr = cfg.training.model_dump(exclude={"enabled"})
         kw["training"] = Training(**{**tr, "models": tuple(tr["models"])})
@@ -564,8 +592,9 @@ def lengths_from_name(spec: str, base_dir, seed):
     return h.sample(20_000, seed=seed), h.name
 
 
-def load_case(path) -> Case:
-    """Read a case from a TOML (``.toml``) or JSON (``.json``) file."""
+def load_case(path, *, prices: dict | None = None) -> Case:
+    """Read a case from a TOML (``.toml``) or JSON (``.json``) file; ``prices`` (chip name ->
+    USD per chip-hour, as ``parse_prices`` gives) go over the file's own (``--price``)."""
     text = read_text_file("config file", path, max_bytes=1 << 20)
     p = Path(path)
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
@@ -581,7 +610,7 @@ def load_case(path) -> Case:
         raise ValueError(f"config file {str(path)!r}: the top level must be an object/table of sections "
                          f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}")
     try:
-        return case_from_dict(d, base_dir=p.parent)
+        return case_from_dict(d, base_dir=p.parent, prices=prices)
     except ValueError as err:
         raise ValueError(f"config file {str(path)!r}: {err}") from None
 

@@ -7,11 +7,11 @@ a TOML or JSON case (see ``examples/*.toml``); the other options override it.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from .. import limits
+from .._files import atomic_write, check_writable
 from ._common import add_lengths, seed_arg
 
 NAME = "checklist"
@@ -51,7 +51,7 @@ def build_case(args):
     if args.output_tokens is not None and args.output_tokens < 1:
         raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
     if args.config:
-        base = C.load_case(args.config)
+        base = C.load_case(args.config, prices=C.parse_prices(args.price))  # a custom chip's price may come from --price
     else:
         base = C.default_case()
     changes = {}
@@ -114,27 +114,6 @@ def build_case(args):
     return base.replace(**changes)
 
 
-def check_writable(name: str, path: str) -> None:
-    """Refuse an output path that cannot be written, before the (long) run."""
-    if not path.strip():
-        raise ValueError(f"{name} is an empty path")
-    p = Path(path)
-    parent = p.resolve().parent
-    if not parent.is_dir():
-        raise ValueError(f"{name} {path!r}: directory {str(parent)!r} does not exist")
-    if p.is_dir():
-        raise ValueError(f"{name} {path!r} is a directory; give a file name")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise ValueError(f"{name} {path!r} is not writable")
-    if not p.exists():
-        try:  # the only sure test: create it (and remove it again)
-            with p.open("x"):
-                pass
-            p.unlink()
-        except OSError as err:
-            raise ValueError(f"{name} {path!r} cannot be written: {err.strerror or err}") from None
-
-
 def run(args) -> int:
     from ..checklist import run_checklist
 
@@ -150,7 +129,8 @@ def run(args) -> int:
     else:
         text = report.to_markdown()
     if args.out:
-        Path(args.out).write_text(text + ("\n" if not text.endswith("\n") else ""))
+        with atomic_write(args.out) as f:  # whole or not at all
+            f.write(text + ("\n" if not text.endswith("\n") else ""))
         print(f"{report.verdict.headline}; report written to {args.out}", file=sys.stderr)
     else:
         print(text)

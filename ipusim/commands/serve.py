@@ -8,6 +8,7 @@ import csv
 import numpy as np
 
 from .. import arrivals, lengths, policies, serving
+from .._files import atomic_write, check_writable
 from ..serving import tables
 from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json, seed_arg
 
@@ -91,7 +92,8 @@ _REQUEST_COLUMNS = ("arrival_s", "length", "start_s", "finish_s", "latency_s", "
 
 
 def _write_csv(path, rows: list[dict], result=None) -> None:
-    with open(path, "w", newline="") as f:
+    """The rows to ``path``, whole or not at all (``_files.atomic_write``)."""
+    with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f)
         if result is not None:  # one row per request
             w.writerow(_REQUEST_COLUMNS)
@@ -201,6 +203,8 @@ def run(args) -> int:
     if not 1 <= n <= serving.MAX_REQUESTS:
         raise ValueError(f"--requests must lie in 1..{serving.MAX_REQUESTS:,}, got {n:,} (the simulator keeps "
                          f"about {serving.BYTES_PER_REQUEST} bytes per request in memory; split longer runs)")
+    if args.csv is not None:
+        check_writable("--csv", args.csv)
     if args.cv != 1.0 and args.arrivals != "gamma":
         raise ValueError("--cv applies to --arrivals gamma only")
     if args.trace:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._files import check_writable
 from ._common import add_json, format_table, print_json
 
 NAME = "sweep"
@@ -32,7 +33,10 @@ def add_arguments(p):
     p.add_argument("--slo-p99", type=float, help="p99 latency target, seconds (serve, checklist)")
     p.add_argument("--gpu", help="GPU preset to compare against (checklist)")
     p.add_argument("--out", help="output table, .parquet or .csv (streamed in chunks)")
-    p.add_argument("--resume", action="store_true", help="skip the points already in --out")
+    p.add_argument("--resume", action="store_true", help="continue an existing --out: skip the points already in it")
+    p.add_argument("--retry-refused", action="store_true", help="with --resume: run the refused points again")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out (without it, or --resume, "
+                                                            "an existing table is refused)")
     p.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://host:8786); "
                                        "default DASK_SCHEDULER_ADDRESS, else a local cluster")
     p.add_argument("--workers", type=int, help="worker processes of the local cluster (default: one per core)")
@@ -68,11 +72,18 @@ def run(args) -> int:
     both = set(fixed) & set(vary)
     if both:
         raise ValueError(f"{sorted(both)[0]!r} is both varied and set")
-    if args.resume and not args.out:
-        raise ValueError("--resume needs --out")
+    if (args.resume or args.overwrite) and not args.out:
+        raise ValueError(f"{'--resume' if args.resume else '--overwrite'} needs --out")
+    if args.retry_refused and not args.resume:
+        raise ValueError("--retry-refused needs --resume")
+    if args.resume and args.overwrite:
+        raise ValueError("give --resume or --overwrite, not both")
+    if args.out:
+        check_writable("--out", args.out)
     res = sweep.run(args.task, vary=vary, fixed=fixed, mode="serial" if args.serial else "dask",
                     scheduler=args.scheduler, workers=args.workers, batch_size=args.batch_size, out=args.out,
-                    resume=args.resume, show_progress=not args.json)
+                    resume=args.resume, overwrite=args.overwrite, retry_refused=args.retry_refused,
+                    show_progress=not args.json)
     best = res.best()
     if args.json:
         print_json(res.to_dict())

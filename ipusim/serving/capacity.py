@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import batching, result, tables
+from . import batching, result, table_cache, tables
 from .plan import make_plan, with_arrivals
 from .service import ServiceModel
 
@@ -47,8 +47,9 @@ def largest_batch(device, length: int, phases=("forward",), *, cap: int = 256) -
         raise ValueError(f"device must be a serving.ServiceModel or a serving.tables.Replica, "
                          f"got {type(device).__name__}")
     length, phases, cap = int(length), tuple(phases), int(cap)
-    return int(tables._cached(lambda: [_largest_replica_batch(device, length, phases, cap)],
-                              "largest batch", device, length, phases, cap)[0])
+    return int(tables.cached(lambda: [_largest_replica_batch(device, length, phases, cap)],
+                             "largest batch", device, length, phases, cap, shape=(1,),
+                             check=lambda t: table_cache.count_check(t, cap))[0])
 
 
 def _largest_replica_batch(spec, length, phases, cap):

@@ -18,11 +18,11 @@ Two ways to fill a table:
 Generation adds ``mixed_table``: a step prefilling prompts beside decodes (weights read once),
 on one grid for every caller (``serve``, the notebooks and the checklist alike).
 
-Tables are kept in memory and on disk (``cache_dir()``, one ``.npy`` file a table, keyed by
-the library version, the machine-model sources, the tile calibration in force, the chip, the
-model and the grid), written
-atomically so that two processes building the same table at once are safe. When no
-cache directory is writable the tables are simply rebuilt.
+Tables are kept in memory and on disk (``ipusim.serving.table_cache``: one file a table, keyed
+by the library version, the machine-model sources, the tile calibration in force, the chip,
+the model and the grid), each entry holding its key, shape and digest and checked for meaning
+before use; a corrupt entry is reported, removed and rebuilt. When no cache directory is
+writable the tables are rebuilt on each run.
 """
 
 from __future__ import annotations
@@ -32,15 +32,13 @@ import dataclasses
 import functools
 import hashlib
 import math
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .._validate import positive
+from . import table_cache
 
 _INF = np.inf
 ROW_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -208,21 +206,6 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
 # ---------------------------------------------------------------------------------------
 
 
-def cache_dir() -> Path | None:
-    """Folder of the on-disk table cache: ``$IPUSIM_CACHE_DIR`` (``off`` disables it), else
-    the user's cache folder (XDG on Linux, Library/Caches on macOS, LOCALAPPDATA on Windows)."""
-    env = os.environ.get("IPUSIM_CACHE_DIR")
-    if env:
-        return None if env.lower() in ("off", "0", "none") else Path(env)
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ipusim" / "tables"
-
-
 @functools.lru_cache(maxsize=1)
 def _code_key() -> str:
     """Library version and a digest of every source file of the package (a table is valid for
@@ -291,37 +274,6 @@ def _memo_token(parts):
 _key_memo: dict = {}
 
 
-def _load(key: str):
-    d = cache_dir()
-    if d is None:
-        return None
-    try:
-        tab = np.load(d / f"{key}.npy", allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    tab.setflags(write=False)
-    return tab
-
-
-def _store(key: str, tab: np.ndarray) -> None:
-    """Write atomically (temporary file + rename); give up silently when nothing is writable."""
-    d = cache_dir()
-    if d is None:
-        return
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, tab, allow_pickle=False)
-            os.replace(tmp, d / f"{key}.npy")
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
-
-
 class NotCached(LookupError):
     """Raised inside ``only_cached()`` when a table is in neither the memory nor the disk cache."""
 
@@ -340,17 +292,26 @@ def only_cached():
 _only_cached: list = []
 
 
-def _cached(build, *parts) -> np.ndarray:
+def cached(build, *parts, shape=None, check=None) -> np.ndarray:
+    """The table ``build()`` makes for the key of ``parts``: from memory, else from the disk
+    cache when its entry verifies (``table_cache.load``: of ``shape``, and meaning what
+    ``check`` says a table must), else built and stored. A built table that fails ``check``
+    is used but not stored (said once on stderr): the cache holds only tables that verify."""
     key = _key(*parts)
     tab = _memory.get(key)
     if tab is None:
-        tab = _load(key)
+        tab = table_cache.load(key, shape=shape, check=check)
         if tab is None:
             if _only_cached:
                 raise NotCached(key)
             tab = np.asarray(build(), dtype=np.float64)
             tab.setflags(write=False)
-            _store(key, tab)
+            why = check(tab) if check is not None else None
+            if why:
+                table_cache._note(("built", parts[0]), f"ipusim: note: a {parts[0]} table built by the machine "
+                                  f"model {why}; it is used but not cached")
+            else:
+                table_cache.store(key, tab)
         _memory[key] = tab
     return tab
 
@@ -406,8 +367,10 @@ def time_table(spec: Replica, phase: str, max_rows: int, max_len: int, len_step:
     computed, which is never on the other side of a cliff. Rows on a grid are linearly
     interpolated within a regime and computed exactly across one.
     """
-    return _cached(lambda: _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows),
-                   "fine", spec, phase, max_rows, max_len, len_step, exact_rows)
+    cols = -(-max_len // len_step) if phase == "decode" else max_len
+    return cached(lambda: _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows),
+                   "fine", spec, phase, max_rows, max_len, len_step, exact_rows, shape=(max_rows + 1, cols + 1),
+                   check=functools.partial(table_cache.times_check, zero_edges=True))
 
 
 def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
@@ -507,7 +470,8 @@ def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int,
     limits.check_memory(name, B, mixed_table_bytes(B, mp, ps),
                         f"a mixed prefill + decode table of {name}^2 x {-(-mp // ps) + 1} prompt columns of "
                         "float64; generation_model(..., mixed=False) prices such iterations as two steps")
-    return _cached(lambda: _build_mixed(spec, B, mp, ps), "mixed", spec, B, mp, ps)
+    return cached(lambda: _build_mixed(spec, B, mp, ps), "mixed", spec, B, mp, ps,
+                   shape=(B, B, -(-mp // ps) + 1), check=table_cache.mixed_check)
 
 
 def mixed_grid(max_rows: int, max_prompt: int, prompt_step: int) -> tuple[dict, list, list]:
@@ -599,7 +563,8 @@ def coarse_grid(spec: Replica, phase: str, max_rows: int) -> tuple[np.ndarray, n
         return [[replica_step_s(spec, workloads.step(spec.model, [int(ln)] * int(b), phase=phase))[0] for ln in lg]
                 for b in bg]
 
-    return bg, lg, _cached(build, "coarse", spec, phase, max_rows)
+    return bg, lg, cached(build, "coarse", spec, phase, max_rows, shape=(bg.size, lg.size),
+                           check=functools.partial(table_cache.times_check, zero_edges=False))
 
 
 def coarse_time_s(spec: Replica, phase: str, max_rows: int, rows, length) -> np.ndarray:

@@ -117,7 +117,8 @@ def _run_packed(fn, blob: bytes) -> bytes:
 def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed: dict | None = None,
         mode: str = "auto", scheduler: str | None = None, workers: int | None = None, client=None,
         batch_size: int | None = None, out=None, resume: bool = False, chunk_rows: int = 1000,
-        retries: int = 2, show_progress: bool = True, connect_timeout_s: float = 3.0) -> SweepResult:
+        retries: int = 2, show_progress: bool = True, connect_timeout_s: float = 3.0,
+        overwrite: bool = False, retry_refused: bool = False) -> SweepResult:
     """Run ``task`` on every point and return a ``SweepResult`` (``.table`` is the tidy table).
 
     The points are ``points`` (an iterable of dicts) or the grid of ``vary`` over ``fixed``
@@ -125,8 +126,11 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
     ``SERIAL_AT_MOST`` points unless a scheduler, a client or ``workers`` is given). Dask runs on
     ``client`` if given, else on ``scheduler`` (or ``DASK_SCHEDULER_ADDRESS``), else on a
     ``LocalCluster`` of ``workers`` processes (default one per core) started and closed here.
-    ``out`` (.parquet or .csv) receives the rows in chunks of ``chunk_rows``; ``resume`` skips
-    the points already in it. ``retries`` re-runs a batch whose worker raised outside a point.
+    ``out`` (.parquet or .csv) receives the rows in chunks of ``chunk_rows`` (``output.Sink``); an
+    existing ``out`` is refused unless ``resume`` (skip the points already in it; with
+    ``retry_refused`` run its refused points again) or ``overwrite`` (replace it). A write error
+    (a full disk) ends the run with every chunk written so far kept for ``resume``.
+    ``retries`` re-runs a batch whose worker raised outside a point.
     """
     t = tasks.task(task)
     if mode not in MODES:
@@ -160,7 +164,8 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
         explicit = client is not None or address is not None or workers is not None
         mode = "dask" if explicit or n_total is None or n_total > SERIAL_AT_MOST else "serial"
 
-    sink = Sink(out, resume=resume, chunk_rows=chunk_rows, params=params)
+    sink = Sink(out, resume=resume, chunk_rows=chunk_rows, params=params, overwrite=overwrite,
+                retry_refused=retry_refused)
     todo = ((i, k, p) for i, p in enumerate(pts) if (k := space.point_key(p, task)) not in sink.done_keys)
     skipped = len(sink.done_keys)
     n_todo = None if n_total is None else max(n_total - skipped, 0)
