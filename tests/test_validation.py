@@ -150,3 +150,18 @@ def test_read_rows_refuses_a_bad_row(tmp_path):
     r = dict(V.registry()[0], workload="mystery")
     with pytest.raises(ValueError, match="no rule predicts workload 'mystery'"):
         V.predict(r)
+
+
+def test_plot_predicted_vs_published(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ipusim.plots import validation as pv
+
+    res = V.validate("packing") + V.validate("embeddings")
+    ax = pv.predicted_vs_published(res)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "embeddings, calibration (in sample)" in labels and "packing, check" in labels
+    with pytest.raises(ValueError, match="at least one row"):
+        pv.predicted_vs_published([])
