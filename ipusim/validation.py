@@ -98,7 +98,9 @@ def _gpu_padded(r, params):
     from .workloads import step
 
     st = step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"])
-    return simulate(r["chip"], st, **params.get("gpu", {})).time_s * 1e3
+    g = params.get("gpu", {})
+    options = {k: v for k, v in g.items() if k != "chip"} if g.get("chip") == r["chip"] else {}
+    return simulate(r["chip"], st, **options).time_s * 1e3
 
 
 def _gpu_padding_removed(r, params):
@@ -238,8 +240,8 @@ PREDICTORS = {
 def predict(r: dict, params: dict | None = None) -> float:
     """ipusim's prediction of registry row ``r`` (a row dict or an id). ``params`` holds
     efficiency parameters per chip kind (``{"gpu": {...}, "tile": {...}}``, as
-    ``ipusim.calibration.load`` returns them); they apply to the GPU's padded-step rows and the
-    tile microbenchmark rows."""
+    ``ipusim.calibration.load`` returns them); GPU parameters apply to the padded-step rows of
+    their ``chip``, tile parameters (``tile_calibration.PARAMETERS``) to the tile rows."""
     r = row(r) if isinstance(r, str) else r
     fn = PREDICTORS.get(r["workload"])
     if fn is None:
