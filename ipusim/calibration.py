@@ -166,3 +166,17 @@ def load(path) -> dict:
             raise ValueError(f"{path}: [gpu] {key} must be a number in [{lo}, {hi}], got {v!r}")
     return {"gpu": {"chip": g["chip"], "tensor_efficiency": float(g["tensor_efficiency"]),
                     "launch_s": float(g["launch_s"])}}
+
+
+def options(params: dict | None, chip) -> dict:
+    """The ``machine.simulate`` / ``gpu.simulate`` options a calibration sets for ``chip`` (a
+    preset name or chip object): ``tensor_efficiency`` and ``launch_s`` when ``params`` (from
+    ``load``) calibrates that GPU; ``ValueError`` when it calibrates another chip."""
+    if not params:
+        return {}
+    g = params.get("gpu", {})
+    name = getattr(chip, "name", chip)
+    if g.get("chip") != name:
+        raise ValueError(f"the calibration is for {g.get('chip')!r}, not {name!r}: calibrate that chip "
+                         "from its own measurements")
+    return {"tensor_efficiency": g["tensor_efficiency"], "launch_s": g["launch_s"]}

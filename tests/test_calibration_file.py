@@ -90,3 +90,17 @@ def test_load_refuses_a_bad_file(tmp_path):
     f.write_text("[tile]\n")
     with pytest.raises(ValueError, match="no \\[gpu\\] table"):
         calibration.load(f)
+
+
+def test_simulate_accepts_the_calibration_of_its_chip_only(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[gpu]\nchip = "a100-80gb"\ntensor_efficiency = 0.5\nlaunch_s = 8e-6\n')
+    base = ["simulate", "--model", "bert-base", "--batch", "8", "--seq-len", "128", "--json"]
+    assert main([*base, "--chip", "a100-80gb"]) == 0
+    before = json.loads(capsys.readouterr().out)["time_s"]
+    assert main([*base, "--chip", "a100-80gb", "--calibration", str(f)]) == 0
+    after = json.loads(capsys.readouterr().out)["time_s"]
+    direct = simulate("a100-80gb", step("bert-base", [128] * 8, pad_to=128), tensor_efficiency=0.5, launch_s=8e-6)
+    assert after == pytest.approx(direct.time_s, rel=1e-12) and after > before
+    assert main([*base, "--chip", "gc200", "--calibration", str(f)]) == 2
+    assert "calibration is for 'a100-80gb'" in capsys.readouterr().err
