@@ -251,8 +251,13 @@ def predict(r: dict, params: dict | None = None) -> float:
 
 
 @functools.cache
-def _cached(row_id: str) -> float:
+def _cached(row_id: str, tile_state: tuple) -> float:
     return predict(row(row_id))
+
+
+def clear_cache() -> None:
+    """Forget the cached predictions (after changing a module constant by hand)."""
+    _cached.cache_clear()
 
 
 def validate(area: str | None = None, *, params: dict | None = None) -> list[dict]:
@@ -260,10 +265,14 @@ def validate(area: str | None = None, *, params: dict | None = None) -> list[dic
     force (or ``params``). Rows: id, area, source, table, use, metric, unit, published,
     predicted, ratio (predicted / published), tolerance, within (``|ratio - 1| <= tolerance``),
     within_band (``|ratio - 1| <= BAND``). Default-parameter predictions are cached per
-    process (the simulators are deterministic)."""
+    process and per ``tile_calibration.current()`` (the simulators are deterministic);
+    ``clear_cache`` forgets them after another module constant is changed by hand."""
+    from . import tile_calibration
+
+    tile_state = tile_calibration.current()  # a prediction made inside ``overrides`` stays there
     out = []
     for r in rows(area):
-        pred = _cached(r["id"]) if not params else predict(r, params)
+        pred = _cached(r["id"], tile_state) if not params else predict(r, params)
         ratio = pred / r["value"]
         out.append({"id": r["id"], "area": r["area"], "source": r["source"], "table": r["table"],
                     "use": r["use"], "metric": r["metric"], "unit": r["unit"], "published": r["value"],

@@ -165,3 +165,14 @@ def test_plot_predicted_vs_published(monkeypatch):
     assert "embeddings, calibration (in sample)" in labels and "packing, check" in labels
     with pytest.raises(ValueError, match="at least one row"):
         pv.predicted_vs_published([])
+
+
+def test_cached_predictions_follow_tile_parameter_overrides():
+    from ipusim import tile_calibration as tc
+
+    base = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
+    with tc.overrides(EXCHANGE_EFFICIENCY=0.5):
+        inside = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
+    assert inside["jia-ft-exchange"] < base["jia-ft-exchange"]
+    after = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
+    assert after == base
