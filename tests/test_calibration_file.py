@@ -47,7 +47,8 @@ def test_round_trip_recovers_known_parameters_within_2_percent(tmp_path, chip, e
 
 
 @pytest.mark.parametrize("over, reason", [
-    ({"area": "tile", "workload": "tile-gemm"}, "cannot be matched"),
+    ({"area": "embeddings", "workload": "dlrm-step"}, "cannot be matched"),
+    ({"area": "tile", "workload": "tile-gemm"}, "simulated on gc2"),
     ({"chip": "gc200"}, "chip must be a GPU preset"),
     ({"unit": "s"}, "latency in ms"),
     ({"model": "my-model"}, "model must be a preset"),
@@ -62,7 +63,7 @@ def test_unmatched_measurement_is_refused_with_row_and_reason(tmp_path, over, re
 
 def test_two_chips_in_one_file_are_refused(tmp_path):
     rows = [_measurement("a100-80gb", "bert-base", 128, 8, 1.5), _measurement("h100-sxm", "bert-base", 128, 8, 1.0)]
-    with pytest.raises(ValueError, match="one chip per file"):
+    with pytest.raises(ValueError, match="one GPU chip per file"):
         calibration.measurements(_write(tmp_path / "m.csv", rows))
 
 
@@ -70,7 +71,7 @@ def test_example_poc_file_calibrates_and_validate_shows_before_and_after(tmp_pat
     out = tmp_path / "cal.toml"
     assert main(["calibrate", "--measurements", str(ROOT / "examples" / "poc_gpu_measurements.csv"),
                  "--out", str(out), "--json"]) == 0
-    res = json.loads(capsys.readouterr().out)
+    res = json.loads(capsys.readouterr().out)["gpu"]
     assert res["rms_log_error_after"] < res["rms_log_error_before"]
     params = calibration.load(out)
     assert params["gpu"]["chip"] == "a100-80gb"
@@ -87,8 +88,8 @@ def test_load_refuses_a_bad_file(tmp_path):
     f.write_text('[gpu]\nchip = "a100-80gb"\ntensor_efficiency = 1.5\nlaunch_s = 5e-6\n')
     with pytest.raises(ValueError, match="tensor_efficiency must be a number in"):
         calibration.load(f)
-    f.write_text("[tile]\n")
-    with pytest.raises(ValueError, match="no \\[gpu\\] table"):
+    f.write_text("[other]\n")
+    with pytest.raises(ValueError, match="no \\[gpu\\] or \\[tile\\] table"):
         calibration.load(f)
 
 
@@ -104,3 +105,23 @@ def test_simulate_accepts_the_calibration_of_its_chip_only(tmp_path, capsys):
     assert after == pytest.approx(direct.time_s, rel=1e-12) and after > before
     assert main([*base, "--chip", "gc200", "--calibration", str(f)]) == 2
     assert "calibration is for 'a100-80gb'" in capsys.readouterr().err
+
+
+def test_tile_round_trip_recovers_known_parameters_within_2_percent(tmp_path):
+    """Tile microbenchmarks (the registry's TESS-PF, exchange and GEMM rows) re-made by ipusim
+    with known parameters: ``fit_tile`` finds them again."""
+    from ipusim import tile_calibration as tc
+
+    known = {"AMP_PHASE_OVERHEAD_CYCLES": 450.0, "EXCHANGE_EFFICIENCY": 0.80, "REARRANGE_BYTES_PER_CYCLE": 2.5}
+    rows = [r for r in validation.rows(area="tile") if r["workload"] != "tile-bytemlperf"]
+    for r in rows:
+        r["value"] = validation.predict(r, {"tile": known})
+    path = _write(tmp_path / "t.csv", [{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
+    res = calibration.calibrate(calibration.measurements(path))
+    assert set(res) == {"tile"}
+    for k, v in known.items():
+        assert res["tile"]["parameters"][k] == pytest.approx(v, rel=0.02), k
+    assert dict(tc.current()) == res["tile"]["preset"]  # the fit leaves the module's values alone
+    out = tmp_path / "t.toml"
+    out.write_text(calibration.to_toml(res, str(path)))
+    assert calibration.load(out)["tile"] == pytest.approx(res["tile"]["parameters"], rel=1e-5)
