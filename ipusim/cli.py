@@ -11,6 +11,7 @@ sets the memory budget of ``ipusim.limits``; ``--version`` prints the version.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import math
@@ -69,10 +70,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for mod in _command_modules(only):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        if not any("--max-memory" in a.option_strings for a in p._actions):
+        with contextlib.suppress(argparse.ArgumentError):  # unless the command has its own --max-memory
             p.add_argument("--max-memory", metavar="SIZE", default=argparse.SUPPRESS,
                            help="memory budget for this run, e.g. 4G (see ipusim --help)")
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
 
@@ -113,8 +114,7 @@ def main(argv=None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             return 0
-        sub = parser._subparsers._group_actions[0].choices[command]
-        _check_numbers(args, {a.dest: a.default for a in sub._actions})
+        _check_numbers(args, {key: args._parser.get_default(key) for key in vars(args)})
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"\n{'ipusim ' + command if command else 'ipusim'}: interrupted", file=sys.stderr)
@@ -145,10 +145,9 @@ def entry() -> int:
     """What ``ipusim`` and ``python -m ipusim`` run: ``main()``, then a quick exit.
 
     Once Numba is loaded the interpreter holds about 100,000 objects that the cyclic garbage
-    collector tracks, and shutdown hands all of them to it: finding and tearing down the cycles
-    among Numba's and LLVM's objects made a warm ``serve --requests 100000`` take 1.7 s instead of
-    1.1 s on a 2-core machine (``benchmarks/bench_startup.py`` times both exits side by side).
-    The process is about to end, so ``gc.freeze()`` first takes every object out of the
+    collector tracks, and shutdown hands all of them to it, to find and tear down the cycles
+    among Numba's and LLVM's objects (``benchmarks/bench_startup.py`` times the exit with and
+    without this). The process is about to end, so ``gc.freeze()`` first takes every object out of the
     collector's view; the system reclaims the memory at exit as always. Standard output and
     error are still flushed and ``atexit`` hooks (``weakref.finalize`` among them) still run;
     an object left in a reference cycle is not finalized, so a command must close what it

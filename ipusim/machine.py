@@ -4,7 +4,10 @@
 plots, the serving simulator and the checklist can take either machine:
 
 * a ``TileChip`` goes to ``ipusim.tiles`` (BSP supersteps over the tiles);
-* a ``GpuChip`` goes to ``ipusim.gpu`` (waves of thread blocks sharing HBM).
+* a ``GpuChip`` goes to ``ipusim.gpu`` (waves of thread blocks sharing HBM);
+
+both through ``ipusim.one_chip``, which ``ipusim.placement`` also uses for its sub-steps
+(so placement sits below this front door).
 
 ``step_time_s`` is the number most callers want: seconds for the step. ``simulate(...,
 chips=N)`` and ``place`` spread a step over N chips (``ipusim.placement``).
@@ -12,10 +15,8 @@ chips=N)`` and ``place`` spread a step over N chips (``ipusim.placement``).
 
 from __future__ import annotations
 
-from . import limits
+from . import limits, one_chip
 from ._validate import positive
-from .hardware import GpuChip, TileChip
-from .hardware import chip as _chip
 from .result import DOES_NOT_FIT, FIT_STATES, ON_CHIP, STREAMS, StepResult, fit_state  # noqa: F401 (re-exported)
 from .workloads import Step
 
@@ -34,20 +35,7 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
         from . import placement
 
         return placement.simulate(c, s, chips=chips, **kwargs)
-    c = _chip(c)
-    if not isinstance(s, Step):
-        raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
-    positions = max(s.tokens, int(s.lengths.sum()))  # decode: the cached context counts too
-    limits.check_step(s.batch, positions / max(s.batch, 1), name="step batch")
-    if isinstance(c, TileChip):
-        from . import tiles
-
-        return tiles.simulate(c, s, **kwargs)
-    if isinstance(c, GpuChip):
-        from . import gpu
-
-        return gpu.simulate(c, s, **kwargs)
-    raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
+    return one_chip.simulate(c, s, **kwargs)
 
 
 def step_time_s(c, s: Step, **kwargs) -> float:

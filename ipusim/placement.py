@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives, energy, tile_calibration, workloads
+from . import collectives, energy, tile_params, workloads
 from ._validate import positive
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -222,7 +222,7 @@ class _Evaluator:
 
     def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
         self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
-        cal = tile_calibration.current() if isinstance(c, TileChip) else ()  # results move with the calibration
+        cal = tile_params.current() if isinstance(c, TileChip) else ()  # results move with the calibration
         self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())), cal)
         self.simulations = 0
         self.memo: dict = {}
@@ -242,12 +242,12 @@ class _Evaluator:
         key = (self.base_key, t, n, first, last, tuple(int(x) for x in lengths), weights)
         r = _CACHE.get(key)
         if r is None:
-            from . import machine
+            from . import one_chip
 
             kw = dict(self.kw)
             if weights is not None:
                 kw["weights"] = weights
-            r = machine.simulate(self.c, self.sub_step(t, n, first, last, lengths), **kw)
+            r = one_chip.simulate(self.c, self.sub_step(t, n, first, last, lengths), **kw)
             _CACHE[key] = r
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
@@ -624,7 +624,9 @@ def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batch
 def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     """``machine.simulate`` on ``chips`` chips: the step placed by ``place``, as a ``StepResult``
     whose ``placement`` is set, ``fit`` is the placement's, ``time_s`` the step latency and
-    ``split`` includes "link"."""
+    ``split`` includes "link". ``energy_j`` sums every chip's work; ``board_power_w`` is the
+    board power of every chip the placement uses (``chips_used`` x the chip's), so
+    ``board_energy_j`` is theirs over the step."""
     c = _chip(c)
     pl = place(c, s, chips=chips, **kwargs)
     fits = pl.fit != DOES_NOT_FIT
@@ -640,7 +642,7 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
         memory_limit_bytes=float(
             c.sram_per_tile_bytes if isinstance(c, TileChip) else c.smem_per_sm_bytes),
         fits=fits, fit_message=msg, energy_j=pl.energy_j if fits else math.inf,
-        energy_split=dict(pl.energy_split),
+        energy_split=dict(pl.energy_split), board_power_w=c.power_w * pl.chips_used,
         extra={"weights": "streamed" if pl.fit == STREAMS else "on-chip", "chips": pl.chips_used,
                "time_if_unlimited_s": time_s},
         placement=pl,

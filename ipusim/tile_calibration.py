@@ -1,4 +1,8 @@
-"""The tile machine's three efficiency parameters, the rules that set them, and the check.
+"""The rules that set the tile machine's three efficiency parameters, and the check.
+
+The values live in ``ipusim.tile_params`` (read by the simulator); this module fits them
+(``fit``), compares the simulator with measurements (``calibration_table``) and changes them
+for a run (``overrides``).
 
 Each parameter is set ONCE, for every tile chip, model and batch, by a stated rule from
 measured IPU figures (facts §1.5); none is set per row or from an application figure:
@@ -47,34 +51,16 @@ import math
 
 import numpy as np
 
-AMP_PHASE_OVERHEAD_CYCLES = 321.0
-"""Cycles a tile spends in each AMP (matmul) compute phase beyond its FLOPs and its vertex
-launches: TESS-PF intercept, 332 cycles, less the 11-cycle vertex launch (rule above)."""
-
-EXCHANGE_EFFICIENCY = 0.96
-"""Fraction of the nominal exchange rate all tiles attain together: JIA-FT 7,679 GB/s measured
-on a GC2 / 8 TB/s (LOUW), rounded to two places."""
-
-REARRANGE_BYTES_PER_CYCLE = 1.5
-"""Bytes per cycle a tile rearranges of the operands it received, before an AMP phase (rule
-above: set by ``fit()`` from JIA-FT's GEMM, rounded to two significant digits)."""
-
-PARAMETERS = ("AMP_PHASE_OVERHEAD_CYCLES", "EXCHANGE_EFFICIENCY", "REARRANGE_BYTES_PER_CYCLE")
-
-
-def current() -> tuple:
-    """The parameters in force, ``((name, value), ...)`` in ``PARAMETERS`` order: part of the key
-    of every cache of tile-simulator results (``ipusim.placement``, ``ipusim.serving.tables``), so
-    that a result computed inside ``overrides`` is never served outside it, nor the reverse."""
-    g = globals()
-    return tuple((k, float(g[k])) for k in PARAMETERS)
+from . import tile_params
+from .tile_params import PARAMETERS, current  # noqa: F401 (re-exported: the parameters in force)
 
 
 @contextlib.contextmanager
 def overrides(**values):
     """Run the tile simulator with some parameters changed, e.g.
-    ``with overrides(REARRANGE_BYTES_PER_CYCLE=math.inf): ...`` (restored on exit)."""
-    g = globals()
+    ``with overrides(REARRANGE_BYTES_PER_CYCLE=math.inf): ...`` (restored on exit); the values live
+    in ``ipusim.tile_params``."""
+    g = vars(tile_params)
     bad = set(values) - set(PARAMETERS)
     if bad:
         raise ValueError(f"unknown tile parameter(s) {', '.join(sorted(bad))}; valid: {', '.join(PARAMETERS)}")

@@ -26,7 +26,7 @@ from ipusim.checklist import (
     search,
     train_estimate,
 )
-from ipusim.serving import tables
+from ipusim.serving import capacity, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
@@ -145,7 +145,7 @@ def test_arrival_trace_sets_the_rate():
 def _service(mode="padded", chip="a100-80gb"):
     c, m = hardware.chip(chip), workloads.model("bert-base")
     # The checklist sizes its tables to the largest batch that fits at the longest length (C1).
-    mb = min(16, search.largest_fitting_batch(c, m, m.max_positions))
+    mb = min(16, capacity.largest_batch(tables.Replica(c, m, 1, False), m.max_positions))
     return search.setup(c, m, mode, max_batch=mb)
 
 
@@ -189,7 +189,8 @@ def test_capacity_search_respects_stability_bound():
     svc = _service()
     lens = np.full(2000, 128)
     s = svc.batch_time(lens[:1])
-    cap, res = search.capacity_at_slo(lens, svc, _batch1(), 20 * s, upper=10 / s, iters=12)
+    top = search.rate_bound(lens, svc, _batch1(), 10 / s)
+    cap, res = search.capacity_search(lens, svc, _batch1(), 20 * s, top, iters=12).run()
     assert 0 < cap < 1 / s  # a single server of batch 1 cannot pass 1/S
     assert search.p99_s(res) <= 20 * s
 
@@ -363,7 +364,7 @@ def test_squad_histogram_padding_matches_published():
     assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram
 
 
-# ------------------------------------------------------------------------------ review fixes
+# ------------------------------------------------------------------------------ fit, tables, cost
 def _reachable_grid_fits(case):
     """Every (batch, length) grid point the chosen deployments' tables hold, simulated directly."""
     from ipusim import machine, placement
@@ -400,7 +401,7 @@ def _reachable_grid_fits(case):
 
 
 def test_every_grid_point_a_chosen_policy_can_reach_fits():
-    # Review 1a: a 16 x 512 BERT-base batch does not fit a GC200's tiles; the checklist used to time it.
+    # A 16 x 512 BERT-base batch does not fit a GC200's tiles: no table the checklist reads may time it.
     bad, n = _reachable_grid_fits(default_case())
     assert n > 0 and bad == []
 
@@ -413,7 +414,7 @@ def test_gc200_bert_max_batch_is_the_tile_simulators():
     f = Context(case).fit(case.candidates[0])
     mb = f["placements"][0].max_batch
     s = workloads.step(case.model, [512] * 128)
-    assert mb == tiles.largest_batch_that_fits(hardware.chip("gc200"), s)
+    assert mb == tiles.tile_memory_batch_limit(hardware.chip("gc200"), s)
     assert 1 <= mb < 128  # serial passes fit 89 x 512; one more is out of tile memory with weights on chip
     assert not tiles.simulate("gc200", workloads.step(case.model, [512] * (mb + 1)), weights="on_chip").fits
 
@@ -475,7 +476,7 @@ def test_training_ratio_between_085_and_1_is_contradicted_at_given_prices():
 
 
 def test_interpolation_error_against_direct_machine_calls():
-    # Review 1e: off-grid cells of the log-bilinear table vs the machine model called directly.
+    # Off-grid cells of the log-bilinear table vs the machine model called directly.
     # Stated tolerance: mean |error| <= 10%, worst <= 20% (measured ~7% / 13% on A100).
     rng = np.random.default_rng(0)
     for chip in ("a100-80gb", "gc200"):
@@ -495,7 +496,7 @@ def _cost_reason(rep):
 
 
 def test_cost_reason_weighs_capacity_and_can_go_either_way(default_report):
-    # Review 2a: at 300 req/s both are one chip, so the offered-rate saving is the price ratio only;
+    # At 300 req/s both are one chip, so the offered-rate saving is the price ratio only;
     # the points come from the cost with the chips at capacity, and flip with the price.
     c4 = default_report["C4"]
     assert c4.data["minimal"]
@@ -523,7 +524,7 @@ def test_crossings_ignore_ties_within_the_band():
     def row(x, t, g):
         return {"x": x, "tile_usd_per_million": t, "gpu_usd_per_million": g}
 
-    # costs equal to 2 s.f. swapping order: no crossing (review 2b)
+    # costs equal to 2 s.f. swapping order: no crossing
     assert crossings([row(0, 1.00, 1.01), row(1, 1.01, 1.00), row(2, 1.00, 1.01)], "x") == []
     # a clear crossing is found and interpolated: tile - gpu goes -0.2 -> +0.2 at x = 0.5
     assert crossings([row(0, 0.8, 1.0), row(1, 1.2, 1.0)], "x") == [pytest.approx(0.5)]

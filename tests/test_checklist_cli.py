@@ -106,7 +106,7 @@ def test_module_entry_point_runs_from_a_shell(tmp_path):
     ('[traffic]\nlong_fraction = 0.4\nlengths = {"128" = 1}\n', ".toml", "not both"),
 ])
 def test_bad_config_files_are_one_line_exit_2(tmp_path, capsys, text, suffix, words):
-    # Review section 4: each of these crashed, ran the default case, or gave a cryptic message.
+    # Each is refused in one line naming the input and what is allowed.
     f = tmp_path / f"bad{suffix}"
     f.write_text(text)
     assert main(["checklist", "--no-progress", "--config", str(f)]) == 2

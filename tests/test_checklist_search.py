@@ -2,8 +2,8 @@
 
 The plain search (``checklist_reference.plain_capacity``) is the bisection as the checklist ran it before:
 every probe a whole ``search.serve`` run read through its full summary. The fast search
-(``search.bisect_capacity`` / ``CapacitySearch``, ``Context.best_policy``) must give the same
-capacities and pick the same policy; ``CapacitySearch``'s head start is checked on pass/fail
+(``search.capacity_search``: ``serving.capacity.CapacitySearch``, and ``Context.best_policy``) must
+give the same capacities and pick the same policy; ``CapacitySearch``'s head start is checked on pass/fail
 patterns where it holds and where it does not.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from checklist_reference import plain_best_policy, plain_capacity
 
 from ipusim import hardware, workloads
 from ipusim.checklist import Context, default_case, search
+from ipusim.serving import capacity
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +44,7 @@ def _policies(case, su):
 
 
 @pytest.mark.parametrize("mode, slo", [("padded", 0.05), ("packed", 0.02), ("padded", 0.004)])
-def test_bisect_capacity_is_the_plain_bisection(setups, mode, slo):
+def test_capacity_search_is_the_plain_bisection(setups, mode, slo):
     """Every policy of the quick search, 2,000 requests: the same capacity bit for bit, and the
     same run there (its whole summary); a tight target (4 ms) gives zero capacities too."""
     su = setups[mode]
@@ -53,18 +53,18 @@ def test_bisect_capacity_is_the_plain_bisection(setups, mode, slo):
     for pol in _policies(default_case(), su):
         top = search.rate_bound(lens, su, pol, 2.0 * pol.max_batch / su.time_at(pol.max_batch, 200.0))
         want, r_want = plain_capacity(lens, su, pol, slo, top)
-        got, r_got = search.bisect_capacity(lens, su, pol, slo, top, iters=7)
+        got, r_got = search.capacity_search(lens, su, pol, slo, top, iters=7).run()
         assert got == want, pol.label
         _same_summary(r_got, r_want)
         caps.append(got)
         for above in (want * 0.999, want, want * 1.001):  # stopped early only when it cannot beat `above`
-            c, _ = search.bisect_capacity(lens, su, pol, slo, top, iters=7, above=above)
+            c, _ = search.capacity_search(lens, su, pol, slo, top, iters=7).run(above)
             assert (c is None and want <= above) or c == want
     assert any(c > 0 for c in caps) or slo < 0.005
 
 
 class _Pattern:
-    """A stand-in for ``search._Probe``: rates pass or fail by a rule, no simulation."""
+    """A stand-in for ``capacity.Probe``: rates pass or fail by a rule, no simulation."""
 
     def __init__(self, rule):
         self.rule, self.ran = rule, []
@@ -78,9 +78,7 @@ class _Pattern:
 
 
 def _search(rule, iters=7, top=1000.0):
-    cs = search.CapacitySearch(np.ones(10, dtype=np.int64), None, None, 0.05, top, iters=iters)
-    cs.__dict__["probe"] = _Pattern(rule)  # the cached_property's slot
-    return cs
+    return capacity.CapacitySearch(lambda: _Pattern(rule), top, iters=iters)
 
 
 @pytest.mark.parametrize("threshold", [0.05, 0.2, 300.0, 561.0, 563.0, 800.0, 999.0, 2000.0])
@@ -126,7 +124,7 @@ def test_best_policy_is_the_plain_searchs_choice(monkeypatch):
         dep = ctx.best_policy(cand, pl, mode, svc, lens)
         assert (dep.policy, dep.capacity_per_replica) == best
         with monkeypatch.context() as m:
-            m.setattr(search.CapacitySearch, "verify", lambda self: not self.assumed)  # a head start fails
+            m.setattr(capacity.CapacitySearch, "verify", lambda self: not self.assumed)  # a head start fails
             again = Context(case).best_policy(cand, pl, mode, svc, lens)
         assert (again.policy, again.capacity_per_replica) == best
 

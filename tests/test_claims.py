@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.checklist import Prices
 from ipusim.claims import rules
 from ipusim.claims.judges import GPU, TILE
+from ipusim.prices import Prices
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,9 @@ def test_docs_claims_links_each_claim_to_its_function(board):
 
 def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
     with pytest.raises(ValueError, match="one of supported"):
-        claims.Verdict(1, "t", "maybe", "s", "r")
+        claims.ClaimVerdict(1, "t", "maybe", "s", "r")
     with pytest.raises(ValueError, match="break-even"):
-        claims.Verdict(1, "t", claims.DEPENDS, "s", "r")
+        claims.ClaimVerdict(1, "t", claims.DEPENDS, "s", "r")
     with pytest.raises(ValueError, match="claim number"):
         claims.judge(16)
 
@@ -69,7 +69,7 @@ def test_bad_inputs_raise_value_errors_that_say_what_is_allowed():
         claims.equal_power(("GNN gather",), (TILE,))
     with pytest.raises(ValueError, match="unknown case"):
         claims.equal_power(("a case",))
-    with pytest.raises(ValueError, match="checklist.Prices"):
+    with pytest.raises(ValueError, match="prices.Prices"):
         claims.hardware_cost("cheap")
 
 

@@ -47,7 +47,7 @@ def test_roofline_reports_a_model_that_does_not_fit():
 def test_roofline_fused_bound_and_kv_from_dram():
     """--fused gives the fused-kernel bound, below the unfused one (BERT-large 32 x 512 on
     H100: 12.4 vs 22.1 ms, see tests/test_roofline.py); GPT-2 decode 256 x 1024 on GC200
-    reads weights and KV cache from off-chip DRAM (review A2)."""
+    reads weights and KV cache from off-chip DRAM."""
     base = ["--chip", "h100-sxm", "--model", "bert-large", "--batch", "32", "--seq-len", "512", "--json"]
     unf, fus = json.loads(_run("roofline", *base).stdout), json.loads(_run("roofline", *base, "--fused").stdout)
     assert fus["fused"] is True and unf["fused"] is False

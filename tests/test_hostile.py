@@ -630,7 +630,9 @@ def test_serving_conserves_requests_and_tokens(n, rate, service_ms, max_batch, d
 def test_one_step_is_finite_and_positive(batch, seq, chip, phase):
     r = machine.simulate(chip, workloads.step("bert-base" if phase == "forward" else "gpt2", [seq] * batch,
                                               phase=phase))
-    assert r.fits in (True, False)
+    # the fit rule: a step fits exactly when its state is not does_not_fit and it has a finite time
+    assert r.fit in machine.FIT_STATES
+    assert bool(r.fits) == (r.fit != machine.DOES_NOT_FIT) == math.isfinite(r.time_s)
     t = r.time_s if r.fits else r.extra.get("time_if_unlimited_s", 1.0)
     assert math.isfinite(t) and t > 0
     assert all(math.isfinite(v) and v >= 0 for v in r.split.values())

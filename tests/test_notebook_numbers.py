@@ -66,13 +66,13 @@ def test_02_a100_kernels_cover_the_step():
 @pytest.mark.slow
 def test_02_exercise_batch_limit_is_the_librarys():
     """Exercise 2's answer (the largest 128-token BERT-base batch on one GC200, and how far the
-    next one is over) against ``tiles.largest_batch_that_fits``."""
+    next one is over) against ``tiles.tile_memory_batch_limit``."""
     text = _markdown("02_tile_local_compute.ipynb")
     m = re.search(r"gives (\d[\d,]*) in this model", text)
     assert m, "exercise 2's answer should state the batch the library gives"
     stated = int(m.group(1).replace(",", ""))
     s = workloads.step("bert-base", [128] * 512, pad_to=128)
-    b = tiles.largest_batch_that_fits("gc200", s)
+    b = tiles.tile_memory_batch_limit("gc200", s)
     assert stated == b
     over = tiles.simulate("gc200", workloads.step("bert-base", [128] * (b + 1), pad_to=128), weights="on_chip")
     excess = int(re.search(r"\(([\d,]+) over", over.fit_message).group(1).replace(",", ""))

@@ -1,6 +1,7 @@
 """Packing strategies: published efficiencies, kernels vs references, accounting, bad input."""
 
 import numpy as np
+import packing_reference
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -67,7 +68,7 @@ def test_ffd_kernel_matches_reference(n, k):
     rng = np.random.default_rng(n * 100 + k)
     x = rng.integers(1, 129, n)
     p = packing.pack(x, 128, "ffd", max_per_row=k)
-    ref_row, ref_rows = packing.ffd._ffd_reference(list(map(int, x)), 128, k)
+    ref_row, ref_rows = packing_reference.ffd(list(map(int, x)), 128, k)
     assert p.rows == ref_rows
     assert np.array_equal(p.seq_row, np.array(ref_row))
 
@@ -85,7 +86,7 @@ def test_spfhp_kernel_matches_reference(seed, L, n, k, shortest_first):
     c = _random_counts(np.random.default_rng(seed), L, n)
     comps, reps = packing.spfhp.run_spfhp(c, k, shortest_first)
     got = [(tuple(int(v) for v in row if v), int(r)) for row, r in zip(comps, reps, strict=True)]
-    assert got == packing.spfhp._spfhp_reference(c, k, shortest_first)
+    assert got == packing_reference.spfhp(c, k, shortest_first)
 
 
 @pytest.mark.parametrize("seed, L, n", [(0, 12, 30), (1, 40, 500), (2, 90, 5000)])
@@ -96,7 +97,7 @@ def test_nnls_compositions_match_reference(seed, L, n, depth, slack):
     s = packing.nnls._nnls_compositions(c, depth, slack, out)
     got = {tuple(int(v) for v in row if v) for row in out[:s]}
     assert s == len(got)  # no duplicates
-    assert got == packing.nnls._nnls_compositions_reference(c, depth, slack)
+    assert got == packing_reference.nnls_compositions(c, depth, slack)
 
 
 @pytest.mark.parametrize("seed, L, n, sweeps", [(0, 12, 30, 1), (1, 40, 500, 5), (2, 60, 3000, 20)])
@@ -106,7 +107,7 @@ def test_nnls_cd_matches_reference(seed, L, n, sweeps):
     comp = out[: packing.nnls._nnls_compositions(c, 3, 2, out)]
     x1, x2 = np.zeros(len(comp)), np.zeros(len(comp))
     r1 = packing.nnls._nnls_cd(comp, c, sweeps, x1)
-    r2 = packing.nnls._nnls_cd_reference(comp, c, sweeps, x2)
+    r2 = packing_reference.nnls_cd(comp, c, sweeps, x2)
     np.testing.assert_allclose(x1, x2, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(r1, r2, rtol=1e-9, atol=1e-6)
 
@@ -122,7 +123,7 @@ def test_nnls_repair_matches_reference_and_removes_overuse(seed, L, n):
     for j in range(3):
         m = comp[:, j] > 0
         np.add.at(used, comp[m, j] - 1, reps[m])
-    want = packing.nnls._nnls_repair_reference(comp, reps, c)
+    want = packing_reference.nnls_repair(comp, reps, c)
     packing.nnls._nnls_repair(comp, reps, used, c)
     assert reps.tolist() == want
     assert (used <= c).all() and (reps >= 0).all()

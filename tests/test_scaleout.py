@@ -1,4 +1,4 @@
-"""Claims 9 and 15's numbers (ipusim.checklist.scaleout) against their definitions: the placement
+"""Claims 9 and 15's numbers (ipusim.scaleout) against their definitions: the placement
 search's step time, the chip-hour price, the memory need."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from ipusim import hardware, placement, workloads
-from ipusim.checklist import Prices, scaleout
+from ipusim import hardware, placement, scaleout, workloads
+from ipusim.prices import Prices
 
 REL = 1e-9  # the same products in another order
 

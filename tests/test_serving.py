@@ -318,7 +318,7 @@ def test_daily_ramp_and_bursts_run_through_the_simulator():
 
 
 def test_huge_length_is_refused_not_wrapped():
-    """Review B1: int32 narrowing made 1e12 tokens negative; it must be a ValueError."""
+    """1e12 tokens (past int32) is a ValueError, never a negative count narrowed from it."""
     for dev in (S.fixed_service(0.01), S.chip_service("gc200", "bert-base", max_batch=4)):
         with pytest.raises(ValueError, match="tokens"):
             S.simulate([0.0, 0.1], [64, 10**12], P.Dynamic(4, 0.0), dev)
@@ -327,7 +327,7 @@ def test_huge_length_is_refused_not_wrapped():
 
 
 def test_short_overloaded_run_is_unstable():
-    """Review A5: 838k req/s offered to a 100 req/s server is unstable even with 99 requests."""
+    """838k req/s offered to a 100 req/s server is unstable even with 99 requests."""
     arr = A.poisson(1e6, 99, seed=0)
     r = S.simulate(arr, 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
     assert r.offered_rps > 100 * r.capacity_rps and not r.stable and "exceeds its capacity" in r.unstable_reason
@@ -341,7 +341,7 @@ def test_short_overloaded_run_is_unstable():
 
 
 def test_a_batch_that_does_not_fit_is_refused():
-    """Review A1: a batch past the chip's fit limit gets no time, never a silent number.
+    """A batch past the chip's fit limit gets no time, never a silent number.
 
     A quarter of a GC200 (368 tiles) keeps the table small: BERT-base at 512 tokens has a fit
     limit (weights streamed when that is what fits) below the table's 32 rows, taken from the
@@ -349,7 +349,7 @@ def test_a_batch_that_does_not_fit_is_refused():
     from ipusim import hardware, machine, tiles, workloads
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
     dev = S.chip_service(chip, "bert-base", max_batch=32, len_step=128)  # coarse columns: fast to build
-    limit = tiles.largest_batch_that_fits(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
+    limit = tiles.tile_memory_batch_limit(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
                                           weights_on_chip=False)
     assert 1 <= limit < 32
     assert S.largest_batch(dev, 512) == limit and S.largest_batch(dev, 128) == 32
@@ -385,7 +385,7 @@ def test_table_is_honest_at_the_weight_streaming_cliff(svc):
 
 
 def test_packed_batches_use_a_real_packing(svc):
-    """Review E2: a packed batch runs the rows first-fit decreasing needs (ipusim.packing's FFD and
+    """A packed batch runs the rows first-fit decreasing needs (ipusim.packing's FFD and
     the tests' plain first fit agree), never fewer than ceil(tokens / pack_len)."""
     from ipusim import packing
     dev = svc["packed"]
@@ -423,7 +423,7 @@ def test_one_overloaded_pool_makes_the_run_unstable(svc):
 
 
 def test_generation_prefill_table_uses_the_prefill_phase():
-    """Review E1: the prefill table is built with phase="prefill" (KV-cache writes count in the fit
+    """The prefill table is built with phase="prefill" (KV-cache writes count in the fit
     check). GPT-2, 32 prompts of 256 tokens on a quarter of a GC200 (368 tiles): a forward pass
     fits (streaming its weights), a prefill does not."""
     from ipusim import hardware, machine, workloads

@@ -119,7 +119,7 @@ def test_serve_short_overload_is_unstable(capsys):
 
 
 def test_serve_refuses_a_model_that_does_not_fit(capsys):
-    """Review A1: Llama-2-70B (138 GB of weights) on a 40 GB A100 has no time: exit 2, one line."""
+    """Llama-2-70B (138 GB of weights) on a 40 GB A100 has no time: exit 2, one line."""
     code, out, err = _run(capsys, "--model", "llama-2-70b", "--chip", "a100-40gb", "--rate", "100",
                           "--requests", "100", "--max-batch", "2")
     assert code == 2 and "does not fit" in err and err.strip().count("\n") == 0 and not out

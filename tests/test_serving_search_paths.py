@@ -2,7 +2,7 @@
 at a p99 target), each against the full path it stands in for: ``ServingResult.slo_view``
 against ``summary()``, ``run_plan``'s stop once a percentile is certain to miss its target
 against the whole run, ``with_arrivals`` against ``make_plan``, and the disk-cached
-``tables.largest_replica_batch`` against its build."""
+``capacity.largest_batch`` of a replica against its build."""
 
 import dataclasses
 import math
@@ -14,7 +14,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
-from ipusim.serving import batching, result, tables
+from ipusim.serving import batching, capacity, result, tables
 from ipusim.serving.plan import Plan, _requests_pass, make_plan, with_arrivals
 
 
@@ -134,17 +134,17 @@ def test_with_arrivals_is_make_plan_with_those_arrivals(devs):
         with_arrivals(plan, other[::-1])
 
 
-def test_largest_replica_batch_is_cached_on_disk(tmp_path, monkeypatch):
+def test_largest_batch_of_a_replica_is_cached_on_disk(tmp_path, monkeypatch):
     from ipusim import hardware, workloads
 
     spec = tables.Replica(hardware.chip("a100-80gb"), workloads.model("bert-base"), 1, False)
-    want = tables._largest_replica_batch(spec, 512, ("forward",), 64)
+    want = capacity._largest_replica_batch(spec, 512, ("forward",), 64)
     monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tables, "_memory", {})
-    assert tables.largest_replica_batch(spec, 512, cap=64) == want
+    assert capacity.largest_batch(spec, 512, cap=64) == want
     monkeypatch.setattr(tables, "_memory", {})  # a new process: read from disk, not rebuilt
-    monkeypatch.setattr(tables, "_largest_replica_batch", lambda *a: pytest.fail("rebuilt"))
-    assert tables.largest_replica_batch(spec, 512, cap=64) == want
+    monkeypatch.setattr(capacity, "_largest_replica_batch", lambda *a: pytest.fail("rebuilt"))
+    assert capacity.largest_batch(spec, 512, cap=64) == want
     assert len(list(tmp_path.iterdir())) == 1
 
 

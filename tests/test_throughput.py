@@ -31,7 +31,7 @@ def test_encoder_throughput_rejects_bad_mode():
 
 
 def test_encoder_throughput_refuses_a_batch_that_does_not_fit():
-    """Review A1: GC200 BERT-base at 128 rows x 512 tokens does not fit (with serial passes 89
+    """GC200 BERT-base at 128 rows x 512 tokens does not fit (with serial passes 89
     rows fit on chip and 120 with the weights streamed): a ValueError, not a number."""
     with pytest.raises(ValueError, match="does not fit"):
         serving.encoder_throughput("gc200", [512] * 128, "pad", batch=128, max_len=512)

@@ -80,7 +80,7 @@ def test_matmul_compute_matches_closed_form_on_four_tiles():
     """Evenly divisible 256x64x64 on 4 tiles (m split in 4): each tile does 1/4 of 2mkn, plus
     one vertex, the AMP phase overhead, and the rearrangement of the bytes it received: 3/4
     of its 64 x 64 input rows and 3/4 of the 64 x 64 weights (it stores 1/4), FP16."""
-    from ipusim import tile_calibration as cal
+    from ipusim import tile_params as cal
 
     c = GC200.replace(tiles=4)
     m, k, n = 256, 64, 64
@@ -109,7 +109,7 @@ def test_slowest_tile_sets_the_pace():
     comp = prof.program.comp[step_i]
     assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
     # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
-    from ipusim.tile_calibration import EXCHANGE_EFFICIENCY
+    from ipusim.tile_params import EXCHANGE_EFFICIENCY
 
     x_rate = c.exchange_bytes_per_cycle_per_tile * EXCHANGE_EFFICIENCY
     x_expect = ceil_rows * d * dt * (c.tiles - 1) / c.tiles / x_rate
@@ -187,7 +187,7 @@ def test_model_that_does_not_fit_is_reported_not_placed():
 def test_too_many_tokens_suggests_a_smaller_batch_that_does_fit():
     s = workloads.step("bert-base", [128] * 400, pad_to=128)  # 51,200 tokens: beyond what serial passes rescue
     r = tiles.simulate("gc200", s, weights="on_chip")
-    best = tiles.largest_batch_that_fits("gc200", s)
+    best = tiles.tile_memory_batch_limit("gc200", s)
     assert not r.fits and f"Would fit with {best} sequences per batch" in r.fit_message
     ok = workloads.step("bert-base", [128] * best, pad_to=128)
     too_many = workloads.step("bert-base", [128] * (best + 1), pad_to=128)
@@ -211,7 +211,7 @@ def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
 def test_input_checks():
     with pytest.raises(ValueError, match="tile chip"):
         tiles.simulate("a100-80gb", _bert(2, 16))
-    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.largest_batch_that_fits, (_bert(2, 16),)),
+    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.tile_memory_batch_limit, (_bert(2, 16),)),
                      (tiles.map_step, (_bert(2, 16),)), (tiles.profile, (_bert(2, 16),))):
         with pytest.raises(ValueError, match=r"needs a tile chip, got 'a100-80gb'"):
             fn("a100-80gb", *args)
@@ -282,14 +282,14 @@ def test_simulated_time_never_beats_the_roofline_bound(spec):
         assert r.unit_memory_bytes.max() > c.sram_per_tile_bytes
 
 
-def test_out_of_memory_steps_from_the_review_get_no_time():
+def test_out_of_memory_steps_get_no_time():
     """GC200, BERT-base 160 x 400 tokens (64,000 tokens: more than serial passes can fit)
     has time inf; the smaller batch that fits gets a finite time at or above its roofline
     bound."""
     big = workloads.step("bert-base", [400] * 160)
     r = tiles.simulate("gc200", big)
     assert not r.fits and r.time_s == math.inf
-    best = tiles.largest_batch_that_fits("gc200", big)
+    best = tiles.tile_memory_batch_limit("gc200", big)
     assert 0 < best < 160 and f"Would fit with {best} sequences" in r.fit_message
     ok = workloads.step("bert-base", [400] * best)
     r_ok = tiles.simulate("gc200", ok)
@@ -441,11 +441,11 @@ def test_long_attention_runs_over_key_blocks_and_fits():
     ("gc2", "bert-base", 128, 64, "forward", (True,)),
 ])
 def test_largest_batch_fits_and_one_more_does_not(chip, model, L, cap, phase, modes):
-    """``largest_batch_that_fits`` agrees with ``simulate``: the limit fits, one more does
+    """``tile_memory_batch_limit`` agrees with ``simulate``: the limit fits, one more does
     not, with weights on chip (and, where given, with weights streamed)."""
     s = workloads.step(model, [L] * cap, phase=phase, pad_to=L if phase == "forward" else None)
     for on_chip, mode in ((m, "on_chip" if m else "stream") for m in modes):
-        best = tiles.largest_batch_that_fits(chip, s, weights_on_chip=on_chip)
+        best = tiles.tile_memory_batch_limit(chip, s, weights_on_chip=on_chip)
         assert 0 < best < cap
         sub = [workloads.step(model, [L] * b, phase=phase, pad_to=L if phase == "forward" else None)
                for b in (best, best + 1)]

@@ -9,8 +9,8 @@ checks (``C1`` fit, ``C2`` throughput at the target, ``C3`` padding, ``C4`` cost
 energy, ``C5`` sensitivity, ``C6`` training, ``C7`` software readiness, ``C8`` what to
 measure), each a function ``check_x(case) -> Check`` with its evidence, then a verdict
 (migrate, pilot, stay) whose reasons name the checks they come from. The ``Report`` prints
-as Markdown, HTML (one self-contained file) and JSON. ``scaleout`` computes, outside any case,
-the numbers claims 9 and 15 rest on (a step placed on N chips of each kind, cost per sequence).
+as Markdown, HTML (one self-contained file) and JSON. Prices are ``ipusim.prices``'s
+(re-exported here).
 """
 
 from .case import (
@@ -42,12 +42,12 @@ from .checks import (
     train_estimate,
 )
 from .report import Report, run_checklist
-from .verdict import POLICY, Reason, Verdict, decide
+from .verdict import POLICY, MigrationVerdict, Reason, decide
 
 __all__ = [
     "ASSUMPTIONS", "DEFAULT_USD_PER_CHIP_HOUR", "DEFAULT_USD_PER_KWH", "POLICY", "QUESTIONS",
     "Candidate", "Case", "Check", "Context", "Evidence", "Prices", "Reason", "Report", "Training",
-    "Verdict", "case_from_dict", "check_cost", "check_fit", "check_padding", "check_poc",
+    "MigrationVerdict", "case_from_dict", "check_cost", "check_fit", "check_padding", "check_poc",
     "check_sensitivity", "check_software", "check_throughput", "check_training", "decide",
     "default_case", "load_case", "parse_candidates", "run_checklist", "train_estimate",
 ]

@@ -18,7 +18,7 @@ batching policy, pricing) is done once by ``context.Context`` and reused.
 
 from __future__ import annotations
 
-from .context import HOUR_S, MAX_SERVING_BATCH, Context, Deployment, Placement
+from .context import HOUR_S, MAX_SERVING_BATCH, Context, Deployment, ReplicaLayout
 from .cost import check_cost
 from .evidence import CHECK_NAMES, STATUSES, Check, Evidence, fmt
 from .fit import check_fit
@@ -39,6 +39,6 @@ from .train import (
 __all__ = [
     "CHECK_NAMES", "HOUR_S", "MAX_SERVING_BATCH", "QUESTIONS", "RISK_LEVELS", "STATUSES", "TIE_BAND",
     "TRAINING_CLAIM", "TRAINING_MODEL_NOTE", "TRAIN_CHIPS", "Check", "Context", "Deployment", "Evidence",
-    "Placement", "crossings", "check_cost", "check_fit", "check_padding", "check_poc", "check_sensitivity",
+    "ReplicaLayout", "crossings", "check_cost", "check_fit", "check_padding", "check_poc", "check_sensitivity",
     "check_software", "check_throughput", "check_training", "fmt", "train_estimate", "training_chips",
 ]

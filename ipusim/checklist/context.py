@@ -1,6 +1,6 @@
 """Work several checks share, done once per case: ``Context`` fits each candidate (placements
 and batch limits), searches its batching policy (capacity at the p99 target) and prices the
-deployments (``Placement``, ``Deployment``).
+deployments (``ReplicaLayout``, ``Deployment``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import arrivals, workloads
 from ..config import sweep_size
-from ..serving import tables
+from ..serving import capacity, tables
 from . import search
 from .case import Case
 
@@ -26,8 +26,9 @@ MAX_SERVING_BATCH = 128  # rows of a deployment's service tables, at most
 # Shared work
 # ---------------------------------------------------------------------------------------
 @dataclass
-class Placement:
-    """How a model sits on a chip kind: ``chips`` per replica, streaming or not.
+class ReplicaLayout:
+    """How one serving replica holds a model on a chip kind: ``chips`` per replica, streaming or
+    not (a layout for the serving tables; ``ipusim.placement.Placement`` places one step).
 
     Kind "placed" is a tensor/pipeline placement found by ``ipusim.placement`` on the chips given
     (``placed``, its ``Placement``), for a model that needs several chips; "spread" holds the
@@ -63,7 +64,7 @@ class Placement:
 class Deployment:
     """The best (placement, mode, policy) found for one candidate, and what it costs."""
 
-    placement: Placement
+    placement: ReplicaLayout
     mode: str
     policy: search.Policy
     capacity_per_replica: float  # req/s at the p99 target
@@ -156,24 +157,24 @@ class Context:
             if per_stage in tried:
                 continue
             tried.add(per_stage)
-            mb = search.largest_fitting_batch(c, model, length, phases, chips=m)
+            mb = capacity.largest_batch(tables.Replica(c, model, m, False), length, phases)
             if mb >= 1:
                 kind = ("on-chip" if c.kind == "tile" else "hbm") if m == 1 else "spread"
                 room = m * cap - ws["weights"]
                 kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * m * length) if kv_per_tok else 0
-                out["placements"].append(Placement(kind, m, False, mb, c.kind == "tile", kv_tok))
+                out["placements"].append(ReplicaLayout(kind, m, False, mb, c.kind == "tile", kv_tok))
                 m_chips = m
                 break
         else:
             m_chips = max(m_chips, model.layers + 1)
         if (c.kind == "tile" and (m_chips > 1 or not out["placements"]) and c.offchip_bytes > 0
                 and ws["weights"] <= c.offchip_bytes):
-            mb = search.largest_fitting_batch(c, model, length, phases, streaming=True)
+            mb = capacity.largest_batch(tables.Replica(c, model, 1, True), length, phases)
             if mb >= 1:
                 kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * length) if kv_per_tok else 0
-                out["placements"].append(Placement("streaming", 1, True, mb, True, kv_tok))
+                out["placements"].append(ReplicaLayout("streaming", 1, True, mb, True, kv_tok))
             else:
                 out["notes"].append("streaming: one sequence's activations (and KV) do not fit the tiles")
         out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
@@ -189,12 +190,12 @@ class Context:
         if pl is not None and pl.fit != "does_not_fit" and pl.tensor * pl.pipeline > 1 and not one_chip:
             n = pl.tensor * pl.pipeline
             rep = tables.Replica(c, model, n, None, pl.tensor)
-            mb = tables.largest_replica_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
+            mb = capacity.largest_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
             if mb >= 1:
                 held = 0.0 if pl.fit == "streams" else ws["weights"]  # streamed weights leave SRAM to the KV cache
                 kv_tok = int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * pl.pipeline * length) if kv_per_tok else 0
-                out["placements"].append(Placement("placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl))
+                out["placements"].append(ReplicaLayout("placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl))
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
@@ -215,7 +216,7 @@ class Context:
         return out
 
     # --- policy search ----------------------------------------------------------------
-    def depth(self, pl: Placement) -> int:
+    def depth(self, pl: ReplicaLayout) -> int:
         """Batches a replica keeps in flight: one per pipeline stage, unless the KV cache
         (shared by the stages' streams) cannot hold a request per stream."""
         if pl.stages == 1:
@@ -234,7 +235,7 @@ class Context:
             return ("padded",)  # prompts padded per iteration; packing does not apply
         return ("padded", "packed") if cand.mode == "auto" else (cand.mode,)
 
-    def service(self, cand, placement: Placement, mode: str):
+    def service(self, cand, placement: ReplicaLayout, mode: str):
         if self.continuous():
             return search.setup(cand.chip, self.case.model, mode, chips=placement.chips,
                                 streaming=placement.streaming, output_tokens=self.case.output_tokens,
@@ -284,7 +285,7 @@ class Context:
             order.append((tops[b, pol.kind == "continuous"], i, pol))
         # The capacity never exceeds a policy's rate bound: try the highest bounds first, and stop
         # a search once it can no longer beat the best found. Each search starts at a guess
-        # (search.CapacitySearch); the winner's guess is checked, and if it does not hold every
+        # (serving.capacity.CapacitySearch); the winner's guess is checked, and if it does not hold every
         # policy is searched again plainly. Either way the same policy wins with the same capacity.
         for guess in (True, False):
             best, best_i, won = None, -1, None
@@ -293,8 +294,8 @@ class Context:
                 if best is not None:
                     c = best.capacity_per_replica
                     above = c if best_i < i else math.nextafter(c, -math.inf)
-                cs = search.CapacitySearch(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
-                                           iters=self.quick_bisect)
+                cs = search.capacity_search(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
+                                            iters=self.quick_bisect)
                 cap, res = cs.run(above, guess=guess)
                 if cap is not None and (best is None or cap > best.capacity_per_replica
                                         or (cap == best.capacity_per_replica and i < best_i)):

@@ -102,5 +102,5 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
                         f"{fmt(r['capacity_GB'], 'GB')} per chip)" for r in rows)
     return Check("C1", "Fit in on-chip memory", status, summary, reason, ev, {"fit": rows},
                  "workloads.step op bytes (need, chip-wide); StepResult.fits of ipusim.tiles / ipusim.gpu "
-                 "(tiles.largest_batch_that_fits per tile) for the placements and batch limits",
+                 "(tiles.tile_memory_batch_limit per tile) for the placements and batch limits",
                  {"fits_nowhere": fits_nowhere})

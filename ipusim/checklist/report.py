@@ -19,7 +19,7 @@ from .sensitivity import check_sensitivity
 from .software import check_software
 from .throughput import check_throughput
 from .train import check_training
-from .verdict import POLICY, Verdict, decide
+from .verdict import POLICY, MigrationVerdict, decide
 
 INFERENCE_CHECKS = (check_fit, check_throughput, check_padding, check_cost, check_sensitivity)
 STATUS_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "info": "INFO", "skipped": "SKIPPED"}
@@ -113,7 +113,7 @@ class Report:
 
     case: Case
     checks: dict  # id -> Check
-    verdict: Verdict
+    verdict: MigrationVerdict
 
     def __getitem__(self, cid: str) -> Check:
         return self.checks[cid]

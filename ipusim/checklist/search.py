@@ -4,15 +4,13 @@ Each deployment the checklist weighs is a ``Setup``: a replica (one chip, severa
 holding the layers in turn, or weights streamed), the serving package's service table for
 it (``serving.chip_service`` or ``serving.generation_model`` on the coarse grid), and what
 the search needs besides. ``serve`` runs a policy on replicas with ``serving.simulate`` or
-``serving.simulate_generation``; ``capacity_at_slo`` bisects the largest rate whose p99
-meets a target. The traffic's lengths (``traffic_lengths``) and how well they pack
+``serving.simulate_generation``; ``capacity_search`` sets up ``serving.capacity``'s search
+for the largest rate whose p99 meets a target, below ``rate_bound``. The traffic's lengths (``traffic_lengths``) and how well they pack
 (``pack_efficiency``) come from ``ipusim.lengths`` and ``ipusim.packing``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -20,12 +18,12 @@ import numpy as np
 
 from .. import lengths as _lengths
 from .. import serving
-from ..serving import tables
+from ..serving import capacity, tables
+from ..serving.capacity import MAX_UTILIZATION
 
 SHORT_RANGE = _lengths.SHORT_RANGE  # tokens, ASSUMPTION (see case.ASSUMPTIONS["long_mix"])
 LONG_FROM = _lengths.LONG_RANGE[0]  # tokens, ASSUMPTION: a "long" text starts here
 SERVING_SOURCE = "ipusim.serving simulator"
-MAX_UTILIZATION = 0.97  # busy share above which a finite run counts as overloaded
 
 
 # ---------------------------------------------------------------------------------------
@@ -202,13 +200,6 @@ def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, ma
     return Setup(rep, mode, max_batch, svc, output_tokens, kv_tokens)
 
 
-def largest_fitting_batch(chip, model, length: int, phases=("forward",), *, chips: int = 1,
-                          streaming: bool = False, cap: int = 256) -> int:
-    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
-    every phase (``serving.tables.largest_replica_batch``)."""
-    return tables.largest_replica_batch(tables.Replica(chip, model, chips, bool(streaming)), length, phases, cap=cap)
-
-
 # ---------------------------------------------------------------------------------------
 # Serving runs
 # ---------------------------------------------------------------------------------------
@@ -251,7 +242,7 @@ def saturation_rate(lengths, su: Setup, batch: int) -> float:
 
 
 def rate_bound(lengths, su: Setup, policy: Policy, upper: float, *, servers: int = 1) -> float:
-    """The top of ``capacity_at_slo``'s search (req/s): ``upper``, capped below what full batches
+    """The top of the capacity search (req/s, ``capacity_search``): ``upper``, capped below what full batches
     carry (``MAX_UTILIZATION`` x the saturation throughput of ``servers`` replicas). A finite
     run hides a slowly growing queue, so no capacity above it is reported, whatever the run's
     p99 says; the capacity found is never above this bound."""
@@ -270,159 +261,16 @@ def same_runs(policy: Policy) -> tuple:
     return (policy.kind, repr(obj))
 
 
-class _Probe:
-    """The same requests (``lengths``, arrivals at unit mean gap) run at any rate: the serving
-    plan (service tables, queues, policy) is built once and only the arrival times change.
+def capacity_search(lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
+                    seed: int = 0, iters: int = 10) -> capacity.CapacitySearch:
+    """``serving.capacity``'s search of ``policy`` on ``servers`` replicas of ``su`` below ``top``
+    (req/s), run as ``serve`` runs: the lengths cut at the tables' longest prompt, goodput at 1 s,
+    at most ``max(1000, n // 4)`` requests waiting, generation through ``serve``."""
+    lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
+    run = None
+    if su.generation:
+        def run(arrivals):
+            return serve(arrivals, lengths, su, policy, servers)
 
-    ``passes(rate)`` says whether the run at ``rate`` meets ``slo_s`` at the p99, is stable
-    and busy less than ``MAX_UTILIZATION`` of the time; a run stops as soon as more requests
-    are later than ``slo_s`` than a p99 within it allows (``batching.run_plan``'s
-    ``late_limit``): the answer "no" is then certain. ``result(rate)`` is ``serve``'s result.
-    """
-
-    def __init__(self, unit, lengths, su: Setup, policy: Policy, servers: int, slo_s: float):
-        self.unit, self.su, self.policy, self.servers, self.slo_s = unit, su, policy, servers, slo_s
-        self.lengths = lengths
-        self.plan = None
-        self.kept: dict = {}
-        if not su.generation:
-            from ..serving import result
-            from ..serving.plan import make_plan
-
-            lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
-            self.devs = [su.service] * servers
-            # as ``serve`` calls serving.simulate: seed 0, the same max_waiting
-            # a writable copy: a read-only array is another Numba type (one more cached kernel to load)
-            self.plan = make_plan(np.array(unit), lens, policy.obj, self.devs, None, 0, max(1000, lens.size // 4))
-            n = lens.size
-            self.late_limit = n - result.percentile_rank(99.0, n)
-
-    def passes(self, rate: float) -> bool:
-        if self.plan is None:
-            r = self.kept[rate] = serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
-        else:
-            from ..serving import batching
-            from ..serving.plan import with_arrivals
-
-            plan = with_arrivals(self.plan, self.unit / rate)
-            out = batching.run_plan(plan, late_s=self.slo_s, late_limit=self.late_limit)
-            if out[-1][1] == 2:  # stopped: the p99 is above the target
-                return False
-            r = self.kept[rate] = batching.result_of(plan, self.devs, self.policy.obj, out, 1.0, capacity=False)
-        v = r.slo_view(99.0)
-        return v["stable"] and v["latency_q_s"] <= self.slo_s and v["utilization"] < MAX_UTILIZATION
-
-    def result(self, rate: float) -> serving.ServingResult:
-        """The run at ``rate`` as ``serve`` returns it."""
-        r = self.kept.get(rate)
-        if r is None:  # a run stopped as soon as it failed: run it whole
-            return serve(self.unit / rate, self.lengths, self.su, self.policy, self.servers)
-        if self.plan is not None:
-            from ..serving import batching
-
-            r = dataclasses.replace(r, capacity_rps=batching.capacity_rps(self.devs, self.plan))
-        return r
-
-
-def capacity_at_slo(lengths, su: Setup, policy: Policy, slo_s: float, *, servers: int = 1,
-                    seed: int = 0, iters: int = 10, upper: float, above: float = -math.inf):
-    """Largest Poisson rate (req/s) whose simulated p99 stays within ``slo_s`` and whose run is
-    not saturated, and the ``ServingResult`` there (the run at the lowest rate tried if none):
-    ``bisect_capacity`` below ``rate_bound(upper)``."""
-    top = rate_bound(lengths, su, policy, upper, servers=servers)
-    return bisect_capacity(lengths, su, policy, slo_s, top, servers=servers, seed=seed, iters=iters, above=above)
-
-
-def bisect_capacity(lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
-                    seed: int = 0, iters: int = 10, above: float = -math.inf):
-    """(capacity req/s, ``ServingResult`` there) by bisection in log rate between ``top / 1e4``
-    and ``top`` (req/s), ``iters`` steps: the capacity is within a factor ``1e4 ** (2 ** -iters)``
-    below a rate that fails (0 if ``top / 1e4`` fails, ``top`` if ``top`` passes). A rate
-    passes when the run's p99 is within ``slo_s`` and the run is stable and busy less than
-    ``MAX_UTILIZATION`` of the time. Every probe runs the same requests (``lengths``,
-    arrivals of one Poisson draw from ``seed`` scaled to the rate), so probes differ only in
-    the rate.
-
-    ``above`` (req/s): a caller that only wants a capacity greater than ``above`` (the best
-    policy found so far) gets ``(None, None)`` as soon as the upper end of the search is at
-    most ``above``, without the remaining probes: the capacity would be at most ``above`` too.
-    """
-    return CapacitySearch(lengths, su, policy, slo_s, top, servers=servers, seed=seed, iters=iters).run(above)
-
-
-@functools.lru_cache(maxsize=8)
-def _unit_arrivals(n: int, seed: int) -> np.ndarray:
-    """``n`` Poisson arrival times at mean gap 1 (realised mean exactly 1), read-only."""
-    unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
-    unit *= n / unit[-1]  # realised mean gap exactly 1, so the nominal rate is the real one
-    unit.setflags(write=False)
-    return unit
-
-
-class CapacitySearch:
-    """``bisect_capacity`` of one policy, with a head start for a search over many policies.
-
-    ``run(above, guess=True)`` first runs the rate the bisection reaches after ``GUESS_STEPS``
-    passing probes (``1e4 ** -(2 ** -GUESS_STEPS)`` x ``top``, 0.56 x ``top``). If it passes, the
-    bisection goes on from there and takes the lower probes of that path (``top / 1e4`` and
-    the first midpoints) as passing without running them: where the probes pass and fail as
-    the rate rises (a slower rate is no harder to serve), the answer is exactly the
-    bisection's. Where that fails, the answer found is at least the bisection's (a lower
-    probe that fails would have ended below the guess), so a caller that picks the best of
-    several policies need only ``verify()`` the winner's assumed probes: if they pass, its
-    capacity is exactly the bisection's and no other policy's bisection can be higher;
-    if not, search again without the head start.
-    """
-
-    GUESS_STEPS = 4
-
-    def __init__(self, lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
-                 seed: int = 0, iters: int = 10):
-        self.top, self.iters = float(top), int(iters)
-        self._args = (lengths, su, policy, servers, slo_s, seed)
-        self.known: dict = {}  # rate -> passes (run)
-        self.assumed: list = []  # rates taken as passing without a run
-
-    @functools.cached_property
-    def probe(self) -> _Probe:
-        lengths, su, policy, servers, slo_s, seed = self._args
-        return _Probe(_unit_arrivals(lengths.size, seed), lengths, su, policy, servers, slo_s)
-
-    def _passes(self, rate: float) -> bool:
-        if rate not in self.known:
-            if rate in self.assumed:
-                return True
-            self.known[rate] = self.probe.passes(rate)
-        return self.known[rate]
-
-    def run(self, above: float = -math.inf, guess: bool = False):
-        """(capacity req/s, ``ServingResult`` there), or (None, None) once the capacity is known
-        to be at most ``above``."""
-        lo, hi = self.top / 1e4, self.top
-        if hi <= above:
-            return None, None
-        if guess and self.iters >= self.GUESS_STEPS:
-            path = [lo]  # the rates the bisection tries while every probe passes
-            for _ in range(self.GUESS_STEPS):
-                path.append(math.sqrt(path[-1] * hi))
-            if self._passes(path[-1]):
-                self.assumed = [r for r in path[:-1] if r not in self.known]
-        if not self._passes(lo):
-            return 0.0, self.probe.result(lo)
-        best = lo
-        if self._passes(hi):
-            return hi, self.probe.result(hi)
-        for _ in range(self.iters):
-            if hi <= above:
-                return None, None
-            mid = math.sqrt(lo * hi)
-            if self._passes(mid):
-                lo = best = mid
-            else:
-                hi = mid
-        return lo, self.probe.result(best)
-
-    def verify(self) -> bool:
-        """Run the rates ``run`` assumed to pass; True if every one does."""
-        assumed, self.assumed = self.assumed, []
-        return all(self._passes(r) for r in assumed)
+    return capacity.capacity_search(slo_s, lens, policy.obj, [su.service] * servers, top=top, iters=iters,
+                                    seed=seed, max_waiting=max(1000, lens.size // 4), run=run)

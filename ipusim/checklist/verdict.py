@@ -37,7 +37,10 @@ class Reason:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class MigrationVerdict:
+    """The checklist's decision on one case (migrate, pilot or stay) and its ranked reasons; a
+    vendor claim's verdict is ``ipusim.claims.ClaimVerdict``."""
+
     decision: str  # "migrate", "pilot" or "stay"
     score: float
     reasons: tuple = field(default_factory=tuple)  # ranked by |weight|
@@ -45,7 +48,7 @@ class Verdict:
 
     @property
     def margin(self) -> str:
-        """How far the score is from the nearest threshold, in points (review 2e)."""
+        """How far the score is from the nearest threshold, in points."""
         if self.veto:
             return "decided by a veto"
         up = [(POLICY[k], name) for k, name in (("pilot_at", "PILOT"), ("migrate_at", "MIGRATE")) if POLICY[k] > self.score]
@@ -69,7 +72,7 @@ class Verdict:
                 "reasons": [r.to_dict() for r in self.reasons], "policy": dict(POLICY)}
 
 
-def decide(case, checks: dict) -> Verdict:
+def decide(case, checks: dict) -> MigrationVerdict:
     """Weigh the checks' evidence into a verdict."""
     reasons = []
     veto = ""
@@ -146,4 +149,4 @@ def decide(case, checks: dict) -> Verdict:
         decision = "stay"
     if math.isnan(score):
         score = 0.0
-    return Verdict(decision, score, tuple(reasons), veto)
+    return MigrationVerdict(decision, score, tuple(reasons), veto)

@@ -33,7 +33,7 @@ from .judges import (
     training_cost,
     variable_length,
 )
-from .verdict import CONTRADICTED, DEPENDS, STATES, SUPPORTED, Verdict
+from .verdict import CONTRADICTED, DEPENDS, STATES, SUPPORTED, ClaimVerdict
 
 CLAIMS = {
     1: on_chip_bandwidth,
@@ -55,20 +55,20 @@ CLAIMS = {
 """Claim number (docs/claims.md) -> the function that judges it."""
 
 
-def judge(claim: int) -> Verdict:
+def judge(claim: int) -> ClaimVerdict:
     """The verdict on claim number ``claim`` (1-15, docs/claims.md)."""
     if isinstance(claim, bool) or not isinstance(claim, int) or claim not in CLAIMS:
         raise ValueError(f"claim must be a claim number {min(CLAIMS)}-{max(CLAIMS)} (docs/claims.md), got {claim!r}")
     return CLAIMS[claim]()
 
 
-def scoreboard(claims=None) -> list[Verdict]:
+def scoreboard(claims=None) -> list[ClaimVerdict]:
     """Verdicts on ``claims`` (claim numbers; default all 15), in claim order."""
     nums = sorted(CLAIMS) if claims is None else list(claims)
     return [judge(n) for n in nums]
 
 
-def scoreboard_markdown(verdicts: list[Verdict], *, links: bool = False) -> str:
+def scoreboard_markdown(verdicts: list[ClaimVerdict], *, links: bool = False) -> str:
     """A Markdown table: claim, verdict, the numbers in one line, the function that judges it;
     ``links`` adds a column of links to the notebooks that teach each claim (for a notebook)."""
     head = "| # | claim | verdict | what the library computes | judged by |" + (" taught in |" if links else "")
@@ -82,7 +82,7 @@ def scoreboard_markdown(verdicts: list[Verdict], *, links: bool = False) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["CLAIMS", "CONTRADICTED", "DEPENDS", "STATES", "SUPPORTED", "Verdict", "bert_throughput", "clear_cache",
+__all__ = ["CLAIMS", "CONTRADICTED", "DEPENDS", "STATES", "SUPPORTED", "ClaimVerdict", "bert_throughput", "clear_cache",
            "data_movement_energy", "dynamic_batching", "dynamic_graphs", "equal_power", "fine_grained_parallelism",
            "hardware_cost", "hybrid_deployment", "judge", "memory_bottleneck", "memory_wall_training",
            "on_chip_bandwidth", "rules", "scoreboard", "scoreboard_markdown", "sparse_embeddings",

@@ -2,7 +2,7 @@
 
 Every function calls the library (``machine``, ``placement``, ``packing``, ``serving``,
 ``training``, ``embeddings``), applies its comparator from ``ipusim.claims.rules`` and returns
-a ``Verdict``. None of them types in a verdict. Simulations several claims share (the BERT-base
+a ``ClaimVerdict``. None of them types in a verdict. Simulations several claims share (the BERT-base
 step on each chip, the energy comparison) are computed once per process (``functools.cache``);
 ``clear_cache()`` forgets them.
 
@@ -17,7 +17,7 @@ import math
 from .. import hardware, limits, machine, workloads
 from .._validate import positive
 from . import rules
-from .verdict import DEPENDS, Verdict
+from .verdict import DEPENDS, ClaimVerdict
 
 # Figures the claims are judged on that are measurements, not presets (source keys, docs/facts.md).
 STREAM_OPTIMISED_BYTES_PER_S = 7.261e12  # bytes/s, STREAM Triad on a GC2, optimised Poplar code, LOUW (facts §1.3)
@@ -50,8 +50,8 @@ def _bert_short(chip):  # BERT-base, 32 requests of 128 tokens: the articles' sh
 def _scaled(chip: str, chips: int, lengths: tuple, pad_to: int | None = None, phase: str = "forward",
             model: str = "bert-base"):
     """The step placed on ``chips`` chips of ``chip`` by the library's one scale-out
-    (``ipusim.checklist.scaleout.scale_out``): throughput, chips used, energy per sequence."""
-    from ..checklist import scaleout
+    (``ipusim.scaleout.scale_out``): throughput, chips used, energy per sequence."""
+    from .. import scaleout
 
     return scaleout.scale_out(chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase), counts=(chips,))
 
@@ -72,7 +72,7 @@ def _energy(which: str) -> dict:
 
 
 def _verdict(claim, title, state, summary, rule, numbers, assumptions, function, notebooks, break_even=""):
-    return Verdict(claim, title, state, summary, rule, numbers, assumptions,
+    return ClaimVerdict(claim, title, state, summary, rule, numbers, assumptions,
                    break_even if state == DEPENDS else "", f"ipusim.claims.{function}", tuple(notebooks))
 
 
@@ -90,17 +90,17 @@ def _preset(name):
 
 def _prices(prices):
     if prices is None:
-        from ..checklist import Prices
+        from ..prices import Prices
 
         return Prices()
     if not hasattr(prices, "chip_hour") or not hasattr(prices, "is_assumed"):
-        raise ValueError(f"prices must be an ipusim.checklist.Prices (or None for the assumed defaults), "
+        raise ValueError(f"prices must be an ipusim.prices.Prices (or None for the assumed defaults), "
                          f"got {type(prices).__name__}")
     return prices
 
 
 # 1 --------------------------------------------------------------------------------------
-def on_chip_bandwidth() -> Verdict:
+def on_chip_bandwidth() -> ClaimVerdict:
     """Claim 1: over 1 TB/s, and 5 TB/s and more summed over the tiles, against ~3 TB/s of HBM.
 
     BERT-base's softmax at 8 x 512 tokens (memory-bound on both chips) timed on an H100 and on a
@@ -131,7 +131,7 @@ def on_chip_bandwidth() -> Verdict:
 
 
 # 2 --------------------------------------------------------------------------------------
-def data_movement_energy() -> Verdict:
+def data_movement_energy() -> ClaimVerdict:
     """Claim 2: about 40-60% less energy moving data than a GPU (``machine.energy_comparison``)."""
     fit, stream = _energy("on_chip"), _energy("streams")
     d_fit, d_stream = fit["data_saving"], stream["data_saving"]
@@ -147,7 +147,8 @@ def data_movement_energy() -> Verdict:
     return _verdict(2, "data-movement energy", state, summary, rules.ENERGY_RULE, numbers, {
         "chips": f"{TILE} vs {GPU} (machine.ENERGY_COMPARATOR; both 7 nm parts of 2020)",
         "steps": "BERT-base 32 x 128 tokens (fits on chip); Llama-2-7B decode, 1 x 1,024 tokens of context (streams)",
-        "energy": "simulated StepResult.energy_split, priced with the 45 nm table of ipusim.energy; the exchange "
+        "energy": "simulated StepResult.energy_split: bytes priced with the 45 nm table of ipusim.energy, FLOPs "
+                  "scaled to each chip's process node (energy.flop_scale); the exchange "
                   "is one SRAM read + write per byte (wires left out: an upper estimate of the on-chip saving)"},
         "data_movement_energy", ["01_memory_wall.ipynb", "05_poc_checklist.ipynb"],
         break_even=f"whether the model's weights fit in tile SRAM ({hardware.chip(TILE).data_bytes / 1e9:.2f} GB "
@@ -155,7 +156,7 @@ def data_movement_energy() -> Verdict:
 
 
 # 3 --------------------------------------------------------------------------------------
-def fine_grained_parallelism() -> Verdict:
+def fine_grained_parallelism() -> ClaimVerdict:
     """Claim 3: thousands of cores suit sparse work and attention (per-op times of one step)."""
     g, a = _bert_short(TILE), _bert_short(GPU)
     t_gc = dict(zip(g.op_names, g.op_time_s, strict=True))
@@ -182,7 +183,7 @@ def fine_grained_parallelism() -> Verdict:
 
 
 # 4 --------------------------------------------------------------------------------------
-def dynamic_graphs() -> Verdict:
+def dynamic_graphs() -> ClaimVerdict:
     """Claim 4: changing the model's shapes needs no recompilation (compile-time tile plans)."""
     from .. import tiles
 
@@ -206,7 +207,7 @@ def dynamic_graphs() -> Verdict:
 
 
 # 5 --------------------------------------------------------------------------------------
-def tile_memory_latency() -> Verdict:
+def tile_memory_latency() -> ClaimVerdict:
     """Claim 5: data kept in tile memory cuts memory-access latency by over 60% (JIA-T)."""
     cut = 1 - TILE_LOAD_NS / T4_SHARED_NS
     g, a = _bert_short(TILE), _bert_short(GPU)
@@ -224,7 +225,7 @@ def tile_memory_latency() -> Verdict:
 
 
 # 6 --------------------------------------------------------------------------------------
-def dynamic_batching(n_requests: int = 3000) -> Verdict:
+def dynamic_batching(n_requests: int = 3000) -> ClaimVerdict:
     """Claim 6: the batch size follows the request rate (one dynamic batcher, light vs heavy load)."""
     import numpy as np
 
@@ -261,7 +262,7 @@ THROUGHPUT_BASELINES = {"A100, padded to 512": ("a100-40gb", "pad", 64),
 THROUGHPUT_TILE = ("gc200", "packed", 8)  # 8 rows of 512 fit a GC200's tiles (notebook 04)
 
 
-def bert_throughput(n_requests: int = 256) -> Verdict:
+def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
     """Claim 7: BERT-base, A100 ~320 req/s vs an IPU of similar price ~580 (280 vs 510 at 40% long)."""
     mixes = {"0% long": 0.0, "40% long": 0.4}
     n = positive("n_requests", n_requests, integer=True, at_most=100_000, why="requests per mix (tile simulations)")
@@ -292,7 +293,7 @@ def _padding_cut(long_fraction: float) -> float:
     return packing.pack(lengths.long_text_mix(long_fraction, resolution=100_000), 512, "pad").flops()["wasted_fraction"]
 
 
-def variable_length() -> Verdict:
+def variable_length() -> ClaimVerdict:
     """Claim 8: computing on the original lengths cuts 30% and more of the computation."""
     cut0, cut40, cut100 = (_padding_cut(f) for f in (0.0, 0.4, 1.0))
     lo, hi = 0.4, 1.0  # the cut falls with the long share; bisect where it crosses 30%
@@ -315,13 +316,13 @@ def variable_length() -> Verdict:
 
 
 # 9 --------------------------------------------------------------------------------------
-def hardware_cost(prices=None) -> Verdict:
+def hardware_cost(prices=None) -> ClaimVerdict:
     """Claim 9: for the same throughput, 20-30% lower hardware cost and a lower power bill.
 
     Throughput per chip of BERT-base (32 x 128 tokens, back-to-back batches; the step fits one
     chip of each kind, so the same throughput takes chips in proportion); cost per sequence =
     (chip-hour price + board power x energy price) / sequences per chip-hour. ``prices``: an
-    ``ipusim.checklist.Prices`` (None: the checklist's ASSUMED placeholders)."""
+    ``ipusim.prices.Prices`` (None: its ASSUMED placeholders)."""
     p = _prices(prices)
     t, g = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
     tc, gc = hardware.chip(TILE), hardware.chip(GPU)
@@ -352,7 +353,7 @@ def hardware_cost(prices=None) -> Verdict:
 
 
 # 10 -------------------------------------------------------------------------------------
-def hybrid_deployment() -> Verdict:
+def hybrid_deployment() -> ClaimVerdict:
     """Claim 10: long texts to the tile chip and short ones to the GPU; attention offloaded in training."""
     from .. import collectives, training
 
@@ -391,7 +392,7 @@ def _train(name: str, chip: str, chips: int):
     return training.best_placement(name, chip, chips, explain=False)
 
 
-def training_cost(prices=None) -> Verdict:
+def training_cost(prices=None) -> ClaimVerdict:
     """Claim 11: 70B-175B pre-training at 15-20% lower cost than on GPU clusters.
 
     The fastest placement on 1,024 chips of each kind (``training.best_placement``), run for
@@ -423,7 +424,7 @@ def training_cost(prices=None) -> Verdict:
 
 
 # 12 -------------------------------------------------------------------------------------
-def memory_wall_training(chips: int = CHIPS_TRAINING) -> Verdict:
+def memory_wall_training(chips: int = CHIPS_TRAINING) -> ClaimVerdict:
     """Claim 12: 'compute in memory' eases the memory wall for training models over 100B parameters."""
     from .. import training
 
@@ -456,7 +457,7 @@ def _dlrm(chip: str, chips: int):
     return dlrm.training_step(chip, embeddings.preset("dlrm-mlperf", batch=16384, training=True), chips=chips)
 
 
-def sparse_embeddings(configs=DLRM_CONFIGS) -> Verdict:
+def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
     """Claim 13: sparse embedding look-ups on the tile chip, irreplaceable for recommender training.
 
     ``configs``: (chip, chips) clusters to try; the best tile and best GPU cluster by
@@ -512,7 +513,7 @@ def _per_watt_case(case: str, chip: str) -> float:
     return efficiency.per_watt(r)["per_w"]
 
 
-def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> Verdict:
+def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> ClaimVerdict:
     """Claim 14: at equal power the tile chip's throughput is markedly higher (notebook 07's cases)."""
     gpus = tuple(hardware.chip(_preset(g)).name for g in gpus)
     if not gpus or any(hardware.chip(g).kind != "gpu" for g in gpus):
@@ -531,11 +532,11 @@ def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> Verdict:
 
 
 # 15 -------------------------------------------------------------------------------------
-def memory_bottleneck(chips: int = 32) -> Verdict:
+def memory_bottleneck(chips: int = 32) -> ClaimVerdict:
     """Claim 15: a model with a severe memory bottleneck gains most from moving to the tile chip.
 
     Llama-2-7B decode (8 sequences, 1,024 tokens of context) placed over ``chips`` tile chips
-    (``ipusim.checklist.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
+    (``ipusim.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
     one chip each. Both steps' sequences have the same tokens on either chip, so the ratio of
     sequences/s per chip is that of tokens/s per chip."""
     chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement")

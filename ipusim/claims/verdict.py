@@ -14,8 +14,9 @@ STATES = (SUPPORTED, CONTRADICTED, DEPENDS)
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The verdict on claim ``claim`` (its number in docs/claims.md).
+class ClaimVerdict:
+    """The verdict on claim ``claim`` (its number in docs/claims.md); a migration decision on one
+    case is ``ipusim.checklist.MigrationVerdict``.
 
     ``numbers`` maps a name (unit in the name: ``_tb_per_s``, ``_usd``, ``_x`` for ratios,
     fractions without unit) to the computed value the rule reads; ``rule`` states the comparator

@@ -1,5 +1,5 @@
 """First-fit decreasing on individual lengths: the Numba kernels ``first_fit_rows`` and
-``first_fit_rows_into`` and the plain-Python reference ``_ffd_reference``. Lengths in tokens."""
+``first_fit_rows_into`` (its plain-Python reference is in ``tests/packing_reference.py``). Lengths in tokens."""
 
 from __future__ import annotations
 
@@ -56,24 +56,5 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
             tree[node] = max(tree[2 * node], tree[2 * node + 1])
             node //= 2
     return rows
-
-
-def _ffd_reference(lengths, max_len, max_per_row):
-    """Plain-Python first-fit decreasing: (row of each input sequence, number of rows)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])  # stable, longest first
-    free, count, seq_row = [], [], [0] * len(lengths)
-    for i in order:
-        ln = lengths[i]
-        for r in range(len(free)):
-            if free[r] >= ln and count[r] < max_per_row:
-                break
-        else:
-            free.append(max_len)
-            count.append(0)
-            r = len(free) - 1
-        free[r] -= ln
-        count[r] += 1
-        seq_row[i] = r
-    return seq_row, len(free)
 
 

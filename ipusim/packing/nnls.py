@@ -1,6 +1,6 @@
 """Non-negative least-squares histogram packing (after Krell et al.): compositions that fill a
 row, projected coordinate descent, repair of overused lengths (Numba kernels, each with a
-plain-Python reference), and ``run_nnlshp``. Lengths in tokens."""
+plain-Python reference in ``tests/packing_reference.py``), and ``run_nnlshp``. Lengths in tokens."""
 
 from __future__ import annotations
 
@@ -57,20 +57,6 @@ def _nnls_compositions(counts, depth, slack, out):
     return s
 
 
-def _nnls_compositions_reference(counts, depth, slack):
-    """Plain-Python list of the same compositions, as sorted tuples (longest first)."""
-    from itertools import combinations_with_replacement
-
-    L = len(counts)
-    present = [x for x in range(1, L + 1) if counts[x - 1] > 0]
-    out = set()
-    for k in range(1, depth + 1):
-        for combo in combinations_with_replacement(present, k):
-            if L - slack <= sum(combo) <= L and all(counts[x - 1] >= combo.count(x) for x in combo):
-                out.add(tuple(sorted(combo, reverse=True)))
-    return out
-
-
 @njit(cache=True)
 def _nnls_cd(comp, counts, sweeps, x):
     """Projected coordinate descent for min |A x - counts|^2, x >= 0; returns the residual.
@@ -110,24 +96,6 @@ def _nnls_cd(comp, counts, sweeps, x):
     return r
 
 
-def _nnls_cd_reference(comp, counts, sweeps, x):
-    """NumPy version of ``_nnls_cd`` (same update order), for tests."""
-    comp = np.asarray(comp)
-    A = np.zeros((len(counts), comp.shape[0]))
-    for s, row in enumerate(comp):
-        for ln in row:
-            if ln > 0:
-                A[ln - 1, s] += 1.0
-    nrm = (A * A).sum(axis=0)
-    r = np.asarray(counts, float) - A @ x
-    for _ in range(sweeps):
-        for s in range(comp.shape[0]):
-            xn = max(0.0, x[s] + A[:, s] @ r / nrm[s])
-            r -= A[:, s] * (xn - x[s])
-            x[s] = xn
-    return r
-
-
 @njit(cache=True)
 def _nnls_repair(comp, reps, used, counts):
     """Lower ``reps`` (in composition order) until no length is used more than it occurs.
@@ -152,30 +120,6 @@ def _nnls_repair(comp, reps, used, counts):
                     if comp[s, q] > 0:
                         used[comp[s, q] - 1] -= k
 
-
-
-def _nnls_repair_reference(comp, reps, counts):
-    """Plain-Python ``_nnls_repair``: returns the lowered repeats."""
-    reps = [int(r) for r in reps]
-    used = [0] * len(counts)
-    for row, r in zip(comp, reps, strict=True):
-        for ln in row:
-            if ln:
-                used[ln - 1] += r
-    for s, row in enumerate(comp):
-        row = [int(v) for v in row]
-        for ln in row:
-            if ln == 0:
-                continue
-            over = used[ln - 1] - counts[ln - 1]
-            if over > 0 and reps[s] > 0:
-                m = row.count(ln)
-                k = min(reps[s], -(-over // m))
-                reps[s] -= k
-                for q in row:
-                    if q:
-                        used[q - 1] -= k
-    return reps
 
 
 def run_nnlshp(counts, K, slack):

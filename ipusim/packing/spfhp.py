@@ -74,37 +74,6 @@ def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
     return ng
 
 
-def _spfhp_reference(counts, max_per_row, shortest_first=True):
-    """Plain-Python SPFHP (or best fit): list of (composition tuple, repeats), kernel order."""
-    L = len(counts)
-    stacks = {r: [] for r in range(L + 1)}
-    groups = []  # [composition list, count, free space]
-    for ln in range(L, 0, -1):
-        n = int(counts[ln - 1])
-        while n > 0:
-            order = range(L, ln - 1, -1) if shortest_first else range(ln, L + 1)
-            r = next((r for r in order if stacks[r]), None)
-            if r is None:
-                groups.append([[ln], n, L - ln])
-                g = len(groups) - 1
-                n = 0
-            elif n >= groups[stacks[r][-1]][1]:
-                g = stacks[r].pop()
-                groups[g][0].append(ln)
-                groups[g][2] -= ln
-                n -= groups[g][1]
-            else:
-                s = stacks[r][-1]
-                groups[s][1] -= n
-                groups.append([groups[s][0] + [ln], n, groups[s][2] - ln])
-                g = len(groups) - 1
-                n = 0
-            if len(groups[g][0]) < max_per_row and groups[g][2] > 0:
-                stacks[groups[g][2]].append(g)
-    return [(tuple(c), k) for c, k, _ in groups]
-
-
-
 def run_spfhp(counts, K, shortest_first=True):
     """(compositions, repeat counts) of SPFHP (``shortest_first``) or BFHP on a histogram's ``counts``
     with at most ``K`` sequences per row: allocates the tables and runs ``_spfhp``."""

@@ -1,6 +1,6 @@
 """A grid of step bounds: batch x sequence length x chip (``sweep``): per-op quantities are
 fitted once as coefficients (``step_coefficients``), then the Numba kernel ``_sweep_kernel``
-bounds every point; ``_sweep_reference`` builds every step and bounds it op by op. Seconds."""
+bounds every point (``tests/roofline_reference.py`` builds every step and bounds it op by op). Seconds."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .._validate import choice, positive
 from ..hardware import GpuChip, TileChip
 from ..hardware import chip as _chip
 from ..workloads import Step
-from .bounds import fits_on_chip, op_live_bytes, step_time_s
+from .bounds import op_live_bytes
 from .levels import main_memory_bandwidth
 
 _BASIS = ((1, 8), (2, 8), (1, 16), (1, 32))  # (batch, seq_len) points that fix the 4 coefficients
@@ -183,16 +183,3 @@ def sweep(chips, model_or_name, batches, seq_lens, *, phase: str = "forward", dt
     return BoundGrid(tuple(c.name for c in cs), m.name, phase, b, lens, out_t, out_f)
 
 
-def _sweep_reference(chips, model_or_name, batches, seq_lens, *, phase: str = "forward",
-                     dtype_bytes: int = 2) -> BoundGrid:
-    """Plain-Python reference of ``sweep``: builds every step and bounds it op by op."""
-    m, cs, b, lens = _sweep_inputs(chips, model_or_name, batches, seq_lens)
-    out_t = np.empty((len(cs), b.size, lens.size))
-    out_f = np.empty((len(cs), b.size, lens.size), dtype=bool)
-    for j, ln in enumerate(lens):
-        for i, n in enumerate(b):
-            s = workloads.step(m, [int(ln)] * int(n), phase=phase, dtype_bytes=dtype_bytes)
-            for k, c in enumerate(cs):
-                out_f[k, i, j] = fits_on_chip(c, s)
-                out_t[k, i, j] = step_time_s(c, s)
-    return BoundGrid(tuple(c.name for c in cs), m.name, phase, b, lens, out_t, out_f)

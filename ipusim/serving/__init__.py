@@ -7,6 +7,7 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 
 ===============  ==============================================================================
 ``service``      ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
+``capacity``     ``largest_batch`` (what fits one step) and ``capacity_at`` (the rate a p99 target allows)
 ``tables``       service-time tables from the machine model, cached in memory and on disk
 ``plan``         ``make_plan``: a run's inputs checked and turned into the arrays the kernel reads
 ``batching``     the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
@@ -19,6 +20,7 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 """
 
 from .batching import simulate, sweep_rates
+from .capacity import capacity_at, largest_batch
 from .generation import GenerationModel, generation_model, simulate_generation
 from .plan import BYTES_PER_REQUEST, DEFAULT_SEED, MAX_REQUESTS, Router
 from .result import ServingResult, quantiles, weighted_quantiles
@@ -28,7 +30,6 @@ from .service import (
     chip_service,
     exponential_service,
     fixed_service,
-    largest_batch,
     surrogate_error,
 )
 from .theory import pk_wait_s, theory_wait_s
@@ -36,7 +37,7 @@ from .throughput import Throughput, encoder_throughput
 
 __all__ = [
     "BYTES_PER_REQUEST", "DEFAULT_SEED", "GenerationModel", "MAX_LENGTH", "MAX_REQUESTS", "Router",
-    "ServiceModel", "ServingResult", "Throughput", "chip_service", "encoder_throughput", "exponential_service", "fixed_service", "generation_model",
+    "ServiceModel", "ServingResult", "Throughput", "capacity_at", "chip_service", "encoder_throughput", "exponential_service", "fixed_service", "generation_model",
     "largest_batch", "pk_wait_s", "quantiles", "simulate", "simulate_generation", "surrogate_error",
     "sweep_rates", "theory_wait_s", "weighted_quantiles",
 ]

@@ -16,7 +16,7 @@ from numba import njit
 
 from .. import policies as P
 from .._validate import lengths_array, positive
-from .service import MAX_LENGTH, ServiceModel, largest_batch
+from .service import MAX_LENGTH, ServiceModel
 
 DEFAULT_SEED = 0
 # The CLI's cap on requests per run. A run holds about 100 bytes per request (arrival, length,
@@ -337,7 +337,7 @@ def _check_fit(policy, B, devs, qmax, serves):
             if not serves[d, k] or dev.packed or not dev.len_step:
                 continue
             if not np.isfinite(dev.time_s([L] * B)):
-                most = largest_batch(dev, L)
+                most = dev.fit_limit(L)
                 fix = ("Lower the policy's max batch or route long requests elsewhere" if most else
                        "Not even one request fits: use a chip with more memory")
                 raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "

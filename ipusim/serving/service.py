@@ -65,6 +65,15 @@ class ServiceModel:
                                        np.empty(lens.size, np.int64))
         return float((lookup_s.py_func if plain else lookup_s)(self.table, r, j))
 
+    def fit_limit(self, length: int) -> int:
+        """Most rows of ``length`` tokens (padded) that fit the device in one step: the rows before
+        the table's first cell without a time; 0 if none (``serving.capacity.largest_batch``)."""
+        if not self.len_step:
+            return self.max_rows
+        j = 1 if self.packed else -(-int(length) // self.len_step)
+        bad = np.flatnonzero(~np.isfinite(self.table[1:, j]))
+        return int(bad[0]) if bad.size else self.max_rows
+
     def throughput_rps(self, length: int, batch: int) -> float:
         """Requests per second of back-to-back batches of ``batch`` requests of ``length``."""
         return batch / self.time_s([length] * batch)
@@ -130,7 +139,7 @@ def chip_service(
     sequence of ``max_len`` tokens (``tables.replica``); each step is then timed by
     ``placement.assess`` and a replica keeps ``tables.Replica.pipeline`` batches in flight (run
     that many servers per replica). Cells whose step does not fit are ``inf``
-    (``largest_batch`` reads the fit limit). Fine tables are built for at least 64 rows and
+    (``capacity.largest_batch`` reads the fit limit). Fine tables are built for at least 64 rows and
     sliced, so policies with different batch limits see the same times.
     """
     from .. import hardware, workloads
@@ -176,15 +185,6 @@ def _rows(tab, b):
     out = np.ascontiguousarray(tab[: b + 1])  # C order (a column pick is F): one lookup_s signature
     out.setflags(write=False)
     return out
-
-
-def largest_batch(service: ServiceModel, length: int) -> int:
-    """Most rows of ``length`` tokens (padded) that fit the device in one step; 0 if none."""
-    if not service.len_step:
-        return service.max_rows
-    j = 1 if service.packed else -(-int(length) // service.len_step)
-    bad = np.flatnonzero(~np.isfinite(service.table[1:, j]))
-    return int(bad[0]) if bad.size else service.max_rows
 
 
 def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, long_fraction: float = 0.3,

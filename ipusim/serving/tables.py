@@ -203,61 +203,6 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
     return t, (ok, streams)
 
 
-def largest_replica_batch(spec: Replica, length: int, phases=("forward",), *, cap: int = 256) -> int:
-    """Most sequences of ``length`` tokens (0..cap) whose step fits one chip of the replica in
-    every phase. Tile chips: ``tiles.largest_batch_that_fits`` (the per-tile limit); GPUs:
-    bisection on ``StepResult.fits``. Assumes fitting is monotone in the batch. Cached in
-    memory and on disk beside the tables (the same key: code, chip, model, calibration)."""
-    length, phases, cap = int(length), tuple(phases), int(cap)
-    return int(_cached(lambda: [_largest_replica_batch(spec, length, phases, cap)],
-                       "largest batch", spec, length, phases, cap)[0])
-
-
-def _largest_replica_batch(spec, length, phases, cap):
-    from .. import tiles, workloads
-
-    if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)
-        def fits(rows, ph):
-            pad = None if ph == "decode" else int(length)
-            return math.isfinite(replica_step_s(spec, workloads.step(spec.model, [int(length)] * rows, phase=ph,
-                                                                     pad_to=pad))[0])
-
-        best = cap
-        for ph in phases:
-            # doubling first (the powers of two are the coarse tables' rows: their results are
-            # cached for the tables), then bisection between the last fit and the first misfit
-            lo, hi = 0, 1
-            while hi <= best and fits(hi, ph):
-                lo, hi = hi, 2 * hi
-            hi = min(hi, best + 1) - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if fits(mid, ph) else (lo, mid - 1)
-            best = lo
-            if best == 0:
-                return 0
-        return best
-    m = stage_model(spec.model, spec.chips)
-    best = cap
-    for ph in phases:
-        if spec.chip.kind == "tile":
-            s = workloads.step(m, [int(length)] * best, phase=ph)
-            best = min(best, tiles.largest_batch_that_fits(spec.chip, s, weights_on_chip=not spec.streaming))
-        else:
-            lo, hi = 0, best
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if step_result(dataclasses.replace(spec, chips=1, model=m),
-                               workloads.step(m, [int(length)] * mid, phase=ph)).fits:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            best = lo
-        if best == 0:
-            return 0
-    return best
-
-
 # ---------------------------------------------------------------------------------------
 # Disk cache
 # ---------------------------------------------------------------------------------------
@@ -312,9 +257,9 @@ def _key(*parts) -> str:
     Remembered for parts that are frozen dataclasses (the same object: configs are values) and
     plain scalars, so a search that asks for the same table hundreds of times describes and
     hashes its parts once (``_describe`` of a replica costs ~0.1-0.2 ms)."""
-    from .. import tile_calibration
+    from .. import tile_params
 
-    cal = tile_calibration.current()
+    cal = tile_params.current()
     memo = _memo_token(parts)
     if memo is not None:
         hit = _key_memo.get((cal, memo))
@@ -548,8 +493,8 @@ def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int,
     percentile 47% here and 52% with every ``d``), mostly from the interpolation in ``r``.
 
     Cost: (grid ``d`` x their prompt counts + edge points) x lengths machine-model steps: 1,104
-    for that case (the table of every ``d`` that earlier versions built, capped at 64 rows,
-    needed 8,772 there; 16 s of CPU against 2.5 s), and ``mixed_table_bytes`` of memory
+    for that case (a table of every ``d``, capped at 64 rows, needs 8,772), and
+    ``mixed_table_bytes`` of memory
     (3.8 MB there), refused with a ``ValueError`` naming ``name`` (the caller's input) when
     over the memory budget (``ipusim.limits``). Cached in memory and on disk like the other
     tables.

@@ -20,8 +20,8 @@ Every task that has a throughput reports the same headline columns, so that fron
 break-even points work on any of them: ``throughput_per_s`` (the task's unit per second),
 ``per_usd`` (units per US dollar of chip time), ``per_j`` (units per joule of board power,
 i.e. throughput per watt), ``usd_per_million`` and the ``fit`` state (``ipusim.result``).
-Prices are the checklist's placeholder chip-hour prices (ASSUMPTION, see
-``ipusim.checklist.ASSUMPTIONS["prices"]``); a changed chip keeps its preset's price unless
+Prices are the placeholder chip-hour prices of ``ipusim.prices`` (ASSUMPTION, see
+``ipusim.prices.PRICE_ASSUMPTION``); a changed chip keeps its preset's price unless
 the point gives ``usd_per_chip_hour``.
 """
 
@@ -116,7 +116,7 @@ def make_chip(point: dict):
 
 def price_usd_per_hour(point: dict, c) -> float:
     """The point's chip-hour price: ``usd_per_chip_hour`` if given, else the preset's (ASSUMPTION)."""
-    from ..checklist import DEFAULT_USD_PER_CHIP_HOUR
+    from ..prices import DEFAULT_USD_PER_CHIP_HOUR
 
     p = point.get("usd_per_chip_hour")
     if p is None:
@@ -235,17 +235,20 @@ def _serve_at(rate, n, seq_len, pol, svc, slo, seed):
 
 @register("serve", params={"model": "bert-base", "seq_len": 128, "max_batch": 32, "rate_per_s": None,
                            "slo_p99_s": 0.05, "max_delay_s": 0.002, "n_requests": 2000, "seed": 0,
-                           "search_steps": 8},
+                           "search_steps": 11},
           doc="dynamic batching on one chip (ipusim.serving.simulate); throughput in requests/s at the p99 target")
 def serve(point: dict) -> dict:
     """Requests of ``seq_len`` tokens (Poisson) through ``policies.Dynamic(b, max_delay_s)`` onto
     the point's chip, ``b`` the largest batch up to ``max_batch`` that fits.
 
-    With ``rate_per_s`` given, the run at that rate; without, the highest rate (bisection over
-    ``search_steps`` halvings of the table's peak capacity) whose run is stable with p99
-    latency <= ``slo_p99_s``. ``throughput_per_s`` is that run's served requests/s (0 when
-    even the lowest rate misses the target)."""
+    With ``rate_per_s`` given, the run at that rate; without, the capacity at ``slo_p99_s``
+    (``serving.capacity_at``: ``search_steps`` bisections in log rate below the table's peak
+    capacity, the run stable, p99 latency <= ``slo_p99_s`` and busy less than
+    ``serving.capacity.MAX_UTILIZATION`` of the time). ``throughput_per_s`` is that run's
+    served requests/s (0 when even the lowest rate misses the target). The default 11 steps
+    bracket the capacity within a factor ``1e4 ** (2 ** -11)``, 0.45 %."""
     from .. import policies
+    from ..serving import capacity
 
     p = {**TASKS["serve"].params, **point}
     c = make_chip(point)
@@ -253,8 +256,7 @@ def serve(point: dict) -> dict:
     slo, seed = float(p["slo_p99_s"]), int(p["seed"])
     svc, fit = service_table(c, p["model"], seq, bmax)
     t = svc.table[1:, 1]
-    bad = np.flatnonzero(~np.isfinite(t))
-    b = int(bad[0]) if bad.size else bmax  # rows 1..b all fit
+    b = capacity.largest_batch(svc, seq)  # rows 1..b all fit
     row = {"chip_name": c.name, "kind": c.kind}
     price = price_usd_per_hour(point, c)
     if b == 0:
@@ -266,15 +268,9 @@ def serve(point: dict) -> dict:
         s = _serve_at(float(p["rate_per_s"]), n, seq, pol, svc, slo, seed)
         good = s["stable"] and s["latency_p99_s"] <= slo
     else:
-        lo, hi, s, good = 0.0, 1.0, None, False
-        for _ in range(int(p["search_steps"])):
-            mid = (lo + hi) / 2
-            trial = _serve_at(mid * peak, n, seq, pol, svc, slo, seed)
-            if trial["stable"] and trial["latency_p99_s"] <= slo:
-                lo, s, good = mid, trial, True
-            else:
-                hi = mid
-                s = s if good else trial
+        rate, r = capacity.capacity_at(slo, np.full(n, seq), pol, [svc], top=peak, iters=int(p["search_steps"]),
+                                       seed=seed, max_waiting=max(1000, n // 5), latency_target_s=slo)
+        s, good = r.summary(), rate > 0
     thr = s["throughput_rps"] if good else 0.0
     return {**row, "fit": fit[b], "largest_batch": b, "batch_time_s": float(t[b - 1]),
             "peak_rps": peak, **headline(thr, c.power_w, price),

@@ -122,16 +122,16 @@ class TrainingStep:
             usd_per_kwh: float | None = None) -> TrainingRun:
         """Days, chip-hours, cost and energy to train on ``tokens`` tokens at this step's pace.
 
-        Prices default to the checklist's placeholder ASSUMPTIONS
-        (``ipusim.checklist.case.DEFAULT_USD_PER_CHIP_HOUR``, ``DEFAULT_USD_PER_KWH``)."""
-        from ..checklist import case as _case
+        Prices default to the placeholder ASSUMPTIONS of ``ipusim.prices``
+        (``DEFAULT_USD_PER_CHIP_HOUR``, ``DEFAULT_USD_PER_KWH``)."""
+        from .. import prices as _prices
 
         tokens = positive("tokens", tokens)
-        price = (_case.DEFAULT_USD_PER_CHIP_HOUR.get(self.chip) if usd_per_chip_hour is None
+        price = (_prices.DEFAULT_USD_PER_CHIP_HOUR.get(self.chip) if usd_per_chip_hour is None
                  else positive("usd_per_chip_hour", usd_per_chip_hour))
         if price is None:
             raise ValueError(f"no default price for chip {self.chip!r}: pass usd_per_chip_hour")
-        kwh_price = _case.DEFAULT_USD_PER_KWH if usd_per_kwh is None else positive("usd_per_kwh", usd_per_kwh)
+        kwh_price = _prices.DEFAULT_USD_PER_KWH if usd_per_kwh is None else positive("usd_per_kwh", usd_per_kwh)
         seconds = tokens / self.tokens_per_s if self.fit != DOES_NOT_FIT else math.inf
         chip_hours = seconds * self.chips / HOUR_S
         energy_kwh = chip_hours * self.power_w / 1e3

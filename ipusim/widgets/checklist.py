@@ -31,7 +31,7 @@ def run_form(model, rate_per_s, slo_ms, long_fraction, candidates, tile_usd, gpu
     cands = parse_candidates(candidates)
     tile = next((c.chip.name for c in cands if c.chip.kind == "tile"), "gc200")
     gpu = next((c.chip.name for c in cands if c.chip.kind == "gpu"), "a100-80gb")
-    # A price counts as the user's only when it differs from the assumed default (review 2c):
+    # A price counts as the user's only when it differs from the assumed default:
     # the form always shows a value, and leaving it alone must keep the "ASSUMED" mark.
     base = Prices()
     given = {k: v for k, v in ((tile, tile_usd), (gpu, gpu_usd))

@@ -10,7 +10,7 @@ hardware cost is ``chips used x price per chip-hour``; per sequence it is that o
 throughput, so comparing per-sequence costs compares the two kinds at the same throughput
 (replicas scale linearly). Energy per sequence is board power x chips used / throughput (the
 upper bound the checklist uses) beside the simulated dynamic energy (``Placement.energy_j``).
-Prices are the checklist's (``case.Prices``: ASSUMPTIONS unless the caller gives its own).
+Prices are ``ipusim.prices.Prices`` (ASSUMPTIONS unless the caller gives its own).
 
 These functions return numbers; the verdicts are drawn elsewhere from them.
 """
@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import hardware, placement, workloads
-from .._validate import positive
-from .case import Prices
+from . import hardware, placement, workloads
+from ._validate import positive
+from .prices import Prices
 
 HOUR_S = 3600.0
 DEFAULT_SCALES = 3  # chip counts tried per kind: the fewest power of two that may hold the step, x2, x4

@@ -1,0 +1,35 @@
+"""The time of one step on one chip, whatever its kind: the dispatch below ``ipusim.machine``.
+
+* a ``TileChip`` goes to ``ipusim.tiles`` (BSP supersteps over the tiles);
+* a ``GpuChip`` goes to ``ipusim.gpu`` (waves of thread blocks sharing HBM).
+
+``ipusim.placement`` times each sub-step of a placement here; ``ipusim.machine.simulate`` (the
+front door) sends one-chip steps here and steps on several chips to ``ipusim.placement``.
+"""
+
+from __future__ import annotations
+
+from . import limits
+from .hardware import GpuChip, TileChip
+from .hardware import chip as _chip
+from .result import StepResult
+from .workloads import Step
+
+
+def simulate(c, s: Step, **kwargs) -> StepResult:
+    """Simulate step ``s`` on one chip ``c`` (a preset name or a chip object); never raises
+    because a step does not fit (the result then has ``fits=False``, ``time_s = inf``)."""
+    c = _chip(c)
+    if not isinstance(s, Step):
+        raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
+    positions = max(s.tokens, int(s.lengths.sum()))  # decode: the cached context counts too
+    limits.check_step(s.batch, positions / max(s.batch, 1), name="step batch")
+    if isinstance(c, TileChip):
+        from . import tiles
+
+        return tiles.simulate(c, s, **kwargs)
+    if isinstance(c, GpuChip):
+        from . import gpu
+
+        return gpu.simulate(c, s, **kwargs)
+    raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
