@@ -84,7 +84,7 @@ def measurements(path) -> list[dict]:
     GPU step (one GPU chip per file) or a tile microbenchmark; ``ValueError`` names the first
     that is not (its line, id and the reason)."""
     from . import hardware, workloads
-    from .validation import read_rows
+    from .published import read_rows
 
     rows = read_rows(path)
     if not rows:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from .. import collectives as _collectives
 from .. import gpu as _gpu
+from .. import published as _published
 from .. import tiles as _tiles
-from .. import validation as _published
 from .._validate import positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip

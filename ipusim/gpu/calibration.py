@@ -1,5 +1,5 @@
 """The GPU model against published measurements (their values are rows of the registry
-``ipusim/data/published.csv``, read through ``ipusim.validation``): BERT-base latency (TensorRT, FasterTransformer),
+``ipusim/data/published.csv``, read through ``ipusim.published``): BERT-base latency (TensorRT, FasterTransformer),
 the fit of the tensor efficiency and per-kernel cost, padding-removal speed-ups, and the wave
 staircase. Times in the tables in ms where the name says so, else seconds.
 """
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import validation as _published
+from .. import published as _published
 from .._validate import choice, fraction, positive
 from ..hardware import chip as _chip
 from ..workloads import step as _make_step
