@@ -69,6 +69,48 @@ def _tile_gemm(r, tc):
     return tc._gemm_tflops()
 
 
+def _dtype_bytes(r) -> int:
+    return 4 if r["precision"] == "fp32" else 2  # "mixed": FP16 operands (JIA-FT)
+
+
+def _tile_gemm_rate(r, tc):
+    from . import tiles
+    from .hardware import chip
+
+    n = r["batch"]
+    res = tiles.matmul(chip(r["chip"]), n, n, n, dtype_bytes=_dtype_bytes(r)).result
+    return 2.0 * n**3 / res.extra["time_if_unlimited_s"] / 1e12
+
+
+def _tile_largest_gemm(r, tc):
+    """Largest n (to 16) whose n x n x n matmul fits the chip (bisection: fitting is monotone in n)."""
+    from . import tiles
+    from .hardware import chip
+
+    c, lo, hi = chip(r["chip"]), 16, 16384
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tiles.matmul(c, mid, mid, mid, dtype_bytes=_dtype_bytes(r)).result.fits else (lo, mid)
+    return lo
+
+
+def _tile_minimal_transfer(r, tc):
+    """Nanoseconds of one superstep in which tile 0 sends one 4-byte word to tile 1."""
+    import numpy as np
+
+    from . import tiles
+    from .hardware import chip
+    from .workloads import matmul_op
+
+    c = chip(r["chip"])
+    z = np.zeros(c.tiles)
+    recv, send = z.copy(), z.copy()
+    recv[1] = send[0] = 4.0
+    plan = tiles.OpPlan(matmul_op("word", 1, 1, 1, 1, 2), "one word", 1,
+                        [tiles.Phase("word", "exchange", False, z, z, z, recv, send)], z, z)
+    return float(tiles.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz) * 1e9
+
+
 def _tile_bytemlperf(r, tc):
     import numpy as np
 
@@ -160,6 +202,9 @@ PREDICTORS = {
     "tile-exchange": _tile(_tile_exchange),
     "tile-gemm": _tile(_tile_gemm),
     "tile-bytemlperf": _tile(_tile_bytemlperf),
+    "tile-gemm-rate": _tile(_tile_gemm_rate),
+    "tile-largest-gemm": _tile(_tile_largest_gemm),
+    "tile-minimal-transfer": _tile(_tile_minimal_transfer),
     "train-megatron-tflops": _train_megatron_tflops,
     "train-megatron-days": _train_megatron_days,
     "train-llama2-hours": _train_llama2_hours,
