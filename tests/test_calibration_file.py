@@ -113,7 +113,7 @@ def test_tile_round_trip_recovers_known_parameters_within_2_percent(tmp_path):
     from ipusim import tile_calibration as tc
 
     known = {"AMP_PHASE_OVERHEAD_CYCLES": 450.0, "EXCHANGE_EFFICIENCY": 0.80, "REARRANGE_BYTES_PER_CYCLE": 2.5}
-    rows = [r for r in validation.rows(area="tile") if r["workload"] != "tile-bytemlperf"]
+    rows = [r for r in validation.rows(area="tile") if r["workload"] in calibration.TILE_WORKLOADS]
     for r in rows:
         r["value"] = validation.predict(r, {"tile": known})
     path = _write(tmp_path / "t.csv", [{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
