@@ -58,6 +58,10 @@ def add_arguments(p):
                    help="continuous batching: tokens the KV cache holds; default 200000")
     p.add_argument("--csv", metavar="FILE",
                    help="write rows to FILE: one per request for one rate, one per rate for a sweep")
+    p.add_argument("--replications", type=int, default=1, metavar="N",
+                   help="N >= 2: also run N independent seeded replications and give p50/p99 with 95%% "
+                        "intervals, the first 10%% of each run's arrivals discarded as warm-up "
+                        "(ipusim.serving.replications); default 1: one run, no interval")
     add_json(p)
 
 
@@ -106,14 +110,30 @@ def _write_csv(path, rows: list[dict], result=None) -> None:
             w.writerows([r[k] for k in keys] for r in rows)
 
 
-def _arrivals(args, rate, n):
+def _arrivals(args, rate, n, seed=None):
+    seed = args.seed if seed is None else seed
     if args.arrivals == "poisson":
-        return arrivals.poisson(rate, n, seed=args.seed)
+        return arrivals.poisson(rate, n, seed=seed)
     if args.arrivals == "gamma":
-        return arrivals.gamma(rate, n, cv=args.cv, seed=args.seed)
+        return arrivals.gamma(rate, n, cv=args.cv, seed=seed)
     if args.arrivals == "bursty":
-        return arrivals.on_off(2 * rate, n, mean_on_s=1.0, mean_off_s=1.0, seed=args.seed)
-    return arrivals.daily_ramp(rate, n, period_s=n / rate, seed=args.seed)
+        return arrivals.on_off(2 * rate, n, mean_on_s=1.0, mean_off_s=1.0, seed=seed)
+    return arrivals.daily_ramp(rate, n, period_s=n / rate, seed=seed)
+
+
+def _replications(args, rate, n, pol, dev) -> dict:
+    """p50/p99 intervals over ``--replications`` independent seeded runs (``serving.replications``)."""
+    from ..serving import replications
+
+    def one(seed):
+        if args.lengths:
+            lens = lengths.source(args.lengths).sample(n, seed=seed + 1)
+        else:
+            lens = lengths.sample(n, long_fraction=args.long_fraction, seed=seed + 1)
+        r = serving.simulate(_arrivals(args, rate, n, seed), lens, pol, dev,
+                             latency_target_s=args.latency_target_ms / 1e3, seed=seed)
+        return r.arrival_s, r.latency_s
+    return replications.replicate(one, args.replications, seed=args.seed)
 
 
 def _chip_service(args, rows: int, shortest: int):
@@ -191,6 +211,12 @@ def _report(args, out: list[dict], last, keys) -> int:
     if sweep:
         keys = [("rate_rps", "rate req/s", ",.0f"), *keys, ("stable", "stable", "")]
     print(format_table(out, keys))
+    rep = out[0].get("replications")
+    if rep:
+        print(f"over {rep['replications']} replications ({rep['interval']}; {rep['warmup_rule']}):")
+        for q in ("p50", "p99"):
+            i = rep[f"latency_{q}_s"]
+            print(f"  {q} {i['mean']:.4g} s, interval {i['lo']:.4g} .. {i['hi']:.4g} s")
     for d in out:
         if not d["stable"]:
             where = f"at {d['rate_rps']:,.0f} req/s: " if sweep else ""
@@ -222,6 +248,10 @@ def run(args) -> int:
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")
+    if args.replications != 1 and (args.replications < 2 or args.trace or len(rates) > 1
+                                    or args.output_tokens is not None or args.policy == "continuous"):
+        raise ValueError(f"--replications takes N >= 2 (got {args.replications}) with one --rate, "
+                         "no --trace and no generation")
     if args.output_tokens is not None or args.policy == "continuous":
         return _generation(args, rates, arr if args.trace else None, lens, n)
     pol = policies.make(args.policy, max_batch=B, max_delay_s=args.max_delay_ms / 1e3,
@@ -243,6 +273,8 @@ def run(args) -> int:
                   "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
                   "cv": args.cv if args.arrivals == "gamma" else None, "seed": args.seed})
         out.append(d)
+    if args.replications >= 2:
+        out[0]["replications"] = _replications(args, rates[0], n, pol, dev)
     keys = [("throughput_rps", "req/s", ",.1f"), ("goodput_rps", "goodput req/s", ",.1f"),
             ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
             ("latency_p999_s", "p99.9 s", ".4g"), ("queueing_mean_s", "mean queue s", ".4g"),

@@ -34,6 +34,9 @@ def add_arguments(p):
                         "needs --lengths (a decode step has no padding either way)")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
+    p.add_argument("--calibration", metavar="FILE", default=None,
+                   help="a calibration file from `ipusim calibrate` for this --chip: its efficiency parameters "
+                        "replace the preset's")
     add_json(p)
 
 
@@ -50,7 +53,12 @@ def run(args) -> int:
     lens, source = _lengths(args, batch, seq)
     pad = None if (args.packed or args.phase == "decode") else seq
     s = workloads.step(args.model, lens, phase=args.phase, pad_to=pad)
-    r = machine.simulate(c, s, chips=chips)
+    options = {}
+    if args.calibration:
+        from .. import calibration
+
+        options = calibration.options(calibration.load(args.calibration), c)
+    r = machine.simulate(c, s, chips=chips, **options)
     pl = r.placement
     mem = r.unit_memory_bytes
     unit = "tile" if r.kind == "tile" else "SM"

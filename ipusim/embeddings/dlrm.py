@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from .. import collectives as _collectives
 from .. import gpu as _gpu
+from .. import published as _published
 from .. import tiles as _tiles
 from .._validate import positive
 from ..hardware import TileChip
@@ -52,13 +53,10 @@ the TF32 path: PyTorch allowed TF32 in cuBLAS matmuls by default from 1.7 to 1.1
 (``torch.backends.cuda.matmul.allow_tf32``; PYTORCH-TF32) and the TorchRec run is from January
 2022 (the log in TORCHREC-DLRM), before 1.12 turned the default off."""
 
-TORCHREC_ROWS = (
-    # (GPUs, local batch, records/s, sample)
-    (8, 256, 284_615, "in"),
-    (8, 2048, 1_671_168, "out"),
-    (4, 4096, 1_458_176, "out"),
-    (8, 8192, 5_373_952, "out"),
-)
+TORCHREC_ROWS = tuple(
+    (r["chips"], r["batch"], r["value"], "in" if r["use"] == "calibration" else "out")
+    for r in _published.rows(source="TORCHREC-DLRM"))
+# (GPUs, local batch, records/s, sample), rows of the registry ipusim/data/published.csv
 """TorchRec's DLRM on Criteo 1TB, A100 40GB GPUs of p4d.24xlarge nodes (TORCHREC-DLRM, "Preliminary
 Training Results"; records/s = it/s x local batch x GPUs). "in": the row sets ``HOST_STEP_S``;
 "out": checks only. The 1-GPU row (91 GB of tables on one 40 GB GPU, so TorchRec keeps them in

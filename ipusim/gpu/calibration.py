@@ -1,4 +1,5 @@
-"""The GPU model against published measurements: BERT-base latency (TensorRT, FasterTransformer),
+"""The GPU model against published measurements (their values are rows of the registry
+``ipusim/data/published.csv``, read through ``ipusim.published``): BERT-base latency (TensorRT, FasterTransformer),
 the fit of the tensor efficiency and per-kernel cost, padding-removal speed-ups, and the wave
 staircase. Times in the tables in ms where the name says so, else seconds.
 """
@@ -9,24 +10,20 @@ import math
 
 import numpy as np
 
+from .. import published as _published
 from .._validate import choice, fraction, positive
 from ..hardware import chip as _chip
 from ..workloads import step as _make_step
 from .simulation import check_efficiency, simulate, simulate_kernel
 from .varlen import fastertransformer_padded, remove_padding
 
-TRT_BERT_BASE_A100_40GB_FP16_MS = (
-    (128, 1, 0.67), (128, 8, 1.38), (128, 32, 4.10), (128, 128, 16.14),
-    (384, 1, 1.31), (384, 8, 3.62), (384, 32, 13.51), (384, 128, 51.26),
-)
+TRT_BERT_BASE_A100_40GB_FP16_MS = tuple(
+    (r["seq_len"], r["batch"], r["value"]) for r in _published.rows(source="TRT-BERT") if r["model"] == "bert-base")
 """(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
 A100 40GB (docs/facts.md §6.1, source key TRT-BERT)."""
 
-FT_BERT_BASE_A100_80GB_FP16_MS = (
-    ("FT-GUIDE FT TF+XLA", 128, 1, 1.00), ("FT-GUIDE FT TF+XLA", 384, 8, 4.39),
-    ("FT-GUIDE FT TF+XLA", 128, 32, 4.81), ("FT-GUIDE FT TF+XLA", 384, 32, 14.67),
-    ("FT-GUIDE FT TorchScript", 128, 32, 4.81), ("FT-GUIDE FT TorchScript", 384, 32, 14.68),
-)
+FT_BERT_BASE_A100_80GB_FP16_MS = tuple(
+    (r["label"], r["seq_len"], r["batch"], r["value"]) for r in _published.rows(source="FT-GUIDE", workload="gpu-padded"))
 """(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
 with padding ("FT" column) on an A100 80GB (docs/facts.md §4.2, FT-GUIDE; mclk 1593 MHz
 names the 80 GB part). Out of sample: not used to set any constant."""
@@ -138,18 +135,23 @@ def fit_tensor_efficiency(**options) -> float:
     return fit_calibration(**options)[0]
 
 
-PADDING_REMOVAL_SPEEDUPS = (
-    # (source, batch, max length, mean length / max, padded ms, unpadded ms)
-    ("FT-GUIDE EFF-FT", 1, 128, 0.5, 1.00, 1.02),
-    ("FT-GUIDE EFF-FT", 8, 384, 0.5, 4.39, 2.57),
-    ("FT-GUIDE EFF-FT", 32, 128, 0.5, 4.81, 2.75),
-    ("FT-GUIDE EFF-FT", 32, 384, 0.5, 14.67, 7.71),
-    ("BT-README FT rm-pad", 1, 128, 0.6, 1.10, 1.43),
-    ("BT-README FT rm-pad", 1, 384, 0.6, 1.64, 1.64),
-    ("BT-README FT rm-pad", 16, 128, 0.6, 3.62, 3.33),
-    ("BT-README FT rm-pad", 16, 384, 0.6, 10.37, 7.05),
-    ("BT-README FT rm-pad", 16, 512, 0.6, 18.03, 13.79),
-)
+_SPEEDUP_PAIRS = (("FT-GUIDE EFF-FT TF+XLA", "FT-GUIDE FT TF+XLA", "FT-GUIDE EFF-FT"),
+                  ("BT-README FT rm-pad", "BT-README FT", "BT-README FT rm-pad"))
+
+
+def _speedup_rows() -> tuple:
+    padded = {(r["label"], r["batch"], r["seq_len"]): r["value"] for r in _published.rows(workload="gpu-padded")}
+    out = []
+    for unpadded_label, padded_label, name in _SPEEDUP_PAIRS:
+        for r in _published.rows(workload="gpu-padding-removed"):
+            if r["label"] == unpadded_label:
+                out.append((name, r["batch"], r["seq_len"], r["mean_fraction"],
+                            padded[(padded_label, r["batch"], r["seq_len"])], r["value"]))
+    return tuple(out)
+
+
+PADDING_REMOVAL_SPEEDUPS = _speedup_rows()
+# (source, batch, max length, mean length / max, padded ms, unpadded ms), from the registry
 """FasterTransformer padded vs padding-removed BERT-base FP16 latency on A100, ms
 (docs/facts.md §4.2: FT-GUIDE TF+XLA FP16 rows "FT" vs "EFF-FT", mean length half the
 maximum; BT-README "FT" vs "FT remove-padding", mean length 0.6 of the maximum). The same
@@ -191,25 +193,10 @@ def padding_removal_table(chip="a100-80gb") -> list[dict]:
     return rows
 
 
-PADDING_REMOVED_MS = (
-    # (source, system, batch, max length, mean length / max, published ms)
-    ("FT-GUIDE EFF-FT TF+XLA", "fastertransformer", 1, 128, 0.5, 1.02),
-    ("FT-GUIDE EFF-FT TF+XLA", "fastertransformer", 8, 384, 0.5, 2.57),
-    ("FT-GUIDE EFF-FT TF+XLA", "fastertransformer", 32, 128, 0.5, 2.75),
-    ("FT-GUIDE EFF-FT TF+XLA", "fastertransformer", 32, 384, 0.5, 7.71),
-    ("FT-GUIDE EFF-FT TorchScript", "fastertransformer", 32, 128, 0.5, 2.79),
-    ("FT-GUIDE EFF-FT TorchScript", "fastertransformer", 32, 384, 0.5, 8.07),
-    ("BT-README FT rm-pad", "fastertransformer", 1, 128, 0.6, 1.43),
-    ("BT-README FT rm-pad", "fastertransformer", 1, 384, 0.6, 1.64),
-    ("BT-README FT rm-pad", "fastertransformer", 16, 128, 0.6, 3.33),
-    ("BT-README FT rm-pad", "fastertransformer", 16, 384, 0.6, 7.05),
-    ("BT-README FT rm-pad", "fastertransformer", 16, 512, 0.6, 13.79),
-    ("BT-README ByteTransformer", "bytetransformer", 1, 128, 0.6, 0.97),
-    ("BT-README ByteTransformer", "bytetransformer", 1, 384, 0.6, 1.72),
-    ("BT-README ByteTransformer", "bytetransformer", 16, 128, 0.6, 3.18),
-    ("BT-README ByteTransformer", "bytetransformer", 16, 384, 0.6, 8.44),
-    ("BT-README ByteTransformer", "bytetransformer", 16, 512, 0.6, 9.22),
-)
+PADDING_REMOVED_MS = tuple(
+    (r["label"], r["software"], r["batch"], r["seq_len"], r["mean_fraction"], r["value"])
+    for r in _published.rows(workload="gpu-padding-removed"))
+# (source, system, batch, max length, mean length / max, published ms), from the registry
 """Published BERT-base FP16 latencies with padding removed on an A100, ms (docs/facts.md §4.2:
 FT-GUIDE "EFF-FT", mean length half the maximum; BT-README "FT remove-padding" and
 "ByteTransformer", mean length 0.6 of the maximum). All out of sample: none sets a constant.

@@ -1,0 +1,69 @@
+"""Percentiles with intervals: independent seeded replications, warm-up discarded
+(ipusim.serving.replications), against the M/M/1 closed form, and ``serve --replications``."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ipusim import arrivals
+from ipusim import policies as P
+from ipusim.cli import main
+from ipusim.serving import batching, replications
+from ipusim.serving import service as S
+
+MEAN_S, RHO, REQUESTS, REPS = 0.01, 0.8, 50_000, 10
+
+
+def _mm1(seed):
+    r = batching.simulate(arrivals.poisson(RHO / MEAN_S, REQUESTS, seed=seed), 1, P.Dynamic(1, 0.0),
+                          S.exponential_service(MEAN_S), seed=seed + 1, max_waiting=None)
+    return r.arrival_s, r.latency_s
+
+
+def test_interval_covers_mm1_closed_form_in_9_of_10_seeds():
+    """M/M/1 sojourn time is exponential with rate mu - lambda: p99 = ln(100) / (mu - lambda),
+    p50 = ln(2) / (mu - lambda). Nominal coverage is 95%; the test asks 9 of 10 seeds."""
+    gap = 1 / MEAN_S - RHO / MEAN_S
+    closed = {"latency_p50_s": math.log(2) / gap, "latency_p99_s": math.log(100) / gap}
+    covered = {k: 0 for k in closed}
+    for seed in range(10):
+        out = replications.replicate(_mm1, REPS, seed=seed)
+        for k, v in closed.items():
+            covered[k] += out[k]["lo"] <= v <= out[k]["hi"]
+    assert covered["latency_p99_s"] >= 9, covered
+    assert covered["latency_p50_s"] >= 9, covered
+
+
+def test_seeds_are_distinct_and_reproducible():
+    a = replications.seeds(3, 10)
+    assert a == replications.seeds(3, 10) and len(set(a)) == 10
+    assert not set(a) & set(replications.seeds(4, 10))
+
+
+def test_warmup_rule_and_interval_arithmetic():
+    arr = np.linspace(0.0, 10.0, 101)
+    k = replications.kept(arr, 0.1)
+    assert arr[k].min() == pytest.approx(1.0) and k.sum() == 91
+    i = replications.interval([1.0, 2.0, 3.0])
+    assert i["mean"] == 2.0 and i["hi"] - 2.0 == pytest.approx(4.303 * 1.0 / math.sqrt(3))
+    with pytest.raises(ValueError, match="at least 2 replications"):
+        replications.interval([1.0])
+    with pytest.raises(ValueError, match="whole number >= 2"):
+        replications.replicate(_mm1, 1)
+
+
+def test_serve_replications_json(capsys):
+    assert main(["serve", "--service", "exponential", "--service-ms", "10", "--rate", "50", "--max-batch", "1",
+                 "--requests", "5000", "--replications", "3", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)["replications"]
+    assert rep["replications"] == 3 and "warm-up" not in rep  # the rule is stated in warmup_rule
+    for q in ("latency_p50_s", "latency_p99_s"):
+        assert rep[q]["lo"] <= rep[q]["mean"] <= rep[q]["hi"] and rep[q]["n"] == 3
+    assert "10%" in rep["warmup_rule"]
+
+
+def test_serve_replications_refused_where_it_does_not_apply(capsys):
+    assert main(["serve", "--rate", "10:20:10", "--replications", "3"]) == 2
+    assert "--replications" in capsys.readouterr().err
