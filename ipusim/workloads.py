@@ -199,7 +199,7 @@ def model(name: str | TransformerConfig) -> TransformerConfig:
         return name
     key = str(name).lower()
     if key not in _MODELS:
-        from . import specfiles  # a model file (.toml/.json) or hf:PATH/config.json: ipusim.specfiles
+        from . import specfiles  # model files and hf:PATH configs
 
         if specfiles.is_spec_path(name):
             return specfiles.load_model(name)
