@@ -73,7 +73,7 @@ def schema(kind: str) -> dict:
     if kind == "case":
         from .checklist import case
 
-        return case._schema().model_json_schema()
+        return case.config_json_schema()
     s = _schemas()
     if kind == "model":
         return s["model"].model_json_schema()
