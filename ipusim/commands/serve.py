@@ -70,6 +70,9 @@ def add_arguments(p):
                    help="continuous batching: chunked prefill, at most this many tokens an iteration (default 0: off)")
     p.add_argument("--kv-tokens", type=int, default=200_000,
                    help="continuous batching: tokens the KV cache holds; default 200000")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="write the run as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): batches "
+                        "per device and the spans of up to 200 requests (one rate only)")
     p.add_argument("--csv", metavar="FILE",
                    help="write rows to FILE: one per request for one rate, one per rate for a sweep")
     add_json(p)
@@ -215,6 +218,12 @@ def _print_llm(d: dict) -> None:
 def _report(args, out: list[dict], last, keys) -> int:
     """Write the CSV, print the JSON, or print the result and a table of ``keys`` (one row per rate)."""
     sweep = len(out) > 1
+    if args.trace_out:
+        if sweep:
+            raise ValueError("--trace-out writes one run: give one --rate, not a sweep")
+        from .. import chrometrace
+
+        chrometrace.write(args.trace_out, chrometrace.serving_trace(last))
     if args.csv:
         _write_csv(args.csv, out, None if sweep else last)
     if args.json:

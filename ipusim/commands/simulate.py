@@ -34,6 +34,9 @@ def add_arguments(p):
                         "needs --lengths (a decode step has no padding either way)")
     p.add_argument("--chips", type=int, default=1,
                    help="chips to place the step on (tensor/pipeline/data parallel; default 1)")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="write the step as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): "
+                        "supersteps per tile group (compute, sync, exchange), ops; per stage on several chips")
     add_json(p)
 
 
@@ -51,6 +54,10 @@ def run(args) -> int:
     pad = None if (args.packed or args.phase == "decode") else seq
     s = workloads.step(args.model, lens, phase=args.phase, pad_to=pad)
     r = machine.simulate(c, s, chips=chips)
+    if args.trace_out:
+        from .. import chrometrace
+
+        chrometrace.write(args.trace_out, chrometrace.step_trace(c, s, chips=chips))
     pl = r.placement
     mem = r.unit_memory_bytes
     unit = "tile" if r.kind == "tile" else "SM"
