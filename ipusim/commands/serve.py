@@ -70,6 +70,14 @@ def add_arguments(p):
                    help="continuous batching: chunked prefill, at most this many tokens an iteration (default 0: off)")
     p.add_argument("--kv-tokens", type=int, default=200_000,
                    help="continuous batching: tokens the KV cache holds; default 200000")
+    p.add_argument("--prefill-chip", metavar="CHIP", help="disaggregated generation: the prefill pool's chip "
+                   "(preset or file); needs --decode-chip")
+    p.add_argument("--decode-chip", metavar="CHIP", help="disaggregated generation: the decode pool's chip")
+    p.add_argument("--prefill-count", type=int, default=1, help="disaggregated: prefill devices; default 1")
+    p.add_argument("--decode-count", type=int, default=1, help="disaggregated: decode devices; default 1")
+    p.add_argument("--kv-link-bytes-per-s", type=float, default=None,
+                   help="disaggregated: bytes/s each prefill device sends KV caches at (default 12.5e9: one "
+                        "100 Gb/s port, ASSUMPTION; see ipusim.serving.disaggregated)")
     p.add_argument("--trace-out", metavar="FILE",
                    help="write the run as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): batches "
                         "per device and the spans of up to 200 requests (one rate only)")
@@ -179,6 +187,8 @@ def _generation(args, rates, trace_arr, prompts, n, outs=None) -> int:
     if outs is None:
         outs = _output_tokens(args.output_tokens, n, args.seed)
     slos = llm_metrics.parse_goodput(args.goodput) if args.goodput else None
+    if args.prefill_chip or args.decode_chip:
+        return _disaggregated(args, rates, trace_arr, prompts, n, outs, slos)
     if args.policy == "continuous":
         pol = policies.make("continuous", max_batch=args.max_batch, kv_capacity_tokens=args.kv_tokens,
                             chunk_tokens=args.chunk_tokens)
@@ -200,6 +210,42 @@ def _generation(args, rates, trace_arr, prompts, n, outs=None) -> int:
             ("ttft_p50_s", "TTFT p50 s", ".4g"), ("ttft_p99_s", "TTFT p99 s", ".4g"),
             ("tbt_p50_s", "TBT p50 s", ".4g"), ("tbt_p99_s", "TBT p99 s", ".4g"),
             ("mean_batch", "tokens/step", ".2f")]
+    return _report(args, out, last, keys)
+
+
+def _disaggregated(args, rates, trace_arr, prompts, n, outs, slos) -> int:
+    """Generation on a prefill pool and a decode pool (``serving.disaggregated``)."""
+    from .. import workloads
+    from ..serving import disaggregated
+
+    if not (args.prefill_chip and args.decode_chip):
+        raise ValueError("disaggregated serving needs both --prefill-chip and --decode-chip")
+    if args.policy != "continuous" or args.chunk_tokens:
+        raise ValueError("disaggregated serving decodes with continuous batching: leave --policy and --chunk-tokens")
+    pre = serving.generation_model(args.prefill_chip, args.model, max_batch=args.max_batch, mixed=False)
+    dec = serving.generation_model(args.decode_chip, args.model, max_batch=args.max_batch, mixed=False)
+    link = args.kv_link_bytes_per_s or disaggregated.DEFAULT_KV_LINK_BYTES_PER_S
+    kvb = workloads.model(args.model).kv_bytes_per_token()
+    out, last = [], None
+    for rate in rates:
+        a = trace_arr if rate is None else _arrivals(args, rate, n)
+        last, pools = disaggregated.simulate_disaggregated(
+            a, prompts, outs, prefill=pre, decode=dec, kv_bytes_per_token=kvb,
+            prefill_policy=policies.make("dynamic", max_batch=args.max_batch, max_delay_s=args.max_delay_ms / 1e3),
+            prefill_count=args.prefill_count, decode_count=args.decode_count, max_batch=args.max_batch,
+            kv_capacity_tokens=args.kv_tokens, kv_link_bytes_per_s=link,
+            latency_target_s=args.latency_target_ms / 1e3)
+        d = last.to_dict()
+        d.update(pools)
+        d.update({"model": args.model, "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
+                  "seed": args.seed})
+        d.update(llm_metrics.llm_metrics(last, goodput_slos_ms=slos))
+        out.append(d)
+    if not args.json and len(out) == 1:
+        _print_llm(out[0])
+    keys = [("request_throughput", "req/s", ",.1f"), ("p99_ttft_ms", "TTFT p99 ms", ",.2f"),
+            ("p99_tpot_ms", "TPOT p99 ms", ",.3f"), ("p99_e2el_ms", "E2EL p99 ms", ",.1f"),
+            ("request_goodput", "goodput req/s", ",.1f")]
     return _report(args, out, last, keys)
 
 
