@@ -33,7 +33,6 @@ import functools
 import hashlib
 import math
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,17 +264,14 @@ def _largest_replica_batch(spec, length, phases, cap):
 
 def cache_dir() -> Path | None:
     """Folder of the on-disk table cache: ``$IPUSIM_CACHE_DIR`` (``off`` disables it), else
-    the user's cache folder (XDG on Linux, Library/Caches on macOS, LOCALAPPDATA on Windows)."""
+    ``tables`` in the user's cache folder as ``platformdirs`` finds it (XDG on Linux,
+    Library/Caches on macOS, LOCALAPPDATA on Windows)."""
     env = os.environ.get("IPUSIM_CACHE_DIR")
     if env:
         return None if env.lower() in ("off", "0", "none") else Path(env)
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ipusim" / "tables"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ipusim", appauthor=False)) / "tables"
 
 
 @functools.lru_cache(maxsize=1)
