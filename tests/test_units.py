@@ -29,3 +29,11 @@ def test_every_option_reads_the_same_way():
         assert sweep.parse_value(text, "offchip_bytes") == want  # a sweep's byte parameter
         assert sweep.parse_vary([f"hbm_bytes={text},{text}"])["hbm_bytes"] == [want, want]
     assert sweep.parse_value("1.3G") == 1.3e9  # not a byte size: an SI multiplier (a clock)
+
+
+def test_markdown_table_escapes_pipes_instead_of_changing_them():
+    from ipusim.checklist import report
+
+    md = report._md_table([{"chip": "gc200|x", "note": "a/b"}])
+    row = md.splitlines()[2]
+    assert row == "| gc200\\|x | a/b |"  # GitHub/CommonMark: \| is a literal pipe inside a cell
