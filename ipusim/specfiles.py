@@ -16,6 +16,7 @@ that is not supported (for example ``num_local_experts``: a mixture of experts).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def _model_for(cls, extra: dict | None = None):
     return create_model(cls.__name__ + "File", __config__=cfg, **fields)
 
 
+@functools.cache
 def _schemas():
+    """The pydantic models of chip and model files (built once, on first use)."""
     from typing import Literal
 
     from . import hardware, workloads
