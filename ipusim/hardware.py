@@ -454,7 +454,8 @@ PRESETS = TILE_PRESETS + GPU_PRESETS
 
 
 def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
-    """The preset chip called ``name`` (a chip object is returned unchanged).
+    """The preset chip called ``name``, or the chip in the file ``name`` (.toml/.json, see
+    ``ipusim.specfiles``); a chip object is returned unchanged.
 
     >>> chip("gc200").tiles
     1472
@@ -463,7 +464,12 @@ def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
         return name
     key = str(name).lower()
     if key not in _PRESETS:
-        raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}")
+        from . import specfiles  # a chip file (.toml/.json): ipusim.specfiles
+
+        if specfiles.is_spec_path(name):
+            return specfiles.load_chip(name)
+        raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}, or a chip file "
+                         f"(.toml/.json; python -m ipusim schema chip)")
     return _preset(key)
 
 

@@ -16,7 +16,6 @@ elements), measured on this code; they are not meant to be exact.
 
 from __future__ import annotations
 
-import math
 import os
 
 DEFAULT_MAX_MEMORY_BYTES = 4 * 2**30  # 4 GiB: a laptop can spare it; the CI machine has 24 GiB
@@ -40,20 +39,17 @@ MAX_BATCH_SEQUENCES = 1 << 22  # sequences in one step: ~4.2M (building 1e7 took
 
 
 def parse_bytes(text) -> int:
-    """``"4G"``, ``"512M"``, ``"2GiB"``, ``"1e9"`` -> bytes (G, M, K are powers of 1024)."""
-    s = str(text).strip().upper().removesuffix("IB").removesuffix("B")
-    mult = 1
-    for suffix, m in (("K", 2**10), ("M", 2**20), ("G", 2**30), ("T", 2**40)):
-        if s.endswith(suffix):
-            s, mult = s[:-1], m
-            break
+    """A memory budget (``"4G"``, ``"512M"``, ``"2GiB"``, ``"1e9"``) in bytes, by ``units.parse_bytes``'s
+    rule (bare K, M, G, T and KiB... are powers of 1024; kB, MB, GB, TB powers of 1000)."""
+    from .units import parse_bytes as _parse
+
     try:
-        v = float(s) * mult
+        v = _parse(text, "memory budget")
     except ValueError:
         raise ValueError(f"memory budget {text!r} is not a size; use e.g. 4G, 512M or 1e9 (bytes)") from None
-    if not math.isfinite(v) or v < 2**20 or v > 2**50:
+    if v < 2**20 or v > 2**50:
         raise ValueError(f"memory budget {text!r} must lie between 1M and 1024T bytes")
-    return int(v)
+    return v
 
 
 def set_max_memory(text) -> None:

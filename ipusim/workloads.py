@@ -193,12 +193,18 @@ MODELS = tuple(_MODELS)
 
 
 def model(name: str | TransformerConfig) -> TransformerConfig:
-    """The preset model called ``name`` (a config is returned unchanged)."""
+    """The preset model called ``name``, the model in the file ``name`` (.toml/.json), or a Hugging
+    Face config given as ``hf:PATH/config.json`` (see ``ipusim.specfiles``); a config is returned unchanged."""
     if isinstance(name, TransformerConfig):
         return name
     key = str(name).lower()
     if key not in _MODELS:
-        raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}")
+        from . import specfiles  # model files and hf:PATH configs
+
+        if specfiles.is_spec_path(name):
+            return specfiles.load_model(name)
+        raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}, a model file "
+                         "(.toml/.json; python -m ipusim schema model), or hf:PATH/config.json")
     return _MODELS[key]
 
 

@@ -438,6 +438,11 @@ def _schema():
 _SCHEMA = None
 
 
+def config_json_schema() -> dict:
+    """The JSON Schema of a checklist config file (``python -m ipusim schema case``)."""
+    return _schema().model_json_schema()
+
+
 def _depth(x, limit: int, path: str = "") -> None:
     """Refuse configs nested deeper than ``limit`` (before any recursion of ours or pydantic's)."""
     stack = [(x, 0, path)]

@@ -64,6 +64,11 @@ def _cell(v) -> str:
     return str(v)
 
 
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: ``|`` escaped as ``\\|`` (GitHub/CommonMark tables), line breaks as spaces."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def _md_table(rows: list[dict]) -> str:
     if not rows:
         return ""
@@ -71,7 +76,7 @@ def _md_table(rows: list[dict]) -> str:
     out = ["| " + " | ".join(c.replace("_", " ") for c in cols) + " |",
            "| " + " | ".join("---" for _ in cols) + " |"]
     for r in rows:
-        out.append("| " + " | ".join(_cell(r.get(c, "")).replace("|", "/") for c in cols) + " |")
+        out.append("| " + " | ".join(_md_cell(_cell(r.get(c, ""))) for c in cols) + " |")
     return "\n".join(out)
 
 

@@ -17,7 +17,9 @@ def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) 
 
 
 def _presets(what, names, default) -> str:
-    return f"{what} preset: {', '.join(names)}" + (f" (default {default})" if default else "")
+    files = "a chip file (.toml/.json)" if what == "chip" else "a model file (.toml/.json) or hf:PATH/config.json"
+    return (f"{what} preset: {', '.join(names)}; or {files} (python -m ipusim schema {what})"
+            + (f" (default {default})" if default else ""))
 
 
 def add_batch_and_seq_len(p) -> None:

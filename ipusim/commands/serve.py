@@ -7,9 +7,9 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, policies, serving
+from .. import arrivals, lengths, policies, serving, traffic
 from .._files import atomic_write, check_writable
-from ..serving import tables
+from ..serving import llm_metrics, tables
 from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json, seed_arg
 
 NAME = "serve"
@@ -19,6 +19,10 @@ ORDER = 30
 
 def add_arguments(p):
     add_chip_and_model(p, chip="gc200", model="bert-base")
+    for a in p._actions:  # generation (output lengths given) defaults to a decoder
+        if a.dest == "model":
+            a.help += "; gpt2 for generation (--output-tokens, or a --trace with output lengths)"
+    p.set_defaults(model=None)
     p.add_argument("--service", choices=("chip", "fixed", "exponential"), default="chip",
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
@@ -32,12 +36,23 @@ def add_arguments(p):
                         "ramp (one sinusoidal 'day' over the run, swing 0.8)")
     p.add_argument("--cv", type=float, default=1.0,
                    help="coefficient of variation of the gaps for --arrivals gamma; default 1 (Poisson)")
-    p.add_argument("--trace", help="CSV of requests (columns arrival_s,length) to replay instead of --rate")
+    p.add_argument("--trace", help="requests to replay instead of --rate: a CSV with a header (arrival_s,length; "
+                                   "or an LLM trace such as Azure's TIMESTAMP,ContextTokens,GeneratedTokens) or "
+                                   "JSON Lines (arrival, input and output lengths); output lengths make it generation")
+    p.add_argument("--trace-columns", metavar="time=NAME,input=NAME,output=NAME",
+                   help="name the trace's columns (default: found by common names, see ipusim.traffic)")
+    p.add_argument("--trace-time-unit", choices=tuple(traffic.TIME_UNITS), default="s",
+                   help="unit of numeric arrival times in --trace (default s; dates need none)")
+    p.add_argument("--goodput", nargs="+", metavar="KEY:MS",
+                   help="generation: SLOs of request_goodput, as vLLM's benchmark_serving takes them "
+                        "(ttft:MS tpot:MS e2el:MS); default ttft:1000 tpot:100 (ASSUMPTION, see "
+                        "ipusim.serving.llm_metrics)")
     p.add_argument("--requests", type=int, default=10_000,
                    help=f"requests to simulate; default 10000, at most {serving.MAX_REQUESTS:,} (memory: about "
                         f"{serving.BYTES_PER_REQUEST} bytes each)")
-    p.add_argument("--policy", choices=policies.POLICIES, default="dynamic",
-                   help="batching policy; continuous (and static with --output-tokens) serve generation")
+    p.add_argument("--policy", choices=policies.POLICIES, default=None,
+                   help="batching policy (default dynamic; continuous for generation); continuous (and static "
+                        "with --output-tokens) serve generation")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
     p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
@@ -56,6 +71,17 @@ def add_arguments(p):
                    help="continuous batching: chunked prefill, at most this many tokens an iteration (default 0: off)")
     p.add_argument("--kv-tokens", type=int, default=200_000,
                    help="continuous batching: tokens the KV cache holds; default 200000")
+    p.add_argument("--prefill-chip", metavar="CHIP", help="disaggregated generation: the prefill pool's chip "
+                   "(preset or file); needs --decode-chip")
+    p.add_argument("--decode-chip", metavar="CHIP", help="disaggregated generation: the decode pool's chip")
+    p.add_argument("--prefill-count", type=int, default=1, help="disaggregated: prefill devices; default 1")
+    p.add_argument("--decode-count", type=int, default=1, help="disaggregated: decode devices; default 1")
+    p.add_argument("--kv-link-bytes-per-s", type=float, default=None,
+                   help="disaggregated: bytes/s each prefill device sends KV caches at (default 12.5e9: one "
+                        "100 Gb/s port, ASSUMPTION; see ipusim.serving.disaggregated)")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="write the run as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): batches "
+                        "per device and the spans of up to 200 requests (one rate only)")
     p.add_argument("--csv", metavar="FILE",
                    help="write rows to FILE: one per request for one rate, one per rate for a sweep")
     p.add_argument("--replications", type=int, default=1, metavar="N",
@@ -99,7 +125,11 @@ def _write_csv(path, rows: list[dict], result=None) -> None:
     """The rows to ``path``, whole or not at all (``_files.atomic_write``)."""
     with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f)
-        if result is not None:  # one row per request
+        if result is not None and result.first_token_s is not None:  # generation: one row per request
+            cols = llm_metrics.request_rows(result)
+            w.writerow(cols)
+            w.writerows(zip(*(np.asarray(c).tolist() for c in cols.values()), strict=True))
+        elif result is not None:  # one row per request
             w.writerow(_REQUEST_COLUMNS)
             cols = (result.arrival_s, result.lengths, result.start_s, result.finish_s, result.latency_s,
                     result.device, result.batch_id)
@@ -166,17 +196,21 @@ def _output_tokens(text, n, seed):
     return np.random.default_rng([seed, 0x70C]).integers(vals[0], vals[-1] + 1, n)
 
 
-def _generation(args, rates, trace_arr, prompts, n) -> int:
+def _generation(args, rates, trace_arr, prompts, n, outs=None) -> int:
     """Generation serving: continuous or static batching of a decoder; TTFT and TBT beside latency."""
     if args.service != "chip":
         raise ValueError("generation (--output-tokens / --policy continuous) needs --service chip")
     if args.policy not in ("continuous", "static"):
         raise ValueError(f"generation runs --policy continuous or static, got {args.policy}")
-    if args.output_tokens is None:
+    if args.output_tokens is None and outs is None:
         raise ValueError("--policy continuous serves generation: give --output-tokens N or LO:HI")
     if args.chunk_tokens and args.policy != "continuous":
         raise ValueError("--chunk-tokens applies to --policy continuous")
-    outs = _output_tokens(args.output_tokens, n, args.seed)
+    if outs is None:
+        outs = _output_tokens(args.output_tokens, n, args.seed)
+    slos = llm_metrics.parse_goodput(args.goodput) if args.goodput else None
+    if args.prefill_chip or args.decode_chip:
+        return _disaggregated(args, rates, trace_arr, prompts, n, outs, slos)
     if args.policy == "continuous":
         pol = policies.make("continuous", max_batch=args.max_batch, kv_capacity_tokens=args.kv_tokens,
                             chunk_tokens=args.chunk_tokens)
@@ -190,7 +224,10 @@ def _generation(args, rates, trace_arr, prompts, n) -> int:
         d = last.to_dict()
         d.update({"chip": args.chip, "model": args.model, "rate_rps": rate,
                   "arrivals": "trace" if args.trace else args.arrivals, "seed": args.seed})
+        d.update(llm_metrics.llm_metrics(last, goodput_slos_ms=slos))
         out.append(d)
+    if not args.json and len(out) == 1:
+        _print_llm(out[0])
     keys = [("throughput_rps", "req/s", ",.1f"), ("latency_p50_s", "p50 s", ".4g"), ("latency_p99_s", "p99 s", ".4g"),
             ("ttft_p50_s", "TTFT p50 s", ".4g"), ("ttft_p99_s", "TTFT p99 s", ".4g"),
             ("tbt_p50_s", "TBT p50 s", ".4g"), ("tbt_p99_s", "TBT p99 s", ".4g"),
@@ -198,9 +235,63 @@ def _generation(args, rates, trace_arr, prompts, n) -> int:
     return _report(args, out, last, keys)
 
 
+def _disaggregated(args, rates, trace_arr, prompts, n, outs, slos) -> int:
+    """Generation on a prefill pool and a decode pool (``serving.disaggregated``)."""
+    from .. import workloads
+    from ..serving import disaggregated
+
+    if not (args.prefill_chip and args.decode_chip):
+        raise ValueError("disaggregated serving needs both --prefill-chip and --decode-chip")
+    if args.policy != "continuous" or args.chunk_tokens:
+        raise ValueError("disaggregated serving decodes with continuous batching: leave --policy and --chunk-tokens")
+    pre = serving.generation_model(args.prefill_chip, args.model, max_batch=args.max_batch, mixed=False)
+    dec = serving.generation_model(args.decode_chip, args.model, max_batch=args.max_batch, mixed=False)
+    link = args.kv_link_bytes_per_s or disaggregated.DEFAULT_KV_LINK_BYTES_PER_S
+    kvb = workloads.model(args.model).kv_bytes_per_token()
+    out, last = [], None
+    for rate in rates:
+        a = trace_arr if rate is None else _arrivals(args, rate, n)
+        last, pools = disaggregated.simulate_disaggregated(
+            a, prompts, outs, prefill=pre, decode=dec, kv_bytes_per_token=kvb,
+            prefill_policy=policies.make("dynamic", max_batch=args.max_batch, max_delay_s=args.max_delay_ms / 1e3),
+            prefill_count=args.prefill_count, decode_count=args.decode_count, max_batch=args.max_batch,
+            kv_capacity_tokens=args.kv_tokens, kv_link_bytes_per_s=link,
+            latency_target_s=args.latency_target_ms / 1e3)
+        d = last.to_dict()
+        d.update(pools)
+        d.update({"model": args.model, "rate_rps": rate, "arrivals": "trace" if args.trace else args.arrivals,
+                  "seed": args.seed})
+        d.update(llm_metrics.llm_metrics(last, goodput_slos_ms=slos))
+        out.append(d)
+    if not args.json and len(out) == 1:
+        _print_llm(out[0])
+    keys = [("request_throughput", "req/s", ",.1f"), ("p99_ttft_ms", "TTFT p99 ms", ",.2f"),
+            ("p99_tpot_ms", "TPOT p99 ms", ",.3f"), ("p99_e2el_ms", "E2EL p99 ms", ",.1f"),
+            ("request_goodput", "goodput req/s", ",.1f")]
+    return _report(args, out, last, keys)
+
+
+def _print_llm(d: dict) -> None:
+    """The vLLM-style block: throughputs, goodput, and mean/median/p90/p95/p99 of TTFT, TPOT, ITL, E2EL."""
+    slos = ", ".join(f"{k} <= {v:g} ms" for k, v in d["goodput_slos_ms"].items()) or "none"
+    print(f"completed {d['completed']:,} in {d['duration']:,.2f} s; request_throughput "
+          f"{d['request_throughput']:,.2f} req/s, output_throughput {d['output_throughput']:,.1f} tok/s, "
+          f"request_goodput {d['request_goodput']:,.2f} req/s ({slos})")
+    rows = [{"metric": m, **{c: d[f"{c}_{m}_ms"] for c in ("mean", "median", "p90", "p95", "p99")}}
+            for m in llm_metrics.METRICS]
+    print(format_table(rows, [("metric", "ms", ""), ("mean", "mean", ",.2f"), ("median", "median", ",.2f"),
+                              ("p90", "p90", ",.2f"), ("p95", "p95", ",.2f"), ("p99", "p99", ",.2f")]))
+
+
 def _report(args, out: list[dict], last, keys) -> int:
     """Write the CSV, print the JSON, or print the result and a table of ``keys`` (one row per rate)."""
     sweep = len(out) > 1
+    if args.trace_out:
+        if sweep:
+            raise ValueError("--trace-out writes one run: give one --rate, not a sweep")
+        from .. import chrometrace
+
+        chrometrace.write(args.trace_out, chrometrace.serving_trace(last))
     if args.csv:
         _write_csv(args.csv, out, None if sweep else last)
     if args.json:
@@ -233,8 +324,10 @@ def run(args) -> int:
         check_writable("--csv", args.csv)
     if args.cv != 1.0 and args.arrivals != "gamma":
         raise ValueError("--cv applies to --arrivals gamma only")
+    outs = None
     if args.trace:
-        arr, lens = arrivals.load_trace(args.trace)
+        arr, lens, outs = traffic.load(args.trace, columns=traffic.parse_columns(args.trace_columns),
+                                       time_unit=args.trace_time_unit)
         n = arr.size
         rates = [None]
     else:
@@ -248,12 +341,18 @@ def run(args) -> int:
     B = args.max_batch
     if B < 1:
         raise ValueError(f"--max-batch must be >= 1, got {B}")
-    if args.replications != 1 and (args.replications < 2 or args.trace or len(rates) > 1
-                                    or args.output_tokens is not None or args.policy == "continuous"):
+    if outs is not None and args.output_tokens is not None:
+        raise ValueError("--trace gives each request's output length; leave out --output-tokens")
+    generation = args.output_tokens is not None or args.policy == "continuous" or outs is not None
+    if args.model is None:
+        args.model = "gpt2" if generation else "bert-base"
+    if args.policy is None:
+        args.policy = "continuous" if generation else "dynamic"
+    if args.replications != 1 and (args.replications < 2 or args.trace or len(rates) > 1 or generation):
         raise ValueError(f"--replications takes N >= 2 (got {args.replications}) with one --rate, "
                          "no --trace and no generation")
-    if args.output_tokens is not None or args.policy == "continuous":
-        return _generation(args, rates, arr if args.trace else None, lens, n)
+    if generation:
+        return _generation(args, rates, arr if args.trace else None, lens, n, outs)
     pol = policies.make(args.policy, max_batch=B, max_delay_s=args.max_delay_ms / 1e3,
                         latency_target_s=args.latency_target_ms / 1e3)
     rows = getattr(pol, "max_batch", B)

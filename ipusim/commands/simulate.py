@@ -37,6 +37,9 @@ def add_arguments(p):
     p.add_argument("--calibration", metavar="FILE", default=None,
                    help="a calibration file from `ipusim calibrate` for this --chip: its efficiency parameters "
                         "replace the preset's")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="write the step as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): "
+                        "supersteps per tile group (compute, sync, exchange), ops; per stage on several chips")
     add_json(p)
 
 
@@ -59,6 +62,10 @@ def run(args) -> int:
 
         options = calibration.options(calibration.load(args.calibration), c)
     r = machine.simulate(c, s, chips=chips, **options)
+    if args.trace_out:
+        from .. import chrometrace
+
+        chrometrace.write(args.trace_out, chrometrace.step_trace(c, s, chips=chips))
     pl = r.placement
     mem = r.unit_memory_bytes
     unit = "tile" if r.kind == "tile" else "SM"

@@ -68,7 +68,7 @@ def run(args) -> int:
         if "=" not in item:
             raise ValueError(f"--set {item!r} must be NAME=VALUE")
         k, v = item.split("=", 1)
-        fixed[k.strip()] = sweep.parse_value(v)
+        fixed[k.strip()] = sweep.parse_value(v, k.strip())
     both = set(fixed) & set(vary)
     if both:
         raise ValueError(f"{sorted(both)[0]!r} is both varied and set")

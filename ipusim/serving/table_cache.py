@@ -38,23 +38,23 @@ _state: dict = {"notes": set(), "cleaned": set()}
 
 def cache_dir() -> Path | None:
     """Folder of the on-disk table cache: ``$IPUSIM_CACHE_DIR`` (``off`` disables it), else
-    the user's cache folder (XDG on Linux, Library/Caches on macOS, LOCALAPPDATA on Windows);
+    ``tables`` in the user's cache folder as ``platformdirs`` finds it (XDG on Linux,
+    Library/Caches on macOS, LOCALAPPDATA on Windows);
     None when off or when no home directory can be found."""
     env = os.environ.get("IPUSIM_CACHE_DIR")
     if env:
         return None if env.lower() in ("off", "0", "none") else Path(env)
+    import platformdirs
+
     try:
-        if sys.platform == "win32":
-            base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
-        elif sys.platform == "darwin":
-            base = Path.home() / "Library" / "Caches"
-        else:
-            base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        base = platformdirs.user_cache_dir("ipusim", appauthor=False)
+        if not os.path.isabs(base):  # "~" left unexpanded: no home directory
+            raise RuntimeError(base)
     except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
         _note("home", "ipusim: note: no home directory for the table cache; tables are rebuilt each run "
                       "(set IPUSIM_CACHE_DIR to a writable folder)")
         return None
-    return Path(base) / "ipusim" / "tables"
+    return Path(base) / "tables"
 
 
 def _note(tag, text: str) -> None:

@@ -21,24 +21,27 @@ import re
 
 import numpy as np
 
-from .. import limits
+from .. import limits, units
 
-_BINARY = {"kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
-_DECIMAL = {"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+_BINARY = units.IEC
+_DECIMAL = {**units.SI, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
             "b": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "w": 1.0, "s": 1.0, "ms": 1e-3,
             "us": 1e-6, "%": 0.01}
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%]*)(?:/s)?\s*$")
 
 
-def parse_value(text):
+def parse_value(text, name: str = ""):
     """A number from text with an optional unit (``"256KiB"`` -> 262144); other text as is.
 
     ``"true"``/``"false"`` become booleans; a word that is not a number (a model name) stays
-    a string.
+    a string. A bare ``k``, ``M``, ``G`` is an SI multiplier (``1.3G`` Hz), except for a
+    parameter named ``*_bytes``, which reads sizes by ``units.parse_bytes`` (``4G`` = 4 GiB).
     """
     if not isinstance(text, str):
         return text
     s = text.strip()
+    if name.endswith("_bytes") and _NUM.match(s):
+        return units.parse_bytes(s, name)
     if s.lower() in ("true", "false"):
         return s.lower() == "true"
     m = _NUM.match(s)
@@ -61,7 +64,7 @@ MAX_VALUES = 100_000  # values of one swept parameter
 MAX_POINTS = 10_000_000  # points in one sweep
 
 
-def parse_values(spec: str) -> list:
+def parse_values(spec: str, name: str = "") -> list:
     """The values of one ``--vary`` right-hand side: ``lo:hi:n[:log]`` or ``a,b,c`` or one value."""
     s = str(spec).strip()
     if not s:
@@ -70,10 +73,10 @@ def parse_values(spec: str) -> list:
         parts = s.split(":")
         if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3].strip().lower() not in ("log", "lin")):
             raise ValueError(f"range {spec!r} must be lo:hi:n or lo:hi:n:log")
-        lo, hi, n = parse_value(parts[0]), parse_value(parts[1]), parse_value(parts[2])
+        lo, hi, n = parse_value(parts[0], name), parse_value(parts[1], name), parse_value(parts[2])
         log = len(parts) == 4 and parts[3].strip().lower() == "log"
         return value_range(lo, hi, n, log=log, what=spec)
-    return [parse_value(p) for p in s.split(",")]
+    return [parse_value(p, name) for p in s.split(",")]
 
 
 def value_range(lo, hi, n, *, log: bool = False, what: str = "range") -> list:
@@ -110,7 +113,7 @@ def parse_vary(items) -> dict:
             raise ValueError(f"--vary {item!r}: {name!r} is not a parameter name")
         if name in out:
             raise ValueError(f"--vary names {name!r} twice")
-        out[name] = parse_values(spec)
+        out[name] = parse_values(spec, name)
     return out
 
 

@@ -1,0 +1,151 @@
+"""Disaggregated generation serving: a prefill pool and a decode pool, on different chips.
+
+A request arrives at the prefill pool, which batches prompts as any batched service does
+(``batching.simulate`` with the prefill chip's ``GenerationModel.prefill`` table, padded rows,
+the pool's own policy): the first token is out when its prefill batch ends (TTFT). Its KV cache
+(``prompt x model.kv_bytes_per_token()`` bytes) then crosses a link of ``kv_link_bytes_per_s``;
+each prefill device sends its requests' caches one after another, in the order their prefills
+end. The request joins the decode pool (request i to decode device i mod ``decode_count``), which
+runs continuous batching: at each iteration every running sequence makes one token, in one
+decode step of the decode chip's table (rows = running sequences, column = their mean context,
+as ``GenerationModel.static_batch_s`` reads it: a sequence making its token k + 1 attends over
+prompt + k tokens); a ready request joins at the next iteration while the batch has fewer than
+``max_batch`` rows and the KV cache holds its prompt + output tokens.
+
+The decode loop is plain Python (one pass per iteration): fine for the runs a person compares
+deployments with (thousands of requests), not for millions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import policies as P
+from .._validate import positive
+from .batching import simulate
+from .generation import GenerationModel
+from .result import ServingResult
+from .service import lookup_s
+
+DEFAULT_KV_LINK_BYTES_PER_S = 12.5e9
+"""ASSUMPTION: one 100 Gb/s network port (12.5 GB/s) between a prefill device and the decode pool
+(the IPU-M2000's and a DGX's node-to-node Ethernet/InfiniBand class; a chip-to-chip fabric such as
+NVLink or IPU-Links does not join a GPU to a tile chip). Set it to your fabric's figure."""
+
+
+def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps):
+    """Continuous batching of decodes on one device; writes ``finish`` and appends (gap s, tokens)."""
+    order = np.argsort(ready, kind="stable")
+    t, busy, nxt, iters = 0.0, 0.0, 0, 0
+    run: list[list] = []  # [request, tokens made, time of its last token]
+    kv = 0
+    while nxt < order.size or run:
+        if not run and ready[order[nxt]] > t:
+            t = float(ready[order[nxt]])
+        while nxt < order.size and ready[order[nxt]] <= t and len(run) < max_batch:
+            i = int(order[nxt])
+            need = int(prompt[i] + out[i])
+            if run and kv + need > kv_cap:
+                break
+            run.append([i, 1, float(first[i])])
+            kv += need
+            nxt += 1
+        rows = len(run)
+        ctx = sum(int(prompt[r[0]]) + r[1] for r in run)
+        mean = -(-ctx // rows)
+        dt = float(lookup_s(dec_tab, rows, -(-mean // ctx_step)))
+        if not math.isfinite(dt):
+            raise ValueError(f"a decode step of {rows} sequences (mean context {mean}) does not fit the decode "
+                             "chip: lower max_batch")
+        t += dt
+        busy += dt
+        iters += 1
+        keep = []
+        for r in run:
+            gaps.append(t - r[2])
+            r[1] += 1
+            r[2] = t
+            if r[1] >= out[r[0]]:
+                finish[r[0]] = t
+                kv -= int(prompt[r[0]] + out[r[0]])
+            else:
+                keep.append(r)
+        run = keep
+    return busy, iters
+
+
+def simulate_disaggregated(arrival_s, prompt_tokens, output_tokens, *, prefill: GenerationModel,
+                           decode: GenerationModel, kv_bytes_per_token: float, prefill_policy=None,
+                           prefill_count: int = 1, decode_count: int = 1, max_batch: int = 32,
+                           kv_capacity_tokens: int = 200_000,
+                           kv_link_bytes_per_s: float = DEFAULT_KV_LINK_BYTES_PER_S,
+                           latency_target_s: float = 10.0) -> tuple[ServingResult, dict]:
+    """Run requests through a prefill pool and a decode pool (see the module docstring).
+
+    Returns the ``ServingResult`` (devices: the decode pool; ``first_token_s`` from the prefill
+    pool; ``gap_s`` every gap between tokens, the first decode gap including the KV transfer)
+    and a dict of the pools: prefill busy seconds and batches, KV transfer seconds, decode busy
+    seconds (the result's ``batches`` are decode iterations).
+    """
+    arr = np.asarray(arrival_s, dtype=np.float64)
+    pr = np.asarray(prompt_tokens, dtype=np.int64)
+    out = np.asarray(output_tokens, dtype=np.int64)
+    n = arr.size
+    if not (pr.shape == out.shape == arr.shape) or n == 0:
+        raise ValueError("arrival_s, prompt_tokens and output_tokens must be non-empty and of one length")
+    if out.min() < 1 or pr.min() < 1:
+        raise ValueError("prompt_tokens and output_tokens must be >= 1 each")
+    npf, ndc = (positive(k, v, integer=True) for k, v in (("prefill_count", prefill_count),
+                                                            ("decode_count", decode_count)))
+    B = positive("max_batch", max_batch, integer=True)
+    link = positive("kv_link_bytes_per_s", kv_link_bytes_per_s)
+    kvb = positive("kv_bytes_per_token", kv_bytes_per_token)
+    if int((pr + out).max()) > decode.max_ctx or int(pr.max()) > prefill.prefill.max_len:
+        raise ValueError(f"prompt + output up to {int((pr + out).max())} tokens exceeds the model's tables "
+                         f"(decode context {decode.max_ctx}, prompt {prefill.prefill.max_len})")
+    pol = prefill_policy or P.make("dynamic", max_batch=B, max_delay_s=0.0)
+    pre = simulate(arr, pr, pol, [prefill.prefill] * npf, latency_target_s=latency_target_s, max_waiting=None)
+    first = np.asarray(pre.finish_s, dtype=np.float64).copy()
+    if not np.isfinite(first).all():
+        raise ValueError("the prefill pool did not serve every request (a prompt batch does not fit the prefill chip)")
+    # KV transfer: per prefill device, FIFO in the order prefills end
+    send = pr * kvb / link
+    ready = np.empty(n)
+    pdev = np.asarray(pre.device)
+    for d in range(npf):
+        idx = np.flatnonzero(pdev == d)
+        idx = idx[np.argsort(first[idx], kind="stable")]
+        free = 0.0
+        for i in idx:
+            start = max(free, first[i])
+            free = start + send[i]
+            ready[i] = free
+    finish = np.where(out == 1, first, np.nan)
+    gaps: list[float] = []
+    busy, iters = np.zeros(ndc), 0
+    dec_tab = decode.decode
+    for d in range(ndc):
+        idx = np.flatnonzero((np.arange(n) % ndc == d) & (out > 1))
+        if idx.size:
+            sub_f = np.full(idx.size, np.nan)
+            busy[d], it = _decode_device(ready[idx], pr[idx], out[idx], dec_tab[:B + 1] if dec_tab.shape[0] > B + 1
+                                     else dec_tab, decode.ctx_step, B, kv_capacity_tokens, first[idx], sub_f, gaps)
+            finish[idx] = sub_f
+            iters += it
+    device = (np.arange(n) % ndc).astype(np.int16)
+    g = np.asarray(gaps, dtype=np.float64)
+    res = ServingResult(
+        policy=f"disaggregated: prefill {pol.describe()} on {npf} x {prefill.name}; decode continuous max batch "
+               f"{B} on {ndc} x {decode.name}; KV over {link / 1e9:g} GB/s",
+        devices=(decode.name,) * ndc, arrival_s=arr, lengths=pr, times=(pre.start_s, finish, device),
+        batch_id=np.broadcast_to(np.int32(-1), (n,)), device_busy_s=busy,
+        device_real_tokens=np.array([int(out.sum())]), device_computed_tokens=np.array([int(out.sum())]),
+        batches=iters, latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
+        first_token_s=first, output_tokens=out, gap_s=g, gap_weight=np.ones(g.size, dtype=np.int64),
+    )
+    pools = {"prefill_chip": prefill.name, "prefill_count": npf, "decode_chip": decode.name, "decode_count": ndc,
+             "prefill_busy_s": float(np.sum(pre.device_busy_s)), "prefill_batches": pre.batches, "kv_transfer_s": float(send.sum()),
+             "kv_link_bytes_per_s": link, "decode_busy_s": float(busy.sum())}
+    return res, pools
