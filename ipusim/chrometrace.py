@@ -153,7 +153,8 @@ def serving_trace(result, *, max_requests: int = MAX_REQUEST_SPANS, max_batches:
 
 def write(path, doc: dict) -> None:
     """Write a trace document as JSON (NaN-free: the format has no NaN)."""
+    from ._files import atomic_write
     from ._json import json_safe
 
-    with open(path, "w") as fh:
+    with atomic_write(path) as fh:
         json.dump(json_safe(doc), fh, allow_nan=False)

@@ -467,7 +467,7 @@ def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
         from . import specfiles  # a chip file (.toml/.json): ipusim.specfiles
 
         if specfiles.is_spec_path(name):
-            return specfiles.load_chip(name)
+            return specfiles.load_chip(name, {"tile": TileChip, "gpu": GpuChip})
         raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}, or a chip file "
                          f"(.toml/.json; python -m ipusim schema chip)")
     return _preset(key)

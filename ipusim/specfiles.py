@@ -5,10 +5,11 @@ A chip file holds ``kind = "tile"`` or ``"gpu"`` and every field of ``hardware.T
 where the number comes from) and ``notes``. A model file holds the fields of
 ``workloads.TransformerConfig``. The schema of each file is built from the dataclass's own
 fields (one schema for presets and files): pydantic checks the types and refuses unknown keys,
-then the dataclass checks the values exactly as it checks a preset's. ``schema(kind)`` is the
-JSON Schema (``python -m ipusim schema chip|model|case``).
+then the dataclass checks the values exactly as it checks a preset's (``python -m ipusim schema
+chip|model|case`` prints the JSON Schema). The dataclasses are passed in, so this module sits
+below ``hardware`` and ``workloads``, which read files through it.
 
-``hf_model(path)`` reads a Hugging Face ``config.json`` of the architectures the workloads model
+``hf_model(path, cls)`` reads a Hugging Face ``config.json`` of the architectures the workloads model
 (BERT, GPT-2, Llama/Mistral with grouped-query attention) and refuses the others, naming the key
 that is not supported (for example ``num_local_experts``: a mixture of experts).
 """
@@ -55,34 +56,12 @@ def _model_for(cls, extra: dict | None = None):
 
 
 @functools.cache
-def _schemas():
-    """The pydantic models of chip and model files (built once, on first use)."""
+@functools.lru_cache(maxsize=None)
+def spec_model(cls, kind: str | None = None):
+    """The pydantic model of a file holding ``cls``'s fields (a chip's ``kind`` literal when given)."""
     from typing import Literal
 
-    from . import hardware, workloads
-
-    return {
-        "tile": _model_for(hardware.TileChip, {"kind": (Literal["tile"], ...)}),
-        "gpu": _model_for(hardware.GpuChip, {"kind": (Literal["gpu"], ...)}),
-        "model": _model_for(workloads.TransformerConfig),
-    }
-
-
-def schema(kind: str) -> dict:
-    """The JSON Schema of a chip file, a model file, or a checklist case file."""
-    from ._validate import choice
-
-    choice("schema", kind, ("chip", "model", "case"))
-    if kind == "case":
-        from .checklist import case
-
-        return case.config_json_schema()
-    s = _schemas()
-    if kind == "model":
-        return s["model"].model_json_schema()
-    tile, gpu = s["tile"].model_json_schema(), s["gpu"].model_json_schema()
-    return {"title": "Chip", "description": "A chip spec file: a tile chip (kind = 'tile') or a GPU "
-            "(kind = 'gpu'); SI units, field names as in ipusim.hardware.", "oneOf": [tile, gpu]}
+    return _model_for(cls, {"kind": (Literal[kind], ...)} if kind else None)
 
 
 def _one_line(err) -> str:
@@ -130,35 +109,33 @@ def _build(cls, model, d: dict, where: str):
         raise ValueError(f"{where}: {err}") from None
 
 
-def chip_from_dict(d: dict, *, where: str = "chip"):
-    """A ``TileChip`` or ``GpuChip`` from a table of fields with ``kind = 'tile' | 'gpu'``."""
-    from . import hardware
-
+def chip_from_dict(d: dict, classes: dict, *, where: str = "chip"):
+    """A chip from a table of fields with ``kind`` one of ``classes`` (kind -> dataclass:
+    ``hardware.CHIP_CLASSES``, {"tile": TileChip, "gpu": GpuChip})."""
     kind = d.get("kind") if isinstance(d, dict) else None
-    if kind not in ("tile", "gpu"):
-        raise ValueError(f"{where}: kind: expected 'tile' or 'gpu', got {kind!r}")
-    cls = hardware.TileChip if kind == "tile" else hardware.GpuChip
-    return _build(cls, _schemas()[kind], d, where)
+    if kind not in classes:
+        raise ValueError(f"{where}: kind: expected {' or '.join(map(repr, classes))}, got {kind!r}")
+    return _build(classes[kind], spec_model(classes[kind], kind), d, where)
 
 
-def load_chip(path):
-    """A chip from a TOML or JSON chip file (see the module docstring)."""
-    return chip_from_dict(_read(path, "chip file"), where=f"chip file {str(path)!r}")
+def load_chip(path, classes: dict):
+    """A chip from a TOML or JSON chip file (see the module docstring); ``classes`` as
+    ``chip_from_dict``."""
+    return chip_from_dict(_read(path, "chip file"), classes, where=f"chip file {str(path)!r}")
 
 
-def model_from_dict(d: dict, *, where: str = "model"):
-    """A ``TransformerConfig`` from a table of its fields."""
-    from . import workloads
-
-    return _build(workloads.TransformerConfig, _schemas()["model"], d, where)
+def model_from_dict(d: dict, cls, *, where: str = "model"):
+    """A model config (``cls``: ``workloads.TransformerConfig``) from a table of its fields."""
+    return _build(cls, spec_model(cls), d, where)
 
 
-def load_model(spec):
-    """A model from a TOML/JSON model file, or a Hugging Face config given as ``hf:PATH``."""
+def load_model(spec, cls):
+    """A model config (``cls``: ``workloads.TransformerConfig``) from a TOML/JSON model file, or
+    from a Hugging Face config given as ``hf:PATH``."""
     s = str(spec)
     if s.lower().startswith(HF_PREFIX):
-        return hf_model(s[len(HF_PREFIX):])
-    return model_from_dict(_read(s, "model file"), where=f"model file {s!r}")
+        return hf_model(s[len(HF_PREFIX):], cls)
+    return model_from_dict(_read(s, "model file"), cls, where=f"model file {s!r}")
 
 
 def chip_to_dict(c) -> dict:
@@ -210,8 +187,8 @@ def _hf_get(cfg: dict, key: str, where: str, default=None):
     return v
 
 
-def hf_model(path):
-    """A ``TransformerConfig`` from a Hugging Face ``config.json`` (BERT, GPT-2, Llama/Mistral).
+def hf_model(path, cls):
+    """A model config (``cls``: ``workloads.TransformerConfig``) from a Hugging Face ``config.json`` (BERT, GPT-2, Llama/Mistral).
 
     The shape is read from the keys the ``transformers`` library defines for each
     architecture; anything that would make the step's FLOPs or bytes differ from the dense
@@ -236,7 +213,7 @@ def hf_model(path):
             name=name, kind="encoder", layers=g("num_hidden_layers"), d_model=g("hidden_size"),
             heads=g("num_attention_heads"), d_ff=g("intermediate_size"), vocab=g("vocab_size"),
             max_positions=g("max_position_embeddings"), type_vocab=g("type_vocab_size", 2), source=src,
-        ), where=where)
+        ), cls, where=where)
     if mt == "gpt2":
         d = g("n_embd")
         inner = cfg.get("n_inner")
@@ -245,7 +222,7 @@ def hf_model(path):
             d_ff=4 * d if inner is None else g("n_inner"), vocab=g("vocab_size"),
             max_positions=g("n_positions"), tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
             source=src,
-        ), where=where)
+        ), cls, where=where)
     # llama / mistral: RMSNorm, SwiGLU MLP, rotary positions, no biases, grouped-query attention
     for key in ("attention_bias", "mlp_bias"):
         if cfg.get(key):
@@ -265,4 +242,4 @@ def hf_model(path):
     )
     if head_dim is not None and head_dim != d_model // heads:
         kw["d_head"] = g("head_dim")
-    return model_from_dict(kw, where=where)
+    return model_from_dict(kw, cls, where=where)

@@ -202,7 +202,7 @@ def model(name: str | TransformerConfig) -> TransformerConfig:
         from . import specfiles  # model files and hf:PATH configs
 
         if specfiles.is_spec_path(name):
-            return specfiles.load_model(name)
+            return specfiles.load_model(name, TransformerConfig)
         raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}, a model file "
                          "(.toml/.json; python -m ipusim schema model), or hf:PATH/config.json")
     return _MODELS[key]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .. import specfiles
 from ._common import print_json
 
 NAME = "schema"
@@ -15,6 +14,22 @@ def add_arguments(p):
                    help="chip (--chip FILE), model (--model FILE) or case (checklist --config FILE)")
 
 
+def schema(kind: str) -> dict:
+    """The JSON Schema of a chip file, a model file, or a checklist case file."""
+    from .. import hardware, specfiles, workloads
+
+    if kind == "case":
+        from ..checklist import case
+
+        return case.config_json_schema()
+    if kind == "model":
+        return specfiles.spec_model(workloads.TransformerConfig).model_json_schema()
+    tile = specfiles.spec_model(hardware.TileChip, "tile").model_json_schema()
+    gpu = specfiles.spec_model(hardware.GpuChip, "gpu").model_json_schema()
+    return {"title": "Chip", "description": "A chip spec file: a tile chip (kind = 'tile') or a GPU "
+            "(kind = 'gpu'); SI units, field names as in ipusim.hardware.", "oneOf": [tile, gpu]}
+
+
 def run(args) -> int:
-    print_json(specfiles.schema(args.kind))
+    print_json(schema(args.kind))
     return 0
