@@ -19,6 +19,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands, limits
+from .commands import _costs
 
 _MAX_INT = 2**53  # any whole-number option: above this it cannot be a count this code can hold exactly
 
@@ -115,6 +116,7 @@ def main(argv=None) -> int:
             return 0
         sub = parser._subparsers._group_actions[0].choices[command]
         _check_numbers(args, {a.dest: a.default for a in sub._actions})
+        _costs.check(command, args)  # the memory the arguments imply, before anything is built
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"\n{'ipusim ' + command if command else 'ipusim'}: interrupted", file=sys.stderr)
