@@ -140,3 +140,13 @@ def check_sequence_length(name: str, value) -> None:
 
 def array_bytes(elements: float, itemsize: int = 8) -> float:
     return float(elements) * itemsize
+
+
+# Ranges of rates and arrival shapes, derived from the arithmetic that uses them.
+MIN_RATE_PER_S = 1.0 / MAX_SECONDS  # the mean gap 1/rate is a time: at most MAX_SECONDS
+RATE_WHY = (f"requests/s: the mean gap 1/rate is a time of at most {MAX_SECONDS:g} s, and over "
+            f"{MAX_RATE_PER_S:g}/s is over 1000x any one deployment's capacity")
+MIN_CV, MAX_CV = 1e-6, 3.0
+CV_WHY = ("coefficient of variation of Gamma gaps (shape 1/cv^2): over 3, more than 5% of the "
+          "gaps fall below 1e-12 of the mean and the draw no longer has the cv asked for; under 1e-6 "
+          "the gaps differ from the mean by less than float64 resolves")

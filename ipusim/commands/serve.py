@@ -7,13 +7,15 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, policies, serving
+from .. import arrivals, lengths, limits, policies, serving
+from .._validate import in_range
 from ..serving import tables
-from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json, seed_arg
+from ._common import add_chip_and_model, add_json, add_lengths, format_table, number, print_json, seed_arg
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
 ORDER = 30
+_MS = limits.MAX_SECONDS * 1e3  # any one time option, ms
 
 
 def add_arguments(p):
@@ -21,7 +23,7 @@ def add_arguments(p):
     p.add_argument("--service", choices=("chip", "fixed", "exponential"), default="chip",
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
-    p.add_argument("--service-ms", type=float, default=10.0, help="batch time for --service fixed/exponential, ms")
+    p.add_argument("--service-ms", type=number(1e-9, _MS, "ms", "a batch's time"), default=10.0, help="batch time for --service fixed/exponential, ms")
     p.add_argument("--rate", type=_rate_arg, metavar="R or START:STOP:STEP",
                    help="mean arrival rate, requests/s (required unless --trace); START:STOP:STEP sweeps the "
                         "rates START, START+STEP, ... up to STOP and prints one row per rate")
@@ -29,7 +31,7 @@ def add_arguments(p):
                    help="arrival process at the mean --rate: Poisson (default); gamma (Gamma gaps with "
                         "coefficient of variation --cv); bursty (on/off, on 1 s at twice the rate, off 1 s); "
                         "ramp (one sinusoidal 'day' over the run, swing 0.8)")
-    p.add_argument("--cv", type=float, default=1.0,
+    p.add_argument("--cv", type=number(limits.MIN_CV, limits.MAX_CV, "", limits.CV_WHY), default=1.0,
                    help="coefficient of variation of the gaps for --arrivals gamma; default 1 (Poisson)")
     p.add_argument("--trace", help="CSV of requests (columns arrival_s,length) to replay instead of --rate")
     p.add_argument("--requests", type=int, default=10_000,
@@ -38,14 +40,14 @@ def add_arguments(p):
     p.add_argument("--policy", choices=policies.POLICIES, default="dynamic",
                    help="batching policy; continuous (and static with --output-tokens) serve generation")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
-    p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
+    p.add_argument("--max-delay-ms", type=number(0, _MS, "ms", "a hold time"), default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
     g = p.add_mutually_exclusive_group()
     add_lengths(g, "draw request lengths from")
     (slo, shi), (llo, lhi) = lengths.SHORT_RANGE, lengths.LONG_RANGE
-    g.add_argument("--long-fraction", type=float, default=0.0, metavar="F",
+    g.add_argument("--long-fraction", type=number(0, 1), default=0.0, metavar="F",
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
-    p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
+    p.add_argument("--latency-target-ms", type=number(1e-9, _MS, "ms", "a latency target"), default=100.0, help="latency target for goodput, ms")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed; default 0")
     p.add_argument("--output-tokens", metavar="N or LO:HI", default=None,
                    help="generation: tokens each request generates (N, or uniform in LO..HI, seeded); requests' "
@@ -67,6 +69,8 @@ def parse_rates(text: str) -> list[float]:
         vals = [float(x) for x in parts]
     except ValueError:
         raise ValueError(f"--rate must be a number or START:STOP:STEP, got {text!r}") from None
+    for v in vals[:2]:  # a rate (START and STOP) within the physical range; also no inf or NaN
+        in_range("--rate", v, limits.MIN_RATE_PER_S, limits.MAX_RATE_PER_S, why=limits.RATE_WHY)
     if len(vals) == 1:
         return vals
     if len(vals) != 3:
@@ -74,6 +78,7 @@ def parse_rates(text: str) -> list[float]:
     lo, hi, step = vals
     if not (0 < lo <= hi and step > 0):
         raise ValueError(f"--rate START:STOP:STEP needs 0 < START <= STOP and STEP > 0, got {text!r}")
+    in_range("--rate STEP", step, 0, limits.MAX_RATE_PER_S, why="requests/s")
     k = int(np.floor((hi - lo) / step * (1 + 1e-12))) + 1
     if k > 1000:
         raise ValueError(f"--rate {text} asks for {k} rates; at most 1000")
@@ -84,7 +89,7 @@ def _rate_arg(text: str) -> list[float]:
     try:
         return parse_rates(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--rate ")) from None
 
 
 _REQUEST_COLUMNS = ("arrival_s", "length", "start_s", "finish_s", "latency_s", "device", "batch_id")
