@@ -37,6 +37,8 @@ BYTES_PER_STEP_TOKEN = 96  # the tile simulator keeps ~6 float64 per token per o
 BYTES_PER_SEQUENCE = 64  # a Python list entry + int64 arrays per sequence in a step
 STEP_TOKENS_WORK = 1 << 24  # tokens in one simulated step: ~16.8M (tile simulation ~0.4 us/token)
 MAX_BATCH_SEQUENCES = 1 << 22  # sequences in one step: ~4.2M (building 1e7 took ~7 s)
+MAX_SIMULATED_SEQUENCES = 1 << 20  # sequences in one simulated step: the machine model spends ~22 us
+#                                    per sequence (measured at 262,144 x 4 tokens), so ~25 s here
 
 
 def parse_bytes(text) -> int:
@@ -126,6 +128,9 @@ def check_batch(batch, *, name: str = "batch") -> None:
 def check_step(batch, seq_len, *, name: str = "batch") -> None:
     """Bound a simulated step of ``batch`` sequences of up to ``seq_len`` tokens (before it is built)."""
     check_batch(batch, name=name)
+    check_at_most(name, batch, MAX_SIMULATED_SEQUENCES,
+                  "sequences in one simulated step, ~22 us each in the machine model; simulate a smaller "
+                  "batch and scale")
     check_at_most(f"{name} x seq_len", batch * seq_len, STEP_TOKENS_WORK,
                   f"tokens in one simulated step; batch {_fmt(batch)} x {_fmt(seq_len)} tokens; "
                   "split the batch or simulate a smaller one and scale")
