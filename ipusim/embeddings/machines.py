@@ -339,8 +339,8 @@ def _check_int64(w: Workload, units: int) -> None:
     units they are dealt to would overflow int64 in the sharding arithmetic; Python ints here."""
     rows = sum(int(t.rows) for t in w.tables)
     if rows * units >= INT64_HEADROOM:
-        raise ValueError(f"tables hold {rows:,} rows in all: dealt over {units:,} units that is over the "
-                         f"{INT64_HEADROOM:.3g} int64 can index (at most {INT64_HEADROOM // units:,} rows in all; "
+        raise ValueError(f"tables hold {rows:,} rows in all: times {units:,} units that is over the "
+                         f"{INT64_HEADROOM:.3g} that int64 arithmetic holds (at most {INT64_HEADROOM // units:,} rows in all; "
                          "fewer --rows or --tables)")
 
 
