@@ -147,12 +147,18 @@ def sweep(args) -> list[Cost]:
         points *= len(values)
     out = [Cost("--vary", f"{points:,} points", points * SWEEP_BYTES_PER_POINT,
                 f"{points:,} grid points, about {SWEEP_BYTES_PER_POINT} bytes each kept")]
-    b, s = _int(_get(args, "batch", 0)), _int(_get(args, "seq_len", 0))
+
+    def largest(name):  # a size parameter at its largest: set with --NAME, or the top of its --vary
+        given = [_int(_get(args, name, 0))] + [_int(round(v)) if isinstance(v, float) and v.is_integer() else _int(v)
+                                               for v in vary.get(name, ())]
+        return max(given), (f"--{name.replace('_', '-')}" if name not in vary else f"--vary {name}")
+
+    (b, flag), (s, _) = largest("batch"), largest("seq_len")
     if b:
-        out.append(Cost("--batch", args.batch, limits.step_bytes(b, b * s), "one point's simulated step"))
-    if _int(_get(args, "max_batch", 0)):
-        out.append(Cost("--max-batch", args.max_batch, _int(args.max_batch) * SERVE_BYTES_PER_ROW,
-                        "one point's service table"))
+        out.append(Cost(flag, b, limits.step_bytes(b, b * s), "one point's simulated step"))
+    B, flag = largest("max_batch")
+    if B:
+        out.append(Cost(flag, B, B * SERVE_BYTES_PER_ROW, "one point's service table"))
     return out
 
 

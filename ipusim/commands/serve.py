@@ -10,7 +10,15 @@ import numpy as np
 from .. import arrivals, lengths, limits, policies, serving
 from .._validate import in_range
 from ..serving import tables
-from ._common import add_chip_and_model, add_json, add_lengths, format_table, number, print_json, seed_arg
+from ._common import (
+    add_chip_and_model,
+    add_json,
+    add_lengths,
+    format_table,
+    number,
+    print_json,
+    seed_arg,
+)
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
