@@ -68,9 +68,8 @@ def two_rate(
     may be 0 (an on/off source). The long-run mean rate is
     ``(r_h m_h + r_l m_l) / (m_h + m_l)``.
     """
-    rh = in_range("rate_high_per_s", rate_high_per_s, limits.MIN_RATE_PER_S, 2 * limits.MAX_RATE_PER_S,
-                  why=limits.RATE_WHY + "; twice that in a burst")
-    rl = 0.0 if rate_low_per_s == 0 else _rate("rate_low_per_s", rate_low_per_s)
+    rh = positive("rate_high_per_s", rate_high_per_s)  # any finite rate: the draw is O(n) at either extreme
+    rl = positive("rate_low_per_s", rate_low_per_s, allow_zero=True)
     mh = positive("mean_high_s", mean_high_s)
     ml = positive("mean_low_s", mean_low_s)
     n = positive("n", n, integer=True)

@@ -65,6 +65,8 @@ def _int(x) -> int:
 
 def simulate(args) -> list[Cost]:
     b, s = _int(args.batch), _int(args.seq_len)
+    if b and s:
+        limits.check_step(b, s, name="--batch")  # the work limits first: their message is the more precise
     return [Cost("--batch", args.batch, limits.step_bytes(b, b * s),
                  f"{limits.BYTES_PER_SEQUENCE} bytes per sequence and {limits.BYTES_PER_STEP_TOKEN} per token "
                  f"of the step, {b:,} x {s:,} tokens")]
@@ -73,6 +75,8 @@ def simulate(args) -> list[Cost]:
 def roofline(args) -> list[Cost]:
     b = _int(args.batch)
     s = max(_int(args.seq_len), _int(_get(args, "pad_to", 0)))
+    if b:
+        limits.check_batch(b, name="--batch")  # the work limit first: its message is the more precise
     return [Cost("--batch", args.batch, b * limits.BYTES_PER_SEQUENCE,
                  f"{limits.BYTES_PER_SEQUENCE} bytes per sequence of the step ({s:,} tokens each: per-op "
                  "totals, not per token)")]
@@ -124,6 +128,8 @@ def embed(args) -> list[Cost]:
         tables, lookups = len(w.tables), w.lookups
     else:
         tables = _int(args.tables)
+        limits.check_at_most("--tables", tables, embeddings.workload.MAX_TABLES,
+                             "tables in one embedding step; published recommenders use tens to hundreds")
         lookups = _int(args.batch) * tables * _int(args.pooling)
     return [
         Cost("--batch", args.batch, lookups * EMBED_BYTES_PER_LOOKUP,
@@ -145,6 +151,7 @@ def sweep(args) -> list[Cost]:
     points = 1
     for values in vary.values():
         points *= len(values)
+    limits.check_at_most("grid points", points, _sweep.space.MAX_POINTS, "points in one sweep (~1 ms to minutes each)")
     out = [Cost("--vary", f"{points:,} points", points * SWEEP_BYTES_PER_POINT,
                 f"{points:,} grid points, about {SWEEP_BYTES_PER_POINT} bytes each kept")]
 
