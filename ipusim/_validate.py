@@ -177,7 +177,7 @@ def in_range(name: str, value, lo: float, hi: float, *, why: str = "", unit: str
     v = positive(name, value, allow_zero=lo <= 0) if lo >= 0 else _finite(name, value)
     if not lo <= v <= hi:
         u = f" {unit}" if unit else ""
-        raise ValueError(f"{name} must lie in {lo:g}..{hi:g}{u}, got {value!r}" + (f" ({why})" if why else ""))
+        raise ValueError(f"{name} must lie in {lo:.3g}..{hi:.3g}{u}, got {value!r}" + (f" ({why})" if why else ""))
     return v
 
 

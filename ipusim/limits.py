@@ -148,9 +148,19 @@ def array_bytes(elements: float, itemsize: int = 8) -> float:
 
 
 # Ranges of rates and arrival shapes, derived from the arithmetic that uses them.
-MIN_RATE_PER_S = 1.0 / MAX_SECONDS  # the mean gap 1/rate is a time: at most MAX_SECONDS
-RATE_WHY = (f"requests/s: the mean gap 1/rate is a time of at most {MAX_SECONDS:g} s, and over "
-            f"{MAX_RATE_PER_S:g}/s is over 1000x any one deployment's capacity")
+MAX_RUN_SECONDS = 2**53 * 1e-6  # ~9.0e9 s (285 years): float64 arrival times resolve 1 us up to here
+MIN_RATE_PER_S = 1.0 / MAX_RUN_SECONDS  # one request in the longest run (a run of n needs n x this)
+RATE_WHY = (f"requests/s: float64 arrival times resolve 1 us only over a run of up to {MAX_RUN_SECONDS:.3g} s, "
+            f"and over {MAX_RATE_PER_S:g}/s is over 1000x any one deployment's capacity")
+
+
+def check_run_length(name: str, rate: float, n: int) -> None:
+    """Refuse a run of ``n`` requests at ``rate``/s that spans more than ``MAX_RUN_SECONDS``
+    (its arrival times would no longer resolve the microseconds a batch takes)."""
+    if not n / rate <= MAX_RUN_SECONDS:
+        raise ValueError(f"{name} = {_fmt(rate)}: {_fmt(n)} requests span about {n / rate:.3g} s, over the "
+                         f"{MAX_RUN_SECONDS:.3g} s over which float64 arrival times resolve 1 us; raise the rate "
+                         "or simulate fewer requests")
 MIN_CV, MAX_CV = 1e-6, 3.0
 CV_WHY = ("coefficient of variation of Gamma gaps (shape 1/cv^2): over 3, more than 5% of the "
           "gaps fall below 1e-12 of the mean and the draw no longer has the cv asked for; under 1e-6 "

@@ -125,8 +125,8 @@ def test_budget_flag_moves_the_limit(capsys):
 # ------------------------------------------------------------------------------------------
 SERVE = ["serve", "--service", "fixed", "--requests", "50"]
 MEANING = [
-    ([*SERVE, "--rate", "1e-300"], "argument --rate: must lie in 1e-07..1e+07"),
-    ([*SERVE, "--rate", "1e308"], "argument --rate: must lie in 1e-07..1e+07"),
+    ([*SERVE, "--rate", "1e-300"], "argument --rate: must lie in 1.11e-10..1e+07"),
+    ([*SERVE, "--rate", "1e308"], "argument --rate: must lie in 1.11e-10..1e+07"),
     ([*SERVE, "--rate", "1:inf:1"], "argument --rate: must be finite"),
     ([*SERVE, "--rate", "1:10:0"], "STEP > 0"),
     ([*SERVE, "--rate", "10", "--policy", "static", "--max-delay-ms", "-1"], "argument --max-delay-ms: must be >= 0"),
@@ -194,9 +194,9 @@ def test_library_checks_meaning_too():
     from ipusim import arrivals
 
     for fn in (arrivals.poisson, arrivals.daily_ramp, lambda r, n, seed=0: arrivals.gamma(r, n, cv=1.0)):
-        with pytest.raises(ValueError, match="must lie in 1e-07..1e"):
+        with pytest.raises(ValueError, match="must lie in 1.11e-10..1e"):
             fn(1e308, 10)
-        with pytest.raises(ValueError, match="must lie in 1e-07..1e"):
+        with pytest.raises(ValueError, match="must lie in 1.11e-10..1e"):
             fn(1e-300, 10)
     with pytest.raises(ValueError, match="cv must lie"):
         arrivals.gamma(10.0, 10, cv=1e5)
@@ -452,3 +452,11 @@ def test_random_arguments_stay_in_budget_and_end_cleanly(command, warmed, monkey
 
     check()
     assert len(seen) >= EXAMPLES[command] // 2  # hypothesis ran the draws (it may stop early on duplicates)
+
+
+def test_a_run_too_long_for_float64_times_is_refused(capsys):
+    """1e-9 req/s for 5 requests spans 5e9 s: still resolved; for 50 requests, 5e10 s: refused."""
+    rc, out, err = _cli(["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "5", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["served"] == 5, err
+    _refused(["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "50"], capsys,
+             "--rate = 1e-09: 50 requests span about 5e+10 s")

@@ -86,6 +86,8 @@ def serve(args) -> list[Cost]:
     from .. import serving
 
     n = _int(args.requests)
+    limits.check_at_most("--requests", n, serving.MAX_REQUESTS,
+                         f"requests in one run, about {serving.BYTES_PER_REQUEST} bytes per request; split longer runs")
     rates = len(args.rate) if isinstance(getattr(args, "rate", None), list) else 1
     out = [Cost("--requests", args.requests, n * serving.BYTES_PER_REQUEST,
                 f"about {serving.BYTES_PER_REQUEST} bytes per request ({rates} rate(s) run one after another)")]

@@ -48,7 +48,7 @@ def add_arguments(p):
     p.add_argument("--policy", choices=policies.POLICIES, default="dynamic",
                    help="batching policy; continuous (and static with --output-tokens) serve generation")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
-    p.add_argument("--max-delay-ms", type=number(0, _MS, "ms", "a hold time"), default=2.0, help="longest hold of the oldest request, ms")
+    p.add_argument("--max-delay-ms", type=number(0, float("inf")), default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
     g = p.add_mutually_exclusive_group()
     add_lengths(g, "draw request lengths from")
@@ -224,6 +224,8 @@ def run(args) -> int:
         if args.rate is None:
             raise ValueError("give --rate (requests/s) or --trace FILE")
         rates = args.rate
+        for r in rates:
+            limits.check_run_length("--rate", r, n)
         if args.lengths:
             lens = lengths.source(args.lengths).sample(n, seed=args.seed + 1)
         else:
