@@ -460,3 +460,19 @@ def test_a_run_too_long_for_float64_times_is_refused(capsys):
     assert rc == 0 and json.loads(out)["served"] == 5, err
     _refused(["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "50"], capsys,
              "--rate = 1e-09: 50 requests span about 5e+10 s")
+
+
+def test_forked_measure_sees_an_allocation(monkeypatch):
+    """The property test's meter can fail: a child that touches 200 MB reports at least that."""
+    if not os.path.exists("/proc/self/clear_refs") or not hasattr(os, "fork"):
+        pytest.skip("needs Linux /proc (clear_refs, VmHWM) and fork")
+
+    def fake_main(argv):
+        a = np.ones(200 * 2**20 // 8)  # touched: resident
+        print("ipusim fake: error: one line", file=sys.stderr)
+        return 2 if a.sum() else 0
+
+    monkeypatch.setattr(sys.modules[__name__], "main", fake_main)
+    r = _run_forked(["fake"])
+    assert r["rc"] == 2 and r["err"] == "ipusim fake: error: one line\n"
+    assert 200 * 2**20 <= r["growth"] < 260 * 2**20
