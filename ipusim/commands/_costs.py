@@ -154,7 +154,7 @@ def sweep(args) -> list[Cost]:
     for values in vary.values():
         points *= len(values)
     limits.check_at_most("grid points", points, _sweep.space.MAX_POINTS, "points in one sweep (~1 ms to minutes each)")
-    out = [Cost("--vary", f"{points:,} points", points * SWEEP_BYTES_PER_POINT,
+    out = [Cost("--vary (grid points)", points, points * SWEEP_BYTES_PER_POINT,
                 f"{points:,} grid points, about {SWEEP_BYTES_PER_POINT} bytes each kept")]
 
     def largest(name):  # a size parameter at its largest: set with --NAME, or the top of its --vary
