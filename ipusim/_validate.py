@@ -147,3 +147,34 @@ def finite_array(name: str, values) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} holds NaN or infinite values")
     return arr
+
+
+def boolean_fields(obj) -> None:
+    """Refuse a dataclass whose ``bool`` fields hold anything but True or False (a config's
+    ``"true"`` or ``1`` is a string or a number, not a yes/no)."""
+    import dataclasses
+
+    for f in dataclasses.fields(obj):
+        if f.type in ("bool", bool):
+            v = getattr(obj, f.name)
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{type(obj).__name__}.{f.name} must be true or false, got {v!r} "
+                                 f"({type(v).__name__})")
+
+
+def in_range(name: str, value, lo: float, hi: float, *, why: str = "", unit: str = "") -> float:
+    """``value`` as a float if ``lo <= value <= hi`` (a finite number), else a ValueError naming
+    the range and ``why`` it is that range (what the arithmetic behind it can hold)."""
+    v = positive(name, value, allow_zero=lo <= 0) if lo >= 0 else _finite(name, value)
+    if not lo <= v <= hi:
+        u = f" {unit}" if unit else ""
+        raise ValueError(f"{name} must lie in {lo:.3g}..{hi:.3g}{u}, got {value!r}" + (f" ({why})" if why else ""))
+    return v
+
+
+def _finite(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)

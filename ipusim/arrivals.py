@@ -22,14 +22,19 @@ from pathlib import Path
 import numpy as np
 
 from . import limits
-from ._validate import fraction, positive, read_text_file
+from ._validate import fraction, in_range, positive, read_text_file
 
 DEFAULT_SEED = 0
 
 
+def _rate(name: str, value) -> float:
+    """A mean arrival rate, requests/s, within ``limits``' physical range."""
+    return in_range(name, value, limits.MIN_RATE_PER_S, limits.MAX_RATE_PER_S, why=limits.RATE_WHY)
+
+
 def poisson(rate_per_s: float, n: int, *, seed: int = DEFAULT_SEED) -> np.ndarray:
     """``n`` arrival times of a Poisson process of ``rate_per_s`` requests per second."""
-    rate = positive("rate_per_s", rate_per_s)
+    rate = _rate("rate_per_s", rate_per_s)
     n = positive("n", n, integer=True)
     rng = np.random.default_rng(seed)
     t = rng.exponential(1.0 / rate, n)
@@ -39,9 +44,9 @@ def poisson(rate_per_s: float, n: int, *, seed: int = DEFAULT_SEED) -> np.ndarra
 def gamma(rate_per_s: float, n: int, *, cv: float = 1.0, seed: int = DEFAULT_SEED) -> np.ndarray:
     """``n`` arrival times with independent Gamma gaps of mean ``1 / rate_per_s`` and
     coefficient of variation ``cv`` (shape 1 / cv^2); ``cv = 1`` gives Poisson arrivals."""
-    rate = positive("rate_per_s", rate_per_s)
+    rate = _rate("rate_per_s", rate_per_s)
     n = positive("n", n, integer=True)
-    c = positive("cv", cv)
+    c = in_range("cv", cv, limits.MIN_CV, limits.MAX_CV, why=limits.CV_WHY)
     shape = 1.0 / (c * c)
     t = np.random.default_rng(seed).gamma(shape, 1.0 / (rate * shape), n)
     return np.cumsum(t, out=t)
@@ -63,7 +68,7 @@ def two_rate(
     may be 0 (an on/off source). The long-run mean rate is
     ``(r_h m_h + r_l m_l) / (m_h + m_l)``.
     """
-    rh = positive("rate_high_per_s", rate_high_per_s)
+    rh = positive("rate_high_per_s", rate_high_per_s)  # any finite rate: the draw is O(n) at either extreme
     rl = positive("rate_low_per_s", rate_low_per_s, allow_zero=True)
     mh = positive("mean_high_s", mean_high_s)
     ml = positive("mean_low_s", mean_low_s)
@@ -166,7 +171,7 @@ def daily_ramp(
     ``swing`` in [0, 1) sets how deep the trough is. Drawn by thinning a Poisson process
     of the peak rate (Lewis and Shedler 1979).
     """
-    mean = positive("mean_rate_per_s", mean_rate_per_s)
+    mean = _rate("mean_rate_per_s", mean_rate_per_s)
     period = positive("period_s", period_s)
     sw = fraction("swing", swing, inclusive_one=False)
     n = positive("n", n, integer=True)

@@ -20,6 +20,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands, limits
+from .commands import _costs
 
 _MAX_INT = 2**53  # any whole-number option: above this it cannot be a count this code can hold exactly
 
@@ -115,6 +116,7 @@ def main(argv=None) -> int:
             parser.print_help()
             return 0
         _check_numbers(args, {key: args._parser.get_default(key) for key in vars(args)})
+        _costs.check(command, args)  # the memory the arguments imply, before anything is built
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"\n{'ipusim ' + command if command else 'ipusim'}: interrupted", file=sys.stderr)

@@ -169,9 +169,15 @@ POLICIES = ("static", "dynamic", "token", "buckets", "adaptive", "continuous")
 
 
 def make(name: str, *, max_batch: int = 32, max_delay_s: float = 0.002, **kw):
-    """Build a policy by name with the common knobs (for the CLI and the widget)."""
+    """Build a policy by name with the common knobs (for the CLI and the widget).
+
+    ``max_delay_s`` must be >= 0 for every policy, also those that do not hold (a negative
+    hold means nothing; it is refused rather than clamped or ignored)."""
+    from ._validate import hold_seconds
+
+    max_delay_s = hold_seconds("max_delay_s", max_delay_s)
     if name == "static":
-        return Static(batch=max_batch, timeout_s=kw.get("timeout_s", max(max_delay_s, 0.0)))
+        return Static(batch=max_batch, timeout_s=kw.get("timeout_s", max_delay_s))
     if name == "dynamic":
         return Dynamic(max_batch=max_batch, max_delay_s=max_delay_s, preferred=tuple(kw.get("preferred", ())))
     if name == "token":

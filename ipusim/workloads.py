@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import limits
-from ._validate import choice, lengths_array, positive
+from ._validate import boolean_fields, choice, lengths_array, positive
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class TransformerConfig:
             positive(f"TransformerConfig.{f}", getattr(self, f), integer=True, at_most=2**40,
                      why="model dimensions this large overflow the FLOP and byte counts")
         limits.check_sequence_length("TransformerConfig.max_positions", self.max_positions)
+        boolean_fields(self)
         positive("TransformerConfig.kv_heads", self.kv_heads, integer=True, allow_zero=True)
         positive("TransformerConfig.type_vocab", self.type_vocab, integer=True, allow_zero=True)
         positive("TransformerConfig.d_head", self.d_head, integer=True, allow_zero=True)
@@ -433,6 +434,9 @@ def step(
     """
     cfg = model(model_or_name)
     choice("phase", phase, PHASES)
+    if phase in ("prefill", "decode") and cfg.kind == "encoder":
+        raise ValueError(f"phase {phase!r}: {cfg.name} is an encoder, it has no KV cache to {phase} "
+                         "(use forward or train)")
     dt = positive("dtype_bytes", dtype_bytes, integer=True)
     if hasattr(lengths, "__len__"):
         limits.check_batch(len(lengths), name="lengths (sequences in the step)")

@@ -64,7 +64,7 @@ step_st = st.tuples(
     st.sampled_from(["bert-base", "gpt2", "llama-2-7b", "llama-2-70b"]),
     st.lists(st.integers(1, 512), min_size=1, max_size=16),
     st.sampled_from(["forward", "prefill", "decode", "train"]),
-)
+).filter(lambda s: not (s[2] in ("prefill", "decode") and s[0] == "bert-base"))  # an encoder has no KV cache
 
 
 @settings(max_examples=60, deadline=None)

@@ -98,6 +98,8 @@ class Training:
             raise ValueError("training.models is empty: name at least one model")
         object.__setattr__(self, "models", ms)
         positive("training.token_budget", self.token_budget, at_most=1e16, why="tokens; 30,000x GPT-3's budget")
+        if self.token_budget < 1:
+            raise ValueError(f"training.token_budget must be at least 1 token, got {self.token_budget!r}")
         positive("training.seq_len", self.seq_len, integer=True)
         limits.check_sequence_length("training.seq_len", self.seq_len)
 
@@ -243,8 +245,15 @@ class Case:
 def histogram_sample(hist: dict, n: int = 20_000, seed: int = 0) -> np.ndarray:
     """A seeded sample of ``n`` lengths from a ``{length: count}`` histogram (``lengths.Histogram.sample``)."""
     try:
-        ls = np.array([int(k) for k in hist], dtype=np.int64)
-    except (TypeError, ValueError):
+        ls = [int(k) for k in hist]
+        if any(k > limits.MAX_SEQUENCE_TOKENS for k in ls):  # as Python ints: before int64 could overflow
+            big = max(ls)
+            raise ValueError(f"length histogram key {big:.3g} is over the limit of {limits.MAX_SEQUENCE_TOKENS:,} "
+                             "tokens per sequence")
+        ls = np.array(ls, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as err:
+        if "over the limit" in str(err):
+            raise
         raise ValueError(f"length histogram keys must be whole token lengths, got {list(hist)[:3]!r}") from None
     if ls.size == 0 or ls.min() < 1:
         raise ValueError("length histogram needs lengths >= 1")
@@ -349,6 +358,8 @@ def parse_prices(items) -> dict:
         if "=" not in it:
             raise ValueError(f"price {it!r}: use CHIP=USD_PER_CHIP_HOUR, e.g. gc200=1.5")
         k, v = it.split("=", 1)
+        if not k.strip():
+            raise ValueError(f"price {it!r}: the chip name before '=' is empty; use CHIP=USD_PER_CHIP_HOUR")
         try:
             out[k.strip().lower()] = float(v)
         except ValueError:
@@ -419,7 +430,7 @@ def _schema():
     class TrainingSec(Strict):
         enabled: bool = True
         models: list[str] = Field(default_factory=lambda: list(Training.models), min_length=1, max_length=64)
-        token_budget: Number = Field(Training.token_budget, gt=0, le=1e16)
+        token_budget: Number = Field(Training.token_budget, ge=1, le=1e16)
         seq_len: int = Field(Training.seq_len, ge=1, le=1 << 20)
 
     class Config(Strict):

@@ -50,6 +50,25 @@ def seed_arg(text: str) -> int:
     return v
 
 
+def number(lo: float, hi: float, unit: str = "", why: str = ""):
+    """argparse type of a float option that means something only in ``lo..hi`` (``unit``; ``why``
+    that range): a non-number, NaN, an infinity or a value outside is refused naming the option."""
+    from .._validate import in_range
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        try:
+            return in_range("value", v, lo, hi, why=why, unit=unit)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix("value ")) from None
+
+    parse.__name__ = "number"
+    return parse
+
+
 def add_json(p) -> None:
     """``--json``: the command prints exactly one JSON object (with ``print_json``)."""
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -7,14 +7,24 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, policies, serving, traffic
+from .. import arrivals, lengths, limits, policies, serving, traffic
 from .._files import atomic_write, check_writable
+from .._validate import in_range
 from ..serving import llm_metrics, tables
-from ._common import add_chip_and_model, add_json, add_lengths, format_table, print_json, seed_arg
+from ._common import (
+    add_chip_and_model,
+    add_json,
+    add_lengths,
+    format_table,
+    number,
+    print_json,
+    seed_arg,
+)
 
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
 ORDER = 30
+_MS = limits.MAX_SECONDS * 1e3  # any one time option, ms
 
 
 def add_arguments(p):
@@ -26,7 +36,7 @@ def add_arguments(p):
     p.add_argument("--service", choices=("chip", "fixed", "exponential"), default="chip",
                    help="where batch times come from: the chip's machine model (default), or a fixed or "
                         "exponential time of --service-ms per batch (for checks against queueing theory)")
-    p.add_argument("--service-ms", type=float, default=10.0, help="batch time for --service fixed/exponential, ms")
+    p.add_argument("--service-ms", type=number(1e-9, _MS, "ms", "a batch's time"), default=10.0, help="batch time for --service fixed/exponential, ms")
     p.add_argument("--rate", type=_rate_arg, metavar="R or START:STOP:STEP",
                    help="mean arrival rate, requests/s (required unless --trace); START:STOP:STEP sweeps the "
                         "rates START, START+STEP, ... up to STOP and prints one row per rate")
@@ -34,7 +44,7 @@ def add_arguments(p):
                    help="arrival process at the mean --rate: Poisson (default); gamma (Gamma gaps with "
                         "coefficient of variation --cv); bursty (on/off, on 1 s at twice the rate, off 1 s); "
                         "ramp (one sinusoidal 'day' over the run, swing 0.8)")
-    p.add_argument("--cv", type=float, default=1.0,
+    p.add_argument("--cv", type=number(limits.MIN_CV, limits.MAX_CV, "", limits.CV_WHY), default=1.0,
                    help="coefficient of variation of the gaps for --arrivals gamma; default 1 (Poisson)")
     p.add_argument("--trace", help="requests to replay instead of --rate: a CSV with a header (arrival_s,length; "
                                    "or an LLM trace such as Azure's TIMESTAMP,ContextTokens,GeneratedTokens) or "
@@ -54,14 +64,14 @@ def add_arguments(p):
                    help="batching policy (default dynamic; continuous for generation); continuous (and static "
                         "with --output-tokens) serve generation")
     p.add_argument("--max-batch", type=int, default=32, help="largest batch, requests; default 32")
-    p.add_argument("--max-delay-ms", type=float, default=2.0, help="longest hold of the oldest request, ms")
+    p.add_argument("--max-delay-ms", type=number(0, float("inf")), default=2.0, help="longest hold of the oldest request, ms")
     p.add_argument("--packed", action="store_true", help="the device runs packed rows instead of padded ones")
     g = p.add_mutually_exclusive_group()
     add_lengths(g, "draw request lengths from")
     (slo, shi), (llo, lhi) = lengths.SHORT_RANGE, lengths.LONG_RANGE
-    g.add_argument("--long-fraction", type=float, default=0.0, metavar="F",
+    g.add_argument("--long-fraction", type=number(0, 1), default=0.0, metavar="F",
                    help=f"share of long requests ({llo}-{lhi} tokens; others {slo}-{shi}); default 0")
-    p.add_argument("--latency-target-ms", type=float, default=100.0, help="latency target for goodput, ms")
+    p.add_argument("--latency-target-ms", type=number(1e-9, _MS, "ms", "a latency target"), default=100.0, help="latency target for goodput, ms")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed; default 0")
     p.add_argument("--output-tokens", metavar="N or LO:HI", default=None,
                    help="generation: tokens each request generates (N, or uniform in LO..HI, seeded); requests' "
@@ -98,6 +108,8 @@ def parse_rates(text: str) -> list[float]:
         vals = [float(x) for x in parts]
     except ValueError:
         raise ValueError(f"--rate must be a number or START:STOP:STEP, got {text!r}") from None
+    for v in vals[:2]:  # a rate (START and STOP) within the physical range; also no inf or NaN
+        in_range("--rate", v, limits.MIN_RATE_PER_S, limits.MAX_RATE_PER_S, why=limits.RATE_WHY)
     if len(vals) == 1:
         return vals
     if len(vals) != 3:
@@ -105,6 +117,7 @@ def parse_rates(text: str) -> list[float]:
     lo, hi, step = vals
     if not (0 < lo <= hi and step > 0):
         raise ValueError(f"--rate START:STOP:STEP needs 0 < START <= STOP and STEP > 0, got {text!r}")
+    in_range("--rate STEP", step, 0, limits.MAX_RATE_PER_S, why="requests/s")
     k = int(np.floor((hi - lo) / step * (1 + 1e-12))) + 1
     if k > 1000:
         raise ValueError(f"--rate {text} asks for {k} rates; at most 1000")
@@ -115,7 +128,7 @@ def _rate_arg(text: str) -> list[float]:
     try:
         return parse_rates(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--rate ")) from None
 
 
 _REQUEST_COLUMNS = ("arrival_s", "length", "start_s", "finish_s", "latency_s", "device", "batch_id")
@@ -334,6 +347,8 @@ def run(args) -> int:
         if args.rate is None:
             raise ValueError("give --rate (requests/s) or --trace FILE")
         rates = args.rate
+        for r in rates:
+            limits.check_run_length("--rate", r, n)
         if args.lengths:
             lens = lengths.source(args.lengths).sample(n, seed=args.seed + 1)
         else:

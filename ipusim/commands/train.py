@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import training, workloads
+from .. import limits, training, workloads
 from ..checklist.case import parse_prices
-from ._common import add_chip_and_model, add_json, print_json
+from ._common import add_chip_and_model, add_json, number, print_json
 
 NAME = "train"
 HELP = "train a model on N chips: best placement, step time, tokens/s, MFU, memory, days, cost, energy"
@@ -14,7 +14,7 @@ ORDER = 45
 def add_arguments(p):
     add_chip_and_model(p)
     p.add_argument("--chips", type=int, required=True, help="number of chips")
-    p.add_argument("--tokens", type=float, required=True, help="training tokens (e.g. 2e12)")
+    p.add_argument("--tokens", type=number(1, 1e16, "tokens", "30,000x GPT-3's budget"), required=True, help="training tokens (e.g. 2e12)")
     p.add_argument("--global-batch", type=int, default=None,
                    help="sequences per step (default: the model's published recipe)")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the recipe's)")
@@ -22,7 +22,7 @@ def add_arguments(p):
     p.add_argument("--sharding", default="any", help="0-3 or any (default: search all)")
     p.add_argument("--price", action="append", default=[], metavar="CHIP=USD",
                    help="price per chip-hour (default: the placeholder ASSUMPTION prices)")
-    p.add_argument("--usd-per-kwh", type=float, default=None, help="energy price (default: placeholder)")
+    p.add_argument("--usd-per-kwh", type=number(0, limits.MAX_USD, "USD"), default=None, help="energy price (default: placeholder)")
     add_json(p)
 
 

@@ -331,6 +331,19 @@ def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, engine: str, stream
     )
 
 
+INT64_HEADROOM = 2**62  # row ids x units must stay below this (int64 holds 2**63 - 1)
+
+
+def _check_int64(w: Workload, units: int) -> None:
+    """Refuse a workload whose row ids (all tables' rows, numbered in one int64 range) times the
+    units they are dealt to would overflow int64 in the sharding arithmetic; Python ints here."""
+    rows = sum(int(t.rows) for t in w.tables)
+    if rows * units >= INT64_HEADROOM:
+        raise ValueError(f"tables hold {rows:,} rows in all: times {units:,} units that is over the "
+                         f"{INT64_HEADROOM:.3g} that int64 arithmetic holds (at most {INT64_HEADROOM // units:,} rows in all; "
+                         "fewer --rows or --tables)")
+
+
 def simulate(chip, w: Workload, *, chips: int = 1, cache: bool = True, seed: int = 0,
              engine: str = "numba", stream=None) -> EmbeddingResult:
     """One embedding step of ``w`` on ``chips`` chips of kind ``chip`` (a preset name or chip).
@@ -345,6 +358,7 @@ def simulate(chip, w: Workload, *, chips: int = 1, cache: bool = True, seed: int
         raise ValueError(f"w must be an embeddings.Workload, got {type(w).__name__}")
     chips = positive("chips", chips, integer=True)
     choice("engine", engine, ENGINES)
+    _check_int64(w, c.units * chips)
     if isinstance(c, TileChip):
         return _tile(c, w, chips, bool(cache), seed, engine, stream)
     return _gpu_run(c, w, chips, seed, engine, stream)

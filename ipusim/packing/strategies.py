@@ -71,6 +71,28 @@ NNLSHP_MAX_LEN = 8192  # tokens per row for nnlshp (work ~ max_len^2; measured 3
 FFD_BYTES_PER_SEQUENCE = 48  # the expanded lengths, their order, and the row of each
 
 
+FFD_BYTES_PER_CELL = 16  # a cell of the (rows x most sequences in a row) int64 row matrix and its masks
+
+
+def pack_bytes(hist, max_len: int, strategy: str, *, max_per_row: int | None = None) -> tuple[float, str]:
+    """(bytes, why) that packing ``hist`` (a ``lengths.Histogram``; unused by the table strategies)
+    into rows of ``max_len`` tokens with ``strategy`` needs, estimated before anything is built.
+
+    spfhp, bfhp, nnlshp: their (2 x max_len + 1) x max_per_row composition table. ffd: its
+    per-sequence work arrays; the row matrix is checked once the rows are known
+    (``_rows_from_assignment``). pad and bucket: one entry per distinct length.
+    """
+    K = max_len if max_per_row is None else min(int(max_per_row), max_len)
+    if strategy in ("spfhp", "bfhp", "nnlshp"):
+        return (SPFHP_BYTES_PER_CELL * (2 * max_len + 1) * K,
+                f"{strategy} keeps a (2 x max_len + 1) x max_per_row table of int64, "
+                f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies")
+    if strategy == "ffd":
+        return (FFD_BYTES_PER_SEQUENCE * hist.n,
+                f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each")
+    return 8.0 * (max_len + (0 if hist is None else hist.max_len)), "one entry per length"
+
+
 def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | None = None,
          buckets=None, slack: int = 0) -> Packing:
     """Put the sequences of ``source`` into rows of ``max_len`` tokens.
@@ -99,18 +121,16 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     else:
         K = min(positive("max_per_row", max_per_row, integer=True), max_len)
     if strategy in ("spfhp", "bfhp", "nnlshp"):  # before the source is read: these depend on max_len only
-        limits.check_memory("max_len" if max_per_row is None else "max_len x max_per_row", max_len,
-                            SPFHP_BYTES_PER_CELL * (2 * max_len + 1) * K,
-                            f"{strategy} keeps a (2 x max_len + 1) x max_per_row table of int64, "
-                            f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies")
+        need, why = pack_bytes(None, max_len, strategy, max_per_row=K)
+        limits.check_memory("max_len" if max_per_row is None else "max_len x max_per_row", max_len, need, why)
     if strategy == "nnlshp":
         limits.check_at_most("max_len", max_len, NNLSHP_MAX_LEN,
                              "nnlshp enumerates compositions of up to 3 lengths, work ~ max_len^2: "
                              "3.5 s at 4,096; use spfhp for longer rows")
     hist, arr = _as_source(source, max_len)
     if strategy == "ffd":
-        limits.check_memory("sequences", hist.n, FFD_BYTES_PER_SEQUENCE * hist.n,
-                            f"ffd places sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each")
+        need, why = pack_bytes(hist, max_len, strategy, max_per_row=K)
+        limits.check_memory("sequences", hist.n, need, why)
     name = hist.name
     lens = hist.lengths
     if strategy in ("pad", "bucket"):
@@ -154,6 +174,10 @@ def _rows_from_assignment(sorted_lengths, srow, nrows):
     """(rows, slots) lengths of each row from the row index of each (sorted) sequence."""
     per_row = np.bincount(srow, minlength=nrows)
     width = int(per_row.max())
+    limits.check_memory(f"ffd rows x fullest row ({nrows:,} x {width:,})", nrows * width,
+                        FFD_BYTES_PER_CELL * nrows * width + FFD_BYTES_PER_SEQUENCE * srow.size,
+                        f"ffd's row matrix, {FFD_BYTES_PER_CELL} bytes per cell, and its work arrays; "
+                        "a longer row holds more short sequences")
     out = np.zeros((nrows, width), np.int64)
     order = np.argsort(srow, kind="stable")
     rows_sorted = srow[order]

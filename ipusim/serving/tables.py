@@ -374,17 +374,22 @@ def time_table(spec: Replica, phase: str, max_rows: int, max_len: int, len_step:
 
 
 def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
+    from ..config import progress
+
+    def bar(it, what):  # a bar on stderr, shown only once the build has run 2 s (a cold table)
+        return progress(it, desc=f"{spec.model.name} {phase} table: {what}", leave=False, delay=2.0)
+
     memo: dict = {}
     rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in ROW_GRID if r < max_rows} | {max_rows})
     n_len = -(-max_len // len_step)
     grid = sorted({min(j * len_step, max_len) for j in range(1, n_len + 1)})
     if phase == "decode":
         tab = np.zeros((max_rows + 1, n_len + 1))
-        for j in range(1, n_len + 1):
+        for j in bar(range(1, n_len + 1), "lengths"):
             tab[:, j] = _fill_rows(spec, phase, max_rows, rows_grid, min(j * len_step, max_len), memo)
         return tab
     cols = set(grid)
-    for r in rows_grid:
+    for r in bar(rows_grid, "rows"):
         prev = None
         for L in grid:
             g = _step_eval(spec, phase, r, L, memo)[1]
@@ -399,7 +404,7 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
                 cols.add(lo)
             prev = (L, g)
     cols = sorted(cols)
-    vals = np.array([_fill_rows(spec, phase, max_rows, rows_grid, L, memo) for L in cols]).T
+    vals = np.array([_fill_rows(spec, phase, max_rows, rows_grid, L, memo) for L in bar(cols, "lengths")]).T
     idx = np.searchsorted(cols, np.arange(1, max_len + 1), side="left")  # the next length computed
     tab = np.zeros((max_rows + 1, max_len + 1))
     tab[:, 1:] = vals[:, idx]

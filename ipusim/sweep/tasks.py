@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import hardware
+from .. import hardware, limits
 
 CHIP_PARAMS = ("chip", "usd_per_chip_hour")  # every task that takes a chip reads these
 
@@ -165,6 +165,7 @@ def simulate(point: dict) -> dict:
     chips = p["chips"]
     chips = int(chips) if isinstance(chips, float) and chips.is_integer() else chips
     pad = None if (p["packed"] or p["phase"] == "decode") else seq
+    limits.check_step(batch, seq, name="batch")  # before the list of ``batch`` lengths is built
     r = machine.simulate(c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad), chips=chips)
     thr = r.throughput_seq_per_s if r.fits else 0.0
     price = price_usd_per_hour(point, c)

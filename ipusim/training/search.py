@@ -20,8 +20,9 @@ MAX_TENSOR = 16  # chips; beyond this a layer's matmuls get too thin to pay for 
 MAX_MICRO_BATCH = 64  # sequences
 
 
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+def _divisors(n: int, at_most: int | None = None) -> list[int]:
+    """The divisors of ``n`` up to ``at_most`` (default ``n``), ascending: work O(min(n, at_most))."""
+    return [k for k in range(1, min(n, n if at_most is None else at_most) + 1) if n % k == 0]
 
 
 def candidates(cfg, chips: int, global_batch: int, recompute=mem.RECOMPUTE, sharding=mem.SHARDING) -> dict:
@@ -39,9 +40,7 @@ def candidates(cfg, chips: int, global_batch: int, recompute=mem.RECOMPUTE, shar
             d = chips // (t * p)
             if global_batch % d:
                 continue
-            for b in _divisors(global_batch // d):
-                if b > MAX_MICRO_BATCH:
-                    break
+            for b in _divisors(global_batch // d, MAX_MICRO_BATCH):
                 for rc in rcs:
                     for z in (zs if d > 1 else zs[:1]):
                         rows.append((d, t, p, b, rc, z))
