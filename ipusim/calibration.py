@@ -229,12 +229,12 @@ def load(path) -> dict:
     import tomllib
 
     from . import hardware
+    from ._validate import read_text_file
 
-    with open(path, "rb") as f:
-        try:
-            d = tomllib.load(f)
-        except tomllib.TOMLDecodeError as err:
-            raise ValueError(f"{path}: not a calibration file ({err})") from None
+    try:
+        d = tomllib.loads(read_text_file("calibration file", path))
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not a calibration file ({err})") from None
     out = {}
     g = d.get("gpu")
     if g is not None:

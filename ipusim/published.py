@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 from importlib import resources
 
@@ -27,8 +28,9 @@ def _typed(row: dict) -> dict:
 def read_rows(path) -> tuple[dict, ...]:
     """Rows of a CSV in the registry's format (``published.md``), typed; ``ValueError`` names
     the row (its line) and the column when a row is malformed."""
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    from ._validate import read_text_file
+
+    rows = list(csv.DictReader(io.StringIO(read_text_file("measurements file", path), newline="")))
     return tuple(_check(_row_or_raise(r, i + 2, path), i + 2, path) for i, r in enumerate(rows))
 
 
