@@ -44,6 +44,10 @@ ATTENTION_BACKWARD = 2.0
 its two (Dao et al. 2022, "FlashAttention", Algorithm 4: dV, dP, dQ, dK), the softmax backward one
 element-wise pass over the scores as its forward."""
 
+GPU_FUSION = "none"
+"""Kernels of a GPU training step (``ipusim.gpu`` fusion): one kernel per op, the attention scores
+through HBM, as a framework's training kernels without a fused (FlashAttention-style) attention."""
+
 RESERVE_GRANULE_BYTES = 8 * 1024
 """Per-tile reserve for the training state is rounded up to this (bytes), so that placements whose
 training state differs by a few bytes per tile share one simulation (conservative: rounded up)."""
@@ -103,7 +107,7 @@ _INF = LayerTimes(math.inf, math.inf, math.inf, {}, False)
 def _time(c, step, weights):
     from .. import machine
 
-    kw = {"weights": weights, "explain": False} if c.kind == "tile" else {}
+    kw = {"weights": weights, "explain": False} if c.kind == "tile" else {"fusion": GPU_FUSION}
     return machine.simulate(c, step, **kw)
 
 
