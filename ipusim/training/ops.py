@@ -162,12 +162,12 @@ def forward_time_s(model, chip, seq_len: int, micro_batch: int, *, tensor: int =
                    reserved_bytes: float | None = None) -> float:
     """Seconds of the whole model's forward for one micro-batch on one chip as the training step
     prices it: ``layers x`` one layer plus the embedding and head. ``reserved_bytes`` defaults to
-    the weights of the other layers (what ``machine.simulate`` of the whole forward holds on chip
-    beside the layer it runs)."""
+    the 16-bit weights of everything but the layer (what ``machine.simulate`` of the whole forward
+    holds on chip beside the layer it runs)."""
     cfg = workloads.model(model)
     c = _chip(chip)
     if reserved_bytes is None:
-        reserved_bytes = (cfg.layers - 1) * cfg.layer_params * 2.0 / tensor
+        reserved_bytes = (cfg.weight_bytes(2) - cfg.layer_params * 2.0) / tensor
     layer, ends = chip_layer_times(c, cfg, seq_len, micro_batch, tensor, reserved_bytes=reserved_bytes)
     return cfg.layers * layer.forward_s + ends.forward_s
 
