@@ -77,3 +77,18 @@ def plot_convergence(run, ax=None):
     ax.set_yscale("log")
     return finish(ax, xlabel="step", ylabel="loss (mean squared error)",
                   title="FP16 weight updates: round-to-nearest stalls")
+
+
+def plot_published(rows, ax=None):
+    """Predicted / published for each row of ``training.calibration.published_table()``: a point per
+    row, its tolerance band as a bar behind it, and the line of agreement at 1 (linear axis)."""
+    ax = axes(ax, size=(7.5, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows, strict=True):
+        ax.barh(yi, 2 * r["tolerance"], left=1 - r["tolerance"], height=0.6, color="0.85",
+                label="tolerance" if yi == y[0] else None)
+        ax.plot(r["ratio"], yi, "o", color=chip_color(r["step"].chip), ms=7)
+        ax.annotate(f" {r['ratio']:.2f}", (r["ratio"], yi), va="center", fontsize=8)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(y, [f"{r['run']}\n{r['quantity']}" for r in rows], fontsize=7)
+    return finish(ax, xlabel="predicted / published", title="Training model vs published runs", loc="lower right")

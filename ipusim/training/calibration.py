@@ -60,3 +60,37 @@ def graphcore_seq_per_s(row: dict) -> float:
     r = best_placement(row["model"], row["chip"], row["chips"], seq_len=row["seq_len"],
                        global_batch=row["global_batch"], explain=False)
     return r.tokens_per_s / row["seq_len"]
+
+
+def _row(run: str, quantity: str, published: float, predicted: float, tol: float, source: str, step) -> dict:
+    ratio = predicted / published
+    return {"run": run, "quantity": quantity, "published": published, "predicted": predicted, "ratio": ratio,
+            "tolerance": tol, "within": abs(ratio - 1.0) <= tol, "source": source, "step": step}
+
+
+def published_table() -> list[dict]:
+    """Every published training row the project cites, predicted vs published: a dict per row with
+    ``run, quantity, published, predicted, ratio`` (predicted / published), ``tolerance`` (relative,
+    fixed above), ``within``, ``source`` and ``step`` (the ``TrainingStep`` behind the prediction)."""
+    from .search import best_placement
+
+    m = MEGATRON_175B
+    meg = best_placement(m["model"], m["chip"], m["chips"], seq_len=m["seq_len"], global_batch=m["global_batch"],
+                         explain=False)
+    meg21 = best_placement(m["model"], m["chip"], m["chips"], seq_len=m["seq_len"], global_batch=m["global_batch"],
+                           recompute=("full",), sharding=(0,), explain=False)
+    rows = [_row("GPT-3 175B, 1,024 A100-80GB", "TFLOP/s per GPU", m["tflops_per_gpu"],
+                 meg.hardware_flops_per_chip / 1e12, TOL_MEGATRON_TFLOPS, m["source"], meg),
+            _row("GPT-3 175B, 1,024 A100-80GB (full recompute, no sharding)", "days for 300B tokens",
+                 m["days_300b_tokens"], meg21.run(3e11).days, TOL_MEGATRON_DAYS, m["source"], meg21)]
+    for name, hours in LLAMA2_GPU_HOURS.items():
+        r = best_placement(LLAMA2_13B if name == "llama-2-13b" else name, "a100-80gb", LLAMA2_CHIPS, seq_len=4096,
+                           global_batch=1024, explain=False)
+        rows.append(_row(f"{name}, {LLAMA2_CHIPS:,} A100-80GB", "A100-hours for 2T tokens", float(hours),
+                         r.run(LLAMA2_TOKENS).chip_hours, TOL_LLAMA2_GPU_HOURS, "TOUVRON2023, Table 2", r))
+    for g in GRAPHCORE_ROWS:
+        r = best_placement(g["model"], g["chip"], g["chips"], seq_len=g["seq_len"], global_batch=g["global_batch"],
+                           explain=False)
+        rows.append(_row(f"{g['model']}, SL {g['seq_len']}, Bow Pod16", "sequences/s", g["seq_per_s"],
+                         r.tokens_per_s / g["seq_len"], TOL_BOW_SEQ_PER_S, g["source"], r))
+    return rows
