@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from .style import axes, chip_color, finish
+from .tiles import PHASE_COLORS
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
+SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in every figure
+    "ops_compute": PHASE_COLORS["compute"], "ops_exchange": PHASE_COLORS["exchange"], "ops_sync": PHASE_COLORS["sync"],
+    "ops_streaming": "#937860",
+    "ops_memory": "#64b5cd", "ops_launch": "#8c8c8c", "recompute": "#ccb974", "tensor_parallel": "#dd8452",
+    "pipeline_bubble": "#eeeeee", "pipeline_p2p": "#da8bc3", "data_parallel": "#8172b3", "optimizer": "#000000",
+}
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
 
 
@@ -45,8 +52,7 @@ def plot_step_split(steps, ax=None):
     keys = list(dict.fromkeys(k for s in steps for k in s.split))
     y = np.arange(len(steps))
     left = np.zeros(len(steps))
-    cmap = {k: c for k, c in zip(keys, ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
-                                         "#da8bc3"], strict=False)}
+    cmap = {k: SPLIT_COLORS.get(k, "0.5") for k in keys}
     for k in keys:
         v = np.array([s.split.get(k, 0.0) / s.step_time_s for s in steps])
         ax.barh(y, v, left=left, color=cmap[k], label=k)
