@@ -14,9 +14,8 @@ efficiency of its own.
   gradient (``reads = 2``). They form one step, simulated like any other.
   The attention core's backward is four products of the forward's shapes (``dP = dO V^T`` like
   the scores; ``dV = P^T dO``, ``dQ = dS K``, ``dK = dS^T Q`` like the context) against the
-  forward's two, and a softmax backward like its forward: it is charged ``ATTENTION_BACKWARD``
-  times the simulated forward attention core (scores, softmax, context; on a GPU the fused
-  attention kernel).
+  forward's two, and a softmax backward: it is charged ``ATTENTION_BACKWARD`` times the simulated
+  forward attention core (scores, softmax, context).
 * **recomputation**: another forward of the layer (``full``) or of its attention core
   (``selective``), at the forward's simulated times.
 
@@ -41,8 +40,10 @@ from ..hardware import chip as _chip
 
 ATTENTION_BACKWARD = 2.0
 """Backward of the attention core / its forward: four products of the forward's shapes against
-its two (Dao et al. 2022, "FlashAttention", Algorithm 4: dV, dP, dQ, dK), the softmax backward one
-element-wise pass over the scores as its forward."""
+its two (Dao et al. 2022, "FlashAttention", Algorithm 4: dV, dP, dQ, dK). The factor is applied to
+the whole simulated core, softmax included: the softmax backward reads the probabilities and their
+gradient and writes one (about 1.5x its forward's traffic), so it is over-counted by up to half of
+the forward softmax."""
 
 GPU_FUSION = "none"
 """Kernels of a GPU training step (``ipusim.gpu`` fusion): one kernel per op, the attention scores
@@ -56,13 +57,12 @@ _HEAD_OPS = ("embedding", "pooler", "final_norm", "lm_head")
 _ATTENTION_KINDS = ("attention", "softmax")
 
 
-def backward_ops(ops) -> tuple:
-    """The backward ops of ``ops`` other than the attention core (see the module docstring)."""
-    out = []
+def backward_ops(ops, dtype_bytes: int = 2) -> tuple:
+    """The backward ops of ``ops`` (a step's ops, ``dtype_bytes`` per element) other than the
+    attention core (see the module docstring)."""
+    out, dt = [], dtype_bytes
     for o in ops:
         if o.kind == "matmul":
-            dt = o.weight_bytes / (o.count * o.k * o.n) if o.weight_bytes else 2.0
-            dt = int(round(dt))
             w = o.weight_bytes > 0
             out.append(workloads.matmul_op(f"{o.name}.dx", o.count, o.m, o.n, o.k, dt, weights=w))
             out.append(workloads.matmul_op(f"{o.name}.dw", o.count, o.k, o.m, o.n, dt, weights=False))
@@ -130,7 +130,7 @@ def layer_times(c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str =
     fwd = _time(c, fwd_step, weights)
     if not fwd.fits:
         return _INF
-    bwd = _time(c, _sub_step(sh, seq_len, micro_batch, backward_ops(fwd_step.ops)), weights)
+    bwd = _time(c, _sub_step(sh, seq_len, micro_batch, backward_ops(fwd_step.ops, fwd_step.dtype_bytes)), weights)
     if not bwd.fits:
         return _INF
     kinds = {o.name: o.kind for o in fwd_step.ops}

@@ -79,7 +79,6 @@ class _Timer:
 
     def __init__(self, cfg, c, chips, seq_len, global_batch, g, fits):
         self.args, self.g = (cfg, c, chips, seq_len, global_batch), g
-        self.fits = fits.copy()
         self.bound = np.full(fits.size, np.inf)
         self.times = np.full(fits.size, np.nan)  # exact, where computed
         if fits.any():
