@@ -4,13 +4,14 @@ Sources are keys of ``docs/facts.md`` §3. The table is Horowitz's
 45 nm figures (ISSCC 2014) plus one HBM figure; which value we pick and why is written
 next to each entry.
 
-Process-node caveat, plainly: the chips we compare are 7 nm (GC200, A100) and TSMC 4N
-(H100), not 45 nm. Arithmetic energy has shrunk several-fold since 45 nm, SRAM access
-energy less (it is dominated by wires), and off-chip DRAM/HBM energy per bit least (it
-is I/O and DRAM-array energy; the HBM figure here is already for a 2017 part). So at
-today's nodes *moving* a byte costs relatively more than this table says compared with
-a FLOP, and absolute joules here are too high for compute. We apply one table to every
-chip, so that comparisons isolate *where the bytes come from*, not the process node.
+Process node, plainly: the chips we compare are 16 nm (GC2), 7 nm (GC200, Bow, A100) and
+TSMC 4N (H100, H200), not 45 nm. Arithmetic energy has shrunk several-fold since 45 nm, SRAM
+access energy less (it is dominated by wires), and off-chip DRAM/HBM energy per bit least (it
+is I/O and DRAM-array energy; the HBM figure here is already for a 2017 part). FLOPs are
+therefore priced at each chip's node (``flop_scale``, Stillmaker & Baas's scaling fits: 0.124x
+at 7 nm), without which a 4 nm GPU's FLOPs alone would draw more than its board power; bytes
+keep one table for every chip, so that comparisons of data movement isolate *where the bytes
+come from*, not the process node (the byte figures are upper bounds at 7 nm).
 
 Two energy estimates exist in ipusim, on purpose, and they are not the same number:
 
@@ -18,8 +19,10 @@ Two energy estimates exist in ipusim, on purpose, and they are not the same numb
   FLOPs and its compulsory (unfused) bytes per level; ``tile_split`` and ``gpu_split`` price
   every byte the machine simulations actually move (tile SRAM reads, exchange, Streaming
   Memory, IPU-Links; GPU HBM, L2 and shared memory) and every FLOP they run. That is
-  ``StepResult.energy_j`` and ``StepResult.energy_split``: dynamic energy at 45 nm, with no
-  static (leakage, idle) power, because no source gives that split for these chips;
+  ``StepResult.energy_j`` and ``StepResult.energy_split``: dynamic energy (FLOPs at the chip's
+  node, bytes at the table's prices), with no static (leakage, idle) power, because no source
+  gives that split for these chips; its average power stays within the board power (a test
+  holds every preset to it);
 * ``StepResult.board_energy_j`` = board power (``chip.power_w``, sourced in ``ipusim.hardware``)
   x simulated time: an upper bound (a chip rarely draws its full board power) that includes
   static power, for throughput-per-watt uses.
@@ -51,6 +54,33 @@ FLOP_FP32 = EnergyCost(
     (3.7 + 0.9) / 2, "FLOP",
     "GIST-HOROWITZ 45 nm: FP32 mult 3.7 pJ + FP32 add 0.9 pJ per multiply-add (2 FLOP)",
 )
+
+# Process-node scaling of arithmetic energy: Stillmaker & Baas (2017) fit the energy of a CMOS
+# operation at each node as a quadratic in the supply voltage, E(V) = a V^2 + b V + c, normalised
+# alike across nodes (STILLMAKER2017; high-performance process fits, energy columns). The nodes
+# below 45 nm the presets need; 45 nm is Horowitz's. Their fits end at 7 nm.
+STILLMAKER_ENERGY_FIT = {45.0: (1.018, -0.3107, 0.1539), 16.0: (0.2958, -0.1241, 0.03024),
+                         7.0: (0.1776, -0.09097, 0.02447)}
+SCALING_VDD = 0.9  # V: Horowitz's supply voltage, held at every node (ASSUMPTION, see flop_scale)
+
+
+def flop_scale(process_nm: float) -> float:
+    """Factor from Horowitz's 45 nm FLOP energies to a chip built at ``process_nm``:
+    E(node, 0.9 V) / E(45 nm, 0.9 V) from Stillmaker & Baas's fits (``STILLMAKER_ENERGY_FIT``):
+    0.226 at 16 nm, 0.124 at 7 nm. Rules, each an ASSUMPTION: the voltage is held at Horowitz's
+    0.9 V (real parts run lower, so this is an upper bound on the energy); a node between two
+    fitted ones takes the coarser node's factor, a node below 7 nm the 7 nm factor (the fits end
+    there; again an upper bound); a node above 45 nm is not scaled. Only arithmetic is scaled:
+    SRAM, wire, DRAM, HBM and link energies keep their 45 nm or per-bit figures (wires shrink
+    least, DRAM and link figures are already I/O energies), so bytes stay priced as the table says."""
+    if not process_nm > 0:
+        raise ValueError(f"process_nm must be > 0 nm, got {process_nm!r}")
+    node = min((n for n in STILLMAKER_ENERGY_FIT if n >= process_nm), default=45.0)
+    a, b, c = STILLMAKER_ENERGY_FIT[node]
+    a45, b45, c45 = STILLMAKER_ENERGY_FIT[45.0]
+    v = SCALING_VDD
+    return (a * v * v + b * v + c) / (a45 * v * v + b45 * v + c45)
+
 
 # Per byte read from each memory level. Keys are the level names of roofline.memory_levels.
 BYTE = {
@@ -175,10 +205,11 @@ def _nonneg(name, v) -> float:
 
 def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
                exchange_sent_bytes: float, exchange_received_bytes: float,
-               streamed_bytes: float = 0.0, link_bytes: float = 0.0) -> dict:
+               streamed_bytes: float = 0.0, link_bytes: float = 0.0, flop_scale: float = 1.0) -> dict:
     """Energy of what a tile simulation did, by level, joules (keys ``TILE_LEVELS``).
 
-    * "flops": AMP (matmul) FLOPs at the FP16 price, vector-unit FLOPs at the FP32 price;
+    * "flops": AMP (matmul) FLOPs at the FP16 price, vector-unit FLOPs at the FP32 price, both
+      times ``flop_scale`` (the chip's node, ``flop_scale(process_nm)``; 1 = 45 nm);
     * "sram": bytes the compute phases load from their tile's SRAM (32 KB-bank price);
     * "exchange": each byte sent is read once from the sender's SRAM and each byte received is
       written once into the receiver's (a multicast byte is read once, written at every
@@ -190,7 +221,7 @@ def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
     sram = BYTE["tile SRAM"].pj
     return {
         "flops": (_nonneg("amp_flops", amp_flops) * FLOP_FP16.pj
-                  + _nonneg("vector_flops", vector_flops) * FLOP_FP32.pj) * PJ,
+                  + _nonneg("vector_flops", vector_flops) * FLOP_FP32.pj) * _nonneg("flop_scale", flop_scale) * PJ,
         "sram": _nonneg("sram_read_bytes", sram_read_bytes) * sram * PJ,
         "exchange": (_nonneg("exchange_sent_bytes", exchange_sent_bytes)
                      + _nonneg("exchange_received_bytes", exchange_received_bytes)) * sram * PJ,
@@ -200,11 +231,11 @@ def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
 
 
 def gpu_split(*, tensor_flops: float, simt_flops: float, hbm_bytes: float, l2_bytes: float,
-              smem_staged_bytes: float) -> dict:
+              smem_staged_bytes: float, flop_scale: float = 1.0) -> dict:
     """Energy of what a GPU simulation did, by level, joules (keys ``GPU_LEVELS``).
 
     * "flops": tensor-core FLOPs (padded tiles included) at the FP16 price, CUDA-core FLOPs at
-      the FP32 price;
+      the FP32 price, both times ``flop_scale`` (the chip's node; 1 = 45 nm);
     * "hbm": bytes moved between HBM and the chip (``BYTE["HBM"]``);
     * "l2": bytes SMs pull from L2 (``L2``);
     * "smem": ``SMEM_ACCESSES_PER_STAGED_BYTE`` accesses per byte a block stages in shared
@@ -212,7 +243,7 @@ def gpu_split(*, tensor_flops: float, simt_flops: float, hbm_bytes: float, l2_by
     """
     return {
         "flops": (_nonneg("tensor_flops", tensor_flops) * FLOP_FP16.pj
-                  + _nonneg("simt_flops", simt_flops) * FLOP_FP32.pj) * PJ,
+                  + _nonneg("simt_flops", simt_flops) * FLOP_FP32.pj) * _nonneg("flop_scale", flop_scale) * PJ,
         "hbm": _nonneg("hbm_bytes", hbm_bytes) * BYTE["HBM"].pj * PJ,
         "l2": _nonneg("l2_bytes", l2_bytes) * L2.pj * PJ,
         "smem": _nonneg("smem_staged_bytes", smem_staged_bytes) * SMEM_ACCESSES_PER_STAGED_BYTE * SMEM.pj * PJ,

@@ -83,6 +83,7 @@ class TileChip(_ChipSpec):
     offchip_bandwidth_bytes_per_s: float  # bytes/s between off-chip DRAM and the chip
     link_bandwidth_bytes_per_s: float  # bytes/s chip-to-chip (all links, one chip)
     power_w: float  # W, board power per chip
+    process_nm: float = 45.0  # nm, the logic process node (prices FLOPs, ``energy.flop_scale``)
     sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
     notes: str = field(default="", compare=False, repr=False)
 
@@ -111,6 +112,12 @@ class TileChip(_ChipSpec):
     def peak_flops(self) -> float:
         """Peak FP16 FLOP/s of the whole chip."""
         return self._chip_wide(self.fp16_flops_per_cycle_per_tile)
+
+    def amp_flops_per_cycle_per_tile(self, dtype_bytes: int) -> float:
+        """FLOP/cycle/tile of the matmul unit (AMP) for operands of ``dtype_bytes``: the FP16 rate
+        for 2-byte (or smaller) operands, the FP32 rate for 4-byte ones (the AMP's FP32 rate is
+        the chip's FP32 peak: 32 FLOP/cycle/tile on Mk2, UNATTR-IPU21; 31.1 TFLOP/s on GC2, APAD2)."""
+        return self.fp16_flops_per_cycle_per_tile if dtype_bytes <= 2 else self.fp32_flops_per_cycle_per_tile
 
     @property
     def sram_bytes(self) -> int:
@@ -162,6 +169,7 @@ class GpuChip(_ChipSpec):
     kernel_launch_s: float  # fixed cost of one kernel launch, seconds
     link_bandwidth_bytes_per_s: float  # NVLink bandwidth per GPU, bytes/s
     power_w: float  # W, TDP
+    process_nm: float = 45.0  # nm, the logic process node (prices FLOPs, ``energy.flop_scale``)
     sources: MappingProxyType = field(default_factory=dict, compare=False, repr=False)
     notes: str = field(default="", compare=False, repr=False)
 
@@ -211,8 +219,27 @@ width did not change from Mk1 to Mk2, and the measured Mk1 width is applied to G
 _SRAM_SOURCE = ("one rule for all tile presets (SRAM_BYTES_PER_CYCLE_PER_TILE): a 128-bit load per cycle, "
                 "31.1 TB/s on a GC2 (Jia via LOUW §IV), 30.70 TB/s measured in assembly (JIA-FT)")
 
+JIA_FT_TILE_LATENCY_S = 98e-9
+"""Worst tile-to-tile latency on an idle GC2, seconds (JIA-FT, facts §1.5; 37-59 ns within a tile
+column): the measured time of one whole minimal transfer."""
+
+SYNC_CYCLES = 156.0
+"""Cycles of one chip-wide sync, one rule for every tile preset: a minimal transfer as Poplar runs it
+is a sync followed by an exchange (every exchange follows a sync, facts §1.4 GC-MPO2), so JIA-FT's
+measured worst idle latency, 98 ns = 156.8 cycles at 1.6 GHz, is taken to be that whole (ASSUMPTION:
+the measured latency includes the sync). Less the one cycle the simulator charges for the exchange
+of the 4-byte word sent (4 B / (4.1 B/cycle x 0.96), ``tile_calibration.EXCHANGE_EFFICIENCY``), the
+sync is 156 cycles. The largest on-chip sync delay of a public cost model, 126 cycles (UNATTR-IPU21,
+conf. L), fits inside it; the same model's ``getGlobalSyncCycles`` = 600 would alone take 4x the
+measured whole transfer, so it is not used. Mk2 chips: the same cycles (ASSUMPTION: the sync and the
+exchange fabric are clocked with the tiles; no Mk2 latency was measured)."""
+
+_SYNC_SOURCE = ("JIA-FT: worst idle tile-to-tile latency 98 ns on GC2 (157 cycles at 1.6 GHz) is one whole "
+                "sync + minimal exchange (ASSUMPTION: the measurement includes the sync), less 1 cycle of "
+                "exchange = 156 (SYNC_CYCLES); UNATTR-IPU21's sync delay of 126 cycles fits inside it")
+
 _IPU_COMMON_SOURCES = {
-    "sync_cycles": "UNATTR-IPU21 getGlobalSyncCycles = 600 (conf. L); no ns figure found (facts §1.4)",
+    "sync_cycles": _SYNC_SOURCE + "; ASSUMPTION: the same cycles on Mk2 (no Mk2 latency measured)",
     "vertex_overhead_cycles": "POPLIBS-EST, newer PerformanceEstimation.cpp: 11 cycles (older: 198)",
     "code_bytes_per_tile": "ASSUMPTION: 48 KiB code/runtime reserve per tile; Poplar's real code size "
     "varies by program (GC-OOM shows code can overflow a tile)",
@@ -230,13 +257,14 @@ def _gc2() -> TileChip:
         fp32_flops_per_cycle_per_tile=16.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=0.0,
         offchip_bandwidth_bytes_per_s=0.0,
         link_bandwidth_bytes_per_s=192e9,
         power_w=150.0,
+        process_nm=16.0,
         sources={
             "tiles": "JIA-N, IPUG, LOUW: 1,216 tiles",
             "sram_per_tile_bytes": "GC-LV tileMemory 262144; JIA-N",
@@ -249,8 +277,9 @@ def _gc2() -> TileChip:
             "offchip_bandwidth_bytes_per_s": "0: no Streaming Memory on the C2 card (GC-LEGACY), so no bandwidth",
             "link_bandwidth_bytes_per_s": "GC-LEGACY: 192 GB/s between the two IPUs of a C2 card",
             "power_w": "IPUG, LOUW: 150 W TDP per IPU",
+            "process_nm": "STH, CAMBRIAN: TSMC 16 nm (facts §1.1)",
             **_IPU_COMMON_SOURCES,
-            "sync_cycles": _IPU_COMMON_SOURCES["sync_cycles"] + "; IPU21 figure applied to GC2 (ASSUMPTION)",
+            "sync_cycles": _SYNC_SOURCE,
         },
     )
 
@@ -266,13 +295,14 @@ def _gc200() -> TileChip:
         fp32_flops_per_cycle_per_tile=32.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * clock),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=448e9 / 4,
         offchip_bandwidth_bytes_per_s=64e9,
         link_bandwidth_bytes_per_s=320e9,
         power_w=300.0,
+        process_nm=7.0,
         sources={
             "tiles": "CBLAKE, EENEWS-MK2, GC-M2000DS (5,888 cores / 4 IPUs)",
             "sram_per_tile_bytes": "GC-OOM: 'tiles only have 638976 bytes' (624 KiB)",
@@ -287,6 +317,7 @@ def _gc200() -> TileChip:
             "we use the PCIe Gen4 host-link figure 64 GB/s (CBLAKE) as an optimistic stand-in",
             "link_bandwidth_bytes_per_s": "CBLAKE: 10 IPU-Links, 320 GB/s",
             "power_w": "EENEWS-MK2: 300 W per chip",
+            "process_nm": "CONVERGE, EENEWS-MK2: TSMC 7 nm (facts §1.1)",
             **_IPU_COMMON_SOURCES,
         },
     )
@@ -303,13 +334,14 @@ def _bow() -> TileChip:
         fp32_flops_per_cycle_per_tile=32.0,
         sram_bytes_per_cycle_per_tile=SRAM_BYTES_PER_CYCLE_PER_TILE,
         exchange_bytes_per_cycle_per_tile=8e12 / (tiles * 1.325e9),
-        sync_cycles=600.0,
+        sync_cycles=SYNC_CYCLES,
         vertex_overhead_cycles=11.0,
         code_bytes_per_tile=48 * KiB,
         offchip_bytes=256e9 / 4,
         offchip_bandwidth_bytes_per_s=64e9,
         link_bandwidth_bytes_per_s=320e9,
         power_w=1250.0 / 4,
+        process_nm=7.0,
         sources={
             "tiles": "EENEWS-BOW, GC-BOW2000 (5,888 / 4)",
             "sram_per_tile_bytes": "POPSUM-BOW: 624.0 kB per tile, as GC200",
@@ -323,6 +355,7 @@ def _bow() -> TileChip:
             "offchip_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (no figure found)",
             "link_bandwidth_bytes_per_s": "ASSUMPTION: as GC200 (Bow is Mk2-compatible)",
             "power_w": "EENEWS-BOW: Bow-2000 averages 1.25 kW for 4 IPUs",
+            "process_nm": "ASSUMPTION: the GC200's 7 nm logic die (Bow adds a power-delivery wafer, ELFORU)",
             **_IPU_COMMON_SOURCES,
         },
     )
@@ -353,6 +386,7 @@ def _a100(hbm_gb: int) -> GpuChip:
         kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=600e9,
         power_w=400.0,
+        process_nm=7.0,
         sources={
             "sms": "PC2 deviceQuery '(108) Multiprocessors'; GKW-A100",
             "clock_hz": "PC2, FT-GUIDE: boost 1,410 MHz",
@@ -365,6 +399,7 @@ def _a100(hbm_gb: int) -> GpuChip:
             "kernel_launch_s": _GPU_LAUNCH,
             "link_bandwidth_bytes_per_s": "THUNDER: NVLink 600 GB/s",
             "power_w": "PC2, THUNDER: 400 W",
+            "process_nm": "NV-A100-WP: TSMC 7 nm N7",
         },
     )
 
@@ -384,6 +419,7 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
         kernel_launch_s=KERNEL_LAUNCH_S,
         link_bandwidth_bytes_per_s=900e9,
         power_w=700.0,
+        process_nm=4.0,
         sources={
             "sms": "HPCTECH (NVIDIA table), GKW-H100" + ("; GENTIC, SAUL for H200" if h200 else ""),
             "clock_hz": "GKW-H100: 1.83 GHz tensor boost" + ("; ASSUMPTION: same die for H200" if h200 else ""),
@@ -397,6 +433,7 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
             "kernel_launch_s": _GPU_LAUNCH,
             "link_bandwidth_bytes_per_s": "HPCTECH, MLPERF-H200: NVLink 900 GB/s",
             "power_w": "MLPERF-H200: TGP 700 W" if h200 else "HPCTECH: 700 W",
+            "process_nm": "NV-H100-WP: TSMC 4N" + ("; ASSUMPTION: same GH100 die for H200" if h200 else ""),
         },
     )
 

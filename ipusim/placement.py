@@ -624,7 +624,9 @@ def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batch
 def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     """``machine.simulate`` on ``chips`` chips: the step placed by ``place``, as a ``StepResult``
     whose ``placement`` is set, ``fit`` is the placement's, ``time_s`` the step latency and
-    ``split`` includes "link"."""
+    ``split`` includes "link". ``energy_j`` sums every chip's work; ``board_power_w`` is the
+    board power of every chip the placement uses (``chips_used`` x the chip's), so
+    ``board_energy_j`` is theirs over the step."""
     c = _chip(c)
     pl = place(c, s, chips=chips, **kwargs)
     fits = pl.fit != DOES_NOT_FIT
@@ -640,7 +642,7 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
         memory_limit_bytes=float(
             c.sram_per_tile_bytes if isinstance(c, TileChip) else c.smem_per_sm_bytes),
         fits=fits, fit_message=msg, energy_j=pl.energy_j if fits else math.inf,
-        energy_split=dict(pl.energy_split),
+        energy_split=dict(pl.energy_split), board_power_w=c.power_w * pl.chips_used,
         extra={"weights": "streamed" if pl.fit == STREAMS else "on-chip", "chips": pl.chips_used,
                "time_if_unlimited_s": time_s},
         placement=pl,

@@ -56,14 +56,15 @@ class StepResult:
       (or ``math.isfinite(time_s)``) and refuse or mask the cell.
 
     Energy, joules. ``energy_split`` maps a level to the dynamic energy of what the simulation
-    did there (``ipusim.energy``: Horowitz 45 nm pJ per FLOP and per byte, HBM2 3.9 pJ/bit):
+    did there (``ipusim.energy``: Horowitz 45 nm pJ per FLOP scaled to the chip's node, per byte, HBM2 3.9 pJ/bit):
     for a tile chip "flops", "sram" (tile SRAM loads), "exchange" (bytes sent and received
     between tiles), "streaming" (Streaming Memory bytes) and "link" (IPU-Link bytes); for a
     GPU "flops", "hbm", "l2" and "smem", plus "link" (NVLink and inter-node bytes) on several
     chips (``ipusim.placement``). ``energy_j`` is its sum: the energy of the work and of
     every byte the simulated machine moves, without static (leakage, idle) power, which no
-    source splits out for these chips; at 45 nm prices, so an estimate for comparing where the
-    bytes come from, not a meter reading. ``board_energy_j`` = board power (TDP, sourced in
+    source splits out for these chips; FLOPs at the chip's process node, bytes at 45 nm or
+    per-bit prices (``ipusim.energy``), so an estimate for comparing where the bytes come
+    from, not a meter reading. ``board_energy_j`` = board power (TDP, sourced in
     ``ipusim.hardware``) x time is the upper bound, static power included, for throughput-per-
     watt uses. A step that does not fit has ``energy_j = board_energy_j = inf``; its
     ``energy_split`` then holds the as-if-unlimited estimate, like ``split``.

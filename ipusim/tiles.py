@@ -207,7 +207,7 @@ def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
     amp = np.array([ph.amp for ph in phases])
-    rate = np.where(amp, c.fp16_flops_per_cycle_per_tile, vec)
+    rate = np.array([c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float)
     args = (arr["flops"], arr["load"], arr["vertices"], arr["recv"], arr["send"], rate,
             c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
             c.vertex_overhead_cycles, TILES_PER_EXCHANGE_BUS)
@@ -222,11 +222,13 @@ def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
     return Program(phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles)
 
 
-def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0) -> dict:
+def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0,
+                 process_nm: float = 45.0) -> dict:
     """Energy by level (``energy.tile_split``, joules) of the supersteps of ``prog``, each run
-    as many times as its op's count: AMP and vector FLOPs, SRAM loads (and a read and a write of
-    every byte an AMP phase rearranges), exchange bytes sent and received, Streaming Memory
-    bytes (when ``streamed``) and ``link_bytes`` over IPU-Links."""
+    as many times as its op's count: AMP and vector FLOPs (priced at ``process_nm``,
+    ``energy.flop_scale``), SRAM loads (and a read and a write of every byte an AMP phase
+    rearranges), exchange bytes sent and received, Streaming Memory bytes (when ``streamed``)
+    and ``link_bytes`` over IPU-Links."""
     amp = vec = load = sent = recv = 0.0
     for ph, n in zip(prog.phases, prog.count, strict=True):
         f = float(ph.flops.sum()) * n
@@ -237,7 +239,8 @@ def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float =
         recv += got
     stream = sum(p.stream_bytes * p.op.count for p in plans) if streamed else 0.0
     return _energy.tile_split(amp_flops=amp, vector_flops=vec, sram_read_bytes=load, exchange_sent_bytes=sent,
-                              exchange_received_bytes=recv, streamed_bytes=stream, link_bytes=link_bytes)
+                              exchange_received_bytes=recv, streamed_bytes=stream, link_bytes=link_bytes,
+                              flop_scale=_energy.flop_scale(process_nm))
 
 
 @dataclass
@@ -457,7 +460,7 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     if over:
         msg += (" " if msg else "") + (f"Temporaries of {', '.join(over)} exceed availableMemoryProportion "
                                        f"{AVAILABLE_MEMORY_PROPORTION} of a tile.")
-    esplit = energy_split(prog, plans, streamed)
+    esplit = energy_split(prog, plans, streamed, process_nm=c.process_nm)
     prof.result = StepResult(
         chip=c.name, kind="tile", model=cfg.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
@@ -492,8 +495,12 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
 def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "numba") -> TileProfile:
     """One (m x k) @ (k x n) matmul on the chip's tiles, as a one-op program (for lessons).
 
-    Weights count as always-live; the result's split has compute, sync and exchange; its
-    ``extra`` says the planner's partition, passes, block and temporary bytes.
+    The two operands are tensors of the program, always live and spread evenly over the
+    tiles: the input (m x k) and the weights (k x n), of ``dtype_bytes`` each. The output
+    (m x n) is written into the output blocks (or FP32 partials) of the planner's working set,
+    which comes on top, within ``availableMemoryProportion`` of a tile (the planner, like
+    Poplar's, budgets the temporaries alone). The result's split has compute, sync and
+    exchange; its ``extra`` says the planner's partition, passes, block and temporary bytes.
     """
     from ._validate import positive
     from .workloads import matmul_op
@@ -505,12 +512,12 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     op = matmul_op("matmul", 1, m, k, n, dtype_bytes)
     plan = map_matmul(op, c, dtype_bytes, engine == "python")
     prog = run_program(c, [plan], engine)
-    esplit = energy_split(prog, [plan], False)
+    esplit = energy_split(prog, [plan], False, process_nm=c.process_nm)
     hz = c.clock_hz
     split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
              "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
     t_unlimited = float(sum(split.values()))
-    always = c.code_bytes_per_tile + plan.weights
+    always = c.code_bytes_per_tile + plan.weights + m * k * dtype_bytes / c.tiles  # + the input
     mem = always + plan.temp
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
     t = t_unlimited if fits else math.inf  # the fit rule (machine.StepResult)

@@ -13,7 +13,8 @@ PJ = 1e-12
 
 
 def test_tile_split_matches_a_closed_form_on_four_tiles():
-    """256x64x64 on 4 tiles, m split in 4 (FP16): FLOPs 2mkn at 0.75 pJ; SRAM loads of each
+    """256x64x64 on 4 tiles, m split in 4 (FP16): FLOPs 2mkn at 0.75 pJ x the 7 nm factor
+    (``energy.flop_scale``; the chip's own node is tested in test_energy_power); SRAM loads of each
     tile's 64x64 input and 64x64 weight blocks plus a read and a write of every received byte
     (rearranged for the AMP) at 2.5 pJ; exchange: every byte sent read once, every byte
     received written once, 2.5 pJ each. Bytes counted by hand, not read from the model."""
@@ -26,7 +27,7 @@ def test_tile_split_matches_a_closed_form_on_four_tiles():
     received = T * ((m // T) * k * dt * 3 / 4 + k * n * dt * 3 / 4)
     sent = m * k * dt * 3 / 4 + k * n * dt  # each input byte leaves its owner once (multicast)
     split = r.energy_split
-    assert split["flops"] == pytest.approx(flops * 0.75 * PJ, rel=1e-12)
+    assert split["flops"] == pytest.approx(flops * 0.75 * energy.flop_scale(7) * PJ, rel=1e-12)
     assert split["sram"] == pytest.approx((load + 2 * received) * 2.5 * PJ, rel=1e-12)
     assert split["exchange"] == pytest.approx((sent + received) * 2.5 * PJ, rel=1e-12)
     assert split["streaming"] == split["link"] == 0.0
@@ -72,10 +73,11 @@ def test_gpu_split_prices_the_kernels_bytes():
 
 
 def test_gpu_flops_energy_at_least_the_steps_flops():
-    """Tensor tiles are padded, so the GPU runs at least the step's FLOPs (priced at >= 0.75 pJ)."""
+    """Tensor tiles are padded, so the GPU runs at least the step's FLOPs (priced at >= 0.75 pJ
+    at 45 nm, times the A100's 7 nm factor)."""
     s = workloads.step("bert-base", [100] * 3, pad_to=128)
     r = gpu.simulate("a100-80gb", s)
-    assert r.energy_split["flops"] >= s.flops * 0.75 * PJ * (1 - 1e-9)
+    assert r.energy_split["flops"] >= s.flops * 0.75 * energy.flop_scale(7) * PJ * (1 - 1e-9)
 
 
 def test_energy_j_and_board_energy():

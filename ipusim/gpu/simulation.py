@@ -232,7 +232,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     fits, msg, need = _fit(c, s)
     # The fit rule (machine.StepResult): a step that does not fit in HBM has no honest time.
     time_s = estimate_s if fits else math.inf
-    esplit = _energy.gpu_split(**work)
+    esplit = _energy.gpu_split(**work, flop_scale=_energy.flop_scale(c.process_nm))
     return StepResult(
         chip=c.name, kind="gpu", model=s.model.name, phase=s.phase, batch=s.batch,
         real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,

@@ -216,7 +216,7 @@ def _attention_cost_tables(s, c, r, nb, ref):
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
     for which in _ATT_OPS:
         amp = which != "softmax"
-        rate = c.fp16_flops_per_cycle_per_tile if amp else c.fp32_flops_per_cycle_per_tile
+        rate = c.amp_flops_per_cycle_per_tile(s.dtype_bytes) if amp else c.fp32_flops_per_cycle_per_tile
         first, rest = _attention_phases(s, c, r, nb, which, ref)
         for per, times in ((first, 1), (rest, nb - 1)):
             if times:
@@ -240,7 +240,7 @@ def _attention_cost(s, c, r, nb, ref):
     return _attention_cost_kernel(
         np.ascontiguousarray(rows, dtype=np.float64), np.ascontiguousarray(keys, dtype=np.float64),
         s.phase == "decode", r, nb, s.model.head_dim, s.dtype_bytes, (T - 1) / T, s.model.heads * r, T,
-        float(c.fp16_flops_per_cycle_per_tile), float(c.fp32_flops_per_cycle_per_tile),
+        float(c.amp_flops_per_cycle_per_tile(s.dtype_bytes)), float(c.fp32_flops_per_cycle_per_tile),
         float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles),
         float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE),
         c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
@@ -286,9 +286,9 @@ def map_attention(op: Op, s: Step, c: TileChip, ref: bool, r: int, key_blocks: i
     label = "attention" if op.kind == "attention" else op.kind
     amp = op.kind == "attention"
     first, rest = _attention_phases(s, c, r, key_blocks, op.name, ref)
-    phases = [dealt_phase(op.name, label, amp, first)]
+    phases = [dealt_phase(op.name, label, amp, first, s.dtype_bytes)]
     if key_blocks > 1:
-        p_rest = dealt_phase(op.name, label, amp, rest)
+        p_rest = dealt_phase(op.name, label, amp, rest, s.dtype_bytes)
         phases += [p_rest] * (key_blocks - 1)
     work = np.maximum(first[:, 4], rest[:, 4])
     live = attention_live_bytes(s, c.tiles)

@@ -24,7 +24,8 @@ AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM an op's working set may 
 PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulator in FP32 (AMP accumulates in FP32)
 ENGINES = ("numba", "python")
 # ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
-# FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP FP16 rate.
+# FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP at the
+# rate of their operands (``TileChip.amp_flops_per_cycle_per_tile``: FP16 or FP32).
 
 
 # ------------------------------------------------------------------------------------------
@@ -79,12 +80,13 @@ class Phase:
 
     op: str
     label: str  # "matmul", "reduce", "attention", ...
-    amp: bool  # True: matmul unit (AMP) FP16 rate; False: vector rate
+    amp: bool  # True: matmul unit (AMP) at the rate of ``dtype_bytes``; False: vector FP32 rate
     flops: np.ndarray  # FLOP per tile
     load: np.ndarray  # SRAM bytes streamed per tile
     vertices: np.ndarray  # pieces (vertices) per tile
     recv: np.ndarray  # bytes received in the exchange before the compute
     send: np.ndarray  # bytes sent in that exchange
+    dtype_bytes: int = 2  # operand bytes of an AMP phase: 2 runs at the FP16 rate, 4 at the FP32 rate
 
 
 @dataclass
@@ -116,11 +118,11 @@ class OpPlan:
         return float(self.temp.max())
 
 
-def dealt_phase(op, label, amp, per_tile) -> Phase:
+def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:
     """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
-    op's input is spread over all of them)."""
+    op's input is spread over all of them). ``dtype_bytes``: operand bytes (the AMP's rate)."""
     f, ld, rv, sd = (per_tile[:, i] for i in range(4))
-    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size))
+    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size), dtype_bytes)
 
 
 def budget_bytes(c: TileChip) -> float:

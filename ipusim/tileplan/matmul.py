@@ -61,7 +61,7 @@ def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     """One pass of an (m x k) @ (k x n) matmul on grids (pm, pn, pk) (broadcast arrays).
 
     Returns (pass cycles, reduction cycles, working-set bytes) per grid, on the largest
-    block: compute ``2 mb kb nb / FLOP-rate`` plus a vertex; exchange of the input block
+    block: compute ``2 mb kb nb / FLOP-rate`` (the AMP's rate for ``dt``-byte operands) plus a vertex; exchange of the input block
     (sent once, multicast, ASSUMPTION) and of the weight block gathered from the ``pm`` tiles
     that share it; for ``pk > 1`` a reduction superstep over FP32 partials. ``acc``: the
     output block is an FP32 accumulator (passes over k).
@@ -76,7 +76,7 @@ def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     out_b = np.where(red | acc, PARTIAL_BYTES, dt)
     recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
     part = (pk - 1) / pk * (mb * nb)
-    cycles = (c.vertex_overhead_cycles + (2.0 / c.fp16_flops_per_cycle_per_tile) * (mb * kb) * nb
+    cycles = (c.vertex_overhead_cycles + (2.0 / c.amp_flops_per_cycle_per_tile(dt)) * (mb * kb) * nb
               + _cal.AMP_PHASE_OVERHEAD_CYCLES + recv / _cal.REARRANGE_BYTES_PER_CYCLE
               + recv / x + c.sync_cycles)
     red_cycles = red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile))
@@ -154,7 +154,7 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
     pm, pn, pk, total, temp, fits = _grid_search(
         sm, sk, sn, dt, T, candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3)),
         axis == "k" and passes > 1, passes, 1 if axis == "k" or passes == 1 else passes, float(held),
-        float(budget), dt * (T - 1) / T, float(c.vertex_overhead_cycles), 2.0 / c.fp16_flops_per_cycle_per_tile,
+        float(budget), dt * (T - 1) / T, float(c.vertex_overhead_cycles), 2.0 / c.amp_flops_per_cycle_per_tile(dt),
         float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE), x, float(c.sync_cycles),
         PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
     return MatmulPlan(int(pm), int(pn), int(pk), axis if passes > 1 else "", passes, float(total), float(temp), bool(fits))
@@ -325,7 +325,7 @@ def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live
             if P > 1:
                 d[axis] = size
             per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, ref)
-            per_size[size] = (dealt_phase(op.name, "matmul", True, per), per,
+            per_size[size] = (dealt_phase(op.name, "matmul", True, per, dt), per,
                               red if red is None else dealt_phase(op.name, "reduce", False, red), red)
         ph, per, rph, red = per_size[size]
         phases.append(ph)
