@@ -109,8 +109,9 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
     seconds (forward, backward, recomputation, and on a tile chip with its states in Streaming
     Memory the gradients accumulated there), the recomputation's share, the ops' split by the
     machine model's categories, and whether every op fits its chip. ``bound``: time every layer
-    with no training state reserved on a tile chip (more room never makes an op slower, so this
-    is a lower bound; the search uses it to skip placements that cannot win)."""
+    with no training state reserved on a tile chip and leave the embedding and head out (more room
+    never makes an op slower, so this is a lower bound; the search uses it to skip placements that
+    cannot win)."""
     level = mr["level"]
     lp = np.ceil(cfg.layers / p)
     n = level.size
@@ -125,7 +126,8 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
         key = (int(t.flat[i]), int(b.flat[i]), float(q.flat[i]), bool(level.flat[i] == 2))
         if key not in rows:
             rows[key] = _ops.chip_layer_times(chip, cfg, int(s), key[1], key[0],
-                                              reserved_bytes=key[2] * g * (chip.tiles if tile else 1), stream=key[3])
+                                              reserved_bytes=key[2] * g * (chip.tiles if tile else 1), stream=key[3],
+                                              ends=not bound)
         layer, ends = rows[key]
         if not (layer.fits and ends.fits):
             continue

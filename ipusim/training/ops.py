@@ -102,6 +102,7 @@ class LayerTimes:
 
 
 _INF = LayerTimes(math.inf, math.inf, math.inf, {}, False)
+_NONE = LayerTimes(0.0, 0.0, 0.0, {}, True)
 
 
 def _time(c, step, weights):
@@ -125,7 +126,7 @@ def layer_times(c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str =
         sh = workloads.shard(cfg, tensor=tensor, layers=1, first=True, last=True)
         ops = [o for o in _sub_step(sh, seq_len, micro_batch).ops if o.name in _HEAD_OPS]
         if not ops:
-            return LayerTimes(0.0, 0.0, 0.0, {}, True)
+            return _NONE
         fwd_step = _sub_step(sh, seq_len, micro_batch, ops)
     fwd = _time(c, fwd_step, weights)
     if not fwd.fits:
@@ -141,10 +142,11 @@ def layer_times(c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str =
 
 
 def chip_layer_times(chip, cfg, seq_len: int, micro_batch: int, tensor: int, *, reserved_bytes: float = 0.0,
-                     stream: bool = False) -> tuple[LayerTimes, LayerTimes]:
+                     stream: bool = False, ends: bool = True) -> tuple[LayerTimes, LayerTimes]:
     """(one layer, embedding and head) for one micro-batch on one chip, with ``reserved_bytes`` of
     training state always-live on a tile chip (ignored on a GPU, whose HBM fit is checked by
-    ``training.memory``) and its weights streamed from Streaming Memory when ``stream``."""
+    ``training.memory``) and its weights streamed from Streaming Memory when ``stream``.
+    ``ends=False`` leaves the embedding and head out (zero seconds: for lower bounds)."""
     c = _chip(chip)
     if c.kind == "tile":
         rc = _reserved_chip(c, reserved_bytes)
@@ -154,8 +156,10 @@ def chip_layer_times(chip, cfg, seq_len: int, micro_batch: int, tensor: int, *, 
         weights = "stream" if stream else "on_chip"
     else:
         weights = "auto"
-    return (layer_times(c, cfg, int(seq_len), int(micro_batch), int(tensor), "layer", weights),
-            layer_times(c, cfg, int(seq_len), int(micro_batch), int(tensor), "ends", weights))
+    layer = layer_times(c, cfg, int(seq_len), int(micro_batch), int(tensor), "layer", weights)
+    if not ends:
+        return layer, _NONE
+    return layer, layer_times(c, cfg, int(seq_len), int(micro_batch), int(tensor), "ends", weights)
 
 
 def forward_time_s(model, chip, seq_len: int, micro_batch: int, *, tensor: int = 1,
