@@ -67,3 +67,14 @@ def test_step_split_sums_to_the_step():
     r = training.best_placement("bert-base", "bow", 16, seq_len=128, global_batch=65536)
     assert sum(r.split.values()) == pytest.approx(r.step_time_s, rel=1e-9)
     assert {"ops_compute", "ops_exchange", "ops_sync"} <= set(r.split)
+
+
+def test_a_tile_that_overflows_moves_state_off_chip():
+    # BERT-large, micro-batch 2, 8 stages: every state fits the chip's SRAM in total (level 0), but with
+    # the state spread over the tiles a layer's working set overflows a tile; the step then keeps the
+    # optimizer state in Streaming Memory (level 1) instead of not fitting.
+    cfg, bow = workloads.model("bert-large"), hardware.chip("bow")
+    args = (384, 16384, 2, 1, 8, 2, 2, 1)
+    assert int(np.ravel(tm.evaluate_memory(cfg, bow, *args)["level"])[0]) == 0
+    r = tm.evaluate(cfg, bow, 16, *args)
+    assert int(np.ravel(r["level"])[0]) == 1 and np.isfinite(np.ravel(r["step_time_s"])[0])

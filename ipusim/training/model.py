@@ -76,7 +76,9 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
     total = states + act + working
 
     if chip.kind == "gpu":
-        level = np.where(total <= mem.GPU_USABLE_FRACTION * chip.hbm_bytes, 0, -1)
+        fit0 = total <= mem.GPU_USABLE_FRACTION * chip.hbm_bytes
+        fit1 = fit2 = np.zeros_like(fit0)
+        level = np.where(fit0, 0, -1)
     else:
         sram, dram = float(chip.data_bytes), float(chip.offchip_bytes)
         # Streamed states come in one matmul at a time, double-buffered (weights and gradients).
@@ -87,7 +89,7 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
         fit2 = (act + working + layer_buf <= sram) & (states <= dram)
         level = np.select([fit0, fit1, fit2], [0, 1, 2], -1)
 
-    return {"level": level, "params_chip": params_chip, "states": st,
+    return {"level": level, "levels_fit": (fit0, fit1, fit2), "params_chip": params_chip, "states": st,
             "memory": {"weights": st["weights"], "gradients": st["gradients"], "optimizer": st["optimizer"],
                        "activations": act, "working": working},
             "memory_total": total}
@@ -108,7 +110,8 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
     """Per micro-batch on the busiest stage, from the machine model (``training.ops``): the ops'
     seconds (forward, backward, recomputation, and on a tile chip with its states in Streaming
     Memory the gradients accumulated there), the recomputation's share, the ops' split by the
-    machine model's categories, and whether every op fits its chip. ``bound``: time every layer
+    machine model's categories, whether every op fits its chip, and the level (``LEVELS``) the
+    states live at. ``bound``: time every layer
     with no training state reserved on a tile chip and leave the embedding and head out (more room
     never makes an op slower, so this is a lower bound; the search uses it to skip placements that
     cannot win)."""
@@ -116,21 +119,30 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
     lp = np.ceil(cfg.layers / p)
     n = level.size
     t_mb, t_rc, ok = np.full(n, np.inf), np.zeros(n), np.zeros(n, bool)
+    used = level.copy()
     split: dict = {}
     tile = chip.kind == "tile"
-    reserve = _reserved_bytes(cfg, chip, t, level, mr) if tile and not bound else np.zeros(n)
+    units = chip.tiles if tile else 1
     g = _ops.RESERVE_GRANULE_BYTES
-    q = np.ceil(reserve / (chip.tiles if tile else 1) / g) if tile else np.zeros(n)
+    quanta = [np.ceil(_reserved_bytes(cfg, chip, t, np.full(n, lv), mr) / units / g) if tile and not bound
+              else np.zeros(n) for lv in range(len(LEVELS))]
     rows: dict = {}
     for i in np.flatnonzero(level >= 0):
-        key = (int(t.flat[i]), int(b.flat[i]), float(q.flat[i]), bool(level.flat[i] == 2))
-        if key not in rows:
-            rows[key] = _ops.chip_layer_times(chip, cfg, int(s), key[1], key[0],
-                                              reserved_bytes=key[2] * g * (chip.tiles if tile else 1), stream=key[3],
-                                              ends=not bound)
-        layer, ends = rows[key]
+        # The lowest level whose states fit the chip in total; on a tile chip, if a tile then
+        # overflows, the next level that moves more state off chip (the bound keeps the first).
+        for lv in range(int(level.flat[i]), len(LEVELS)):
+            if not mr["levels_fit"][lv].flat[i]:
+                continue
+            key = (int(t.flat[i]), int(b.flat[i]), float(quanta[lv].flat[i]), lv == 2)
+            if key not in rows:
+                rows[key] = _ops.chip_layer_times(chip, cfg, int(s), key[1], key[0], reserved_bytes=key[2] * g * units,
+                                                  stream=key[3], ends=not bound)
+            layer, ends = rows[key]
+            if (layer.fits and ends.fits) or bound:
+                break
         if not (layer.fits and ends.fits):
             continue
+        used.flat[i] = lv
         r = int(rc.flat[i])
         recompute = layer.forward_s if r == 2 else (layer.attention_s if r == 1 else 0.0)
         grads = 0.0
@@ -145,7 +157,7 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
             split.setdefault(k, np.zeros(n))[i] = lpi * layer.split.get(k, 0.0) + ends.split.get(k, 0.0)
         if grads:
             split.setdefault("streaming", np.zeros(n))[i] += grads
-    return t_mb, t_rc, split, ok
+    return t_mb, t_rc, split, ok, used
 
 
 def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sharding, *, bound=False):
@@ -168,13 +180,14 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     level, params_chip = mr["level"], mr["params_chip"]
 
     # ---- ops per micro-batch on the busiest stage (the machine model, ``training.ops``) ---------
-    t_mb, t_rc, split_ops, ok = _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound)
+    t_mb, t_rc, split_ops, ok, level = _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound)
     fab = _fabric(chip, int(np.max(d * t * p)) if np.size(d) else chips)
     # ---- tensor-parallel collectives (per layer per micro-batch) -------------------------
     tp_bytes = 2.0 * b * s * cfg.d_model  # one activation all-reduce, bytes
     n_ar = 4.0 + 2.0 * rc_full  # two forward, two backward, two more when the forward is recomputed
     t_tp = n_ar * _group_all_reduce(fab, tp_bytes, t, 1.0)
     t_mb = t_mb + lp * t_tp
+    overflow = (level >= 0) & ~ok  # fits the chip's memory in total, but some tile overflows
     level = np.where(ok, level, -1)
     t_mb = np.where(ok, t_mb, 0.0)  # placements that do not fit get step_time_s = inf below
     t_slot = t_mb
@@ -228,6 +241,7 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
         "step_time_s": step,
         "fits": fits,
         "level": level,
+        "tile_overflow": overflow,
         "micro_batches": m,
         "split": {
             **{f"ops_{k}": np.where(fits, m * v, np.nan) for k, v in split_ops.items()},
