@@ -20,8 +20,8 @@ reduce-scatter) or after (all-gather) the collective, in bytes. Everything is SI
 bytes, seconds, bytes/s. ``p = 1`` costs 0.
 
 A ``Fabric`` is a two-level hierarchy: nodes of ``chips_per_node`` chips joined by a fast
-intra-node link (IPU-Links in an IPU-M2000, NVLink in a DGX), and nodes joined by a slower
-inter-node link (the IPU-Gateway fabric, InfiniBand). Link figures carry their source keys
+intra-node link (IPU-Links across an IPU-POD64, NVLink in a DGX), and nodes joined by a slower
+inter-node link (GW-Links between pods, InfiniBand between DGXs). Link figures carry their source keys
 (``docs/sources.md``); link vendors quote both directions summed, so one way is half.
 """
 
@@ -67,28 +67,36 @@ class Link:
 # range is used, and (ASSUMPTION) applied to GC200/Bow links, for which no latency was found.
 IPU_LINK_LATENCY_S = 0.65e-6  # s, JIA-FT (facts §1.5), mid-range
 # JIA-FT measured 55.0 GB/s one way between the two GC2 IPUs of a C2 card (facts §1.5) over
-# links rated 3 x 64 GB/s both ways (JIA-N): 55 / 96 = 57% of the nominal one-way rate. Kept as a
-# reference figure for sensitivity studies; the presets below use the nominal rates.
+# links rated 3 x 64 GB/s both ways, 96 GB/s one way (JIA-N): the links carry 55 / 96 = 57% of
+# their nominal rate. That measured share is applied to every tile chip's nominal link rate
+# (ASSUMPTION for GC200 and Bow, whose links were not measured).
 IPU_LINK_GC2_MEASURED_BYTES_PER_S = 55.0e9  # bytes/s one way, JIA-FT (facts §1.5)
+IPU_LINK_GC2_NOMINAL_BYTES_PER_S = 3 * 64e9 / 2  # bytes/s one way, JIA-N: 3 links x 64 GB/s both ways
+IPU_LINK_EFFICIENCY = IPU_LINK_GC2_MEASURED_BYTES_PER_S / IPU_LINK_GC2_NOMINAL_BYTES_PER_S
 # ASSUMPTION: NVLink step latency 1 us and InfiniBand 2 us (NIC + one switch hop); no sourced
 # figure in the facts sheet. They are of the order NCCL's small-message times show and matter only
 # for small messages (decode-sized all-reduces), where the tree/ring crossover depends on them.
 NVLINK_LATENCY_S = 1.0e-6  # s, ASSUMPTION
 INFINIBAND_LATENCY_S = 2.0e-6  # s, ASSUMPTION
-# ASSUMPTION: the IPU-Gateway fabric (RoCE through the gateway chip) takes 2 us per step, as
-# InfiniBand; no figure found.
+# ASSUMPTION: a GW-Link (RoCE through the IPU-Gateway) takes 2 us per step, as InfiniBand; no
+# figure found.
 GATEWAY_LATENCY_S = 2.0e-6  # s, ASSUMPTION
+# An IPU-POD64 (16 IPU-M2000s or Bow-2000s, 64 chips) is joined by IPU-Links within and between
+# its machines; pods are joined by GW-Links, 2 x 100 Gb/s per machine of 4 chips (GC-POD64:
+# IPU-Links "interconnect IPUs within and between IPU-M2000 units", GW-Links over 100 GbE "for
+# rack-to-rack connectivity"; GC-BOW2000: "GW-Link - 2x 100Gbps Gateway-Links for communication
+# between Bow Pods"). Ethernet is full duplex: 100 Gb/s each way per link.
+POD_CHIPS = 64  # chips on IPU-Links (GC-POD64)
+GW_LINK_BYTES_PER_S_PER_MACHINE = 2 * 100e9 / 8  # bytes/s one way per 4-chip machine (GC-BOW2000)
 
 # Inter-node links per chip preset: (bandwidth one way per node in bytes/s, chips per node, latency,
 # source). Per chip = per node / chips per node (all chips of a node cross at once in the
 # hierarchical all-reduce).
 _INTER_NODE = {
-    # GC-M2000DS (facts §1.2): IPU-Gateway with 2.8 Tbps IPU-Fabric per IPU-M2000 of 4 GC200s.
-    # ASSUMPTION: 2.8 Tbps sums both directions, as Graphcore's IPU-Link figures do (JIA-N).
-    "gc200": (2.8e12 / 8 / 2, 4, GATEWAY_LATENCY_S,
-              "GC-M2000DS: 2.8 Tbps IPU-Fabric per IPU-M2000 (4 chips), both directions (ASSUMPTION)"),
-    "bow": (2.8e12 / 8 / 2, 4, GATEWAY_LATENCY_S,
-            "ASSUMPTION: as the IPU-M2000 (GC-M2000DS, 2.8 Tbps per 4 chips; Bow is Mk2-compatible)"),
+    "gc200": (GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4, POD_CHIPS, GATEWAY_LATENCY_S,
+              "GC-POD64: IPU-POD64s joined by GW-Links, 2 x 100 Gb/s per IPU-M2000 (4 chips)"),
+    "bow": (GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4, POD_CHIPS, GATEWAY_LATENCY_S,
+            "GC-BOW2000: Bow Pod64s joined by GW-Links, 2 x 100 Gb/s per Bow-2000 (4 chips)"),
     # GC-LEGACY (facts §1.1): 128 GB/s card-to-card on the C2 card (2 IPUs), both directions.
     "gc2": (128e9 / 2, 2, IPU_LINK_LATENCY_S, "GC-LEGACY: 128 GB/s card-to-card per C2 card (2 chips), both directions"),
     # DGX-A100 (GEEKTOPIA-DGXA100): eight 200 Gb/s Mellanox adapters per 8-GPU node (HDR InfiniBand).
@@ -98,15 +106,16 @@ _INTER_NODE = {
     "h100-sxm": (8 * 400e9 / 8, 8, INFINIBAND_LATENCY_S, "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H100"),
     "h200": (8 * 400e9 / 8, 8, INFINIBAND_LATENCY_S, "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H200"),
 }
-# Default node size for a user-made chip: 4 tile chips (an IPU-M2000) or 8 GPUs (a DGX).
-_DEFAULT_NODE = {"tile": 4, "gpu": 8}
+# Default node size for a user-made chip: a pod of 64 tile chips (an IPU-POD64) or 8 GPUs (a DGX).
+_DEFAULT_NODE = {"tile": POD_CHIPS, "gpu": 8}
 
 
 def intra_node_link(chip) -> Link:
     """The fast link between chips of one node: IPU-Links or NVLink, one way = half the chip's
     ``link_bandwidth_bytes_per_s`` (CBLAKE 320 GB/s per GC200 over 10 IPU-Links, facts §1.1;
     THUNDER/HPCTECH NVLink 600/900 GB/s per A100/H100, facts §2; all both directions summed: JIA-N
-    for the IPU-Links, HGX-A100-BLOG "bi-directional speed of 600 GB/s" for NVLink)."""
+    for the IPU-Links, HGX-A100-BLOG "bi-directional speed of 600 GB/s" for NVLink), and for
+    IPU-Links times the measured share ``IPU_LINK_EFFICIENCY`` (JIA-FT)."""
     from .hardware import chip as _chip
 
     c = _chip(chip)
@@ -115,9 +124,10 @@ def intra_node_link(chip) -> Link:
     tile = c.kind == "tile"
     return Link(
         "ipu-link" if tile else "nvlink",
-        c.link_bandwidth_bytes_per_s / 2,
+        c.link_bandwidth_bytes_per_s / 2 * (IPU_LINK_EFFICIENCY if tile else 1.0),
         IPU_LINK_LATENCY_S if tile else NVLINK_LATENCY_S,
-        source=c.sources.get("link_bandwidth_bytes_per_s", "(user value)") + "; one way = half",
+        source=c.sources.get("link_bandwidth_bytes_per_s", "(user value)") + "; one way = half"
+        + ("; x 55/96 as measured (JIA-FT)" if tile else ""),
     )
 
 
@@ -324,8 +334,8 @@ class Fabric:
 
 
 def fabric(chip, chips: int, *, chips_per_node: int | None = None) -> Fabric:
-    """The fabric of ``chips`` chips of a preset (or a chip object): IPU-M2000s of 4 GC200s on
-    IPU-Links joined by the IPU-Gateway fabric; DGX nodes of 8 GPUs on NVLink joined by
+    """The fabric of ``chips`` chips of a preset (or a chip object): IPU-POD64s of 64 GC200 or Bow
+    chips on IPU-Links joined by GW-Links; DGX nodes of 8 GPUs on NVLink joined by
     InfiniBand. ``chips_per_node`` overrides the node size (for example a whole IPU-POD on
     IPU-Links)."""
     from .hardware import chip as _chip

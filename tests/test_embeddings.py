@@ -270,7 +270,9 @@ def test_link_time_uses_the_collectives_fabric():
     near = collectives.intra_node_link("gc200")
     assert em.link_time_s("gc200", 4, 1e9) == pytest.approx(1e9 / near.bandwidth_bytes_per_s + near.latency_s)
     far = collectives.inter_node_link("gc200")
-    share = (16 - 4) / 15  # destinations spread evenly; 12 of 15 peers sit in other nodes
+    node = collectives.fabric("gc200", 1).chips_per_node
+    n = 2 * node  # two nodes
+    share = (n - node) / (n - 1)  # destinations spread evenly; node of the n - 1 peers sit in the other node
     expect = max(1e9 * (1 - share) / near.bandwidth_bytes_per_s + near.latency_s,
                  1e9 * share / far.bandwidth_bytes_per_s + far.latency_s)
-    assert em.link_time_s("gc200", 16, 1e9) == pytest.approx(expect)
+    assert em.link_time_s("gc200", n, 1e9) == pytest.approx(expect)

@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from .style import axes, chip_color, finish
+from .tiles import PHASE_COLORS
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
+SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in every figure
+    "ops_compute": PHASE_COLORS["compute"], "ops_exchange": PHASE_COLORS["exchange"], "ops_sync": PHASE_COLORS["sync"],
+    "ops_streaming": "#937860",
+    "ops_memory": "#64b5cd", "ops_launch": "#8c8c8c", "recompute": "#ccb974", "tensor_parallel": "#dd8452",
+    "pipeline_bubble": "#eeeeee", "pipeline_p2p": "#da8bc3", "data_parallel": "#8172b3", "optimizer": "#000000",
+}
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
 
 
@@ -45,8 +52,7 @@ def plot_step_split(steps, ax=None):
     keys = list(dict.fromkeys(k for s in steps for k in s.split))
     y = np.arange(len(steps))
     left = np.zeros(len(steps))
-    cmap = {k: c for k, c in zip(keys, ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
-                                         "#da8bc3"], strict=False)}
+    cmap = {k: SPLIT_COLORS.get(k, "0.5") for k in keys}
     for k in keys:
         v = np.array([s.split.get(k, 0.0) / s.step_time_s for s in steps])
         ax.barh(y, v, left=left, color=cmap[k], label=k)
@@ -77,3 +83,18 @@ def plot_convergence(run, ax=None):
     ax.set_yscale("log")
     return finish(ax, xlabel="step", ylabel="loss (mean squared error)",
                   title="FP16 weight updates: round-to-nearest stalls")
+
+
+def plot_published(rows, ax=None):
+    """Predicted / published for each row of ``training.calibration.published_table()``: a point per
+    row, its tolerance band as a bar behind it, and the line of agreement at 1 (linear axis)."""
+    ax = axes(ax, size=(7.5, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows, strict=True):
+        ax.barh(yi, 2 * r["tolerance"], left=1 - r["tolerance"], height=0.6, color="0.85",
+                label="tolerance" if yi == y[0] else None)
+        ax.plot(r["ratio"], yi, "o", color=chip_color(r["step"].chip), ms=7)
+        ax.annotate(f" {r['ratio']:.2f}", (r["ratio"], yi), va="center", fontsize=8)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(y, [f"{r['run']}\n{r['quantity']}" for r in rows], fontsize=7)
+    return finish(ax, xlabel="predicted / published", title="Training model vs published runs", loc="lower right")

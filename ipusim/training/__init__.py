@@ -1,7 +1,9 @@
 """Training at scale: a training step of a transformer on N chips, its placement and its cost.
 
 * ``memory``: bytes per parameter (mixed-precision Adam) and activations per layer.
-* ``model``: the per-chip roofline of each layer, the 1F1B pipeline and the collectives.
+* ``ops``: the ops of a training step on one chip (forward, input- and weight-gradient matmuls,
+  recomputation), timed by the machine model inference uses (tile simulator, GPU model).
+* ``model``: a step's placement bookkeeping: the busiest stage, the 1F1B pipeline, the collectives.
 * ``step``: ``Placement``, ``TrainingStep`` (step time, tokens/s, MFU, memory per chip) and
   ``TrainingRun`` (days, chip-hours, cost, energy for a token budget).
 * ``search``: the fastest placement that fits, and why the nearest others lose.
@@ -10,12 +12,13 @@
 """
 
 from .memory import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
-from .model import GPU_MATMUL_EFFICIENCY, TILE_MATMUL_EFFICIENCY, bubble_fraction
+from .model import bubble_fraction
+from .ops import forward_time_s
 from .search import best_placement, candidates, search_reference, smallest_chip_count
 from .step import RECIPES, Placement, TrainingRun, TrainingStep, recipe, simulate
 
 __all__ = [
-    "BYTES_PER_PARAM", "GPU_MATMUL_EFFICIENCY", "RECIPES", "RECOMPUTE", "SHARDING", "TILE_MATMUL_EFFICIENCY",
+    "BYTES_PER_PARAM", "RECIPES", "RECOMPUTE", "SHARDING",
     "Placement", "TrainingRun", "TrainingStep", "activation_bytes_per_layer", "best_placement",
-    "bubble_fraction", "candidates", "recipe", "search_reference", "simulate", "smallest_chip_count",
+    "bubble_fraction", "candidates", "forward_time_s", "recipe", "search_reference", "simulate", "smallest_chip_count",
 ]

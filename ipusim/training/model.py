@@ -1,25 +1,27 @@
-"""One training step on N chips: the per-chip roofline of each layer, the pipeline and the collectives.
+"""One training step on N chips: the machine model's ops per chip, the pipeline and the collectives.
 
-Everything is element-wise over NumPy arrays of candidate placements, so the search
-(``ipusim.training.search``) times thousands of placements in one call.
+The per-candidate bookkeeping is element-wise over NumPy arrays of placements, so the search
+(``ipusim.training.search``) times thousands of placements in one call; the ops themselves are
+timed by the machine model inference uses (``ipusim.training.ops``: the tile simulator on tile
+chips, the GPU model on GPUs), once per (chip, model, micro-batch, sequence, tensor degree and,
+on a tile chip, the room the training state leaves per tile), since a layer's cost does not
+depend on the data or pipeline degree.
 
-Per chip and micro-batch, each op of a layer costs ``max(FLOPs / (peak x efficiency),
-bytes / level bandwidth)`` (a roofline per op, ops not overlapped), where the level is the
-one the op's bytes live in (tile SRAM, Streaming Memory DRAM, HBM). The backward pass of an
-op costs twice its forward FLOPs and reads what the forward read and wrote (the stored input
-and the incoming gradient) and writes a gradient of its input; weight gradients are written
-(and read back to accumulate over micro-batches). Recomputation adds a forward of the layer
-(``full``) or of the attention core (``selective``). The pipeline runs 1F1B: a step is
-``(m + p - 1)`` micro-batch slots of the busiest stage, so the idle share is the bubble
+Per micro-batch the busiest stage runs ``ceil(layers / p)`` layers' forward, backward and
+recomputation and, on the first or last stage, the embedding and head. The pipeline runs 1F1B:
+a step is ``(m + p - 1)`` micro-batch slots of the busiest stage, so the idle share is the bubble
 ``(p - 1) / (m + p - 1)`` (Narayanan et al. 2021, §2.2). Tensor-parallel all-reduces (two per
 layer forward, two backward, Shoeybi et al. 2019), pipeline sends, the data-parallel gradient
-reduction and ZeRO-3's weight gathers use ``ipusim.collectives`` at the published link rates
-and are not overlapped with compute. The Adam update streams 28 bytes per parameter of the
-chip's shard through the level that holds the optimizer state.
+reduction and ZeRO-3's weight gathers use ``ipusim.collectives`` over the fabric a system of that
+size has, and are not overlapped with compute. Gradients are reduced once per step after
+accumulation over the micro-batches (sharding stages 0 and 1); with sharded gradients (stages 2
+and 3) every micro-batch's gradients are reduce-scattered. The Adam update streams 28 bytes per
+parameter of the chip's shard through the level that holds the optimizer state (HBM at
+``ipusim.gpu.HBM_EFFICIENCY``; tile SRAM, or Streaming Memory for the FP32 state).
 
-Efficiency parameters (global, set once; see ``ipusim.training.calibration``):
-``GPU_MATMUL_EFFICIENCY`` and ``TILE_MATMUL_EFFICIENCY``. Element-wise ops and HBM traffic
-use ``ipusim.gpu.HBM_EFFICIENCY``; tile SRAM traffic runs at the chip's SRAM bandwidth.
+Excluded: the host and data path. A BERT pre-training sequence of 128 tokens carries about
+2.5 KB of input (ids, positions, segments, mask and labels as 32-bit integers), some 40 MB/s
+at 16,000 sequences/s, against host links of tens of GB/s: well under 1% of a step.
 """
 
 from __future__ import annotations
@@ -31,92 +33,13 @@ import numpy as np
 from .. import collectives
 from .. import gpu as _gpu
 from . import memory as mem
-
-GPU_MATMUL_EFFICIENCY = 0.55
-"""Fraction of the dense FP16 peak that a GPU's training matmuls sustain (forward and backward).
-
-In sample: Megatron-LM's GPT-3 175B on 1,024 A100s, 140 TFLOP/s per GPU (Narayanan et al.
-2021, Table 1: t = 8, p = 16, d = 8, global batch 1,536, full recomputation). Rule: the value
-on the grid 0.30, 0.31, ..., 1.00 that brings this model's hardware FLOP/s per GPU at that
-placement (micro-batch 1) closest to 140 TFLOP/s; ``calibration.fit_gpu_matmul_efficiency``
-reproduces it and a test checks it. Out of sample: the Llama-2 pre-training GPU-hours
-(Touvron et al. 2023, Table 2). It lumps what the model leaves out (kernel launches, unfused
-bias/dropout kernels, clocks under load, stragglers)."""
-
-TILE_MATMUL_EFFICIENCY = 0.473
-"""Fraction of the AMP peak a tile chip's matmuls sustain: JIA-FT's measured mixed-precision
-GEMM on one GC2, 58.9 of 124.5 TFLOPS (facts §1.5), applied to every tile chip. Sourced, not
-fitted to any training figure; Graphcore's BERT-base pre-training throughput on a Bow Pod16
-(facts §6.3) is held out to check it."""
+from . import ops as _ops
 
 LEVELS = ("on_chip", "optimizer_streamed", "states_streamed")
 """Where a tile chip keeps the training state: everything in tile SRAM; the FP32 master
 weights and Adam moments in Streaming Memory (brought in for the update); or all weights,
 gradients and optimizer state in Streaming Memory, each layer's weights brought in per
 phase (forward, backward, recompute) for every micro-batch and its gradients accumulated there."""
-
-
-def layer_ops(cfg, seq_len, micro_batch, t, recompute_none):
-    """Per-chip FLOPs and bytes of one layer's forward for one micro-batch, by op.
-
-    Returns a list of ``(name, kind, flops, weight_bytes, act_read_bytes, act_write_bytes)``
-    of arrays. ``kind`` is "matmul", "attention" or "elementwise". Matmuls follow
-    ``workloads.step``'s shapes split over ``t`` chips (column-parallel qkv and ffn_up,
-    row-parallel attn_out and ffn_down); ``recompute_none`` (bool array) marks candidates
-    that store the attention scores (an unfused attention), the others run it fused.
-    """
-    s = float(seq_len)
-    b = np.asarray(micro_batch, float)
-    t = np.asarray(t, float)
-    T = b * s
-    d, f, kvd = cfg.d_model, cfg.d_ff, cfg.kv_dim
-    up = (2 if cfg.gated_mlp else 1) * f
-    ops = []
-    for name, k, n, row in (("qkv", d, d + 2 * kvd, False), ("attn_out", d, d, True),
-                            ("ffn_up", d, up, False), ("ffn_down", f, d, True)):
-        ops.append((name, "matmul", 2.0 * T * k * n / t, 2.0 * k * n / t,
-                    2.0 * T * k / (t if row else 1.0), 2.0 * T * n / (1.0 if row else t)))
-    area = b * s * s  # sum of l_q * l_k over the micro-batch (full square, as workloads.step)
-    att_flops = 4.0 * cfg.heads * cfg.head_dim * area / t
-    qkv_bytes = 2.0 * T * (d + 2 * kvd) / t
-    scores = cfg.heads * area / t  # score elements on this chip
-    unfused = np.asarray(recompute_none, bool)
-    # Unfused: scores written (2 B), softmax read+written, dropout mask (1 B), read by the context.
-    att_read = qkv_bytes + np.where(unfused, 2.0 * 2.0 * scores, 0.0)
-    att_write = 2.0 * T * d / t + np.where(unfused, 5.0 * scores, 0.0)
-    ops.append(("attention", "attention", att_flops, 0.0 * T, att_read, att_write))
-    # Two norms (read x and residual, write), the MLP activation (gated reads two inputs);
-    # sequence parallelism splits them over t.
-    ops.append(("norms", "elementwise", 16.0 * T * d / t, 0.0 * T, 2 * 2.0 * 2.0 * T * d / t, 2 * 2.0 * T * d / t))
-    reads = 2.0 if cfg.gated_mlp else 1.0
-    ops.append(("activation", "elementwise", 8.0 * T * f / t, 0.0 * T, reads * 2.0 * T * f / t, 2.0 * T * f / t))
-    return ops
-
-
-def head_ops(cfg, seq_len, micro_batch, t):
-    """Per-chip FLOPs and bytes of the output head (LM head or pooler) for one micro-batch."""
-    b = np.asarray(micro_batch, float)
-    t = np.asarray(t, float)
-    T = b * float(seq_len)
-    d = cfg.d_model
-    if cfg.kind == "encoder":
-        rows, n = b, d  # pooler on the first token of each sequence
-    else:
-        rows, n = T, cfg.vocab
-    return ("head", "matmul", 2.0 * rows * d * n / t, 2.0 * d * n / t, 2.0 * rows * d, 2.0 * rows * n / t)
-
-
-def _op_time(flops, byts, peak_eff, bw):
-    return np.maximum(flops / peak_eff, byts / bw)
-
-
-def _chip_rates(chip):
-    """(matmul FLOP/s, element-wise FLOP/s, bandwidth of the level activations live in)."""
-    if chip.kind == "gpu":
-        return (chip.peak_flops * GPU_MATMUL_EFFICIENCY, chip.peak_flops * GPU_MATMUL_EFFICIENCY,
-                chip.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY)
-    return (chip.peak_flops * TILE_MATMUL_EFFICIENCY, chip.peak_flops * TILE_MATMUL_EFFICIENCY,
-            chip.sram_bandwidth_bytes_per_s)
 
 
 def stage_params(cfg, p):
@@ -153,7 +76,9 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
     total = states + act + working
 
     if chip.kind == "gpu":
-        level = np.where(total <= mem.GPU_USABLE_FRACTION * chip.hbm_bytes, 0, -1)
+        fit0 = total <= mem.GPU_USABLE_FRACTION * chip.hbm_bytes
+        fit1 = fit2 = np.zeros_like(fit0)
+        level = np.where(fit0, 0, -1)
     else:
         sram, dram = float(chip.data_bytes), float(chip.offchip_bytes)
         # Streamed states come in one matmul at a time, double-buffered (weights and gradients).
@@ -164,68 +89,108 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
         fit2 = (act + working + layer_buf <= sram) & (states <= dram)
         level = np.select([fit0, fit1, fit2], [0, 1, 2], -1)
 
-    return {"level": level, "params_chip": params_chip, "states": st,
+    return {"level": level, "levels_fit": (fit0, fit1, fit2), "params_chip": params_chip, "states": st,
             "memory": {"weights": st["weights"], "gradients": st["gradients"], "optimizer": st["optimizer"],
                        "activations": act, "working": working},
             "memory_total": total}
 
 
-def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sharding):
+def _reserved_bytes(cfg, chip, t, level, mr):
+    """Bytes of training state a tile chip holds always-live beside the layer being simulated:
+    the states kept on chip at ``level`` and the stored activations, less the simulated layer's
+    own weights (which the tile simulator places itself)."""
+    st = mr["states"]
+    on_chip = np.select([level == 0, level == 1], [st["weights"] + st["gradients"] + st["optimizer"],
+                                                   st["weights"] + st["gradients"]], 0.0)
+    own = np.where(level < 2, cfg.layer_params * mem.BYTES_WEIGHT / t, 0.0)
+    return np.maximum(0.0, on_chip + mr["memory"]["activations"] - own)
+
+
+def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
+    """Per micro-batch on the busiest stage, from the machine model (``training.ops``): the ops'
+    seconds (forward, backward, recomputation, and on a tile chip with its states in Streaming
+    Memory the gradients accumulated there), the recomputation's share, the ops' split by the
+    machine model's categories, whether every op fits its chip, and the level (``LEVELS``) the
+    states live at. ``bound``: time every layer
+    with no training state reserved on a tile chip and leave the embedding and head out (more room
+    never makes an op slower, so this is a lower bound; the search uses it to skip placements that
+    cannot win)."""
+    level = mr["level"]
+    lp = np.ceil(cfg.layers / p)
+    n = level.size
+    t_mb, t_rc, ok = np.full(n, np.inf), np.zeros(n), np.zeros(n, bool)
+    used = level.copy()
+    split: dict = {}
+    tile = chip.kind == "tile"
+    units = chip.tiles if tile else 1
+    g = _ops.RESERVE_GRANULE_BYTES
+    quanta = [np.ceil(_reserved_bytes(cfg, chip, t, np.full(n, lv), mr) / units / g) if tile and not bound
+              else np.zeros(n) for lv in range(len(LEVELS))]
+    rows: dict = {}
+    for i in np.flatnonzero(level >= 0):
+        # The lowest level whose states fit the chip in total; on a tile chip, if a tile then
+        # overflows, the next level that moves more state off chip (the bound keeps the first).
+        for lv in range(int(level.flat[i]), len(LEVELS)):
+            if not mr["levels_fit"][lv].flat[i]:
+                continue
+            key = (int(t.flat[i]), int(b.flat[i]), float(quanta[lv].flat[i]), lv == 2)
+            if key not in rows:
+                rows[key] = _ops.chip_layer_times(chip, cfg, int(s), key[1], key[0], reserved_bytes=key[2] * g * units,
+                                                  stream=key[3], ends=not bound)
+            layer, ends = rows[key]
+            if (layer.fits and ends.fits) or bound:
+                break
+        if not (layer.fits and ends.fits):
+            continue
+        used.flat[i] = lv
+        r = int(rc.flat[i])
+        recompute = layer.forward_s if r == 2 else (layer.attention_s if r == 1 else 0.0)
+        grads = 0.0
+        if key[3]:  # gradients accumulated in Streaming Memory: read and written back per micro-batch
+            grads = 2.0 * mr["params_chip"].flat[i] * mem.BYTES_GRAD / chip.offchip_bandwidth_bytes_per_s
+        lpi = float(lp.flat[i])
+        base = lpi * (layer.forward_s + layer.backward_s) + ends.forward_s + ends.backward_s
+        t_mb[i] = base + lpi * recompute + grads
+        t_rc[i] = lpi * recompute
+        ok[i] = True
+        for k in set(layer.split) | set(ends.split):
+            split.setdefault(k, np.zeros(n))[i] = lpi * layer.split.get(k, 0.0) + ends.split.get(k, 0.0)
+        if grads:
+            split.setdefault("streaming", np.zeros(n))[i] += grads
+    return t_mb, t_rc, split, ok, used
+
+
+def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sharding, *, bound=False):
     """Time and memory of a training step for arrays of placements (all broadcastable).
 
     ``recompute`` is an integer array indexing ``memory.RECOMPUTE``; ``sharding`` holds 0-3.
     Returns a dict of arrays: ``step_time_s`` (inf where it does not fit), the time split,
     the memory categories per chip, ``level`` (index into ``LEVELS``; -1: does not fit) and
     FLOP counts. The caller checks that ``d * t * p == chips`` and ``global_batch`` divides
-    into ``d * b``.
+    into ``d * b``. ``bound=True`` gives a lower bound on each step time (see ``_stage_times``).
     """
     d, t, p, b, rc, z = np.broadcast_arrays(*(np.asarray(x) for x in (d, t, p, b, recompute, sharding)))
     d, t, p, b = (x.astype(float) for x in (d, t, p, b))
     s = float(seq_len)
     m = global_batch / (d * b)  # micro-batches per replica per step
     lp = np.ceil(cfg.layers / p)
-    rc_none, rc_sel, rc_full = rc == 0, rc == 1, rc == 2
+    rc_sel, rc_full = rc == 1, rc == 2
 
     mr = evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, rc, z)
     level, params_chip = mr["level"], mr["params_chip"]
 
-    # ---- compute per micro-batch on the busiest stage ---------------------------------
-    mm_rate, ew_rate, bw = _chip_rates(chip)
-    accumulate = np.where(m > 1, 3.0, 2.0)  # weight-gradient bytes: write (+ read back to accumulate)
-    tf = tb = trc = 0.0
-    flops_fwd_layer = 0.0
-    for name, kind, fl, wb, ar, aw in layer_ops(cfg, s, b, t, rc_none):
-        rate = ew_rate if kind == "elementwise" else mm_rate
-        fwd = _op_time(fl, wb + ar + aw, rate, bw)
-        bwd = _op_time(2.0 * fl, accumulate * wb + (ar + aw) + ar, rate, bw)
-        tf = tf + fwd
-        tb = tb + bwd
-        if kind != "elementwise":
-            flops_fwd_layer = flops_fwd_layer + fl
-        if name == "attention":
-            trc = trc + np.where(rc_sel | rc_full, fwd, 0.0)
-        else:
-            trc = trc + np.where(rc_full, fwd, 0.0)
-    _, _, hf, hw, har, haw = head_ops(cfg, s, b, t)
-    t_head = _op_time(hf, hw + har + haw, mm_rate, bw) + _op_time(2 * hf, accumulate * hw + har + haw + har, mm_rate, bw)
-
-    # ---- tensor-parallel collectives (per layer per micro-batch) -------------------------
+    # ---- ops per micro-batch on the busiest stage (the machine model, ``training.ops``) ---------
+    t_mb, t_rc, split_ops, ok, level = _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound)
     fab = _fabric(chip, int(np.max(d * t * p)) if np.size(d) else chips)
+    # ---- tensor-parallel collectives (per layer per micro-batch) -------------------------
     tp_bytes = 2.0 * b * s * cfg.d_model  # one activation all-reduce, bytes
     n_ar = 4.0 + 2.0 * rc_full  # two forward, two backward, two more when the forward is recomputed
     t_tp = n_ar * _group_all_reduce(fab, tp_bytes, t, 1.0)
-
-    t_mb = lp * (tf + tb + trc + t_tp) + t_head
-    # Tile chip with states in Streaming Memory: each layer's weights come in per phase and its
-    # gradients are accumulated there; prefetching overlaps the copies with compute.
-    if chip.kind == "tile" and chip.offchip_bandwidth_bytes_per_s > 0:
-        w_stage = params_chip * mem.BYTES_WEIGHT
-        phases = 2.0 + rc_full
-        stream = (phases * w_stage + 2.0 * params_chip * mem.BYTES_GRAD) / chip.offchip_bandwidth_bytes_per_s
-        t_stream_mb = np.where(level == 2, stream, 0.0)
-    else:
-        t_stream_mb = 0.0 * t_mb
-    t_slot = np.maximum(t_mb, t_stream_mb)
+    t_mb = t_mb + lp * t_tp
+    overflow = (level >= 0) & ~ok  # fits the chip's memory in total, but some tile overflows
+    level = np.where(ok, level, -1)
+    t_mb = np.where(ok, t_mb, 0.0)  # placements that do not fit get step_time_s = inf below
+    t_slot = t_mb
 
     # ---- pipeline: 1F1B over m micro-batches, p stages -----------------------------------
     slots = m + p - 1.0
@@ -238,8 +203,13 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     grad_bytes = params_chip * mem.BYTES_GRAD
     w_bytes = params_chip * mem.BYTES_WEIGHT
     stride = t * p
+    # Gradients accumulate over the m micro-batches on each replica and are reduced once per step
+    # (stages 0 and 1); with the gradients sharded (stages 2 and 3) a replica keeps only its
+    # 1/d shard, so each micro-batch's gradients are reduce-scattered as they are made (m per step).
+    scatters = np.where(z >= 2, m, 1.0)
     t_dp = np.where(z >= 1,
-                    _group_reduce_scatter(fab, grad_bytes, d, stride) + _group_all_gather(fab, w_bytes, d, stride),
+                    scatters * _group_reduce_scatter(fab, grad_bytes, d, stride)
+                    + _group_all_gather(fab, w_bytes, d, stride),
                     _group_all_reduce(fab, grad_bytes, d, stride))
     gathers = np.where(z >= 3, m * (2.0 + rc_full), 0.0)
     t_dp = t_dp + gathers * _group_all_gather(fab, w_bytes, d, stride)
@@ -247,16 +217,16 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     # ---- optimizer update ----------------------------------------------------------------
     upd_params = params_chip / np.where(z >= 1, d, 1.0)
     if chip.kind == "gpu":
+        bw = chip.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY
         t_opt = upd_params * mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM / bw
     else:
+        bw = chip.sram_bandwidth_bytes_per_s
         big = 2 * mem.BYTES_OPTIMIZER
         small = mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM - big
         dram_bw = chip.offchip_bandwidth_bytes_per_s or bw
         t_opt = np.where(level >= 1, upd_params * big / dram_bw, upd_params * big / bw) + upd_params * small / bw
 
-    compute = slots * t_mb - (p - 1.0) * t_mb  # m busy slots
     bubble = (p - 1.0) * t_mb
-    streaming = slots * (t_slot - t_mb)
     step = t_pipe + t_p2p + t_dp + t_opt
     fits = level >= 0
     step = np.where(fits, step, np.inf)
@@ -271,12 +241,13 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
         "step_time_s": step,
         "fits": fits,
         "level": level,
+        "tile_overflow": overflow,
         "micro_batches": m,
         "split": {
-            "compute": np.where(fits, compute - m * lp * t_tp, np.nan),
+            **{f"ops_{k}": np.where(fits, m * v, np.nan) for k, v in split_ops.items()},
+            "recompute": np.where(fits, m * t_rc, np.nan),
             "tensor_parallel": np.where(fits, m * lp * t_tp, np.nan),
             "pipeline_bubble": np.where(fits, bubble, np.nan),
-            "streaming": np.where(fits, streaming, np.nan),
             "pipeline_p2p": np.where(fits, t_p2p, np.nan),
             "data_parallel": np.where(fits, t_dp, np.nan),
             "optimizer": np.where(fits, t_opt, np.nan),
@@ -285,7 +256,6 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
         "memory_total": mr["memory_total"],
         "model_flops": np.full(step.shape, model_flops),
         "hardware_flops": model_flops + hw_extra,
-        "flops_fwd_layer_chip": flops_fwd_layer,
     }
 
 
@@ -371,5 +341,4 @@ def bubble_fraction(m, p):
     return (p - 1) / (m + p - 1)
 
 
-__all__ = ["GPU_MATMUL_EFFICIENCY", "LEVELS", "TILE_MATMUL_EFFICIENCY", "bubble_fraction", "evaluate",
-           "head_ops", "layer_ops", "stage_params"]
+__all__ = ["LEVELS", "bubble_fraction", "evaluate", "evaluate_memory", "stage_params"]

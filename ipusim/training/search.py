@@ -4,8 +4,9 @@ The grid: every ``(data, tensor, pipeline)`` with ``data * tensor * pipeline = c
 (tensor degrees that divide the heads, up to ``MAX_TENSOR``; pipeline up to the layers),
 every micro-batch that divides a replica's share of the global batch (up to
 ``MAX_MICRO_BATCH``), three recomputation modes and, with more than one replica, four
-sharding stages. Memory is checked first (cheap, element-wise) and only placements that fit
-are timed, in one vectorised call of ``model.evaluate``.
+sharding stages. Memory is checked first (cheap, element-wise); the placements that fit get a
+lower bound on their step time (their ops timed with no training state reserved on the tiles),
+and exact times are computed in order of that bound until the bound passes the best time found.
 """
 
 from __future__ import annotations
@@ -70,12 +71,48 @@ _KNOBS = (("d", "data-parallel degree"), ("t", "tensor-parallel degree"), ("p", 
           ("b", "micro-batch"), ("recompute", "recomputation"), ("sharding", "sharding stage"))
 
 
-def _why_not(cfg, c, chips, seq_len, global_batch, g, times, fits, mem_row, best) -> list[dict]:
+class _Timer:
+    """Exact step times of grid placements, computed only where a lower bound says a placement
+    could still win (``model.evaluate(..., bound=True)``: the ops timed with no training state
+    reserved on the tiles; more room never makes an op slower)."""
+
+    def __init__(self, cfg, c, chips, seq_len, global_batch, g, fits):
+        self.args, self.g = (cfg, c, chips, seq_len, global_batch), g
+        self.bound = np.full(fits.size, np.inf)
+        self.times = np.full(fits.size, np.nan)  # exact, where computed
+        if fits.any():
+            self.bound[fits] = self._evaluate(np.flatnonzero(fits), bound=True)["step_time_s"]
+
+    def _evaluate(self, idx, bound=False):
+        g = self.g
+        return _model.evaluate(*self.args, g["d"][idx], g["t"][idx], g["p"][idx], g["b"][idx],
+                               g["recompute"][idx], g["sharding"][idx], bound=bound)
+
+    def fastest(self, idx):
+        """Index (into the grid) of the fastest placement among ``idx`` that fits, or None."""
+        idx = np.asarray(idx)
+        idx = idx[np.isfinite(self.bound[idx])]
+        best, best_t = None, np.inf
+        for i in idx[np.argsort(self.bound[idx], kind="stable")]:
+            if self.bound[i] >= best_t:
+                break
+            if np.isnan(self.times[i]):
+                self.times[i] = float(self._evaluate(np.array([i]))["step_time_s"][0])
+            if self.times[i] < best_t:
+                best, best_t = int(i), float(self.times[i])
+        return best
+
+    def row(self, i):
+        return self._evaluate(np.array([i]))
+
+
+def _why_not(c, g, timer, mem_row, best) -> list[dict]:
     """For each knob, the fastest placement that differs from the best in that knob only, and
     why it loses (slower by how much, or what does not fit)."""
     out = []
+    tb = timer.times[best]
     for key, label in _KNOBS:
-        same = np.ones(times.size, bool)
+        same = np.ones(g["d"].size, bool)
         for other, _ in _KNOBS:
             if other == key or (key in ("d", "t", "p") and other in ("d", "t", "p")):
                 continue
@@ -84,12 +121,12 @@ def _why_not(cfg, c, chips, seq_len, global_batch, g, times, fits, mem_row, best
         idx = np.flatnonzero(same)
         if idx.size == 0:
             continue
-        ok = idx[fits[idx]]
-        if ok.size:
-            j = ok[np.argmin(times[ok])]
+        j = timer.fastest(idx)
+        if j is not None:
+            tj = timer.times[j]
             out.append({"knob": label, "placement": _placement(g, j).to_dict(), "fits": True,
-                        "step_time_s": float(times[j]), "slower_by": float(times[j] / times[best] - 1.0),
-                        "why": f"{times[j] / times[best] - 1.0:.1%} slower"})
+                        "step_time_s": float(tj), "slower_by": float(tj / tb - 1.0),
+                        "why": f"{tj / tb - 1.0:.1%} slower"})
         else:
             j = idx[np.argmin(mem_row["memory_total"][idx])]
             need = float(mem_row["memory_total"][j])
@@ -98,7 +135,7 @@ def _why_not(cfg, c, chips, seq_len, global_batch, g, times, fits, mem_row, best
                         "step_time_s": float("inf"), "slower_by": float("inf"),
                         "why": f"does not fit: needs {need / 1e9:,.2f} GB per chip"
                                + (f" (capacity {cap / 1e9:,.2f} GB)" if c.kind == "gpu" else
-                                  " with its states in Streaming Memory where needed")})
+                                  " with its states in Streaming Memory where needed, or a tile overflows")})
     return out
 
 
@@ -113,17 +150,11 @@ def best_placement(model, chip, chips: int, *, seq_len: int | None = None, globa
     g = candidates(cfg, chips, global_batch, recompute, sharding)
     mem_row = _model.evaluate_memory(cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"],
                                      g["recompute"], g["sharding"])
-    fits = mem_row["level"] >= 0
-    times = np.full(fits.size, np.inf)
-    if fits.any():
-        sub = {k: v[fits] for k, v in g.items()}
-        row = _model.evaluate(cfg, c, chips, seq_len, global_batch, sub["d"], sub["t"], sub["p"], sub["b"],
-                              sub["recompute"], sub["sharding"])
-        times[fits] = row["step_time_s"]
-        j = int(np.argmin(row["step_time_s"]))
-        i = int(np.flatnonzero(fits)[j])
-        alts = _why_not(cfg, c, chips, seq_len, global_batch, g, times, fits, mem_row, i) if explain else ()
-        return build(cfg, c, chips, seq_len, global_batch, _placement(g, i), row, j, alts)
+    timer = _Timer(cfg, c, chips, seq_len, global_batch, g, mem_row["level"] >= 0)
+    i = timer.fastest(np.arange(g["d"].size))
+    if i is not None:
+        alts = _why_not(c, g, timer, mem_row, i) if explain else ()
+        return build(cfg, c, chips, seq_len, global_batch, _placement(g, i), timer.row(i), 0, alts)
     # Nothing fits: the least memory-hungry placement, and how many chips would do.
     i = int(np.argmin(mem_row["memory_total"]))
     row = _model.evaluate(cfg, c, chips, seq_len, global_batch, *(g[k][i] for k in ("d", "t", "p", "b")),

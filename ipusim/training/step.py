@@ -245,7 +245,10 @@ def build(cfg, c, chips, seq_len, global_batch, pl: Placement, row: dict, i=0, a
     where = _where(c, max(level, 0))
     cap = _capacity(c)
     msg = ""
-    if level < 0:
+    if level < 0 and bool(np.ravel(row.get("tile_overflow", False))[i]):
+        msg = ("the states fit in total, but a tile overflows: the training state's share of each tile plus "
+               "a layer's working set exceed its SRAM (the tile simulator's fit rule)")
+    elif level < 0:
         msg = _short_message(c, memory, cap)
     t = float(np.ravel(row["step_time_s"])[i])
     split = {k: float(np.ravel(v)[i]) for k, v in row["split"].items()} if level >= 0 else {}

@@ -1,0 +1,80 @@
+"""ipusim.training.ops: a training step's ops are the machine model's ops (tile simulator, GPU model)."""
+
+import numpy as np
+import pytest
+
+from ipusim import collectives, hardware, machine, training, workloads
+from ipusim.training import model as tm
+from ipusim.training import ops
+
+FORWARD_TOLERANCE = 0.05  # train's forward within 5% of machine.simulate's forward step (issue 23)
+
+
+@pytest.mark.parametrize("name", ["bert-base", "gpt2", "llama-2-7b"])
+def test_backward_matmuls_are_the_two_gradients(name):
+    # Every forward matmul (m x k @ k x n) has an input gradient (m x n @ n x k, reading the weight)
+    # and a weight gradient (k x m @ m x n, no weight read): twice its FLOPs.
+    st = workloads.step(name, [64] * 2)
+    bwd = {o.name: o for o in ops.backward_ops(st.ops)}
+    for o in st.ops:
+        if o.kind != "matmul":
+            continue
+        dx, dw = bwd[f"{o.name}.dx"], bwd[f"{o.name}.dw"]
+        assert (dx.m, dx.k, dx.n) == (o.m, o.n, o.k) and dx.weight_bytes == o.weight_bytes
+        assert (dw.m, dw.k, dw.n) == (o.k, o.m, o.n) and dw.weight_bytes == 0.0
+        assert dx.flops + dw.flops == pytest.approx(2 * o.flops, rel=1e-12)
+    assert not any(o.kind in ("attention", "softmax") for o in bwd.values())  # timed from the forward
+
+
+@pytest.mark.parametrize("chip", ["gc200", "bow"])
+@pytest.mark.parametrize("model", ["bert-base", "bert-large", "gpt2"])
+def test_forward_equals_machine_simulate(model, chip):
+    ref = machine.simulate(chip, workloads.step(model, [128] * 8)).time_s
+    got = training.forward_time_s(model, chip, 128, 8)
+    assert got == pytest.approx(ref, rel=FORWARD_TOLERANCE)
+
+
+def test_gpu_forward_is_the_gpu_models_unfused_step():
+    ref = machine.simulate("a100-80gb", workloads.step("gpt2", [256] * 4), fusion=ops.GPU_FUSION).time_s
+    assert training.forward_time_s("gpt2", "a100-80gb", 256, 4) == pytest.approx(ref, rel=FORWARD_TOLERANCE)
+
+
+def test_training_state_on_the_tiles_never_speeds_a_layer_up():
+    cfg = workloads.model("bert-large")
+    free = ops.chip_layer_times("bow", cfg, 384, 8, 1)[0]
+    tight = ops.chip_layer_times("bow", cfg, 384, 8, 1, reserved_bytes=0.5 * 900e6)[0]
+    assert free.fits and tight.fits
+    assert tight.forward_s + tight.backward_s >= free.forward_s + free.backward_s
+    full = ops.chip_layer_times("bow", cfg, 384, 8, 1, reserved_bytes=2e9)[0]
+    assert not full.fits and full.forward_s == np.inf
+
+
+def test_sharded_gradients_are_reduce_scattered_every_micro_batch():
+    # Stage 1 reduces the accumulated gradients once per step; stage 2 keeps a 1/d shard of them,
+    # so every micro-batch's gradients are reduce-scattered: (m - 1) more reduce-scatters.
+    cfg, a100 = workloads.model("bert-base"), hardware.chip("a100-80gb")
+    args = (cfg, a100, 16, 128, 4096, 16, 1, 1, 4, 2)  # 16 replicas, micro-batch 4: m = 64
+    z1, z2 = tm.evaluate(*args, 1), tm.evaluate(*args, 2)
+    m = float(np.ravel(z1["micro_batches"])[0])
+    fab = collectives.fabric(a100, 16)  # two DGX nodes: a reduce-scatter in the node, then across
+    rs = (collectives.reduce_scatter_s(cfg.params * 2.0, 8, fab.intra)
+          + collectives.reduce_scatter_s(cfg.params * 2.0 / 8, 2, fab.inter))
+    extra = float(np.ravel(z2["split"]["data_parallel"])[0] - np.ravel(z1["split"]["data_parallel"])[0])
+    assert m == 64 and extra == pytest.approx((m - 1) * rs, rel=1e-9)
+
+
+def test_step_split_sums_to_the_step():
+    r = training.best_placement("bert-base", "bow", 16, seq_len=128, global_batch=65536)
+    assert sum(r.split.values()) == pytest.approx(r.step_time_s, rel=1e-9)
+    assert {"ops_compute", "ops_exchange", "ops_sync"} <= set(r.split)
+
+
+def test_a_tile_that_overflows_moves_state_off_chip():
+    # BERT-large, micro-batch 2, 8 stages: every state fits the chip's SRAM in total (level 0), but with
+    # the state spread over the tiles a layer's working set overflows a tile; the step then keeps the
+    # optimizer state in Streaming Memory (level 1) instead of not fitting.
+    cfg, bow = workloads.model("bert-large"), hardware.chip("bow")
+    args = (384, 16384, 2, 1, 8, 2, 2, 1)
+    assert int(np.ravel(tm.evaluate_memory(cfg, bow, *args)["level"])[0]) == 0
+    r = tm.evaluate(cfg, bow, 16, *args)
+    assert int(np.ravel(r["level"])[0]) == 1 and np.isfinite(np.ravel(r["step_time_s"])[0])
