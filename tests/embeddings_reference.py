@@ -33,7 +33,8 @@ def tally(sample, table, rank, rows, offsets, cached, rot, n_units, units_per_ch
         if owner // units_per_chip != req // units_per_chip:
             send[owner // units_per_chip] += 1
             recv[req // units_per_chip] += 1
-    return tuple(np.array(x, dtype=np.int64) for x in (miss, hit, req_, req_hit, local, send, recv, row_ids, owners))
+    counts = (miss, hit, req_, req_hit, local, send, recv, row_ids, owners)
+    return tuple(np.array(x, dtype=np.int64) for x in counts)
 
 
 def plain():

@@ -38,4 +38,5 @@ def test_no_reference_and_no_switch_in_the_package():
 
 def test_the_check_finds_a_switch_and_a_reference():
     src = "def run(x, *, engine='numba'):\n    pass\n\ndef run_reference(x):\n    pass\n"
-    assert _violations(src, "m.py") == [("m.py", "run", "switch ['engine']"), ("m.py", "run_reference", "reference")]
+    assert _violations(src, "m.py") == [("m.py", "run", "switch ['engine']"),
+                                        ("m.py", "run_reference", "reference")]

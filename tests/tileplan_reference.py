@@ -2,14 +2,14 @@
 context managers that run the planner on them (see ``kernel_swap``):
 
 * ``distribute``: the ``_distribute`` kernel (pieces dealt to tiles) as a plain loop;
-* ``best_grid_numpy``: the exhaustive NumPy search the ``_grid_search`` kernel replaced (every
+* ``best_grid_numpy``: the exhaustive NumPy search the ``_grid_search`` kernel is held to (every
   candidate grid costed at once by ``grid_cost``); ``best_grid``: the same search one grid at
   a time in plain Python;
 * ``attention_phases`` / ``attention_cost``: the attention tables dealt whole (``deal`` of
-  ``attention_tables``) and costed from the per-tile arrays, the path the attention cost
-  kernel and ``_distribute_repeated`` replaced.
+  ``attention_tables``) and costed from the per-tile arrays, which the attention cost kernel
+  and ``_distribute_repeated`` are held to.
 
-``exhaustive()`` plans with the searches the kernels replaced (``best_grid_numpy``,
+``exhaustive()`` plans with these searches in place of the kernels (``best_grid_numpy``,
 ``attention_phases``, ``attention_cost``); ``plain()`` also deals with ``distribute``. Both
 clear the plan cache on entry and exit. Units: bytes, FLOP, cycles; per-tile arrays.
 """
@@ -71,7 +71,7 @@ def grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
 
 def best_grid_numpy(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
     """``_best_grid`` vectorised with NumPy over every candidate grid at once (the exhaustive
-    search the ``_grid_search`` kernel replaced)."""
+    search the ``_grid_search`` kernel is held to)."""
     T = c.tiles
     sub = {"m": m, "k": k, "n": n}
     if passes > 1:
@@ -124,12 +124,13 @@ def best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -
 def attention_phases(s, c, r, nb, which):
     """``_attention_phases`` from the whole tables: ``deal`` of ``attention_tables`` (every
     (head, chunk) row repeated), first key block and each later one."""
-    tables = [deal(t, c.tiles) for t in _attention.attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
+    tables = [deal(t, c.tiles)
+              for t in _attention.attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
     return tables[0], tables[-1]
 
 
 def attention_cost(s, c, r, nb):
-    """``_attention_cost`` from the dealt per-tile tables (the path the cost kernel replaced)."""
+    """``_attention_cost`` from the dealt per-tile tables (the cost kernel's reference)."""
     cyc, work = 0.0, np.zeros(c.tiles)
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
     for which in _attention._ATT_OPS:
@@ -155,8 +156,8 @@ def _searches():
 
 
 def exhaustive():
-    """Plan with the searches the kernels replaced (the NumPy grid search, the attention costs
-    from whole dealt tables); dealing still runs the ``_distribute`` kernel."""
+    """Plan with the reference searches in place of the kernels (the NumPy grid search, the
+    attention costs from whole dealt tables); dealing still runs the ``_distribute`` kernel."""
     return swapped(_searches(), on_enter=clear_plan_cache)
 
 

@@ -5,8 +5,8 @@ sequence; forward and prefill run over ``key_blocks`` blocks of keys with an onl
 (running max and sum per query row, the FP32 context accumulator rescaled after the first
 block), decode splits its keys over tiles. ``plan_attention`` picks the chunk count and the
 fewest key blocks that fit the budget, costing each candidate with the ``_attention_cost_kernel``
-(the dealt-table path it replaced is in ``tests/tileplan_reference.py``); ``map_attention`` lays
-one op out.
+(its reference, costing the whole dealt tables, is in ``tests/tileplan_reference.py``);
+``map_attention`` lays one op out.
 
 Units: bytes, FLOP, cycles; per-tile arrays.
 """

@@ -3,8 +3,8 @@
 An (m x k) @ (k x n) matmul is cut into a grid of ``pm x pn x pk`` blocks, one per tile; a
 grid whose working set does not fit the budget runs as ``passes`` serial passes over blocks of
 ``k`` (FP32 partial sums accumulate across passes), of ``m`` or of ``n``. ``plan_matmul``
-searches the grids (the ``_grid_search`` kernel; the exhaustive NumPy search it replaced and a
-plain-Python loop are in ``tests/tileplan_reference.py``) with the calibrated costs
+searches the grids (the ``_grid_search`` kernel; an exhaustive NumPy search and a plain-Python
+loop, its references, are in ``tests/tileplan_reference.py``) with the calibrated costs
 (``ipusim.tile_calibration``); ``map_matmul`` turns the chosen plan into supersteps.
 
 Units: bytes, FLOP, cycles; per-tile arrays.
