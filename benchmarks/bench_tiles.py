@@ -1,12 +1,14 @@
 """Tile machine: one BERT-base step (planning included), its kernels and the planner's grid
 search against their plain-Python references, the fast planner against the exhaustive one
-(``tileplan.exhaustive()``, also for a cold ``serve`` and ``checklist``), a sweep."""
+(``tileplan_reference.exhaustive()`` from tests/, also for a cold ``serve`` and ``checklist``),
+a sweep."""
 
 from __future__ import annotations
 
 import itertools
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from _timing import best_of, cold_child_times, compile_package
@@ -14,6 +16,11 @@ from _timing import best_of, cold_child_times, compile_package
 from ipusim import hardware, tileplan, tiles, workloads
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
+
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+sys.path.insert(0, str(TESTS))
+import tileplan_reference  # noqa: E402  (the plain-Python references live beside the tests)
+import tiles_reference  # noqa: E402
 
 
 def _kernel_inputs(prof):
@@ -32,22 +39,26 @@ def rows(quick: bool) -> list[dict]:
     s = workloads.step("bert-base", [seq] * batch, pad_to=seq)
     tiles.simulate(c, s)  # compile the kernels
 
-    def planned(engine):  # the planner's cache is cleared: every call plans every op again
+    def planned():  # the planner's cache is cleared: every call plans every op again
         tp_matmul._plan_matmul.cache_clear()
-        return tiles.simulate(c, s, engine=engine)
+        return tiles.simulate(c, s)
 
-    step_k = best_of(lambda: planned("numba"), 3 if quick else 7)
-    step_r = best_of(lambda: planned("python"), 1 if quick else 3)
+    def planned_plain():
+        with tiles_reference.plain():
+            return tiles.simulate(c, s)
+
+    step_k = best_of(planned, 3 if quick else 7)
+    step_r = best_of(planned_plain, 1 if quick else 3)
     cpu = float("inf")  # CPU seconds of this process: on a loaded machine the wall time is inflated, this is not
     for _ in range(3 if quick else 7):
         t0 = time.process_time()
-        planned("numba")
+        planned()
         cpu = min(cpu, time.process_time() - t0)
     out = [{
         "name": f"tiles: BERT-base forward b{batch} L{seq}, {c.tiles} tiles, planning included",
         "kernel_s": step_k, "reference_s": step_r,
         "goal": "under 50 ms after compilation",
-        "note": ("whole simulate() with the matmul-plan cache cleared; reference = engine='python' (plain loops); "
+        "note": ("whole simulate() with the matmul-plan cache cleared; reference = tests/tiles_reference.plain() (plain loops); "
                  f"best CPU time {cpu * 1e3:.1f} ms (wall above includes waiting on a loaded machine)"),
     }]
 
@@ -55,15 +66,15 @@ def rows(quick: bool) -> list[dict]:
     out.append({
         "name": "tiles: planner grid search, one 4096x768x3072 matmul",
         "kernel_s": best_of(lambda: tp_matmul._best_grid(*grid), 20),
-        "reference_s": best_of(lambda: tp_matmul._best_grid_reference(*grid), 1 if quick else 3),
-        "goal": ">= 50x reference", "note": "_best_grid (the _grid_search kernel) vs _best_grid_reference (plain loops)",
+        "reference_s": best_of(lambda: tileplan_reference.best_grid(*grid), 1 if quick else 3),
+        "goal": ">= 50x reference", "note": "_best_grid (the _grid_search kernel) vs tileplan_reference.best_grid (plain loops)",
     })
     out.append({
         "name": "tiles: planner grid search, kernel vs exhaustive NumPy",
         "kernel_s": best_of(lambda: tp_matmul._best_grid(*grid), 20),
-        "reference_s": best_of(lambda: tp_matmul._best_grid_numpy(*grid), 5),
+        "reference_s": best_of(lambda: tileplan_reference.best_grid_numpy(*grid), 5),
         "goal": "faster, same plan bit for bit",
-        "note": "_best_grid (kernel) vs _best_grid_numpy (the search before the kernel)",
+        "note": "_best_grid (kernel) vs tileplan_reference.best_grid_numpy (the search before the kernel)",
     })
     out += _planner_rows(quick)
     big = workloads.step("bert-base", [384] * 36, pad_to=384)
@@ -83,8 +94,8 @@ def rows(quick: bool) -> list[dict]:
     out.append({
         "name": f"tiles: superstep kernel ({S} supersteps x {T} tiles)",
         "kernel_s": best_of(lambda: tiles._superstep_cycles(*args, comp, exch, mx), 20),
-        "reference_s": best_of(lambda: tiles._superstep_cycles_reference(*args), 1 if quick else 3),
-        "goal": ">= 50x reference", "note": "_superstep_cycles vs _superstep_cycles_reference",
+        "reference_s": best_of(lambda: tiles_reference.superstep_cycles(*args), 1 if quick else 3),
+        "goal": ">= 50x reference", "note": "_superstep_cycles vs tiles_reference.superstep_cycles",
     })
 
     pieces = np.random.default_rng(0).random((s.tokens * 4, 6))
@@ -92,8 +103,8 @@ def rows(quick: bool) -> list[dict]:
     out.append({
         "name": f"tiles: distribute kernel ({pieces.shape[0]} pieces -> {T} tiles)",
         "kernel_s": best_of(lambda: (dist.fill(0), tp_base._distribute(pieces, T, dist)), 20),
-        "reference_s": best_of(lambda: tp_base._distribute_reference(pieces, T), 1 if quick else 3),
-        "goal": ">= 50x reference", "note": "_distribute vs _distribute_reference",
+        "reference_s": best_of(lambda: tileplan_reference.distribute(pieces, T), 1 if quick else 3),
+        "goal": ">= 50x reference", "note": "_distribute vs tileplan_reference.distribute",
     })
 
     chips = ("gc200", "bow", "gc2")
@@ -123,9 +134,9 @@ def _cpu_wall(fn):
     return time.perf_counter() - w0, time.process_time() - c0
 
 
-# the exhaustive planner through its public switch (``tileplan.exhaustive()``) around the whole command
-_OLD = ("import sys\nfrom ipusim import tileplan\nfrom ipusim.cli import main\n"
-        "with tileplan.exhaustive():\n    rc = main(sys.argv[1:])\nsys.exit(rc)")
+# the exhaustive planner (``tileplan_reference.exhaustive()``, from tests/) around the whole command
+_OLD = (f"import sys\nsys.path.insert(0, {str(TESTS)!r})\nimport tileplan_reference\nfrom ipusim.cli import main\n"
+        "with tileplan_reference.exhaustive():\n    rc = main(sys.argv[1:])\nsys.exit(rc)")
 _NEW = "import sys; from ipusim.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -135,7 +146,7 @@ def _cold_cli(code: str, args: list) -> tuple[float, float]:
 
 
 def _planner_rows(quick: bool) -> list[dict]:
-    """The fast planner against the exhaustive one (``tileplan.exhaustive()``), same run."""
+    """The fast planner against the exhaustive one (``tileplan_reference.exhaustive()``), same run."""
     c = hardware.chip("gc200")
     # the steps the serving tables plan: padded BERT-base batches of 1..32 rows, lengths up to 512
     batches, lens = ((1, 8, 32), (64, 512)) if quick else ((1, 2, 4, 8, 16, 24, 32), (32, 128, 256, 384, 512))
@@ -148,7 +159,7 @@ def _planner_rows(quick: bool) -> list[dict]:
 
     plan_all()  # compile / load the kernels
     new_w, new_c = _cpu_wall(plan_all)
-    with tileplan.exhaustive():
+    with tileplan_reference.exhaustive():
         old_w, old_c = _cpu_wall(plan_all)
     out = [{
         "name": f"tiles: plan_step of {len(steps)} serve-table steps, fast vs exhaustive",

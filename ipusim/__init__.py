@@ -3,6 +3,12 @@
 The pipeline runs one way: ``hardware`` + ``workloads`` -> machine models (``roofline``,
 ``tiles``, ``gpu``) -> ``serving`` -> ``checklist``. Plots and widgets live in
 ``ipusim.plots`` and ``ipusim.widgets`` and are imported only by notebooks that need them.
+
+Kernels and references: the library has one path, its Numba kernels and fast searches; no
+argument or switch runs a slower one. Each kernel's plain reference lives beside the tests in
+``tests/<topic>_reference.py``. The tests hold each kernel to its reference, and where a whole
+public function is compared, the topic's ``plain()`` (``tests/kernel_swap.py``) puts the
+references in place of the kernels for the duration; ``benchmarks/`` times both.
 """
 
 from . import _numba_cache

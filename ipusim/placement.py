@@ -40,7 +40,8 @@ every placement whose per-chip always-live bytes (weights, KV cache, code) excee
 memory, and bounds the rest from below by ``n_i x`` the time of one lone layer of the same
 shard plus the exact link time (a stage of ``n`` layers holds more bytes than one lone layer,
 so it is never faster per layer, and when a lone layer does not fit no stage does: ASSUMPTION,
-checked against the exhaustive search in the tests and ``benchmarks/bench_placement.py``);
+checked against the exhaustive search of ``tests/placement_reference.py`` in the tests and
+``benchmarks/bench_placement.py``);
 placements are simulated in order of that bound until the bound passes the best time found.
 ``assess`` times one given placement, to ask why the search did not pick it.
 """
@@ -511,15 +512,13 @@ def _advice(c, s: Step, chips: int) -> str:
     return msg + " A smaller batch or shorter context also shrinks the KV cache."
 
 
-def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_node: int | None = None,
-          **sim_kwargs) -> Placement:
+def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> Placement:
     """The fastest placement of step ``s`` on up to ``chips`` chips of ``c`` that fits.
 
     Returns a ``Placement`` with ``alternatives``: the nearest placements that do not fit
     (least short first) with the reason for each. If none fits, the returned placement is the
     least short one, ``fit = "does_not_fit"``, and its ``reason`` ends with what would make the
-    step fit. ``exhaustive=True`` simulates every placement (the reference the pruned search is
-    checked against). ``chips_per_node`` overrides the node size of ``collectives.fabric``;
+    step fit. ``chips_per_node`` overrides the node size of ``collectives.fabric``;
     other keyword arguments go to ``machine.simulate`` for each sub-step.
     """
     c = _chip(c)
@@ -533,38 +532,32 @@ def place(c, s: Step, *, chips: int = 1, exhaustive: bool = False, chips_per_nod
     fab = collectives.fabric(c, chips, chips_per_node=chips_per_node)
     ev = _Evaluator(c, s, fab, sim_kwargs)
     cands = _candidates(s, chips, fab)
-    fitting, failed = [], []
-    if exhaustive:
-        for cand in cands:
-            pl = evaluate(ev, cand)
-            (failed if pl.fit == DOES_NOT_FIT else fitting).append(pl)
-        fitting.sort(key=lambda x: (x.time_s, x.chips_used))
-    else:
-        keep, rejected = _prune(ev, cands)
-        failed = [_as_placement(ev, x) for x in rejected]
-        # Best-first search on lower bounds that tighten as they are popped: level 0 (a lone layer,
-        # one sequence), level 1 (a lone layer, the micro-batch), level 2 (the exact time). The
-        # first exact placement popped is the fastest.
-        heap = [(0.0, k, 0, None) for k in range(len(keep))]
-        while heap and not fitting:
-            bound, k, level, pl = heapq.heappop(heap)
-            cand = keep[k]
-            if level < 2:
-                b = _bound(ev, cand, level)
-                if math.isinf(b):
-                    failed.append(_as_placement(ev, cand))
-                else:
-                    heapq.heappush(heap, (max(bound, b), k, level + 1, None))
-            elif level == 2:
-                pl = evaluate(ev, cand)
-                if pl.fit == DOES_NOT_FIT:
-                    failed.append(pl)
-                else:
-                    heapq.heappush(heap, (pl.time_s, k, 3, pl))
+    fitting = []
+    keep, rejected = _prune(ev, cands)
+    failed = [_as_placement(ev, x) for x in rejected]
+    # Best-first search on lower bounds that tighten as they are popped: level 0 (a lone layer,
+    # one sequence), level 1 (a lone layer, the micro-batch), level 2 (the exact time). The
+    # first exact placement popped is the fastest.
+    heap = [(0.0, k, 0, None) for k in range(len(keep))]
+    while heap and not fitting:
+        bound, k, level, pl = heapq.heappop(heap)
+        cand = keep[k]
+        if level < 2:
+            b = _bound(ev, cand, level)
+            if math.isinf(b):
+                failed.append(_as_placement(ev, cand))
             else:
-                fitting.append(pl)
-        # placements already timed on the way, next fastest first (no extra simulation)
-        fitting += sorted((e[3] for e in heap if e[2] == 3), key=lambda x: (x.time_s, x.chips_used))
+                heapq.heappush(heap, (max(bound, b), k, level + 1, None))
+        elif level == 2:
+            pl = evaluate(ev, cand)
+            if pl.fit == DOES_NOT_FIT:
+                failed.append(pl)
+            else:
+                heapq.heappush(heap, (pl.time_s, k, 3, pl))
+        else:
+            fitting.append(pl)
+    # placements already timed on the way, next fastest first (no extra simulation)
+    fitting += sorted((e[3] for e in heap if e[2] == 3), key=lambda x: (x.time_s, x.chips_used))
     failed.sort(key=lambda x: (x.short_bytes, x.chips_used, x.micro_batches))
     seen: set = set()
     failed = [x for x in failed if not ((x.tensor, x.pipeline, x.data, x.reason) in seen

@@ -65,7 +65,6 @@ from .hardware import chip as _chip
 from .result import StepResult
 from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for callers of tiles)
     AVAILABLE_MEMORY_PROPORTION,
-    ENGINES,
     PARTIAL_BYTES,
     OpPlan,
     Phase,
@@ -82,7 +81,7 @@ WEIGHT_MODES = ("auto", "on_chip", "stream")
 
 
 # ------------------------------------------------------------------------------------------
-# The superstep kernel and its plain-Python reference
+# The superstep kernel (its plain-Python reference is in tests/tiles_reference.py)
 # ------------------------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -116,22 +115,6 @@ def _superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x
         out_max[s, 1] = mx
 
 
-def _superstep_cycles_reference(flops, load, vertices, recv, send, flop_rate, sram_rate, x_rate,
-                                vertex_cycles, bus):
-    """Plain-Python reference of ``_superstep_cycles``; returns (comp, exch, max)."""
-    S, T = flops.shape
-    comp, exch, mx = np.zeros((S, T)), np.zeros((S, T)), np.zeros((S, 2))
-    for s in range(S):
-        for t in range(T):
-            c = 0.0
-            if vertices[s][t] > 0:
-                c = max(flops[s][t] / flop_rate[s], load[s][t] / sram_rate) + vertices[s][t] * vertex_cycles
-            b0 = (t // bus) * bus
-            sent = sum(send[s][u] for u in range(b0, min(b0 + bus, T)))
-            comp[s][t], exch[s][t] = c, max(recv[s][t], sent / (min(b0 + bus, T) - b0)) / x_rate
-        mx[s] = comp[s].max(), exch[s].max()
-    return comp, exch, mx
-
 def _tile_chip(c, fn: str) -> TileChip:
     """``c`` as a TileChip, or a ValueError naming the function and the chip."""
     c = _chip(c)
@@ -147,13 +130,12 @@ def _step_arg(s) -> Step:
     return s
 
 
-def map_step(c, s: Step, *, seed: int = 0, engine: str = "numba") -> list[OpPlan]:
+def map_step(c, s: Step, *, seed: int = 0) -> list[OpPlan]:
     """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op; see
     ``ipusim.tileplan``)."""
     c = _tile_chip(c, "map_step")
     _step_arg(s)
-    choice("engine", engine, ENGINES)
-    return plan_step(c, s, seed=seed, engine=engine)
+    return plan_step(c, s, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------
@@ -183,7 +165,7 @@ class Program:
         return self.sync_cycles + self.slowest[:, 0] + self.slowest[:, 1]
 
 
-def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
+def run_program(c: TileChip, plans: list) -> Program:
     """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
 
     An op's identical supersteps (its serial passes) are timed once and counted as many
@@ -211,11 +193,8 @@ def run_program(c: TileChip, plans: list, engine: str = "numba") -> Program:
     args = (arr["flops"], arr["load"], arr["vertices"], arr["recv"], arr["send"], rate,
             c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
             c.vertex_overhead_cycles, TILES_PER_EXCHANGE_BUS)
-    if engine == "python":
-        comp, exch, mx = _superstep_cycles_reference(*args)
-    else:
-        comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
-        _superstep_cycles(*args, comp, exch, mx)
+    comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
+    _superstep_cycles(*args, comp, exch, mx)
     on = amp[:, None] & (arr["vertices"] > 0)
     comp += np.where(on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
     mx[:, 0] = comp.max(axis=1)
@@ -383,14 +362,12 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     return " ".join(lines)
 
 
-def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "numba",
-            explain: bool = True) -> TileProfile:
+def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True) -> TileProfile:
     """Map and run step ``s`` on tile chip ``c``; return the full per-tile profile.
 
     ``weights``: "auto" keeps weights on chip if the step fits, else streams them from
     off-chip DRAM (when the chip has any); "on_chip" never streams (a model that does not fit
     is reported as such); "stream" always streams. ``seed`` draws the embedding token ids.
-    ``engine``: "numba" (default) or "python" (the plain reference loops, for tests).
     ``explain=False`` skips the out-of-memory explanation of a step that does not fit (it
     searches the largest batch that fits); callers that only read ``fits`` and ``time_s``
     (the serving tables) save that search.
@@ -398,15 +375,14 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, engine: str = "
     c = _tile_chip(c, "simulate")
     _step_arg(s)
     choice("weights", weights, WEIGHT_MODES)
-    choice("engine", engine, ENGINES)
     if s.phase == "train":
         raise ValueError("tiles maps forward, prefill and decode steps; phase 'train' is not modelled")
     if weights == "stream" and c.offchip_bytes < s.model.weight_bytes(s.dtype_bytes):
         raise ValueError(f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
                          f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from")
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
-    plans = map_step(c, s, seed=seed, engine=engine)
-    prog = run_program(c, plans, engine)
+    plans = map_step(c, s, seed=seed)
+    prog = run_program(c, plans)
 
     base, placed, temporary, peak_op = _memory(c, s, plans)
     onchip_peak = (base + placed + temporary).max()
@@ -492,7 +468,7 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
     return profile(c, s, **kwargs).result
 
 
-def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "numba") -> TileProfile:
+def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2) -> TileProfile:
     """One (m x k) @ (k x n) matmul on the chip's tiles, as a one-op program (for lessons).
 
     The two operands are tensors of the program, always live and spread evenly over the
@@ -508,10 +484,9 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, engine: str = "nu
     c = _tile_chip(c, "matmul")
     m, k, n = (positive(nm, v, integer=True) for nm, v in (("m", m), ("k", k), ("n", n)))
     dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
-    choice("engine", engine, ENGINES)
     op = matmul_op("matmul", 1, m, k, n, dtype_bytes)
-    plan = map_matmul(op, c, dtype_bytes, engine == "python")
-    prog = run_program(c, [plan], engine)
+    plan = map_matmul(op, c, dtype_bytes)
+    prog = run_program(c, [plan])
     esplit = energy_split(prog, [plan], False, process_nm=c.process_nm)
     hz = c.clock_hz
     split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,

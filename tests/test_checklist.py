@@ -553,8 +553,8 @@ def test_every_grid_point_fits_for_generation_too():
 def test_every_grid_point_fits_for_spread_and_streamed_placements():
     # A BERT-large twice as deep (48 layers, 1.34 GB of FP16 weights: more than one GC200's
     # 0.9 GB of SRAM, so no single-chip on-chip placement) on GC200s: a 2-chip pipeline
-    # (stages of 24 layers) and a streamed single chip. (BERT-large itself now fits one
-    # GC200 with serial passes, so it no longer yields these two placements.)
+    # (stages of 24 layers) and a streamed single chip. (BERT-large itself fits one GC200
+    # with serial passes, so it does not yield these two placements.)
     from ipusim import machine, placement
     from ipusim.checklist import Context
 
@@ -601,7 +601,7 @@ def test_packing_limit_follows_the_row_length_and_the_traffic():
     assert search.max_per_row(np.full(50, 512), 512) == 1  # full-length requests: one a row
     assert search.max_per_row(np.full(50, 300), 512) == 1
     assert search.max_per_row(np.full(50, 200), 512) == 2
-    # rows of 4,096 tokens holding short prompts: the old fixed limit of 3 left most of each row empty
+    # rows of 4,096 tokens holding short prompts: a fixed limit of 3 would leave most of each row empty
     lens = np.concatenate([short, rng.integers(256, 4097, 250)])
     eff, _, src = search.pack_efficiency(lens, 4096)
     from ipusim import packing

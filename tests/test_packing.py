@@ -167,7 +167,7 @@ def _check_list_packing(x, L, k, p):
     k=st.integers(1, 6),
     strategy=st.sampled_from(packing.STRATEGIES),
 )
-@example(x=[64], k=4, strategy="nnlshp")  # NNLS packs everything, nothing left for SPFHP (was a crash)
+@example(x=[64], k=4, strategy="nnlshp")  # NNLS packs everything, nothing left for SPFHP
 def test_packing_properties(x, k, strategy):
     p = packing.pack(x, 64, strategy, max_per_row=k)
     _check_list_packing(x, 64, k, p)

@@ -289,7 +289,7 @@ def test_kv_cache_that_does_not_fit_is_read_from_dram():
     """GPT-2 decode, 256 sequences of 1,024 tokens on GC200. The KV cache alone
     (2 x 12 layers x 768 x 2 bytes x 262,144 tokens = 9.66 GB) is 10x the 0.9 GB of tile SRAM,
     so it cannot be read from SRAM: the bound must be at least (weights + KV read) over the
-    64 GB/s DRAM link, closed form from the model's shape (the old code gave 4.08 ms).
+    64 GB/s DRAM link, closed form from the model's shape.
     Tolerance: the bound adds compute-bound ops, so >= with 1e-12, and within 10 % above."""
     s = workloads.step("gpt2", [1024] * 256, phase="decode")
     c = hardware.chip("gc200")

@@ -437,7 +437,7 @@ def test_generation_prefill_table_uses_the_prefill_phase():
             assert gen.prefill.table[rows, L] == pytest.approx(pre.time_s, rel=1e-12)
     fwd = machine.simulate(chip, workloads.step("gpt2", [256] * 32, phase="forward", pad_to=256))
     pre = machine.simulate(chip, workloads.step("gpt2", [256] * 32, phase="prefill", pad_to=256))
-    assert fwd.fits and not pre.fits  # the case the old forward-phase table hid
+    assert fwd.fits and not pre.fits  # a table of forward steps would hide this case
     # an iteration that lands on such a cell is refused, not timed
     n = 64
     with pytest.raises(ValueError, match="does not fit"):
@@ -445,9 +445,8 @@ def test_generation_prefill_table_uses_the_prefill_phase():
 
 
 def test_gc200_table_is_monotone_where_it_fits(svc):
-    """More rows or longer rows never take less time in the table (the old one had 16 rows at 512
-    tokens 13.18 ms but 20 rows 11.88 ms: 20 rows do not fit and were timed on chip anyway).
-    Tolerance 1 % along the length: the planner ranks matmul grids on its estimate (the largest
+    """More rows or longer rows never take less time in the table (a cell that does not fit is
+    not timed as if it did). Tolerance 1 % along the length: the planner ranks matmul grids on its estimate (the largest
     block, no exchange-bus contention), so a longer step can land on a grid the simulation times
     up to 0.7 % faster (30-32 rows, 464 -> 480 tokens); along the rows it is exact."""
     t = svc["gc200"].table[1:, 1:]

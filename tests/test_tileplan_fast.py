@@ -1,5 +1,5 @@
 """The fast planner (the ``_grid_search`` and ``_attention_pass_max`` kernels) against the
-exhaustive searches it replaced (``tileplan.exhaustive()``): the same plans and costs, bit
+exhaustive searches of ``tests/tileplan_reference.py``: the same plans and costs, bit
 for bit (tolerance: none, every float compared by its bytes), over chips, models, phases,
 batch sizes and lengths."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tileplan_reference
 
 from ipusim import hardware, tileplan, workloads
 from ipusim.tileplan import attention as tp_attention
@@ -49,7 +50,7 @@ def _grid_cases(count: int, seed: int):
         budget = float(rng.choice([10.0, 2e3, 2e4, 1e5, 3.8e5, 1e12]))
         dt = int(rng.choice([1, 2, 4]))
         fast = tp_matmul._best_grid(m, k, n, dt, c, axis, passes, budget)
-        old = tp_matmul._best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
+        old = tileplan_reference.best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
         assert _bits(tuple(fast)) == _bits(tuple(old)), (c.name, m, k, n, dt, axis, passes, budget)
         done["fits" if old.fits else "none fits"] += 1
     return done
@@ -91,8 +92,8 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
     blocks = [1] if phase == "decode" else tp_attention._key_block_counts(keys)[::3]
     for r in (1, 2, 5, max(1, c.tiles // (s.model.heads * s.batch))):
         for nb in blocks:
-            fast = tp_attention._attention_cost(s, c, r, nb, False)
-            old = tp_attention._attention_cost_tables(s, c, r, nb, False)
+            fast = tp_attention._attention_cost(s, c, r, nb)
+            old = tileplan_reference.attention_cost(s, c, r, nb)
             assert _bits(fast) == _bits(old), (r, nb)
 
 
@@ -128,10 +129,9 @@ def _same_plans(chip, model, phase, batch, length, pad, unlimited):
     s = workloads.step(model, lengths, phase=phase, pad_to=length if pad and phase != "decode" else None)
     tileplan.clear_plan_cache()
     fast = _bits(tileplan.plan_step(c, s, unlimited=unlimited))
-    with tileplan.exhaustive():
-        assert not tileplan.fast_search()
+    with tileplan_reference.plain():
         old = _bits(tileplan.plan_step(c, s, unlimited=unlimited))
-    assert tileplan.fast_search()
+    assert fast == _bits(tileplan.plan_step(c, s, unlimited=unlimited))  # the kernels are back
     assert fast == old
 
 

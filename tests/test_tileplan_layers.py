@@ -1,5 +1,5 @@
 """The planner package's layering: each module imports only the ones below it (no cycle), and
-none imports another's private names; the fast / exhaustive switch is one state for all."""
+none imports another's private names; the tests' references reach every planner module."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import ast
 from pathlib import Path
 
 import pytest
+import tileplan_reference
 
 from ipusim import hardware, tileplan, workloads
 from ipusim.tileplan import attention as tp_attention
+from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
 
 PKG = Path(tileplan.__file__).parent
@@ -34,10 +36,10 @@ def test_every_module_is_listed_and_imports_only_the_layers_below_it():
             assert not [n for n in names if n.startswith("_")], (path.name, module, names)
 
 
-def test_exhaustive_switches_the_searches_of_every_module(monkeypatch):
-    """Inside ``exhaustive()`` the matmul and attention planners run the searches their kernels
-    replaced (counted here), outside they do not."""
-    calls = {"grid": 0, "attention": 0}
+def test_plain_swaps_the_references_into_every_planner_module(monkeypatch):
+    """Inside ``tileplan_reference.plain()`` the matmul, attention and dealing code runs the
+    references (counted here); outside, and after an error inside, it runs the kernels again."""
+    calls = {"grid": 0, "attention": 0, "deal": 0}
 
     def counted(name, fn):
         def wrapper(*args):
@@ -45,21 +47,17 @@ def test_exhaustive_switches_the_searches_of_every_module(monkeypatch):
             return fn(*args)
         return wrapper
 
-    monkeypatch.setattr(tp_matmul, "_best_grid_numpy", counted("grid", tp_matmul._best_grid_numpy))
-    monkeypatch.setattr(tp_attention, "_attention_cost_tables",
-                        counted("attention", tp_attention._attention_cost_tables))
+    monkeypatch.setattr(tileplan_reference, "best_grid_numpy", counted("grid", tileplan_reference.best_grid_numpy))
+    monkeypatch.setattr(tileplan_reference, "attention_cost", counted("attention", tileplan_reference.attention_cost))
+    monkeypatch.setattr(tileplan_reference, "distribute", counted("deal", tileplan_reference.distribute))
     c, s = hardware.chip("gc200"), workloads.step("bert-base", [16], pad_to=16)
+    kernels = (tp_matmul._best_grid, tp_attention._attention_cost, tp_base._distribute)
     tileplan.clear_plan_cache()
     tileplan.plan_step(c, s)
-    assert calls == {"grid": 0, "attention": 0}
-    with tileplan.exhaustive():
+    assert calls == {"grid": 0, "attention": 0, "deal": 0}
+    with tileplan_reference.plain():
         tileplan.plan_step(c, s)
-    assert calls["grid"] > 0 and calls["attention"] > 0, calls
-
-
-def test_exhaustive_restores_the_fast_search_on_error():
-    assert tileplan.fast_search()
-    with pytest.raises(RuntimeError), tileplan.exhaustive():
-        assert not tileplan.fast_search()
+    assert min(calls.values()) > 0, calls
+    with pytest.raises(RuntimeError), tileplan_reference.plain():
         raise RuntimeError("inside")
-    assert tileplan.fast_search()
+    assert (tp_matmul._best_grid, tp_attention._attention_cost, tp_base._distribute) == kernels

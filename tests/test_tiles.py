@@ -6,12 +6,15 @@ import math
 
 import numpy as np
 import pytest
+import tileplan_reference
+import tiles_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipusim import energy, hardware, machine, roofline, tileplan, tiles, workloads
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
+from ipusim.tileplan import rows as tp_rows
 
 GC200 = hardware.chip("gc200")
 
@@ -28,13 +31,22 @@ def test_distribute_matches_reference(pieces, tiles_, cols):
     work = rng.random((pieces, cols))
     out = np.zeros((tiles_, cols + 1))
     tp_base._distribute(work, tiles_, out)
-    np.testing.assert_allclose(out, tp_base._distribute_reference(work, tiles_), rtol=1e-12)
+    np.testing.assert_allclose(out, tileplan_reference.distribute(work, tiles_), rtol=1e-12)
     # conservation: every piece lands on exactly one tile
     np.testing.assert_allclose(out[:, :cols].sum(axis=0), work.sum(axis=0), rtol=1e-12)
     assert out[:, -1].sum() == pieces
     # balance: piece counts differ by at most one between tiles (when pieces >= tiles)
     if pieces >= tiles_:
         assert out[:, -1].max() - out[:, -1].min() <= 1
+
+
+@pytest.mark.parametrize("P,tiles_", [(1, 7), (5, 16), (100, 16), (4096, 1472), (1472, 1472)])
+def test_deal_same_equals_dealing_every_piece(P, tiles_):
+    """P identical pieces: a count per tile times the row equals dealing the P rows one by one
+    (tolerance 1e-12 relative: a product against a sum of P terms)."""
+    row = np.array([3.5e6, 1.25e3, 0.0, 7.0, 1e-3, 42.0])
+    got = tp_rows._deal_same(row, P, tiles_)
+    np.testing.assert_allclose(got, tileplan_reference.distribute(np.tile(row, (P, 1)), tiles_), rtol=1e-12)
 
 
 @pytest.mark.parametrize("S,T,bus", [(1, 3, 2), (4, 16, 2), (12, 100, 3), (30, 1472, 2)])
@@ -45,7 +57,7 @@ def test_superstep_kernel_matches_reference(S, T, bus):
     rate = rng.choice([32.0, 128.0], S)
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
     tiles._superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus, comp, exch, mx)
-    rc, rx, rm = tiles._superstep_cycles_reference(*arrs, rate, 27.0, 4.1, 11.0, bus)
+    rc, rx, rm = tiles_reference.superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus)
     np.testing.assert_allclose(comp, rc, rtol=1e-12)
     np.testing.assert_allclose(exch, rx, rtol=1e-12)
     np.testing.assert_allclose(mx, rm, rtol=1e-12)
@@ -55,9 +67,10 @@ def test_superstep_kernel_matches_reference(S, T, bus):
 @pytest.mark.parametrize("s", [_bert(8, 64), workloads.step("gpt2", [17, 90, 33], phase="prefill"),
                                workloads.step("gpt2", [300, 12], phase="decode")],
                          ids=["bert", "gpt2-prefill", "gpt2-decode"])
-def test_python_engine_gives_the_same_step(s):
+def test_plain_references_give_the_same_step(s):
     a = tiles.profile("gc200", s)
-    b = tiles.profile("gc200", s, engine="python")
+    with tiles_reference.plain():
+        b = tiles.profile("gc200", s)
     assert a.result.time_s == pytest.approx(b.result.time_s, rel=1e-12)
     np.testing.assert_allclose(a.result.unit_busy_s, b.result.unit_busy_s, rtol=1e-12)
     np.testing.assert_allclose(a.memory, b.memory, rtol=1e-12)
@@ -218,10 +231,6 @@ def test_input_checks():
     for bad in (0, -2, 1.5):
         with pytest.raises(ValueError, match="dtype_bytes"):
             tiles.matmul("gc200", 64, 64, 64, dtype_bytes=bad)
-    with pytest.raises(ValueError, match="engine"):
-        tiles.matmul("gc200", 64, 64, 64, engine="bogus")
-    with pytest.raises(ValueError, match="engine"):
-        tiles.map_step("gc200", _bert(2, 16), engine="bogus")
     with pytest.raises(ValueError, match="train"):
         tiles.simulate("gc200", workloads.step("bert-base", [16], phase="train"))
     with pytest.raises(ValueError, match="weights"):
@@ -467,6 +476,6 @@ def test_grid_search_matches_its_plain_python_reference(m, k, n, axis, passes, b
     """The vectorised candidate search picks the same grid, cycles and working set as the
     one-candidate-at-a-time reference (tolerance 1e-12 relative), feasible or not."""
     a = tp_matmul._best_grid(m, k, n, 2, GC200, axis, passes, budget)
-    b = tp_matmul._best_grid_reference(m, k, n, 2, GC200, axis, passes, budget)
+    b = tileplan_reference.best_grid(m, k, n, 2, GC200, axis, passes, budget)
     assert a[:5] == b[:5] and a.fits == b.fits
     assert a.cycles == pytest.approx(b.cycles, rel=1e-12) and a.temp_bytes == pytest.approx(b.temp_bytes, rel=1e-12)

@@ -6,7 +6,7 @@
 * ``lookup_stream``: one step's look-ups drawn with a seed (sample, table, popularity rank).
 * ``tally``: the hot path. For every look-up: the owning unit (tile, or chip), the requesting
   unit (where the sample's pooling runs), whether the cache holds the row; summed per unit. A
-  Numba kernel (``_tally``) with a plain-Python twin (``_tally_reference``) for the tests.
+  Numba kernel (``_tally``; its plain-Python twin is ``tests/embeddings_reference.py``).
 
 Rows are sharded by row, each table over all ``U`` units: row ``j`` of table ``t`` (of ``R_t``
 rows) lives on unit ``(j * U // R_t + rot_t) mod U``, equal blocks (as ``tiles._distribute`` deals
@@ -221,33 +221,6 @@ def _tally(sample, table, rank, rows, offsets, cached, rot, n_units, units_per_c
             out_chip_recv[cr] += 1
 
 
-def _tally_reference(sample, table, rank, rows, offsets, cached, rot, n_units, units_per_chip,
-                     batch, by_lookup, mult):
-    """Plain-Python twin of ``_tally``; returns the seven count arrays, the row ids and owners."""
-    chips = n_units // units_per_chip
-    miss, hit, req_, req_hit, local = ([0] * n_units for _ in range(5))
-    send, recv = [0] * chips, [0] * chips
-    row_ids, owners = [], []
-    n = len(sample)
-    for i, (s, t, r) in enumerate(zip(sample.tolist(), table.tolist(), rank.tolist(), strict=True)):
-        j = r * mult % int(rows[t])
-        row_ids.append(int(offsets[t]) + j)
-        owner = (j * n_units // int(rows[t]) + int(rot[t])) % n_units
-        owners.append(owner)
-        req = i * n_units // n if by_lookup else s * n_units // batch
-        if r < cached[t]:
-            hit[owner] += 1
-        else:
-            miss[owner] += 1
-        req_[req] += 1
-        req_hit[req] += r < cached[t]
-        local[req] += owner == req
-        if owner // units_per_chip != req // units_per_chip:
-            send[owner // units_per_chip] += 1
-            recv[req // units_per_chip] += 1
-    return tuple(np.array(x, dtype=np.int64) for x in (miss, hit, req_, req_hit, local, send, recv, row_ids, owners))
-
-
 class Tally:
     """Per-unit look-up counts of one step (arrays of int64; ``chip_*`` per chip).
 
@@ -281,19 +254,15 @@ class Tally:
 
 
 def tally(w: Workload, n_units: int, *, units_per_chip: int | None = None, cached=None, seed: int = 0,
-          engine: str = "numba", stream=None) -> Tally:
+          stream=None) -> Tally:
     """Draw one step's look-ups (``seed``) and count them per unit (see ``_tally``).
 
     ``cached``: rows cached per table (default none); ``stream``: a ``lookup_stream`` to reuse.
-    ``engine``: "numba" or "python" (the reference loop, for tests).
     """
-    from .._validate import choice
-
     n_units = positive("n_units", n_units, integer=True)
     per = n_units if units_per_chip is None else positive("units_per_chip", units_per_chip, integer=True)
     if n_units % per:
         raise ValueError(f"n_units ({n_units}) must be a multiple of units_per_chip ({per})")
-    choice("engine", engine, ("numba", "python"))
     rows = np.array([t.rows for t in w.tables], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
     rot = rotations(len(rows), n_units)
@@ -304,14 +273,11 @@ def tally(w: Workload, n_units: int, *, units_per_chip: int | None = None, cache
     # Bags of very different sizes (the GNN case) are split evenly over units by look-up.
     args = (sample, table, rank, rows, offsets, cached, rot, n_units, per, w.batch, w.bag_sizes is not None,
             SCATTER_MULTIPLIER)
-    if engine == "python":
-        *out, row_ids, owners = _tally_reference(*args)
-    else:
-        chips = n_units // per
-        out = ([np.zeros(n_units, dtype=np.int64) for _ in range(5)]
-               + [np.zeros(chips, dtype=np.int64) for _ in range(2)])
-        row_ids, owners = np.empty(sample.size, dtype=np.int64), np.empty(sample.size, dtype=np.int64)
-        _tally(*args, *out, row_ids, owners)
+    chips = n_units // per
+    out = ([np.zeros(n_units, dtype=np.int64) for _ in range(5)]
+           + [np.zeros(chips, dtype=np.int64) for _ in range(2)])
+    row_ids, owners = np.empty(sample.size, dtype=np.int64), np.empty(sample.size, dtype=np.int64)
+    _tally(*args, *out, row_ids, owners)
     uniq = []
     for ids in (row_ids, row_ids[rank < cached[table]]):
         g = np.sort(ids)

@@ -43,7 +43,7 @@ import numpy as np
 from .. import collectives as _collectives
 from .. import gpu as _gpu
 from .. import tiles as _tiles
-from .._validate import choice, positive
+from .._validate import positive
 from ..hardware import GpuChip, TileChip
 from ..hardware import chip as _chip
 from ..result import DOES_NOT_FIT, ON_CHIP, STREAMS
@@ -58,7 +58,6 @@ SECTOR_BYTES = 32
 """Bytes per L2/HBM sector on A100 and H100: global memory is accessed in 32-byte sectors
 (CUDA-BPG, "Coalesced access to global memory")."""
 BAGS_PER_BLOCK = 8  # bags (one warp each) per gather thread block of 256 threads (ASSUMPTION, FBGEMM-style)
-ENGINES = ("numba", "python")
 
 
 def granules(row_bytes: int, granule: int) -> float:
@@ -180,7 +179,7 @@ def _superstep(c: TileChip, recv, send, flops, load, vertices):
     return float(x.max()), float(comp.max())
 
 
-def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, engine: str, stream) -> EmbeddingResult:
+def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) -> EmbeddingResult:
     T = c.tiles
     U = T * chips
     dt = w.dtype_bytes
@@ -193,7 +192,7 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, engine: 
 
     # Buffers a tile holds while the step runs: received rows, pooled outputs, indices
     # (and gradients in training); sized from a first tally without cache.
-    t0 = access.tally(w, U, units_per_chip=T, seed=seed, engine=engine, stream=stream)
+    t0 = access.tally(w, U, units_per_chip=T, seed=seed, stream=stream)
     temp = (t0.requested * row_b * (2 if w.training else 1) + per_unit_samples * out_b
             + (t0.requested + t0.served) * INDEX_BYTES)
     owned = _owned_bytes(w, U)
@@ -210,7 +209,7 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, engine: 
         cache_b = float(max(0.0, (c.sram_per_tile_bytes - code - temp.max())) * U) if (cache and can_stream) else 0.0
         cached = access.cache_rows(w, cache_b, dims * dt)
         hr = access.hit_rate(w, cached)
-        tl = access.tally(w, U, units_per_chip=T, cached=cached, seed=seed, engine=engine, stream=stream) \
+        tl = access.tally(w, U, units_per_chip=T, cached=cached, seed=seed, stream=stream) \
             if cached.any() else t0
         fit = STREAMS if can_stream else DOES_NOT_FIT
         mem = code + temp + cache_b / U
@@ -280,7 +279,7 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, engine: 
     )
 
 
-def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, engine: str, stream) -> EmbeddingResult:
+def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, stream) -> EmbeddingResult:
     dt = w.dtype_bytes
     rb = np.array([t.dim * dt for t in w.tables])
     sect = np.array([granules(int(b), SECTOR_BYTES) * SECTOR_BYTES for b in rb])  # bytes per row via sectors
@@ -290,7 +289,7 @@ def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, engine: str, stream
     cache_b = c.l2_bytes * _gpu.L2_REUSE_FRACTION * chips
     cached = access.cache_rows(w, cache_b, sect)
     hr = access.hit_rate(w, cached)
-    tl = access.tally(w, chips, units_per_chip=1, cached=cached, seed=seed, engine=engine, stream=stream)
+    tl = access.tally(w, chips, units_per_chip=1, cached=cached, seed=seed, stream=stream)
     need = w.table_bytes
     fits = need <= c.hbm_bytes * chips
     u = int(np.argmax(tl.served))  # the busiest GPU sets the pace
@@ -345,23 +344,22 @@ def _check_int64(w: Workload, units: int) -> None:
 
 
 def simulate(chip, w: Workload, *, chips: int = 1, cache: bool = True, seed: int = 0,
-             engine: str = "numba", stream=None) -> EmbeddingResult:
+             stream=None) -> EmbeddingResult:
     """One embedding step of ``w`` on ``chips`` chips of kind ``chip`` (a preset name or chip).
 
     ``cache``: keep hot rows in spare tile SRAM when tables stream (a GPU's L2 always caches);
-    ``seed`` draws the look-ups; ``engine`` "numba" or "python" (reference loops, for tests);
-    ``stream``: reuse a drawn ``access.lookup_stream(w, seed)``. Never raises for a step that does
-    not fit: the result then has ``fit == "does_not_fit"`` and ``time_s = inf``.
+    ``seed`` draws the look-ups; ``stream``: reuse a drawn ``access.lookup_stream(w, seed)``.
+    Never raises for a step that does not fit: the result then has ``fit == "does_not_fit"`` and
+    ``time_s = inf``.
     """
     c = _chip(chip)
     if not isinstance(w, Workload):
         raise ValueError(f"w must be an embeddings.Workload, got {type(w).__name__}")
     chips = positive("chips", chips, integer=True)
-    choice("engine", engine, ENGINES)
     _check_int64(w, c.units * chips)
     if isinstance(c, TileChip):
-        return _tile(c, w, chips, bool(cache), seed, engine, stream)
-    return _gpu_run(c, w, chips, seed, engine, stream)
+        return _tile(c, w, chips, bool(cache), seed, stream)
+    return _gpu_run(c, w, chips, seed, stream)
 
 
 def uniform_closed_form(chip, w: Workload, *, chips: int = 1) -> dict:

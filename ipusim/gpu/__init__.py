@@ -28,8 +28,8 @@ The model, one kernel at a time (``simulate`` runs the whole step):
 The package, one idea a module:
 
 * ``params``: the efficiencies, tile shapes and block sizes (set once for every chip and model).
-* ``waves``: the per-block, per-wave loop, the Numba kernel ``_waves``; ``_waves_reference`` is
-  the same loop in plain Python, which the tests and the benchmark compare against it.
+* ``waves``: the per-block, per-wave loop, the Numba kernel ``_waves`` (the same loop in plain
+  Python is ``tests/gpu_reference.py``, which the tests and the benchmark compare against it).
 * ``kernels``: the thread blocks of each op and the plan that fuses ops into kernels.
 * ``simulation``: ``simulate_kernel`` (one kernel) and ``simulate`` (a whole step).
 * ``varlen``: padding removed as FasterTransformer and ByteTransformer do it (``remove_padding``).

@@ -132,5 +132,5 @@ TENSORRT_KERNELS = (
 embLayerNormPlugin, the fused MHA plugin, skipLayerNormPlugin, GEMM + bias + GELU).
 Ops not listed (pooler, final norm, LM head) run as kernels of their own."""
 
-OPTIONS = ("fusion", "tensor_efficiency", "hbm_efficiency", "launch_s", "use_kernel")
+OPTIONS = ("fusion", "tensor_efficiency", "hbm_efficiency", "launch_s")
 

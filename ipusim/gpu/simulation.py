@@ -54,8 +54,7 @@ class KernelResult:
 def simulate_kernel(chip, blocks: int, block_flops: float, block_hbm_bytes: float = 0.0, *,
                     blocks_per_sm: int = 1, block_l2_bytes: float | None = None,
                     tensor_efficiency: float = TENSOR_EFFICIENCY,
-                    hbm_efficiency: float = HBM_EFFICIENCY, launch_s: float | None = None,
-                    use_kernel: bool = True) -> KernelResult:
+                    hbm_efficiency: float = HBM_EFFICIENCY, launch_s: float | None = None) -> KernelResult:
     """One kernel of ``blocks`` identical thread blocks (tensor-core FLOP and HBM bytes each).
 
     ``block_l2_bytes`` (default: the HBM bytes) is what each block pulls from L2 into its SM.
@@ -81,7 +80,7 @@ def simulate_kernel(chip, blocks: int, block_flops: float, block_hbm_bytes: floa
     k = Kernel("kernel", (), [(blocks, block_flops * r.tensor_s_per_flop, l2 / r.sm_bw,
                                 block_hbm_bytes)], bps, 0.0, block_flops * blocks,
                 block_hbm_bytes * blocks)
-    t, comp, mem, waves, busy = run_waves([k], r, use_kernel)
+    t, comp, mem, waves, busy = run_waves([k], r)
     return KernelResult(blocks, bps, int(waves[0]), float(t[0]) + launch, float(comp[0]),
                         float(mem[0]), launch, busy[0])
 
@@ -136,8 +135,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     Options (all optional): ``fusion`` ("tensorrt" default, or "none": one kernel per op,
     attention through HBM); ``tensor_efficiency`` and ``hbm_efficiency`` (fractions in (0, 1],
     defaults ``TENSOR_EFFICIENCY`` and ``HBM_EFFICIENCY``); ``launch_s`` (seconds per kernel,
-    default the chip's ``kernel_launch_s``); ``use_kernel`` (False runs the plain-Python
-    reference loop, for tests).
+    default the chip's ``kernel_launch_s``).
 
     A step that does not fit in HBM (weights + activations + KV cache, or the training state)
     follows the fit rule of ``machine.StepResult``: ``fits=False``, ``time_s = inf`` (so
@@ -172,7 +170,6 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     heff = check_efficiency("hbm_efficiency", options.get("hbm_efficiency", HBM_EFFICIENCY))
     launch = options.get("launch_s")
     launch = c.kernel_launch_s if launch is None else positive("launch_s", launch, allow_zero=True)
-    use_kernel = bool(options.get("use_kernel", True))
     r = rates(c, teff, heff)
 
     s = step
@@ -182,7 +179,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         for kern in op_kernel_candidates(ops, kname, s, r, fusion):
             cands.append(kern)
             owner.append(i)
-    t, comp, mem, waves, busy = run_waves(cands, r, use_kernel)
+    t, comp, mem, waves, busy = run_waves(cands, r)
     owner = np.array(owner)
     reps = 3 if s.phase == "train" else 1  # backward = two GEMMs of the forward's shape per GEMM
 

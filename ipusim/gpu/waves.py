@@ -1,5 +1,5 @@
-"""The per-block, per-wave loop of GPU kernels: the Numba kernel ``_waves``, its plain-Python
-reference ``_waves_reference`` (which the tests and the benchmark compare against it), and
+"""The per-block, per-wave loop of GPU kernels: the Numba kernel ``_waves`` (its plain-Python
+reference is ``tests/gpu_reference.py``, which the tests and the benchmark compare against it), and
 ``run_waves``, which flattens a list of ``kernels.Kernel`` into their arrays.
 
 Times in seconds, bytes in bytes.
@@ -84,43 +84,7 @@ def _waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_b
                         out_time, out_compute, out_memory, out_waves, out_busy)
 
 
-def _waves_reference(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw, sm_bw,
-                     fill_s):
-    """Plain-Python twin of ``_waves``: returns (time, compute, memory, waves, busy)."""
-    n_k = len(k_bps)
-    time = [0.0] * n_k
-    comp = [0.0] * n_k
-    mem = [0.0] * n_k
-    waves = [0] * n_k
-    busy = [[0.0] * sms for _ in range(n_k)]
-    for k in range(n_k):
-        blocks = []
-        for g in range(g_start[k], g_start[k + 1]):
-            blocks += [(g_compute_s[g], g_l2_s[g], g_hbm_bytes[g])] * int(g_count[g])
-        cap = sms * int(k_bps[k])
-        for w0 in range(0, len(blocks), cap):
-            wave = blocks[w0:w0 + cap]
-            c = [0.0] * sms
-            l2 = [0.0] * sms
-            for i, (bc, bl, _) in enumerate(wave):
-                c[i % sms] += bc
-                l2[i % sms] += bl
-            active = min(len(wave), sms)
-            own = [max(c[j], l2[j]) for j in range(active)]
-            t_sm = max(own)
-            t_mem = sum(b[2] for b in wave) / min(hbm_bw, active * sm_bw)
-            t = max(t_sm, t_mem) + fill_s
-            for j in range(active):
-                busy[k][j] += max(own[j], t_mem) + fill_s
-            time[k] += t
-            comp[k] += t_sm
-            mem[k] += t - t_sm
-            waves[k] += 1
-    return (np.array(time), np.array(comp), np.array(mem), np.array(waves, dtype=np.int64),
-            np.array(busy).reshape(n_k, sms))
-
-
-def run_waves(kernels, r, use_kernel=True):
+def run_waves(kernels, r):
     """Flatten ``kernels`` (a list of ``Kernel``) and run the wave loop over them."""
     n_k = len(kernels)
     starts = np.zeros(n_k + 1, dtype=np.int64)
@@ -133,8 +97,6 @@ def run_waves(kernels, r, use_kernel=True):
     sms = r.sms
     args = (starts, count, g[:, 1].copy(), g[:, 2].copy(), g[:, 3].copy(), bps, int(sms),
             float(r.hbm_bw), float(r.sm_bw), float(r.fill_s))
-    if not use_kernel:
-        return _waves_reference(*args)
     out = (np.zeros(n_k), np.zeros(n_k), np.zeros(n_k), np.zeros(n_k, dtype=np.int64),
            np.zeros((n_k, int(sms))))
     _waves(*args, *out)

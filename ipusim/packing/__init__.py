@@ -22,7 +22,8 @@ Strategies (``pack(source, max_len, strategy=...)``), all returning a ``Packing`
   (a fixed number of sweeps), not an exact active-set solver such as SciPy's nnls.
 
 The package, one idea a module: ``result`` (``Packing``), ``ffd``, ``spfhp`` and ``nnls``
-(the kernels of each strategy, with their references), ``strategies`` (``pack``, ``compare``).
+(the kernels of each strategy; their references are in ``tests/packing_reference.py``),
+``strategies`` (``pack``, ``compare``).
 
 Histogram strategies work on counts (16 million sequences are a 512-entry array) and
 return row *compositions* with repeat counts; ``Packing.rows_as_lists`` expands them for small

@@ -1,5 +1,6 @@
 """Shortest-pack-first (and best-fit) histogram packing (Krell et al., arXiv:2107.02027): the
-Numba kernel ``_spfhp``, its plain-Python reference and ``run_spfhp``. Lengths in tokens."""
+Numba kernel ``_spfhp`` (its plain-Python reference is in ``tests/packing_reference.py``) and
+``run_spfhp``. Lengths in tokens."""
 
 from __future__ import annotations
 

@@ -38,8 +38,7 @@ The package, one idea a module (each imports only the ones above it):
 
 * ``base``: dealing pieces to tiles (the ``_distribute`` kernel), ``Phase``, ``OpPlan``, the
   working-set budget.
-* ``search``: the candidate counts and bisection the planners share, their plan caches and the
-  fast / exhaustive switch (``exhaustive``).
+* ``search``: the candidate counts and bisection the planners share, and their plan caches.
 * ``matmul``: the grid-and-passes search (the ``_grid_search`` kernel) and ``map_matmul``.
 * ``attention``: query chunks and key blocks with an online softmax (the cost kernel).
 * ``rows``: row-wise ops (norms, activation) and the embedding look-up.
@@ -57,15 +56,14 @@ from .attention import (
     map_attention,
     plan_attention,
 )
-from .base import AVAILABLE_MEMORY_PROPORTION, ENGINES, PARTIAL_BYTES, OpPlan, Phase, budget_bytes
+from .base import AVAILABLE_MEMORY_PROPORTION, PARTIAL_BYTES, OpPlan, Phase, budget_bytes
 from .matmul import PASS_AXES, MatmulPlan, map_matmul, plan_matmul
 from .rows import map_embedding, map_rows
-from .search import clear_plan_cache, exhaustive, fast_search
+from .search import clear_plan_cache
 from .step import always_live_other_bytes, op_budget, plan_step
 
 __all__ = [
     "AVAILABLE_MEMORY_PROPORTION",
-    "ENGINES",
     "PARTIAL_BYTES",
     "PASS_AXES",
     "RESCALE_FLOPS_PER_ROW",
@@ -77,8 +75,6 @@ __all__ = [
     "attention_tables",
     "budget_bytes",
     "clear_plan_cache",
-    "exhaustive",
-    "fast_search",
     "map_attention",
     "map_embedding",
     "map_matmul",

@@ -5,7 +5,8 @@ sequence; forward and prefill run over ``key_blocks`` blocks of keys with an onl
 (running max and sum per query row, the FP32 context accumulator rescaled after the first
 block), decode splits its keys over tiles. ``plan_attention`` picks the chunk count and the
 fewest key blocks that fit the budget, costing each candidate with the ``_attention_cost_kernel``
-(``_attention_cost_tables`` the dealt-table path it replaced); ``map_attention`` lays one op out.
+(its reference, costing the whole dealt tables, is in ``tests/tileplan_reference.py``);
+``map_attention`` lays one op out.
 
 Units: bytes, FLOP, cycles; per-tile arrays.
 """
@@ -18,8 +19,8 @@ from numba import njit
 from .. import tile_params as _cal
 from ..hardware import TileChip
 from ..workloads import Op, Step
-from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
-from .search import candidates, fast_search, fewest
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, dealt_phase
+from .search import candidates, fewest
 
 RESCALE_FLOPS_PER_ROW = 3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
 
@@ -196,12 +197,10 @@ def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_til
     return cyc, work
 
 
-def _attention_phases(s, c, r, nb, which, ref):
+def _attention_phases(s, c, r, nb, which):
     """Dealt per-tile tables of the first key block and of each later one (the same array
-    when there is one key block)."""
-    if ref or not fast_search():
-        tables = [deal(t, c.tiles, ref) for t in attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
-        return tables[0], tables[-1]
+    when there is one key block): ``deal`` of ``attention_tables``, each sequence's row dealt
+    ``heads x r`` times by ``_distribute_repeated``."""
     out = []
     for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
         per = np.zeros((c.tiles, t.shape[1] + 1))
@@ -210,31 +209,9 @@ def _attention_phases(s, c, r, nb, which, ref):
     return out[0], out[-1]
 
 
-def _attention_cost_tables(s, c, r, nb, ref):
-    """``_attention_cost`` from the dealt per-tile tables (the reference of the kernel path)."""
-    cyc, work = 0.0, np.zeros(c.tiles)
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
-    for which in _ATT_OPS:
-        amp = which != "softmax"
-        rate = c.amp_flops_per_cycle_per_tile(s.dtype_bytes) if amp else c.fp32_flops_per_cycle_per_tile
-        first, rest = _attention_phases(s, c, r, nb, which, ref)
-        for per, times in ((first, 1), (rest, nb - 1)):
-            if times:
-                comp = np.maximum(per[:, 0] / rate, per[:, 1] / c.sram_bytes_per_cycle_per_tile) \
-                    + per[:, -1] * c.vertex_overhead_cycles
-                if amp:  # an AMP phase's calibrated overhead and rearranging (tile_calibration)
-                    comp = comp + np.where(per[:, -1] > 0, _cal.AMP_PHASE_OVERHEAD_CYCLES
-                                           + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
-                cyc += times * (c.sync_cycles + comp.max() + (per[:, 2] / x).max())
-        work = np.maximum(work, np.maximum(first[:, 4], rest[:, 4]))
-    return cyc, float(work.max())
-
-
-def _attention_cost(s, c, r, nb, ref):
+def _attention_cost(s, c, r, nb):
     """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
     key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync."""
-    if ref or not fast_search():
-        return _attention_cost_tables(s, c, r, nb, ref)
     rows, keys = _query_chunks(s)
     T = c.tiles
     return _attention_cost_kernel(
@@ -246,7 +223,7 @@ def _attention_cost(s, c, r, nb, ref):
         c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
 
 
-def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None = None) -> tuple:
+def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
     """(query chunks r, key blocks, fits the budget) for the step's attention.
 
     Chunk counts near ``tiles / (heads x batch)`` are tried; for each, the fewest key blocks
@@ -262,7 +239,7 @@ def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None
     counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
     for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
         def cost(nb, r=r):
-            cyc, work = _attention_cost(s, c, r, nb, ref)
+            cyc, work = _attention_cost(s, c, r, nb)
             return cyc, nb, work, bool(work <= budget)
 
         found = fewest(counts, cost)
@@ -277,7 +254,7 @@ def plan_attention(s: Step, c: TileChip, ref: bool = False, budget: float | None
     return least[1], least[2], False, budget
 
 
-def map_attention(op: Op, s: Step, c: TileChip, ref: bool, r: int, key_blocks: int, fits: bool,
+def map_attention(op: Op, s: Step, c: TileChip, r: int, key_blocks: int, fits: bool,
                   budget: float) -> OpPlan:
     """Attention products and softmax: pieces are chunks of one head of one sequence, run
     over ``key_blocks`` passes (see ``attention_tables``); the softmax reuses the score
@@ -285,7 +262,7 @@ def map_attention(op: Op, s: Step, c: TileChip, ref: bool, r: int, key_blocks: i
     G = s.model.heads * s.batch
     label = "attention" if op.kind == "attention" else op.kind
     amp = op.kind == "attention"
-    first, rest = _attention_phases(s, c, r, key_blocks, op.name, ref)
+    first, rest = _attention_phases(s, c, r, key_blocks, op.name)
     phases = [dealt_phase(op.name, label, amp, first, s.dtype_bytes)]
     if key_blocks > 1:
         p_rest = dealt_phase(op.name, label, amp, rest, s.dtype_bytes)

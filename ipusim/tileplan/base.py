@@ -3,7 +3,7 @@
 An op is cut into pieces (rows of a *piece table*, one column per cost: FLOP, SRAM bytes
 streamed, bytes received and sent in the exchange before the compute, working-set bytes,
 weight bytes) and piece ``i`` goes to tile ``i * tiles // pieces`` (``deal``; the
-``_distribute`` kernel and its plain-Python reference ``_distribute_reference``). The per-tile
+``_distribute`` kernel; its plain-Python reference is in ``tests/tileplan_reference.py``). The per-tile
 sums make a ``Phase`` (one superstep); an op's supersteps and bytes make its ``OpPlan``. An
 op's working set is held to ``budget_bytes`` per tile.
 
@@ -22,14 +22,13 @@ from ..workloads import Op
 
 AVAILABLE_MEMORY_PROPORTION = 0.6  # share of tile SRAM an op's working set may use (POPLIBS-OPT)
 PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulator in FP32 (AMP accumulates in FP32)
-ENGINES = ("numba", "python")
 # ASSUMPTION: non-matmul ops (softmax, norms, GELU, reductions) run on the vector unit at the
 # FP32 rate (fp32_flops_per_cycle_per_tile); matmuls and attention products use the AMP at the
 # rate of their operands (``TileChip.amp_flops_per_cycle_per_tile``: FP16 or FP32).
 
 
 # ------------------------------------------------------------------------------------------
-# Dealing pieces to tiles: kernel and plain-Python reference
+# Dealing pieces to tiles
 # ------------------------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -47,24 +46,10 @@ def _distribute(work, n_tiles, out):
         out[t, K] += 1.0
 
 
-def _distribute_reference(work, n_tiles):
-    """Plain-Python reference of ``_distribute``; returns the (n_tiles, K + 1) array."""
-    P, K = work.shape
-    out = np.zeros((n_tiles, K + 1))
-    for i in range(P):
-        t = (i * n_tiles) // P
-        for j in range(K):
-            out[t, j] += work[i, j]
-        out[t, K] += 1.0
-    return out
-
-
-def deal(pieces: np.ndarray, n_tiles: int, reference: bool) -> np.ndarray:
+def deal(pieces: np.ndarray, n_tiles: int) -> np.ndarray:
     """Per-tile sums of the (P, K) piece table ``pieces`` dealt to ``n_tiles`` tiles, and the
-    pieces per tile as a last column: (n_tiles, K + 1). ``reference``: the plain-Python loop."""
+    pieces per tile as a last column: (n_tiles, K + 1)."""
     pieces = np.ascontiguousarray(pieces, dtype=np.float64)
-    if reference:
-        return _distribute_reference(pieces, n_tiles)
     out = np.zeros((n_tiles, pieces.shape[1] + 1))
     _distribute(pieces, n_tiles, out)
     return out

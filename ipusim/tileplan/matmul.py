@@ -3,8 +3,8 @@
 An (m x k) @ (k x n) matmul is cut into a grid of ``pm x pn x pk`` blocks, one per tile; a
 grid whose working set does not fit the budget runs as ``passes`` serial passes over blocks of
 ``k`` (FP32 partial sums accumulate across passes), of ``m`` or of ``n``. ``plan_matmul``
-searches the grids (the ``_grid_search`` kernel; ``_best_grid_numpy`` the exhaustive NumPy
-search it replaced, ``_best_grid_reference`` the plain-Python loop) with the calibrated costs
+searches the grids (the ``_grid_search`` kernel; an exhaustive NumPy search and a plain-Python
+loop, its references, are in ``tests/tileplan_reference.py``) with the calibrated costs
 (``ipusim.tile_calibration``); ``map_matmul`` turns the chosen plan into supersteps.
 
 Units: bytes, FLOP, cycles; per-tile arrays.
@@ -23,7 +23,7 @@ from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
 from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
-from .search import candidates, fast_search, fewest, plan_cache
+from .search import candidates, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
 
@@ -57,44 +57,21 @@ def _weight_remote(T, pm, pn, pk):
     return 1.0 - (pm * pn * pk) / (T * pm)
 
 
-def _grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
-    """One pass of an (m x k) @ (k x n) matmul on grids (pm, pn, pk) (broadcast arrays).
-
-    Returns (pass cycles, reduction cycles, working-set bytes) per grid, on the largest
-    block: compute ``2 mb kb nb / FLOP-rate`` (the AMP's rate for ``dt``-byte operands) plus a vertex; exchange of the input block
-    (sent once, multicast, ASSUMPTION) and of the weight block gathered from the ``pm`` tiles
-    that share it; for ``pk > 1`` a reduction superstep over FP32 partials. ``acc``: the
-    output block is an FP32 accumulator (passes over k).
-    """
-    T = c.tiles
-    mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
-    # the calibrated terms run_program charges (ipusim.tile_calibration): exchange at
-    # EXCHANGE_EFFICIENCY of its rate; an AMP phase's fixed overhead and the rearranging of
-    # the bytes it received, so the planner ranks grids by the costs the simulation charges
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY
-    red = pk > 1
-    out_b = np.where(red | acc, PARTIAL_BYTES, dt)
-    recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
-    part = (pk - 1) / pk * (mb * nb)
-    cycles = (c.vertex_overhead_cycles + (2.0 / c.amp_flops_per_cycle_per_tile(dt)) * (mb * kb) * nb
-              + _cal.AMP_PHASE_OVERHEAD_CYCLES + recv / _cal.REARRANGE_BYTES_PER_CYCLE
-              + recv / x + c.sync_cycles)
-    red_cycles = red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile))
-    temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
-    return cycles, red_cycles, temp
-
-
 @njit(cache=True)
 def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, budget,
                  in_share, vertex, two_per_flop, amp_overhead, rearrange, x, sync, red_per_elem):
-    """Best grid of one pass count: ``_grid_cost`` of every candidate (pm, pn, pk) of the
+    """Best grid of one pass count: the cost of every candidate (pm, pn, pk) of the
     ascending ``cm x cn x ck`` with ``pm pn pk <= T``, in C order, one at a time.
 
     Returns (pm, pn, pk, total cycles, working set, fits): the first grid of least total
     among those whose working set (plus ``held`` bytes) is within ``budget``, else the first
-    of least working set. Preconditions: candidates ascending and >= 1. The arithmetic is
-    ``_grid_cost``'s, term for term in the same order, so the result equals
-    ``_best_grid_numpy`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
+    of least working set. Preconditions: candidates ascending and >= 1. Per grid, on the
+    largest block: compute ``2 mb kb nb / FLOP-rate`` plus a vertex, the AMP phase's calibrated
+    overhead and rearranging of the received bytes; exchange of the input block (sent once,
+    multicast, ASSUMPTION) and of the weight block gathered from the ``pm`` tiles that share it
+    (``_weight_remote``); for ``pk > 1`` a reduction superstep over FP32 partials; ``acc``: the
+    output block is an FP32 accumulator (passes over k). The result equals the exhaustive NumPy
+    search of ``tests/tileplan_reference.py`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
     2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
     Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
     """
@@ -145,11 +122,9 @@ def _sub_dims(m, k, n, axis, passes):
 def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
     """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
     grids); the one with the least working set when none fits ``budget``."""
-    if not fast_search():
-        return _best_grid_numpy(m, k, n, dt, c, axis, passes, budget)
     T = c.tiles
     sm, sk, sn = _sub_dims(m, k, n, axis, passes)
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as _grid_cost
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
     held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
     pm, pn, pk, total, temp, fits = _grid_search(
         sm, sk, sn, dt, T, candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3)),
@@ -158,57 +133,6 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
         float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE), x, float(c.sync_cycles),
         PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
     return MatmulPlan(int(pm), int(pn), int(pk), axis if passes > 1 else "", passes, float(total), float(temp), bool(fits))
-
-
-def _best_grid_numpy(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
-    """``_best_grid`` vectorised with NumPy over every candidate grid at once (the planner
-    before the kernel; the exhaustive search the tests and benchmarks hold the kernel to)."""
-    T = c.tiles
-    sub = {"m": m, "k": k, "n": n}
-    if passes > 1:
-        sub[axis] = -(-sub[axis] // passes)
-    sm, sk, sn = sub["m"], sub["k"], sub["n"]
-    cm, cn, ck = candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3))
-    # one block per tile: only grids that fit the tiles, in C order of (pm, pn, pk)
-    im, jn, lk = np.nonzero((cm[:, None, None] * cn[None, :, None]) * ck[None, None, :] <= T)
-    pm, pn, pk = cm[im], cn[jn], ck[lk]
-    cyc, red, temp = _grid_cost(sm, sk, sn, dt, c, axis == "k" and passes > 1, pm, pn, pk)
-    reductions = 1 if axis == "k" or passes == 1 else passes
-    total = passes * cyc + reductions * red
-    if axis in ("m", "n") and passes > 1:
-        temp = temp + m * n * dt / T  # output finished so far, spread over the tiles
-    feasible = temp <= budget
-    i = int(np.argmin(np.where(feasible, total, np.inf)) if feasible.any() else np.argmin(temp))
-    return MatmulPlan(int(pm[i]), int(pn[i]), int(pk[i]), axis if passes > 1 else "", passes,
-                      float(total[i]), float(temp[i]), bool(feasible.any()))
-
-
-def _best_grid_reference(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
-    """Plain-Python reference of ``_best_grid``: the same search, one candidate at a time."""
-    T = c.tiles
-    sub = {"m": m, "k": k, "n": n}
-    if passes > 1:
-        sub[axis] = -(-sub[axis] // passes)
-    sm, sk, sn = sub["m"], sub["k"], sub["n"]
-    acc = axis == "k" and passes > 1
-    reductions = 1 if axis == "k" or passes == 1 else passes
-    best = least = None
-    for pm in candidates(sm, T):
-        for pn in candidates(sn, T):
-            for pk in candidates(sk, T, small=4, factors=(1, 3)):
-                if pm * pn * pk > T:
-                    continue
-                cyc, red, temp = (float(v) for v in _grid_cost(sm, sk, sn, dt, c, acc, pm, pn, pk))
-                total = passes * cyc + reductions * red
-                if axis in ("m", "n") and passes > 1:
-                    temp += m * n * dt / T
-                row = (int(pm), int(pn), int(pk), total, temp)
-                if temp <= budget and (best is None or total < best[3]):
-                    best = row
-                if least is None or temp < least[4]:
-                    least = row
-    pick = best or least
-    return MatmulPlan(pick[0], pick[1], pick[2], axis if passes > 1 else "", passes, pick[3], pick[4], best is not None)
 
 
 def _pass_counts(dim: int) -> list:
@@ -287,20 +211,20 @@ def _reduce_table(area, pk):
 
 
 @plan_cache(maxsize=1024)
-def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc, ref):
+def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc):
     """Dealt per-tile tables (pass, reduction or None) of one pass of an (m x k) @ (k x n)
     matmul on grid (pm, pn, pk), read-only: memoised, since the same shape and grid recur
     (Q, K, V and the output projection; the rounds of ``plan_step``; steps of one table)."""
     table, area = _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc)
-    per = deal(table, T, ref)
-    red = deal(_reduce_table(area, pk), T, ref) if pk > 1 else None
+    per = deal(table, T)
+    red = deal(_reduce_table(area, pk), T) if pk > 1 else None
     for a in (per, red):
         if a is not None:
             a.flags.writeable = False
     return per, red
 
 
-def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live_bytes: float = 0.0,
+def map_matmul(op: Op, c: TileChip, dt: int, tied: bool = False, live_bytes: float = 0.0,
                budget: float | None = None) -> OpPlan:
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
 
@@ -324,7 +248,7 @@ def map_matmul(op: Op, c: TileChip, dt: int, ref: bool, tied: bool = False, live
             d = dict(dims)
             if P > 1:
                 d[axis] = size
-            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1, ref)
+            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1)
             per_size[size] = (dealt_phase(op.name, "matmul", True, per, dt), per,
                               red if red is None else dealt_phase(op.name, "reduce", False, red), red)
         ph, per, rph, red = per_size[size]

@@ -15,20 +15,18 @@ import numpy as np
 
 from ..hardware import TileChip
 from ..workloads import Op, Step
-from .base import OpPlan, deal, dealt_phase
+from .base import OpPlan, dealt_phase
 
 
-def _deal_same(row, P: int, n_tiles: int, reference: bool) -> np.ndarray:
-    """``deal`` of ``P`` identical pieces ``row`` (a count per tile times the row; the
-    reference deals the P rows one at a time)."""
+def _deal_same(row, P: int, n_tiles: int) -> np.ndarray:
+    """``deal`` of ``P`` identical pieces ``row``: a count per tile times the row (the tests
+    hold it to ``deal`` of the P rows)."""
     row = np.asarray(row, dtype=np.float64)
-    if reference:
-        return deal(np.tile(row, (P, 1)), n_tiles, True)
     counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles).astype(np.float64)
     return np.column_stack([counts[:, None] * row[None, :], counts])
 
 
-def map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool) -> OpPlan:
+def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan:
     """Row-wise element ops (layer norm, activation): ``op.m // width`` rows of ``width``.
 
     A norm needs whole rows, which the previous matmul left in column blocks, so its rows
@@ -43,7 +41,7 @@ def map_rows(op: Op, s: Step, c: TileChip, ref: bool, width: int, exchange: bool
     reads = op.act_read_bytes / op.count / (op.m * dt)
     fl = op.flops / op.count / op.m * w
     recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
-    per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, c.tiles, ref)
+    per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, c.tiles)
     return OpPlan(op, f"{rows} rows x {chunks} chunks", P, [dealt_phase(op.name, op.kind, False, per)],
                   per[:, 5], per[:, 4], block=(w,), working_set_bytes=float(per[:, 4].max()))
 
@@ -65,7 +63,7 @@ def _rows_per_tile(nrows: int, T: int) -> np.ndarray:
     return out
 
 
-def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
+def map_embedding(op: Op, s: Step, c: TileChip, seed: int) -> OpPlan:
     """Embedding look-up: table rows are spread over tiles; each token's row is sent to its tile.
 
     Token ids are drawn uniformly from the vocabulary with ``seed`` (ASSUMPTION: real text is
@@ -97,7 +95,7 @@ def map_embedding(op: Op, s: Step, c: TileChip, ref: bool, seed: int) -> OpPlan:
         send += np.bincount(_distinct(idx, nrows) * T // nrows, minlength=T)[:T] * d * dt
         owned += _rows_per_tile(nrows, T) * d * dt
     k = len(tables)
-    per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T, ref)
+    per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T)
     plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,
                   [dealt_phase(op.name, "embedding", False, per)], owned, per[:, 4],
                   working_set_bytes=float(per[:, 4].max()))

@@ -1,17 +1,15 @@
-"""The planner's searches: candidate split counts, the fewest passes that fit, plan caches, the switch.
+"""The planner's searches: candidate split counts, the fewest passes that fit, plan caches.
 
 ``candidates`` lists the split counts tried along one dimension; ``fewest`` bisects ascending
 counts for the smallest whose plan fits. Memoised planners register with ``plan_cache`` so that
-``clear_plan_cache`` empties them (``tile_calibration.overrides`` calls it). ``fast_search``
-says whether the planner runs its kernels or, inside ``exhaustive()``, the searches they
-replaced; every planner module reads it, so the switch reaches them all.
+``clear_plan_cache`` empties them (``tile_calibration.overrides`` calls it, and the tests'
+``tileplan_reference`` when it swaps references in for the kernels).
 
 Units: counts (dimensionless).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -53,19 +51,12 @@ def fewest(counts: list, plan_for):
     return found
 
 
-_SEARCH = {"fast": True}  # False inside ``exhaustive()``
 _PLAN_CACHES = []  # the memoised planners ``clear_plan_cache`` empties
-
-
-def fast_search() -> bool:
-    """True when the planner runs its kernels (``_grid_search``, the attention cost kernel);
-    False inside ``exhaustive()``, where it runs the searches the kernels replaced."""
-    return _SEARCH["fast"]
 
 
 def plan_cache(maxsize: int):
     """``functools.lru_cache(maxsize)`` whose cache ``clear_plan_cache`` empties (for results
-    ranked with the calibrated costs, or that depend on ``fast_search()``)."""
+    ranked with the calibrated costs)."""
     def wrap(fn):
         cached = lru_cache(maxsize=maxsize)(fn)
         _PLAN_CACHES.append(cached)
@@ -78,17 +69,3 @@ def clear_plan_cache() -> None:
     with the calibrated costs, so a changed parameter can change the plan)."""
     for cached in _PLAN_CACHES:
         cached.cache_clear()
-
-
-@contextmanager
-def exhaustive():
-    """Plan with the searches the kernels replaced (``_best_grid_numpy``, the attention costs
-    from whole piece tables), the plan cache cleared on entry and exit: for the tests that
-    hold the fast planner to them, bit for bit, and for the benchmarks that time both."""
-    old, _SEARCH["fast"] = _SEARCH["fast"], False
-    clear_plan_cache()
-    try:
-        yield
-    finally:
-        _SEARCH["fast"] = old
-        clear_plan_cache()

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import choice
 from ..hardware import TileChip
 from ..workloads import Op, Step
 from .attention import attention_live_bytes, map_attention, plan_attention
-from .base import ENGINES, OpPlan, budget_bytes
+from .base import OpPlan, budget_bytes
 from .matmul import map_matmul
 from .rows import map_embedding, map_rows
 
@@ -43,7 +42,7 @@ def op_budget(c: TileChip, s: Step, op: Op, live_bytes: float) -> float:
     return float(max(0.1 * budget_bytes(c), min(budget_bytes(c), room)))
 
 
-def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba", unlimited: bool = False) -> list[OpPlan]:
+def plan_step(c: TileChip, s: Step, *, seed: int = 0, unlimited: bool = False) -> list[OpPlan]:
     """Lay every op of ``s`` out over the tiles of ``c`` (one ``OpPlan`` per op).
 
     Each op's working-set budget starts from ``op_budget`` (parameters spread evenly); since
@@ -52,15 +51,13 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba", unl
     ``unlimited``: no budget (every op in one pass; for the cost of the passes).
     ``c`` must be a ``TileChip`` and ``s`` a forward, prefill or decode ``Step`` (``tiles``
     checks both for its public functions)."""
-    choice("engine", engine, ENGINES)
-    ref = engine == "python"
     T = c.tiles
     att_ops = [i for i, op in enumerate(s.ops) if op.kind in ("attention", "softmax")]
     live = [_live_bytes(op, s, T) for op in s.ops]
     if unlimited:
-        return _plan_ops(c, s, ref, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops))
+        return _plan_ops(c, s, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops))
     budgets = [op_budget(c, s, op, lv) for op, lv in zip(s.ops, live, strict=True)]
-    plans = _plan_ops(c, s, ref, seed, budgets, live, att_ops, [None] * len(s.ops))
+    plans = _plan_ops(c, s, seed, budgets, live, att_ops, [None] * len(s.ops))
     on_chip = _on_chip_estimate(c, s)
     floor = 0.1 * budget_bytes(c)
     for _ in range(4):
@@ -82,7 +79,7 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, engine: str = "numba", unl
             for i in att_ops:
                 budgets[i] = b
             redo = sorted(set(redo) | set(att_ops))
-        plans = _plan_ops(c, s, ref, seed, budgets, live, att_ops, [None if i in redo else p for i, p in enumerate(plans)])
+        plans = _plan_ops(c, s, seed, budgets, live, att_ops, [None if i in redo else p for i, p in enumerate(plans)])
     return plans
 
 
@@ -117,7 +114,7 @@ def always_live_other_bytes(c: TileChip, s: Step, placed: np.ndarray) -> float:
     return other + _room_base(c, s) - c.code_bytes_per_tile
 
 
-def _plan_ops(c, s, ref, seed, budgets, live, att_ops, keep) -> list[OpPlan]:
+def _plan_ops(c, s, seed, budgets, live, att_ops, keep) -> list[OpPlan]:
     cfg, dt = s.model, s.dtype_bytes
     plans, att = [], None
     for i, op in enumerate(s.ops):
@@ -125,17 +122,17 @@ def _plan_ops(c, s, ref, seed, budgets, live, att_ops, keep) -> list[OpPlan]:
             plans.append(keep[i])
         elif op.kind == "matmul":
             tied = op.name == "lm_head" and cfg.tied_embeddings
-            plans.append(map_matmul(op, c, dt, ref, tied=tied, live_bytes=live[i], budget=budgets[i]))
+            plans.append(map_matmul(op, c, dt, tied=tied, live_bytes=live[i], budget=budgets[i]))
         elif op.kind in ("attention", "softmax"):
             if att is None:
-                att = plan_attention(s, c, ref, budgets[i])
-            plans.append(map_attention(op, s, c, ref, *att))
+                att = plan_attention(s, c, budgets[i])
+            plans.append(map_attention(op, s, c, *att))
         elif op.kind == "norm":
-            plans.append(map_rows(op, s, c, ref, cfg.d_model, exchange=True))
+            plans.append(map_rows(op, s, c, cfg.d_model, exchange=True))
         elif op.kind == "activation":
-            plans.append(map_rows(op, s, c, ref, op.m // s.tokens, exchange=False))
+            plans.append(map_rows(op, s, c, op.m // s.tokens, exchange=False))
         elif op.kind == "embedding":
-            plans.append(map_embedding(op, s, c, ref, seed))
+            plans.append(map_embedding(op, s, c, seed))
         else:  # pragma: no cover - OP_KINDS is closed
             raise ValueError(f"op kind {op.kind!r} is not mapped")
     return plans
