@@ -254,7 +254,7 @@ tile_step_st = st.tuples(
     st.lists(st.integers(1, 512), min_size=1, max_size=48),
     st.sampled_from(["forward", "prefill", "decode"]),
     st.sampled_from(["gc200", "gc2", "bow"]),
-)
+).filter(lambda s: not (s[2] in ("prefill", "decode") and s[0].startswith("bert")))  # an encoder has no KV cache
 
 
 def _same_mode_bound(c, s, r):

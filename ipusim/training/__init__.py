@@ -14,11 +14,11 @@
 from .memory import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
 from .model import bubble_fraction
 from .ops import forward_time_s
-from .search import best_placement, candidates, search_reference, smallest_chip_count
+from .search import best_placement, candidates, smallest_chip_count
 from .step import RECIPES, Placement, TrainingRun, TrainingStep, recipe, simulate
 
 __all__ = [
     "BYTES_PER_PARAM", "RECIPES", "RECOMPUTE", "SHARDING",
     "Placement", "TrainingRun", "TrainingStep", "activation_bytes_per_layer", "best_placement",
-    "bubble_fraction", "candidates", "forward_time_s", "recipe", "search_reference", "simulate", "smallest_chip_count",
+    "bubble_fraction", "candidates", "forward_time_s", "recipe", "simulate", "smallest_chip_count",
 ]

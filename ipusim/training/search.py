@@ -193,22 +193,6 @@ def _chips_that_fit(cfg, c, chips, seq_len, global_batch, recompute, sharding):
     return None
 
 
-def search_reference(model, chip, chips: int, *, seq_len: int | None = None,
-                     global_batch: int | None = None) -> tuple[Placement, float]:
-    """Plain exhaustive reference: every placement on the grid timed one at a time, no pruning.
-    Returns (best placement, its step time); for tests and the benchmark."""
-    cfg, c, chips, seq_len, global_batch = inputs(model, chip, chips, seq_len, global_batch)
-    g = candidates(cfg, chips, global_batch)
-    best, best_t = None, float("inf")
-    for i in range(g["d"].size):
-        row = _model.evaluate(cfg, c, chips, seq_len, global_batch, *(g[k][i] for k in ("d", "t", "p", "b")),
-                              g["recompute"][i], g["sharding"][i])
-        t = float(np.ravel(row["step_time_s"])[0])
-        if t < best_t:
-            best, best_t = _placement(g, i), t
-    return best, best_t
-
-
 def smallest_chip_count(model, chip, *, seq_len: int | None = None, global_batch: int | None = None,
                         limit: int = 1 << 16) -> int | None:
     """The fewest chips (a power of two, up to ``limit``) on which some placement fits (memory only)."""
