@@ -69,8 +69,9 @@ RUNNERS_UP = 2  # next-fastest placements that fit (among those the search timed
 
 
 @dataclass(frozen=True)
-class Placement:
-    """A placement of one step on ``chips`` chips and what it costs (seconds, bytes).
+class PlacedStep:
+    """One step placed on ``chips`` chips and what it costs (seconds, bytes): a result, where
+    ``training.Placement`` is the layout a training step's search runs over.
 
     ``stage_time_s`` is each pipeline stage's time for one micro-batch, link time included;
     ``communication_s`` the link time on the critical path; ``bubble_s`` the pipeline fill;
@@ -128,7 +129,7 @@ class Placement:
         return f"t={self.tensor} p={self.pipeline} d={self.data} m={self.micro_batches}"
 
     def __repr__(self):
-        head = f"Placement({self.chip} x {self.chips_used}/{self.chips}: {self.label()}"
+        head = f"PlacedStep({self.chip} x {self.chips_used}/{self.chips}: {self.label()}"
         if self.fit == DOES_NOT_FIT:
             return f"{head}: does_not_fit; {self.reason})"
         return (f"{head}: {self.time_s * 1e3:,.3f} ms, link {self.communication_s * 1e3:,.3f} ms, "
@@ -376,7 +377,7 @@ class _Candidate:
     short: float = 0.0
 
 
-def evaluate(ev: _Evaluator, cand: _Candidate) -> Placement:
+def evaluate(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
     """Time and fit of one placement (simulating each distinct stage once)."""
     c, fab = ev.c, ev.fabric
     t, d, m = cand.t, cand.d, cand.m
@@ -404,7 +405,7 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> Placement:
     base = dict(chip=c.name, chips=fab.chips, tensor=t, pipeline=cand.p, data=d,
                 micro_batches=m, stage_layers=cand.layers)
     if DOES_NOT_FIT in fits:
-        return Placement(**base, stage_time_s=(), communication_s=math.nan, bubble_s=math.nan,
+        return PlacedStep(**base, stage_time_s=(), communication_s=math.nan, bubble_s=math.nan,
                          time_s=math.inf, fit=DOES_NOT_FIT, reason=reason, short_bytes=worst_short)
     k = max(range(len(rows)), key=lambda j: rows[j][4])
     fill = sum(count * st for _, count, _, _, st in rows)
@@ -426,7 +427,7 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> Placement:
     energy_split["link"] = energy_split.get("link", 0.0) + link_j
     time_of = {(row_kind[1:5]): row[4] for row_kind, row in zip(kinds, rows, strict=True)}
     per_stage = [time_of[_stage_key(cand.layers, j, t, fab.chips_per_node)] for j in range(cand.p)]
-    return Placement(**base, stage_time_s=tuple(per_stage), communication_s=split["link"],
+    return PlacedStep(**base, stage_time_s=tuple(per_stage), communication_s=split["link"],
                      bubble_s=fill - slowest, time_s=fill + (m - 1) * slowest,
                      fit=STREAMS if STREAMS in fits else ON_CHIP, split=split,
                      energy_j=energy_j, energy_split=energy_split, link_bytes=link_bytes, unit_memory_bytes=peak)
@@ -487,8 +488,8 @@ def _bound(ev: _Evaluator, cand: _Candidate, level: int) -> float:
     return fill + (m - 1) * slowest
 
 
-def _as_placement(ev: _Evaluator, cand: _Candidate) -> Placement:
-    return Placement(chip=ev.c.name, chips=ev.fabric.chips, tensor=cand.t, pipeline=cand.p, data=cand.d,
+def _as_placement(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
+    return PlacedStep(chip=ev.c.name, chips=ev.fabric.chips, tensor=cand.t, pipeline=cand.p, data=cand.d,
                      micro_batches=cand.m, stage_layers=cand.layers, stage_time_s=(),
                      communication_s=math.nan, bubble_s=math.nan, time_s=math.inf, fit=DOES_NOT_FIT,
                      reason=cand.reason, short_bytes=cand.short)
@@ -512,10 +513,10 @@ def _advice(c, s: Step, chips: int) -> str:
     return msg + " A smaller batch or shorter context also shrinks the KV cache."
 
 
-def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> Placement:
+def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> PlacedStep:
     """The fastest placement of step ``s`` on up to ``chips`` chips of ``c`` that fits.
 
-    Returns a ``Placement`` with ``alternatives``: the nearest placements that do not fit
+    Returns a ``PlacedStep`` with ``alternatives``: the nearest placements that do not fit
     (least short first) with the reason for each. If none fits, the returned placement is the
     least short one, ``fit = "does_not_fit"``, and its ``reason`` ends with what would make the
     step fit. ``chips_per_node`` overrides the node size of ``collectives.fabric``;
@@ -583,7 +584,7 @@ def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **si
 
 
 def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batches: int = 1,
-           chips: int | None = None, chips_per_node: int | None = None, **sim_kwargs) -> Placement:
+           chips: int | None = None, chips_per_node: int | None = None, **sim_kwargs) -> PlacedStep:
     """Time and fit of one given placement ``(tensor, pipeline, data, micro_batches)`` (no search):
     to ask why the search did not pick it. ``chips`` defaults to ``tensor x pipeline x data``."""
     c = _chip(c)

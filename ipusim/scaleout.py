@@ -9,7 +9,7 @@ was judged on) and a pipeline pays its fill every step; both kinds run the same 
 hardware cost is ``chips used x price per chip-hour``; per sequence it is that over the
 throughput, so comparing per-sequence costs compares the two kinds at the same throughput
 (replicas scale linearly). Energy per sequence is board power x chips used / throughput (the
-upper bound the checklist uses) beside the simulated dynamic energy (``Placement.energy_j``).
+upper bound the checklist uses) beside the simulated dynamic energy (``PlacedStep.energy_j``).
 Prices are ``ipusim.prices.Prices`` (ASSUMPTIONS unless the caller gives its own).
 
 These functions return numbers; the verdicts are drawn elsewhere from them.
@@ -37,7 +37,7 @@ class ScaledStep:
 
     chip: str
     chips_used: int  # chips of the cheapest fitting placement (0: none fits)
-    placement: object  # placement.Placement (the cheapest fitting one, or the least short)
+    placement: object  # placement.PlacedStep (the cheapest fitting one, or the least short)
     sequences_per_s: float  # steady throughput of that placement, sequences/s
     usd_per_hour: float  # chips used x chip-hour price (hardware only), USD/h
     usd_per_million: float  # hardware USD per million sequences (inf: nothing fits)
@@ -65,7 +65,7 @@ class ScaledStep:
 
 
 def throughput_seq_per_s(pl, batch: int) -> float:
-    """Sequences/s of a fitting ``placement.Placement`` of a step of ``batch`` sequences, one step
+    """Sequences/s of a fitting ``placement.PlacedStep`` of a step of ``batch`` sequences, one step
     at a time: ``batch / time_s`` (0 when it does not fit)."""
     batch = positive("batch", batch, integer=True)
     if pl.fit == "does_not_fit" or not math.isfinite(pl.time_s) or pl.time_s <= 0:

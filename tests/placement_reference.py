@@ -10,7 +10,7 @@ from ipusim import collectives, hardware, placement
 from ipusim.result import DOES_NOT_FIT
 
 
-def place(c, s, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> placement.Placement:
+def place(c, s, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> placement.PlacedStep:
     """The fastest fitting placement of ``s`` on up to ``chips`` chips of ``c`` over every
     candidate (ties: fewer chips used), else the least short one; ``simulations`` counts the
     sub-steps simulated."""

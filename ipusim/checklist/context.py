@@ -28,10 +28,10 @@ MAX_SERVING_BATCH = 128  # rows of a deployment's service tables, at most
 @dataclass
 class ReplicaLayout:
     """How one serving replica holds a model on a chip kind: ``chips`` per replica, streaming or
-    not (a layout for the serving tables; ``ipusim.placement.Placement`` places one step).
+    not (a layout for the serving tables; ``ipusim.placement.PlacedStep`` places one step).
 
     Kind "placed" is a tensor/pipeline placement found by ``ipusim.placement`` on the chips given
-    (``placed``, its ``Placement``), for a model that needs several chips; "spread" holds the
+    (``placed``, its ``PlacedStep``), for a model that needs several chips; "spread" holds the
     layers in turn on ``chips`` chips."""
 
     kind: str  # "on-chip", "spread", "streaming", "hbm", "placed"
@@ -40,7 +40,7 @@ class ReplicaLayout:
     max_batch: int  # largest batch whose working set fits the replica
     tile: bool = True  # a tile chip (SRAM) or a GPU (HBM)
     kv_tokens: int = 0  # KV-cache tokens the replica holds beside weights and activations
-    placed: object = None  # placement.Placement of a "placed" replica
+    placed: object = None  # placement.PlacedStep of a "placed" replica
 
     @property
     def stages(self) -> int:

@@ -182,7 +182,7 @@ class Setup:
 
 def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, max_batch: int = 128,
           output_tokens: int = 0, kv_tokens: int = 0, placement=None) -> Setup:
-    """The ``Setup`` of ``model`` on a replica of ``chips`` chips (or of a ``placement.Placement``'s
+    """The ``Setup`` of ``model`` on a replica of ``chips`` chips (or of a ``placement.PlacedStep``'s
     tensor x pipeline chips); generation when ``output_tokens`` > 0."""
     if placement is not None:
         rep = tables.replica(chip, model, placement=placement)

@@ -134,7 +134,7 @@ def chip_service(
     (fast; what the checklist's policy search uses). A replica of ``chips`` chips holds the
     model's layers in turn (``tables.replica_step_s``); ``streaming`` True streams the
     weights from off-chip DRAM, False keeps them on chip, None (default) lets the machine
-    model choose (tile chips). ``placement``: a ``placement.Placement`` makes the replica its
+    model choose (tile chips). ``placement``: a ``placement.PlacedStep`` makes the replica its
     tensor x pipeline chips, ``"search"`` the fastest placement on up to ``chips`` chips for one
     sequence of ``max_len`` tokens (``tables.replica``); each step is then timed by
     ``placement.assess`` and a replica keeps ``tables.Replica.pipeline`` batches in flight (run

@@ -94,7 +94,7 @@ class Replica:
 def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, placement=None,
             phases=("forward",), length: int | None = None) -> Replica:
     """The ``Replica`` a service model runs on: ``placement`` None gives ``chips`` chips holding the
-    layers in turn; a ``placement.Placement`` its tensor x pipeline chips; ``"search"`` the
+    layers in turn; a ``placement.PlacedStep`` its tensor x pipeline chips; ``"search"`` the
     fastest placement on up to ``chips`` chips (``placed_replica`` with ``phases`` and ``length``)."""
     from .. import hardware, workloads
 
@@ -102,20 +102,20 @@ def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, place
     n = positive("chips", chips, integer=True)
     if placement is None:
         return Replica(c, m, n, streaming)
-    from ..placement import Placement  # here: the placement model is not needed without one
+    from ..placement import PlacedStep  # here: the placement model is not needed without one
 
     if streaming is not None:
         raise ValueError("streaming applies to a replica without a placement; a placement lets the machine "
                          "model choose per stage")
     if isinstance(placement, str) and placement == "search":
         return placed_replica(c, m, n, phases=phases, length=length)
-    if isinstance(placement, Placement):
+    if isinstance(placement, PlacedStep):
         if placement.fit == "does_not_fit":
             raise ValueError(f"placement {placement.label()} does not fit: {placement.reason}")
         if placement.chip != c.name:
             raise ValueError(f"placement is for chip {placement.chip!r}, not {c.name!r}")
         return Replica(c, m, placement.tensor * placement.pipeline, None, placement.tensor)
-    raise ValueError(f"placement must be None, 'search' or a placement.Placement, got {placement!r}")
+    raise ValueError(f"placement must be None, 'search' or a placement.PlacedStep, got {placement!r}")
 
 
 def placed_replica(chip, model, chips: int, *, phases=("forward",), length: int | None = None) -> Replica:
