@@ -1,14 +1,14 @@
 """Exact percentiles of a serving run's per-request series, and the run's totals, in Numba kernels.
 
-``summary_kernel`` reduces a run in one pass in the usual case: the totals (counts, sums,
-extremes, per device) while it histograms latency, queueing delay (and time to first
-token) over bins spread across the range of an evenly spaced sample of the values, and
-copies the values that fall in a window of bins around each wanted percentile; a partial
-sort of the copies picks each order statistic. When a window misses, the exact two-pass
-method (``_select``: histogram, then gather the wanted bins) takes over. Every percentile
-follows ``numpy.percentile``'s linear rule (``percentile_rank``) and is exact, not binned.
-``quantiles`` and ``weighted_quantiles`` are the public entry points for any series; times
-are in seconds wherever a series is one.
+``summarize`` reduces a run in one pass in the usual case (``summary_kernel``): the totals
+(counts, sums, extremes, per device) while it histograms latency, queueing delay (and time
+to first token) over bins spread across the range of an evenly spaced sample of the values,
+and copies the values that fall in a window of bins around each wanted percentile; a partial
+sort of the copies (``_select_kth``) picks each order statistic. When a window misses, the
+exact two-pass method (``_second_pass``: histogram, then gather the wanted bins) takes over,
+compiled only then. Every percentile follows ``numpy.percentile``'s linear rule
+(``percentile_rank``) and is exact, not binned. ``quantiles`` and ``weighted_quantiles`` are
+the public entry points for any series; times are in seconds wherever a series is one.
 """
 
 from __future__ import annotations
@@ -38,6 +38,56 @@ def _bin(x, lo, scale):
     if y >= _HIST_BINS - 1.0:
         return _HIST_BINS - 1
     return int(y)
+
+
+@njit(cache=True, error_model="numpy")
+def _select_kth(a, lo, hi, k):
+    """Reorder ``a[lo:hi]`` (values not NaN) in place so that ``a[k]`` (lo <= k < hi) holds the
+    value a sort would put there, every value of ``a[lo:k]`` at most it and every value of
+    ``a[k + 1:hi]`` at least it: Hoare's FIND (Wirth's form) around the median of three
+    entries, equal values stopping both scans so that runs of ties split evenly. Written out,
+    not ``np.partition``: the same order statistics, a fraction of its compile time."""
+    l = lo
+    r = hi - 1
+    while l < r:
+        x0 = a[l]
+        x1 = a[(l + r) >> 1]
+        x2 = a[r]
+        x = max(min(x0, x1), min(max(x0, x1), x2))  # median of the three, a value in the range
+        i = l
+        j = r
+        while i <= j:
+            while a[i] < x:
+                i += 1
+            while x < a[j]:
+                j -= 1
+            if i <= j:
+                t = a[i]
+                a[i] = a[j]
+                a[j] = t
+                i += 1
+                j -= 1
+        if j < k:
+            l = i
+        if k < i:
+            r = j
+
+
+@njit(cache=True, error_model="numpy")
+def _select_ranks(a, ks, m):
+    """``_select_kth`` of ``a`` at each of the ``m`` ranks ``ks[:m]`` (sorted in place first):
+    after it ``a[k]`` is the k-th smallest value (0-based) for every such k."""
+    for p in range(1, m):  # insertion sort: m is at most a few ranks
+        v = ks[p]
+        q = p
+        while q > 0 and ks[q - 1] > v:
+            ks[q] = ks[q - 1]
+            q -= 1
+        ks[q] = v
+    lo = 0
+    for p in range(m):
+        _select_kth(a, lo, a.shape[0], ks[p])
+        lo = ks[p] + 1
 
 
 @njit(cache=True, error_model="numpy")
@@ -165,7 +215,11 @@ def _rank_table(qs, count):
     ranks = np.empty((ns, 2 * nq), dtype=np.int64)
     gam = np.empty((ns, nq))
     for s in range(ns):
-        ranks[s], gam[s] = _ranks(qs[s], count)
+        rk, g = _ranks(qs[s], count)
+        for q in range(nq):  # element by element: an array assignment compiles a shape check
+            gam[s, q] = g[q]
+            ranks[s, 2 * q] = rk[2 * q]
+            ranks[s, 2 * q + 1] = rk[2 * q + 1]
     return ranks, gam
 
 
@@ -273,7 +327,8 @@ def _select(series, b, lo, scale, hist, first, count, qs, out, idx):
                             less[s, j] += 1
     for s in range(ns):
         if scale[s] == 0.0:
-            out[s, :] = lo[s]
+            for q in range(nq):
+                out[s, q] = lo[s]
         else:
             _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out)
 
@@ -305,8 +360,7 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
                 ks[m] = k if k < lj else k - tj
                 m += 1
         part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
-        if m > 0:
-            part = np.partition(part, ks[:m])
+        _select_ranks(part, ks, m)
         for r2 in range(2 * nq):
             if rbin[s, r2] == j:
                 k = ranks[s, r2] - below[s, r2]
@@ -334,47 +388,58 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     no_idx = np.zeros(0, dtype=np.int32)
     _histogram(series, b, lo, scale, hist, first, no_idx)
     qs2 = np.empty((ns, qs.shape[0]))
-    qs2[:] = qs
+    for s in range(ns):
+        for q in range(qs.shape[0]):
+            qs2[s, q] = qs[q]
     _select(series, b, lo, scale, hist, first, count, qs2, out, no_idx)
 
 
-@njit(cache=True, error_model="numpy")
 def _sample(series, b, m, idx):
     """x = a[k] - b[i] of each series at about ``m`` evenly spaced entries i, k = ``idx[i]`` (i
     when ``idx`` is empty), where not NaN (the same entries in every series): (values
-    [series, c] sorted, c)."""
+    [series, c] sorted, c). NumPy, not a kernel: a few thousand values, no compile."""
     n = b.shape[0]
-    step = max(n // m, 1)
-    vals = np.empty((len(series), (n + step - 1) // step))
-    c = 0
-    for i in range(0, n, step):
-        k = idx[i] if idx.shape[0] else i
-        if series[0][k] == series[0][k]:
-            for s in range(len(series)):
-                vals[s, c] = series[s][k] - b[i]
-            c += 1
-    for s in range(len(series)):
-        vals[s, :c] = np.sort(vals[s, :c])
-    return vals, c
+    i = np.arange(0, n, max(n // m, 1))
+    k = idx[i] if idx.shape[0] else i
+    ok = ~np.isnan(series[0][k])
+    i, k = i[ok], k[ok]
+    vals = np.empty((len(series), i.size))
+    for s, a in enumerate(series):
+        np.subtract(a[k], b[i], out=vals[s])
+    vals.sort(axis=1)
+    return vals, int(i.size)
+
+
+def summarize(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
+    """``run_totals`` of a run (its first 13 entries) and, into ``out[s, q]``, percentiles
+    ``qs[s, q]`` of each series (finish, start[, first]) - arrival over the served requests,
+    exact: ``summary_kernel`` in one pass in the usual case, else ``_second_pass``."""
+    vals, c = _sample(series, arrival, _SAMPLE, idx)
+    tot, done, lo, scale, hist, first_v = summary_kernel(series, arrival, start, finish, first, device, idx,
+                                                         target, n_dev, qs, out, vals, c)
+    if not done:
+        _second_pass(series, arrival, lo, scale, hist, first_v, int(tot[0]), qs, out, idx,
+                     np.array([tot[2], tot[5], tot[11]]), np.array([tot[3], tot[6], tot[12]]))
+    return tot
 
 
 @njit(cache=True, error_model="numpy")
-def summary_kernel(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
+def summary_kernel(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out, vals, c):
     """``run_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
-    (finish, start[, first]) - arrival over the served requests, exact, in one pass.
+    (finish, start[, first]) - arrival over the served requests, exact, in one pass, from
+    ``vals[s, :c]``, a sorted sample of each series (``_sample``).
 
-    A sample sets the span of the bins and, around each percentile of the sample, a window
+    The sample sets the span of the bins and, around each percentile of the sample, a window
     of bins wide enough (4 standard deviations of a sample percentile's rank, and more) to
     hold the run's percentile; the totals' pass histograms every series and copies the
-    values in those windows (counting, not copying, repeats of a bin's first value). When the histogram shows each wanted order statistic inside a
-    window whose copies all fit, they are picked from the copies; otherwise (rare: a run
-    unlike its sample, or one value repeated so often that its copies overflow) ``_select``
-    gathers them in a second pass, and a series whose sample held one value but the run
-    more is histogrammed again over its true range first."""
+    values in those windows (counting, not copying, repeats of a bin's first value). When
+    the histogram shows each wanted order statistic inside a window whose copies all fit,
+    they are picked from the copies. Returns (the totals, done, lo, scale, hist, first_v):
+    ``done`` false (rare: a run unlike its sample, or one value repeated so often that its
+    copies overflow) leaves ``out`` to ``_second_pass`` with the bins as they are."""
     nser = len(series)
     n = arrival.shape[0]
     nq = qs.shape[1]
-    vals, c = _sample(series, arrival, _SAMPLE, idx)
     lo = np.zeros(nser)
     scale = np.zeros(nser)
     win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
@@ -389,7 +454,8 @@ def summary_kernel(series, arrival, start, finish, first, device, idx, target, n
                 d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
                 ja = _bin(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
                 jz = _bin(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
-                win[s, ja:jz + 1] = True
+                for j in range(ja, jz + 1):
+                    win[s, j] = True
             m = 0
             for k in range(c):
                 m += win[s, _bin(vals[s, k], lo[s], scale[s])]
@@ -401,7 +467,7 @@ def summary_kernel(series, arrival, start, finish, first, device, idx, target, n
     tot = t[:13]
     count = t[0]
     if count == 0:
-        return tot
+        return tot, True, lo, scale, hist, first_v
     ranks, gam = _rank_table(qs, count)
     rbin, below = _rank_bins(hist, ranks, scale)
     caught = True
@@ -430,21 +496,28 @@ def summary_kernel(series, arrival, start, finish, first, device, idx, target, n
                     if x < first_v[s, j]:
                         less[s, j] += 1
             _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
-        return tot
-    true_lo = (t[2], t[5], t[11])
-    true_hi = (t[3], t[6], t[12])
+    return tot, caught, lo, scale, hist, first_v
+
+
+@njit(cache=True, error_model="numpy")
+def _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx, true_lo, true_hi):
+    """The percentiles ``summary_kernel`` left (``done`` false) into ``out``: a series whose
+    sample held one value (scale 0) but the run more (``true_lo[s]`` < ``true_hi[s]``, the
+    run's extremes) is histogrammed again over its true range, then ``_select`` gathers the
+    wanted bins in a second pass over the run. ``count`` >= 1 served requests."""
     again = False
-    for s in range(nser):
+    for s in range(len(series)):
         if scale[s] == 0.0:  # the sample held one value (or none): bin over the true range
             lo[s] = true_lo[s]
             if true_hi[s] > true_lo[s]:
                 scale[s] = _HIST_BINS / (true_hi[s] - true_lo[s])
                 again = True
     if again:
-        hist[:] = 0
+        for s in range(hist.shape[0]):
+            for j in range(hist.shape[1]):
+                hist[s, j] = 0
         _histogram(series, arrival, lo, scale, hist, first_v, idx)
     _select(series, arrival, lo, scale, hist, first_v, count, qs, out, idx)
-    return tot
 
 
 @njit(cache=True, error_model="numpy")
@@ -464,7 +537,8 @@ def select_percentile(arrival, finish, idx, count, q):
             m += 1
     ranks, gam = _ranks(np.array([q]), count)
     k = ranks[0]
-    part = np.partition(buf, k)
+    part = buf
+    _select_kth(part, 0, count, k)
     lo = part[k]
     hi = lo
     if ranks[1] > k:
@@ -485,7 +559,7 @@ def percentile_rank(q: float, count: int) -> int:
         raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
     if int(count) != count or count < 1:
         raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
-    return int(_ranks(np.array([float(q)]), int(count))[0][0])
+    return int(_ranks.py_func(np.array([float(q)]), int(count))[0][0])  # the kernel's arithmetic, uncompiled
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
@@ -612,5 +686,29 @@ def weighted_quantiles(values, weights, qs=(50.0,)) -> np.ndarray:
     if w.sum() > 0:
         if not np.isfinite(v[w > 0]).all():
             raise ValueError("values with a positive weight must be finite")
-        _weighted_quantiles_kernel(v, w, qs, out)
+        if v.size <= _WEIGHTED_NUMPY_MAX:
+            _weighted_quantiles_sorted(v, w, qs, out)
+        else:
+            _weighted_quantiles_kernel(v, w, qs, out)
     return out
+
+
+# entries up to which ``weighted_quantiles`` sorts with NumPy (about a millisecond) rather than
+# compile and run ``_weighted_quantiles_kernel`` (seconds to compile, linear time after)
+_WEIGHTED_NUMPY_MAX = 1 << 16
+
+
+def _weighted_quantiles_sorted(values, weights, qs, out):
+    """``_weighted_quantiles_kernel`` by a full sort in NumPy, same preconditions, same values:
+    the order statistic of rank k is the first sorted value whose cumulative weight exceeds k;
+    numpy.percentile's linear interpolation between the two (``_pick``'s arithmetic)."""
+    keep = weights > 0
+    v, w = values[keep], weights[keep]
+    o = np.argsort(v, kind="stable")
+    v, cw = v[o], np.cumsum(w[o])
+    ranks, gam = _ranks.py_func(qs, int(cw[-1]))
+    stats = v[np.searchsorted(cw, ranks, side="right")]
+    for q in range(qs.size):
+        g = gam[q]
+        d = stats[2 * q + 1] - stats[2 * q]
+        out[q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g

@@ -1,7 +1,7 @@
 """The result of a serving run: per-request times and their summary.
 
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
-``summary()`` reduces them with ``percentiles.summary_kernel`` (totals and exact percentiles,
+``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
 in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
 ``percentiles.select_percentile``. ``quantiles`` and ``weighted_quantiles`` are re-exported here.
 """
@@ -19,7 +19,7 @@ from .percentiles import (
     quantiles,
     run_totals,
     select_percentile,
-    summary_kernel,
+    summarize,
     weighted_quantiles,
 )
 
@@ -114,7 +114,7 @@ class ServingResult:
         start, finish, device = self.times
         series = (finish, start, first) if gen else (finish, start)
         qs = np.full((len(series), 4), math.nan)
-        ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summary_kernel(
+        ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summarize(
             series, arr, start, finish, first, device, self._index, self.latency_target_s, nd,
             _SUMMARY_Q_TABLE[:len(series)], qs)
         t0 = float(arr[0])
