@@ -40,13 +40,14 @@ def _bin(x, lo, scale):
     return int(y)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _select_kth(a, lo, hi, k):
     """Reorder ``a[lo:hi]`` (values not NaN) in place so that ``a[k]`` (lo <= k < hi) holds the
     value a sort would put there, every value of ``a[lo:k]`` at most it and every value of
     ``a[k + 1:hi]`` at least it: Hoare's FIND (Wirth's form) around the median of three
     entries, equal values stopping both scans so that runs of ties split evenly. Written out,
-    not ``np.partition``: the same order statistics, a fraction of its compile time."""
+    not ``np.partition``: the same order statistics, a fraction of its compile time. Inlined
+    where it is called (Numba IR): one compile in its caller, whatever the argument types."""
     l = lo
     r = hi - 1
     while l < r:
@@ -73,7 +74,7 @@ def _select_kth(a, lo, hi, k):
             r = j
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _select_ranks(a, ks, m):
     """``_select_kth`` of ``a`` at each of the ``m`` ranks ``ks[:m]`` (sorted in place first):
     after it ``a[k]`` is the k-th smallest value (0-based) for every such k."""
@@ -101,10 +102,10 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     to first token), one per entry of ``series``, copying the values of the bins marked in
     ``win`` to ``buf`` except copies of the bin's first value (counted in ``wties``).
 
-    ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of, or
-    () for the totals alone; only its length is read: known when the kernel compiles, it
-    unrolls the per-series work (a loop over a count known only at run time costs a
-    third more). Returns the totals, then ``hist``, ``first_v`` (each bin's first value),
+    ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of; only
+    its length is read: known when the kernel compiles, it unrolls the per-series work (a
+    loop over a count known only at run time costs a third more). Empty ``lo`` (and
+    ``scale``): the totals alone, no histograms (``slo_view``: the same compiled kernel). Returns the totals, then ``hist``, ``first_v`` (each bin's first value),
     ``wties`` and ``fill`` (values copied per series, also those past the end of ``buf``)."""
     n = arrival.shape[0]
     nser = len(series)
@@ -113,8 +114,10 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
     fill = np.zeros(nser, dtype=np.int64)
     # the bins' origin and scale as locals, three of them whatever nser is (unused ones 0)
-    los = (lo[0] if nser > 0 else 0.0, lo[1] if nser > 1 else 0.0, lo[2] if nser > 2 else 0.0)
-    scs = (scale[0] if nser > 0 else 0.0, scale[1] if nser > 1 else 0.0, scale[2] if nser > 2 else 0.0)
+    hh = lo.shape[0] > 0  # histograms wanted
+    los = (lo[0] if hh and nser > 0 else 0.0, lo[1] if hh and nser > 1 else 0.0, lo[2] if hh and nser > 2 else 0.0)
+    scs = (scale[0] if hh and nser > 0 else 0.0, scale[1] if hh and nser > 1 else 0.0,
+           scale[2] if hh and nser > 2 else 0.0)
     last_arrival = arrival[n - 1]
     ns = 0
     lat_sum = 0.0
@@ -173,6 +176,8 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
             x = first[i] - a
             ft_lo = min(ft_lo, x)
             ft_hi = max(ft_hi, x)
+        if not hh:
+            continue
         for s in range(nser):  # the histograms (see _bin)
             v = lat if s == 0 else (w if s == 1 else x)
             j = _bin(v, los[s], scs[s])

@@ -199,7 +199,7 @@ class ServingResult:
         start, finish, device = self.times
         ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
             arr, start, finish, np.zeros(0), device, self._index, self.latency_target_s, len(self.devices),
-            (), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
+            (finish, start), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
         lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
