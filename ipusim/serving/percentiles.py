@@ -1,12 +1,12 @@
 """Exact percentiles of a serving run's per-request series, and the run's totals, in Numba kernels.
 
-``summarize`` reduces a run in one pass in the usual case (``summary_kernel``): the totals
+``summarize`` reduces a run in one pass in the usual case (``run_totals``): the totals
 (counts, sums, extremes, per device) while it histograms latency, queueing delay (and time
 to first token) over bins spread across the range of an evenly spaced sample of the values,
 and copies the values that fall in a window of bins around each wanted percentile; a partial
-sort of the copies (``_select_kth``) picks each order statistic. When a window misses, the
-exact two-pass method (``_second_pass``: histogram, then gather the wanted bins) takes over,
-compiled only then. Every percentile follows ``numpy.percentile``'s linear rule
+sort of the copies (``_pick_copies``, ``_select_kth``) picks each order statistic. When a
+window misses, the exact two-pass method (``_second_pass``: histogram, then gather the wanted
+bins) takes over, compiled only then. Every percentile follows ``numpy.percentile``'s linear rule
 (``percentile_rank``) and is exact, not binned. ``quantiles`` and ``weighted_quantiles`` are
 the public entry points for any series; times are in seconds wherever a series is one.
 """
@@ -48,15 +48,15 @@ def _select_kth(a, lo, hi, k):
     entries, equal values stopping both scans so that runs of ties split evenly. Written out,
     not ``np.partition``: the same order statistics, a fraction of its compile time. Inlined
     where it is called (Numba IR): one compile in its caller, whatever the argument types."""
-    l = lo
-    r = hi - 1
-    while l < r:
-        x0 = a[l]
-        x1 = a[(l + r) >> 1]
-        x2 = a[r]
+    left = lo
+    right = hi - 1
+    while left < right:
+        x0 = a[left]
+        x1 = a[(left + right) >> 1]
+        x2 = a[right]
         x = max(min(x0, x1), min(max(x0, x1), x2))  # median of the three, a value in the range
-        i = l
-        j = r
+        i = left
+        j = right
         while i <= j:
             while a[i] < x:
                 i += 1
@@ -69,9 +69,9 @@ def _select_kth(a, lo, hi, k):
                 i += 1
                 j -= 1
         if j < k:
-            l = i
+            left = i
         if k < i:
-            r = j
+            right = j
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -415,38 +415,22 @@ def _sample(series, b, m, idx):
     return vals, int(i.size)
 
 
-def summarize(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
-    """``run_totals`` of a run (its first 13 entries) and, into ``out[s, q]``, percentiles
-    ``qs[s, q]`` of each series (finish, start[, first]) - arrival over the served requests,
-    exact: ``summary_kernel`` in one pass in the usual case, else ``_second_pass``."""
-    vals, c = _sample(series, arrival, _SAMPLE, idx)
-    tot, done, lo, scale, hist, first_v = summary_kernel(series, arrival, start, finish, first, device, idx,
-                                                         target, n_dev, qs, out, vals, c)
-    if not done:
-        _second_pass(series, arrival, lo, scale, hist, first_v, int(tot[0]), qs, out, idx,
-                     np.array([tot[2], tot[5], tot[11]]), np.array([tot[3], tot[6], tot[12]]))
-    return tot
+def _bins(x, lo, scale):
+    """``_bin`` of each entry of array ``x`` (not NaN), in NumPy."""
+    y = (x - lo) * scale
+    return np.where(~(y >= 1.0), 0, np.where(y >= _HIST_BINS - 1.0, _HIST_BINS - 1, np.minimum(y, _HIST_BINS)
+                                              .astype(np.int64)))
 
 
-@njit(cache=True, error_model="numpy")
-def summary_kernel(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out, vals, c):
-    """``run_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
-    (finish, start[, first]) - arrival over the served requests, exact, in one pass, from
-    ``vals[s, :c]``, a sorted sample of each series (``_sample``).
-
-    The sample sets the span of the bins and, around each percentile of the sample, a window
-    of bins wide enough (4 standard deviations of a sample percentile's rank, and more) to
-    hold the run's percentile; the totals' pass histograms every series and copies the
-    values in those windows (counting, not copying, repeats of a bin's first value). When
-    the histogram shows each wanted order statistic inside a window whose copies all fit,
-    they are picked from the copies. Returns (the totals, done, lo, scale, hist, first_v):
-    ``done`` false (rare: a run unlike its sample, or one value repeated so often that its
-    copies overflow) leaves ``out`` to ``_second_pass`` with the bins as they are."""
-    nser = len(series)
-    n = arrival.shape[0]
-    nq = qs.shape[1]
-    lo = np.zeros(nser)
-    scale = np.zeros(nser)
+def _windows(vals, c, qs, n):
+    """From the sorted sample ``vals[s, :c]`` of ``n`` requests: each series' bins (``lo``,
+    ``scale``: 0 when the sample holds one value) and, around each wanted percentile
+    ``qs[s, q]`` of the sample, a window of bins wide enough (4 standard deviations of a sample
+    percentile's rank, and more) to hold the run's percentile (``win``), and room for the
+    values the run will copy from them (``cap`` per series: 1.5 times what the sample says,
+    at most an eighth of the run; more: the second pass is cheaper)."""
+    nser, nq = qs.shape
+    lo, scale = np.zeros(nser), np.zeros(nser)
     win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
     marked = 0
     for s in range(nser):
@@ -457,56 +441,86 @@ def summary_kernel(series, arrival, start, finish, first, device, idx, target, n
                 p = qs[s, q] / 100.0
                 mid = p * (c - 1)
                 d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
-                ja = _bin(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
-                jz = _bin(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
-                for j in range(ja, jz + 1):
-                    win[s, j] = True
-            m = 0
-            for k in range(c):
-                m += win[s, _bin(vals[s, k], lo[s], scale[s])]
-            marked = max(marked, m)
-    cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0  # more: the second pass is cheaper
-    buf = np.empty((nser, cap))
+                ja = _bin.py_func(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
+                jz = _bin.py_func(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
+                win[s, ja:jz + 1] = True
+            marked = max(marked, int(win[s, _bins(vals[s, :c], lo[s], scale[s])].sum()))
+    cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0
+    return lo, scale, win, cap
+
+
+def _rank_bins_of(hist, ranks, scale):
+    """``_rank_bins`` in NumPy: the bin of each wanted order statistic and the values below it."""
+    rbin, below = np.zeros(ranks.shape, dtype=np.int64), np.zeros(ranks.shape, dtype=np.int64)
+    for s in np.flatnonzero(scale > 0.0):
+        cum = np.cumsum(hist[s])
+        rbin[s] = np.searchsorted(cum, ranks[s], side="right")  # first bin whose running count exceeds the rank
+        below[s] = cum[rbin[s]] - hist[s, rbin[s]]
+    return rbin, below
+
+
+def summarize(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
+    """``run_totals`` of a run (its first 13 entries) and, into ``out[s, q]``, percentiles
+    ``qs[s, q]`` of each series (finish, start[, first]) - arrival over the served requests,
+    exact, in one pass over the run in the usual case.
+
+    A sample (``_sample``) sets the span of the bins and a window of bins around each
+    percentile of the sample (``_windows``); the totals' pass histograms every series and
+    copies the values in those windows (counting, not copying, repeats of a bin's first
+    value). When the histogram shows each wanted order statistic inside a window whose copies
+    all fit, ``_pick_copies`` picks them from the copies; otherwise (rare: a run unlike its
+    sample, or one value repeated so often that its copies overflow) ``_second_pass`` does.
+    The steps between the kernels are NumPy on a few thousand bins: no compile."""
+    vals, c = _sample(series, arrival, _SAMPLE, idx)
+    lo, scale, win, cap = _windows(vals, c, qs, arrival.shape[0])
+    buf = np.empty((len(series), cap))
     t = run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf)
-    hist, first_v, wties, fill = t[13], t[14], t[15], t[16]
-    tot = t[:13]
-    count = t[0]
+    tot, (hist, first_v, wties, fill) = t[:13], t[13:]
+    count = int(tot[0])
     if count == 0:
-        return tot, True, lo, scale, hist, first_v
-    ranks, gam = _rank_table(qs, count)
-    rbin, below = _rank_bins(hist, ranks, scale)
-    caught = True
+        return tot
+    rg = [_ranks.py_func(q, count) for q in qs]  # the kernel's arithmetic, uncompiled
+    ranks, gam = np.array([r for r, _ in rg]), np.array([g for _, g in rg])
+    rbin, below = _rank_bins_of(hist, ranks, scale)
+    if (scale > 0.0).all() and (fill <= cap).all() and np.take_along_axis(win, rbin, axis=1).all():
+        _pick_copies(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out)
+    else:
+        _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx,
+                     np.array([tot[2], tot[5], tot[11]]), np.array([tot[3], tot[6], tot[12]]))
+    return tot
+
+
+@njit(cache=True, error_model="numpy")
+def _pick_copies(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out):
+    """The percentiles of each series s into ``out[s]`` from the ``fill[s]`` values the totals'
+    pass copied to ``buf[s]`` (``run_totals``): each wanted bin's values gathered in one place,
+    then ``_pick``."""
+    nser = hist.shape[0]
+    off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
+    less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
     for s in range(nser):
-        caught = caught and scale[s] > 0.0 and fill[s] <= cap
-        for r in range(2 * nq):
-            caught = caught and win[s, rbin[s, r]]
-    if caught:  # pick from the copies: each wanted bin's values, in one place
-        off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
-        less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
-        for s in range(nser):
-            total = 0
-            for r in range(2 * nq):
-                j = rbin[s, r]
-                if off[s, j] < 0:
-                    off[s, j] = total
-                    total += hist[s, j] - wties[s, j]
-            part = np.empty(total)
-            put = off.copy()
-            for k in range(fill[s]):
-                x = buf[s, k]
-                j = _bin(x, lo[s], scale[s])
-                if put[s, j] >= 0:
-                    part[put[s, j]] = x
-                    put[s, j] += 1
-                    if x < first_v[s, j]:
-                        less[s, j] += 1
-            _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
-    return tot, caught, lo, scale, hist, first_v
+        total = 0
+        for r in range(rbin.shape[1]):
+            j = rbin[s, r]
+            if off[s, j] < 0:
+                off[s, j] = total
+                total += hist[s, j] - wties[s, j]
+        part = np.empty(total)
+        put = off.copy()
+        for k in range(fill[s]):
+            x = buf[s, k]
+            j = _bin(x, lo[s], scale[s])
+            if put[s, j] >= 0:
+                part[put[s, j]] = x
+                put[s, j] += 1
+                if x < first_v[s, j]:
+                    less[s, j] += 1
+        _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
 
 
 @njit(cache=True, error_model="numpy")
 def _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx, true_lo, true_hi):
-    """The percentiles ``summary_kernel`` left (``done`` false) into ``out``: a series whose
+    """The percentiles ``summarize`` could not pick from the copies, into ``out``: a series whose
     sample held one value (scale 0) but the run more (``true_lo[s]`` < ``true_hi[s]``, the
     run's extremes) is histogrammed again over its true range, then ``_select`` gathers the
     wanted bins in a second pass over the run. ``count`` >= 1 served requests."""
