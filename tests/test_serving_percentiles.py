@@ -14,11 +14,14 @@ from ipusim import serving as S
 from ipusim.serving import percentiles, result
 
 
+@pytest.mark.parametrize("pick", ["numpy", "kernel"])
 @pytest.mark.parametrize("case", ["dynamic", "ties", "overload"])
-def test_summary_percentiles_are_numpys(case):
-    """The summary's one-pass percentiles (picked from the copies in the sample's windows) and
-    its fallback (a second pass: one value repeated, or a run unlike its sample) are exact:
-    numpy.percentile of the served requests' latency and queueing delay, bit for bit."""
+def test_summary_percentiles_are_numpys(case, pick, monkeypatch):
+    """The summary's one-pass percentiles (picked from the copies in the sample's windows, in
+    NumPy for a small run or by the kernel for a large one) and its fallback (a second pass:
+    one value repeated, or a run unlike its sample) are exact: numpy.percentile of the served
+    requests' latency and queueing delay, bit for bit."""
+    monkeypatch.setattr(percentiles, "_COPIES_NUMPY_MAX", 1 << 40 if pick == "numpy" else -1)
     n = 30_000
     arr = A.poisson({"dynamic": 1000.0, "ties": 50.0, "overload": 20_000.0}[case], n, seed=3)
     lens = lengths.sample(n, long_fraction=0.3, seed=4)
