@@ -11,7 +11,7 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
-from ipusim.serving import percentiles, result
+from ipusim.serving import percentiles, result, weighted
 
 
 @pytest.mark.parametrize("pick", ["numpy", "kernel"])
@@ -82,7 +82,7 @@ def test_quantiles_count_a_repeated_value_before_gathering():
     assert np.array_equal(S.quantiles(x, None, q), np.percentile(x[~np.isnan(x)], q))
 
 
-@pytest.mark.parametrize("m", [1, 7, 5000, percentiles._WEIGHTED_NUMPY_MAX + 1])  # the last: the kernel
+@pytest.mark.parametrize("m", [1, 7, 5000, weighted._WEIGHTED_NUMPY_MAX + 1])  # the last: the kernel
 def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
     rng = np.random.default_rng(m)
     v = np.round(rng.exponential(1.0, m), 2)  # ties

@@ -3,7 +3,7 @@
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
 ``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
 in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
-``percentiles.select_percentile``. ``quantiles`` and ``weighted_quantiles`` are re-exported here.
+``percentiles.select_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from .percentiles import (
     run_totals,
     select_percentile,
     summarize,
-    weighted_quantiles,
 )
+from .weighted import weighted_quantiles
 
 __all__ = ["STABLE_SERVED_SHARE", "ServingResult", "percentile_rank", "quantiles", "weighted_quantiles"]
 
