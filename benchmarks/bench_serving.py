@@ -245,8 +245,10 @@ def _policy_probe(name, n, tables, package=None):
         env = dict(os.environ, NUMBA_CACHE_DIR=d, IPUSIM_CACHE_DIR=tables)
         if package:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
+        # run in the temporary folder: ``python -c`` puts the working directory first on sys.path,
+        # where a checkout's own ipusim would shadow ``package``
         out = subprocess.run([sys.executable, "-c", _POLICY_PROBE, name, str(n)], check=True, capture_output=True,
-                             text=True, env=env)
+                             text=True, env=env, cwd=d)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
