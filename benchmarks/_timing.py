@@ -59,11 +59,10 @@ def compile_package() -> None:
     compileall.compile_dir(str(Path(ipusim.__file__).parent), quiet=1)
 
 
-# Run in a child: ``ipusim ARGS`` as ``python -m ipusim`` runs it, adding up the CPU seconds Numba
-# spends compiling (outermost compile events only: a kernel's callees are inside it) and
-# writing them to the file named by $IPUSIM_BENCH_COMPILE_OUT when the process exits.
-_COMPILE_PROBE = """
-import atexit, os, sys, time
+# Code for a child process: adds up in _s["cpu"] the CPU seconds Numba spends compiling (outermost
+# compile events only: a kernel's callees are inside it).
+COMPILE_LISTENER = """
+import time
 from numba.core import event
 _s = {"depth": 0, "t0": 0.0, "cpu": 0.0}
 class _L(event.Listener):
@@ -76,6 +75,12 @@ class _L(event.Listener):
         if _s["depth"] == 0:
             _s["cpu"] += time.process_time() - _s["t0"]
 event.register("numba:compile", _L())
+"""
+
+# Run in a child: ``ipusim ARGS`` as ``python -m ipusim`` runs it, writing the CPU seconds Numba
+# spent compiling to the file named by $IPUSIM_BENCH_COMPILE_OUT when the process exits.
+_COMPILE_PROBE = COMPILE_LISTENER + """
+import atexit, os, sys
 def _write():
     with open(os.environ["IPUSIM_BENCH_COMPILE_OUT"], "w") as f:
         f.write(repr(_s["cpu"]))

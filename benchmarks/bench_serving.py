@@ -25,7 +25,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _timing import best_of, child_times, cold_child_times, compile_package
+from _timing import COMPILE_LISTENER, best_of, child_times, cold_child_times, compile_package
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
@@ -181,20 +181,8 @@ def rows(quick: bool) -> list[dict]:
 # Run in a child with an empty Numba cache (the table cache warm): one policy's first simulate and
 # summary of 1,000 requests (compile CPU seconds of each), then simulate + summary of N requests
 # twice (warm: the best wall and CPU); prints one JSON object, with the summary of the N run.
-_POLICY_PROBE = """
-import json, sys, time
-from numba.core import event
-_s = {"depth": 0, "t0": 0.0, "cpu": 0.0}
-class _L(event.Listener):
-    def on_start(self, ev):
-        if _s["depth"] == 0:
-            _s["t0"] = time.process_time()
-        _s["depth"] += 1
-    def on_end(self, ev):
-        _s["depth"] -= 1
-        if _s["depth"] == 0:
-            _s["cpu"] += time.process_time() - _s["t0"]
-event.register("numba:compile", _L())
+_POLICY_PROBE = COMPILE_LISTENER + """
+import json, sys
 import numpy as np
 from ipusim import arrivals, lengths, policies as P, serving
 name, n = sys.argv[1], int(sys.argv[2])
