@@ -11,7 +11,10 @@ Rows (BERT-base on GC200, 30% long requests, Poisson at 1,000 req/s: a stable lo
 * memory of a 10-million-request run, bytes per request (goal: about 100 or less);
 * ``ipusim serve`` (100,000 requests) and ``ipusim checklist --format md`` as a user runs
   them, with a warm table cache (goals: under 1.5 s and 3 s) beside a cold one (an empty
-  ``IPUSIM_CACHE_DIR``: tables built from the machine model), wall and CPU time.
+  ``IPUSIM_CACHE_DIR``: tables built from the machine model), wall and CPU time;
+* per policy (``cold_policy_rows``; ``python benchmarks/bench_serving.py --cold --against REF``
+  for before and after): the CPU its first simulate and first summary spend compiling from an
+  empty Numba cache, beside its warm requests/s.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _timing import best_of, child_times, cold_child_times, compile_package
+from _timing import COMPILE_LISTENER, best_of, child_times, cold_child_times, compile_package
 
 from ipusim import arrivals, lengths, policies, serving
 from ipusim.serving import batching
@@ -172,9 +175,107 @@ def rows(quick: bool) -> list[dict]:
         out.append({"name": name + ": warm | cold", "kernel_s": warm_w, "reference_s": cold_w, "goal": goal,
                     "note": f"wall warm {warm_w:.2f} s | cold {cold_w:.2f} s (ratio = cold / warm); CPU user+sys "
                             f"warm {warm_c:.2f} s | cold {cold_c:.2f} s"})
+    return out + cold_policy_rows(quick)
+
+
+# Run in a child with an empty Numba cache (the table cache warm): one policy's first simulate and
+# summary of 1,000 requests (compile CPU seconds of each), then simulate + summary of N requests
+# twice (warm: the best wall and CPU); prints one JSON object, with the summary of the N run.
+_POLICY_PROBE = COMPILE_LISTENER + """
+import json, sys
+import numpy as np
+from ipusim import arrivals, lengths, policies as P, serving
+name, n = sys.argv[1], int(sys.argv[2])
+if name in ("continuous", "static generation"):
+    gen = serving.generation_model("a100-80gb", "gpt2", max_batch=32)
+    rng = np.random.default_rng(7)
+    arr = arrivals.poisson(100.0, n, seed=7)
+    pr, ol = rng.integers(32, 257, n), rng.integers(16, 257, n)
+    pol = P.Continuous(32, 10**6) if name == "continuous" else P.Static(32, 0.05)
+    sim = lambda m: serving.simulate_generation(arr[:m], pr[:m], ol[:m], pol, gen)
+else:
+    dev = serving.chip_service("gc200", "bert-base", max_batch=32)
+    if name == "token budget, packed":
+        dev = serving.chip_service("gc200", "bert-base", max_batch=64, packed=True)
+    b = serving.largest_batch(serving.chip_service("gc200", "bert-base", max_batch=32), 512)
+    pol = {"dynamic": P.Dynamic(b, 0.002), "static": P.Static(16, 0.005),
+           "token budget, packed": P.TokenBudget(4096, 0.002, 64),
+           "length buckets": P.LengthBuckets((128, 256, 512), 16, 0.003), "adaptive": P.Adaptive(0.02, 16)}[name]
+    arr = arrivals.poisson(1000.0, n, seed=0)
+    lens = lengths.sample(n, long_fraction=0.3, seed=1)
+    sim = lambda m: serving.simulate(arr[:m], lens[:m], pol, dev, max_waiting=None)
+c0 = _s["cpu"]
+r = sim(1000)
+c1 = _s["cpu"]
+r.summary()
+c2 = _s["cpu"]
+best = [float("inf")] * 2
+for _ in range(2):
+    w0, p0 = time.perf_counter(), time.process_time()
+    summ = sim(n).summary()
+    best = [min(best[0], time.perf_counter() - w0), min(best[1], time.process_time() - p0)]
+print(json.dumps({"compile_sim": c1 - c0, "compile_summary": c2 - c1, "wall": best[0], "cpu": best[1],
+                  "summary": repr(sorted(summ.items()))}))
+"""
+
+POLICIES = ("dynamic", "static", "token budget, packed", "length buckets", "adaptive", "continuous",
+            "static generation")
+
+
+def _policy_probe(name, n, tables, package=None):
+    """One ``_POLICY_PROBE`` child: a fresh Numba cache, the table cache in folder ``tables``."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ipusim-numba-") as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d, IPUSIM_CACHE_DIR=tables)
+        if package:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
+        # run in the temporary folder: ``python -c`` puts the working directory first on sys.path,
+        # where a checkout's own ipusim would shadow ``package``
+        out = subprocess.run([sys.executable, "-c", _POLICY_PROBE, name, str(n)], check=True, capture_output=True,
+                             text=True, env=env, cwd=d)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cold_policy_rows(quick: bool, against: str | None = None) -> list[dict]:
+    """Per serving policy: compile CPU of its first simulate and of its first summary (an empty
+    Numba cache), beside warm simulate + summary of 10M requests (generation a tenth of that;
+    quick: the dynamic policy, 20,000 requests), requests/s; with ``against`` a git ref, the
+    same from the package as committed there, and whether the two summaries are identical."""
+    import tempfile
+
+    from _timing import package_at
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="ipusim-tables-") as tables, \
+            tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
+        before = package_at(against, tmp) if against else None
+        for name in POLICIES[:1] if quick else POLICIES:
+            n = (20_000 if quick else 10_000_000) // (10 if name in ("continuous", "static generation") else 1)
+            a = _policy_probe(name, n, tables)
+            note = (f"first run compiles: simulate {a['compile_sim']:.2f} s + summary {a['compile_summary']:.2f} s "
+                    f"CPU; warm {n / a['wall'] / 1e6:,.1f}M requests/s wall, {n / a['cpu'] / 1e6:,.1f}M per "
+                    "CPU-second")
+            if before:
+                b = _policy_probe(name, n, tables, before)
+                note += (f" | at {against}: compiles {b['compile_sim']:.2f} s + {b['compile_summary']:.2f} s; warm "
+                         f"{n / b['wall'] / 1e6:,.1f}M/s wall, {n / b['cpu'] / 1e6:,.1f}M per CPU-second; "
+                         f"summaries identical: {a['summary'] == b['summary']}")
+            out.append({"name": f"serving {name}: first compile | warm {n:,} requests", "kernel_s": a["wall"],
+                        "reference_s": None, "goal": "compile in seconds; warm as before", "note": note})
     return out
 
 
 if __name__ == "__main__":
-    for row in rows("--quick" in sys.argv):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cold", action="store_true", help="only the per-policy first-compile rows")
+    ap.add_argument("--against", metavar="REF", help="git ref whose package is timed beside this one (with --cold)")
+    a = ap.parse_args()
+    for row in (cold_policy_rows(a.quick, a.against) if a.cold else rows(a.quick)):
         print(row)

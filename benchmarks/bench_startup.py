@@ -15,6 +15,15 @@ Rows (wall best of N alternating runs, CPU user+sys of the same runs; tables and
 * the same ``serve`` through ``ipusim.cli.main`` and a plain interpreter exit, beside the
   command line's ``entry`` (full runs only): what the quick exit saves.
 
+* each command's first run as a newcomer meets it (``newcomer_rows``): an empty Numba cache
+  and an empty table cache (a fresh ``NUMBA_CACHE_DIR`` and ``IPUSIM_CACHE_DIR`` in a new
+  temporary folder per command), beside its warm run (the same caches, filled by the first):
+  wall, CPU user+sys, and the share of the first run's CPU that Numba spends compiling.
+  Goals (issue 28): at most 10 s wall on an idle 2-core machine, ``serve`` at most 8 s.
+  ``python benchmarks/bench_startup.py --newcomer --against REF`` times the same commands
+  from the package as committed at git ``REF`` beside this one, command by command (before
+  and after a change; on a shared machine compare CPU times, and the two side by side).
+
 Bytecode is compiled first (``compileall``, as ``pip install`` does): with
 ``PYTHONDONTWRITEBYTECODE`` set and stale ``.pyc`` files, every run would also compile the
 package's sources, which no installed copy does.
@@ -22,9 +31,11 @@ package's sources, which no installed copy does.
 
 from __future__ import annotations
 
+import argparse
 import sys
+import tempfile
 
-from _timing import child_times, compile_package
+from _timing import child_times, compile_package, newcomer_times, package_at
 
 FLOOR = ("import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); "
          "import gc; gc.freeze()")
@@ -59,6 +70,7 @@ def rows(quick: bool) -> list[dict]:
         out.append({"name": f"{name} | floor", "kernel_s": w, "reference_s": fw, "goal": goal,
                     "note": f"ratio = floor / run; CPU {c:.2f} s, of which ipusim's own {c - fc:.2f} s "
                             f"(best of {repeat})"})
+    out += newcomer_rows(quick)
     if "slow_exit" in best:
         (w, c), (sw, sc) = best["serve"], best["slow_exit"]
         out.append({"name": "ipusim serve, warm: entry() | main() + plain exit", "kernel_s": w, "reference_s": sw,
@@ -66,6 +78,60 @@ def rows(quick: bool) -> list[dict]:
     return out
 
 
+# a newcomer's first commands (sweep: two points, one process, into a file in the run's folder)
+NEWCOMER = {
+    "simulate": ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "32", "--seq-len", "128"],
+    "serve": SERVE,
+    "pack": ["pack", "--dataset", "wikipedia-512", "--max-len", "512", "--strategy", "spfhp", "--max-per-row", "3"],
+    "train": ["train", "--model", "llama-2-70b", "--chip", "a100-80gb", "--chips", "2048", "--tokens", "2e12"],
+    "embed": ["embed", "--chip", "gc200", "--tables", "26", "--rows", "4000000", "--dim", "128", "--batch", "2048",
+              "--zipf", "1.05"],
+    "checklist": ["checklist", "--format", "md", "--no-progress"],
+    "claims": ["claims"],
+    "sweep": ["sweep", "--chip", "gc200", "--vary", "tiles=736,1472", "--model", "bert-base", "--batch", "32",
+              "--seq-len", "128", "--serial", "--out", "sweep.csv"],
+}
+
+
+def _first_and_warm(args, package, warm_runs):
+    """(first run, best warm run): each (wall, CPU, compile CPU) s, in one fresh temporary folder of caches."""
+    with tempfile.TemporaryDirectory(prefix="ipusim-newcomer-") as d:
+        first = newcomer_times(args, d, package)
+        warm = [newcomer_times(args, d, package) for _ in range(warm_runs)]
+    return first, tuple(min(x[i] for x in warm) for i in range(3))
+
+
+def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[dict]:
+    """One row per command of ``NEWCOMER`` (quick: ``pack`` alone): its first run from empty
+    caches beside its warm run, wall (``kernel_s`` first, ``reference_s`` warm) and CPU; with
+    ``against`` a git ref, the same from the package as committed there, run alternately."""
+    compile_package()
+    names = only or (["pack"] if quick else list(NEWCOMER))
+    warm_runs = 1 if quick else 3
+    out = []
+    with tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
+        before_pkg = package_at(against, tmp) if against else None
+        for name in names:
+            args = NEWCOMER[name]
+            (fw, fc, fk), (ww, wc, _) = _first_and_warm(args, None, warm_runs)
+            goal = "first <= 8 s" if name == "serve" else "first <= 10 s"
+            note = (f"first: CPU {fc:.2f} s, of which compiling {fk:.2f} s ({fk / fc:.0%}); "
+                    f"warm: wall {ww:.2f} s, CPU {wc:.2f} s")
+            if before_pkg:
+                (bw, bc, bk), (bww, bwc, _) = _first_and_warm(args, before_pkg, warm_runs)
+                note += (f" | at {against}: first wall {bw:.2f} s, CPU {bc:.2f} s (compiling {bk:.2f} s); "
+                         f"warm wall {bww:.2f} s, CPU {bwc:.2f} s")
+            out.append({"name": f"newcomer's first {name} | warm", "kernel_s": fw, "reference_s": ww,
+                        "goal": goal, "note": note + " (ratio = warm / first)"})
+    return out
+
+
 if __name__ == "__main__":
-    for r in rows("--quick" in sys.argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--newcomer", action="store_true", help="only the first-run rows")
+    ap.add_argument("--against", metavar="REF", help="git ref whose package is timed beside this one")
+    ap.add_argument("--only", nargs="*", choices=sorted(NEWCOMER), help="these commands only (with --newcomer)")
+    a = ap.parse_args()
+    for r in (newcomer_rows(a.quick, a.against, a.only) if a.newcomer else rows(a.quick)):
         print(r)

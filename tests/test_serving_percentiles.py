@@ -11,14 +11,17 @@ from ipusim import arrivals as A
 from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
-from ipusim.serving import percentiles, result
+from ipusim.serving import percentiles, result, weighted
 
 
+@pytest.mark.parametrize("pick", ["numpy", "kernel"])
 @pytest.mark.parametrize("case", ["dynamic", "ties", "overload"])
-def test_summary_percentiles_are_numpys(case):
-    """The summary's one-pass percentiles (picked from the copies in the sample's windows) and
-    its fallback (a second pass: one value repeated, or a run unlike its sample) are exact:
-    numpy.percentile of the served requests' latency and queueing delay, bit for bit."""
+def test_summary_percentiles_are_numpys(case, pick, monkeypatch):
+    """The summary's one-pass percentiles (picked from the copies in the sample's windows, in
+    NumPy for a small run or by the kernel for a large one) and its fallback (a second pass:
+    one value repeated, or a run unlike its sample) are exact: numpy.percentile of the served
+    requests' latency and queueing delay, bit for bit."""
+    monkeypatch.setattr(percentiles, "_COPIES_NUMPY_MAX", 1 << 40 if pick == "numpy" else -1)
     n = 30_000
     arr = A.poisson({"dynamic": 1000.0, "ties": 50.0, "overload": 20_000.0}[case], n, seed=3)
     lens = lengths.sample(n, long_fraction=0.3, seed=4)
@@ -79,7 +82,7 @@ def test_quantiles_count_a_repeated_value_before_gathering():
     assert np.array_equal(S.quantiles(x, None, q), np.percentile(x[~np.isnan(x)], q))
 
 
-@pytest.mark.parametrize("m", [1, 7, 5000])
+@pytest.mark.parametrize("m", [1, 7, 5000, weighted._WEIGHTED_NUMPY_MAX + 1])  # the last: the kernel
 def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
     rng = np.random.default_rng(m)
     v = np.round(rng.exponential(1.0, m), 2)  # ties
@@ -145,3 +148,21 @@ def test_result_pickles_and_copies():
             assert back.by_batch and back.latency_p99_s == r.latency_p99_s  # a summary key as an attribute
     with pytest.raises(AttributeError):
         _ = r.no_such_key
+
+
+@pytest.mark.parametrize("kind", ["random", "ties", "ascending", "descending", "one value"])
+def test_select_ranks_puts_the_sorted_value_at_each_rank(kind):
+    """The written-out selection (``_select_ranks``, ``_select_kth``) against a full sort: at
+    each wanted rank the sorted array's value, nothing larger before it, nothing smaller
+    after it, the same values overall (ranks given unsorted and repeated)."""
+    rng = np.random.default_rng(5)
+    n = 10_001
+    a = {"random": rng.random(n), "ties": np.round(rng.random(n), 1), "ascending": np.arange(n, dtype=float),
+         "descending": np.arange(n, 0, -1, dtype=float), "one value": np.full(n, 0.5)}[kind]
+    ks = np.array([n - 1, 0, n // 2, 1, n // 2, n - 2, 99 * n // 100], dtype=np.int64)
+    b = a.copy()
+    percentiles._select_ranks(b, ks.copy(), ks.size)
+    srt = np.sort(a)
+    for k in ks:
+        assert b[k] == srt[k] and (b[:k] <= b[k]).all() and (b[k + 1:] >= b[k]).all()
+    assert np.array_equal(np.sort(b), srt)

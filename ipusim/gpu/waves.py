@@ -11,10 +11,12 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
                 out_time, out_compute, out_memory, out_waves, out_busy):
-    """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them."""
+    """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them.
+    Inlined into ``_waves`` (Numba IR): one compile there, not one per argument type (a count
+    that starts at a literal 0 would type a second specialisation)."""
     active = min(in_wave, sms)
     t_sm = 0.0
     for j in range(active):

@@ -203,15 +203,18 @@ def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     millions of iterations fills a few thousand cells: counting them in the kernel leaves the
     summary a few thousand entries to reduce, not one per iteration."""
     m = gap_s.shape[0]
-    flat = cells.ravel()
     k = m
-    for i in range(flat.shape[0]):
-        if flat[i] != 0:
-            k += 1
+    for d in range(cells.shape[0]):  # loops: ravel() and slice copies compile shape checks (seconds)
+        for r in range(cells.shape[1]):
+            for j in range(cells.shape[2]):
+                for c in range(cells.shape[3]):
+                    if cells[d, r, j, c] != 0:
+                        k += 1
     out_s = np.empty(k)
     out_w = np.empty(k, dtype=np.int64)
-    out_s[:m] = gap_s
-    out_w[:m] = gap_w
+    for i in range(m):
+        out_s[i] = gap_s[i]
+        out_w[i] = gap_w[i]
     for d in range(cells.shape[0]):
         for r in range(cells.shape[1]):
             for j in range(cells.shape[2]):

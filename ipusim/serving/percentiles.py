@@ -1,14 +1,14 @@
 """Exact percentiles of a serving run's per-request series, and the run's totals, in Numba kernels.
 
-``summary_kernel`` reduces a run in one pass in the usual case: the totals (counts, sums,
-extremes, per device) while it histograms latency, queueing delay (and time to first
-token) over bins spread across the range of an evenly spaced sample of the values, and
-copies the values that fall in a window of bins around each wanted percentile; a partial
-sort of the copies picks each order statistic. When a window misses, the exact two-pass
-method (``_select``: histogram, then gather the wanted bins) takes over. Every percentile
-follows ``numpy.percentile``'s linear rule (``percentile_rank``) and is exact, not binned.
-``quantiles`` and ``weighted_quantiles`` are the public entry points for any series; times
-are in seconds wherever a series is one.
+``summarize`` reduces a run in one pass in the usual case (``run_totals``): the totals
+(counts, sums, extremes, per device) while it histograms latency, queueing delay (and time
+to first token) over bins spread across the range of an evenly spaced sample of the values,
+and copies the values that fall in a window of bins around each wanted percentile; a partial
+sort of the copies (``_pick_copies``, ``_select_kth``) picks each order statistic. When a
+window misses, the exact two-pass method (``_second_pass``: histogram, then gather the wanted
+bins) takes over, compiled only then. Every percentile follows ``numpy.percentile``'s linear rule
+(``percentile_rank``) and is exact, not binned. ``quantiles`` is the public entry point for any series (``weighted.weighted_quantiles`` for
+weighted values); times are in seconds wherever a series is one.
 """
 
 from __future__ import annotations
@@ -40,6 +40,57 @@ def _bin(x, lo, scale):
     return int(y)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _select_kth(a, lo, hi, k):
+    """Reorder ``a[lo:hi]`` (values not NaN) in place so that ``a[k]`` (lo <= k < hi) holds the
+    value a sort would put there, every value of ``a[lo:k]`` at most it and every value of
+    ``a[k + 1:hi]`` at least it: Hoare's FIND (Wirth's form) around the median of three
+    entries, equal values stopping both scans so that runs of ties split evenly. Written out,
+    not ``np.partition``: the same order statistics, a fraction of its compile time. Inlined
+    where it is called (Numba IR): one compile in its caller, whatever the argument types."""
+    left = lo
+    right = hi - 1
+    while left < right:
+        x0 = a[left]
+        x1 = a[(left + right) >> 1]
+        x2 = a[right]
+        x = max(min(x0, x1), min(max(x0, x1), x2))  # median of the three, a value in the range
+        i = left
+        j = right
+        while i <= j:
+            while a[i] < x:
+                i += 1
+            while x < a[j]:
+                j -= 1
+            if i <= j:
+                t = a[i]
+                a[i] = a[j]
+                a[j] = t
+                i += 1
+                j -= 1
+        if j < k:
+            left = i
+        if k < i:
+            right = j
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _select_ranks(a, ks, m):
+    """``_select_kth`` of ``a`` at each of the ``m`` ranks ``ks[:m]`` (sorted in place first):
+    after it ``a[k]`` is the k-th smallest value (0-based) for every such k."""
+    for p in range(1, m):  # insertion sort: m is at most a few ranks
+        v = ks[p]
+        q = p
+        while q > 0 and ks[q - 1] > v:
+            ks[q] = ks[q - 1]
+            q -= 1
+        ks[q] = v
+    lo = 0
+    for p in range(m):
+        _select_kth(a, lo, a.shape[0], ks[p])
+        lo = ks[p] + 1
+
+
 @njit(cache=True, error_model="numpy")
 def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf):
     """One pass over requests i, their times read at k = ``idx[i]`` (``start``, ``finish``,
@@ -51,10 +102,10 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     to first token), one per entry of ``series``, copying the values of the bins marked in
     ``win`` to ``buf`` except copies of the bin's first value (counted in ``wties``).
 
-    ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of, or
-    () for the totals alone; only its length is read: known when the kernel compiles, it
-    unrolls the per-series work (a loop over a count known only at run time costs a
-    third more). Returns the totals, then ``hist``, ``first_v`` (each bin's first value),
+    ``series`` is the tuple (finish, start[, first]) the summary takes percentiles of; only
+    its length is read: known when the kernel compiles, it unrolls the per-series work (a
+    loop over a count known only at run time costs a third more). Empty ``lo`` (and
+    ``scale``): the totals alone, no histograms (``slo_view``: the same compiled kernel). Returns the totals, then ``hist``, ``first_v`` (each bin's first value),
     ``wties`` and ``fill`` (values copied per series, also those past the end of ``buf``)."""
     n = arrival.shape[0]
     nser = len(series)
@@ -63,8 +114,10 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
     fill = np.zeros(nser, dtype=np.int64)
     # the bins' origin and scale as locals, three of them whatever nser is (unused ones 0)
-    los = (lo[0] if nser > 0 else 0.0, lo[1] if nser > 1 else 0.0, lo[2] if nser > 2 else 0.0)
-    scs = (scale[0] if nser > 0 else 0.0, scale[1] if nser > 1 else 0.0, scale[2] if nser > 2 else 0.0)
+    hh = lo.shape[0] > 0  # histograms wanted
+    los = (lo[0] if hh and nser > 0 else 0.0, lo[1] if hh and nser > 1 else 0.0, lo[2] if hh and nser > 2 else 0.0)
+    scs = (scale[0] if hh and nser > 0 else 0.0, scale[1] if hh and nser > 1 else 0.0,
+           scale[2] if hh and nser > 2 else 0.0)
     last_arrival = arrival[n - 1]
     ns = 0
     lat_sum = 0.0
@@ -123,6 +176,8 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
             x = first[i] - a
             ft_lo = min(ft_lo, x)
             ft_hi = max(ft_hi, x)
+        if not hh:
+            continue
         for s in range(nser):  # the histograms (see _bin)
             v = lat if s == 0 else (w if s == 1 else x)
             j = _bin(v, los[s], scs[s])
@@ -165,7 +220,11 @@ def _rank_table(qs, count):
     ranks = np.empty((ns, 2 * nq), dtype=np.int64)
     gam = np.empty((ns, nq))
     for s in range(ns):
-        ranks[s], gam[s] = _ranks(qs[s], count)
+        rk, g = _ranks(qs[s], count)
+        for q in range(nq):  # element by element: an array assignment compiles a shape check
+            gam[s, q] = g[q]
+            ranks[s, 2 * q] = rk[2 * q]
+            ranks[s, 2 * q + 1] = rk[2 * q + 1]
     return ranks, gam
 
 
@@ -273,7 +332,8 @@ def _select(series, b, lo, scale, hist, first, count, qs, out, idx):
                             less[s, j] += 1
     for s in range(ns):
         if scale[s] == 0.0:
-            out[s, :] = lo[s]
+            for q in range(nq):
+                out[s, q] = lo[s]
         else:
             _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out)
 
@@ -305,8 +365,7 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
                 ks[m] = k if k < lj else k - tj
                 m += 1
         part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
-        if m > 0:
-            part = np.partition(part, ks[:m])
+        _select_ranks(part, ks, m)
         for r2 in range(2 * nq):
             if rbin[s, r2] == j:
                 k = ranks[s, r2] - below[s, r2]
@@ -334,49 +393,44 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     no_idx = np.zeros(0, dtype=np.int32)
     _histogram(series, b, lo, scale, hist, first, no_idx)
     qs2 = np.empty((ns, qs.shape[0]))
-    qs2[:] = qs
+    for s in range(ns):
+        for q in range(qs.shape[0]):
+            qs2[s, q] = qs[q]
     _select(series, b, lo, scale, hist, first, count, qs2, out, no_idx)
 
 
-@njit(cache=True, error_model="numpy")
 def _sample(series, b, m, idx):
     """x = a[k] - b[i] of each series at about ``m`` evenly spaced entries i, k = ``idx[i]`` (i
     when ``idx`` is empty), where not NaN (the same entries in every series): (values
-    [series, c] sorted, c)."""
+    [series, c] sorted, c). NumPy, not a kernel: a few thousand values, no compile."""
     n = b.shape[0]
-    step = max(n // m, 1)
-    vals = np.empty((len(series), (n + step - 1) // step))
-    c = 0
-    for i in range(0, n, step):
-        k = idx[i] if idx.shape[0] else i
-        if series[0][k] == series[0][k]:
-            for s in range(len(series)):
-                vals[s, c] = series[s][k] - b[i]
-            c += 1
-    for s in range(len(series)):
-        vals[s, :c] = np.sort(vals[s, :c])
-    return vals, c
+    i = np.arange(0, n, max(n // m, 1))
+    k = idx[i] if idx.shape[0] else i
+    ok = ~np.isnan(series[0][k])
+    i, k = i[ok], k[ok]
+    vals = np.empty((len(series), i.size))
+    for s, a in enumerate(series):
+        np.subtract(a[k], b[i], out=vals[s])
+    vals.sort(axis=1)
+    return vals, int(i.size)
 
 
-@njit(cache=True, error_model="numpy")
-def summary_kernel(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
-    """``run_totals`` of a run and, into ``out[s, q]``, percentiles ``qs[s, q]`` of each series
-    (finish, start[, first]) - arrival over the served requests, exact, in one pass.
+def _bins(x, lo, scale):
+    """``_bin`` of each entry of array ``x`` (not NaN), in NumPy."""
+    y = (x - lo) * scale
+    return np.where(~(y >= 1.0), 0, np.where(y >= _HIST_BINS - 1.0, _HIST_BINS - 1, np.minimum(y, _HIST_BINS)
+                                              .astype(np.int64)))
 
-    A sample sets the span of the bins and, around each percentile of the sample, a window
-    of bins wide enough (4 standard deviations of a sample percentile's rank, and more) to
-    hold the run's percentile; the totals' pass histograms every series and copies the
-    values in those windows (counting, not copying, repeats of a bin's first value). When the histogram shows each wanted order statistic inside a
-    window whose copies all fit, they are picked from the copies; otherwise (rare: a run
-    unlike its sample, or one value repeated so often that its copies overflow) ``_select``
-    gathers them in a second pass, and a series whose sample held one value but the run
-    more is histogrammed again over its true range first."""
-    nser = len(series)
-    n = arrival.shape[0]
-    nq = qs.shape[1]
-    vals, c = _sample(series, arrival, _SAMPLE, idx)
-    lo = np.zeros(nser)
-    scale = np.zeros(nser)
+
+def _windows(vals, c, qs, n):
+    """From the sorted sample ``vals[s, :c]`` of ``n`` requests: each series' bins (``lo``,
+    ``scale``: 0 when the sample holds one value) and, around each wanted percentile
+    ``qs[s, q]`` of the sample, a window of bins wide enough (4 standard deviations of a sample
+    percentile's rank, and more) to hold the run's percentile (``win``), and room for the
+    values the run will copy from them (``cap`` per series: 1.5 times what the sample says,
+    at most an eighth of the run; more: the second pass is cheaper)."""
+    nser, nq = qs.shape
+    lo, scale = np.zeros(nser), np.zeros(nser)
     win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
     marked = 0
     for s in range(nser):
@@ -387,64 +441,134 @@ def summary_kernel(series, arrival, start, finish, first, device, idx, target, n
                 p = qs[s, q] / 100.0
                 mid = p * (c - 1)
                 d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
-                ja = _bin(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
-                jz = _bin(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
+                ja = _bin.py_func(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
+                jz = _bin.py_func(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
                 win[s, ja:jz + 1] = True
-            m = 0
-            for k in range(c):
-                m += win[s, _bin(vals[s, k], lo[s], scale[s])]
-            marked = max(marked, m)
-    cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0  # more: the second pass is cheaper
-    buf = np.empty((nser, cap))
+            marked = max(marked, int(win[s, _bins(vals[s, :c], lo[s], scale[s])].sum()))
+    cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0
+    return lo, scale, win, cap
+
+
+def _rank_bins_of(hist, ranks, scale):
+    """``_rank_bins`` in NumPy: the bin of each wanted order statistic and the values below it."""
+    rbin, below = np.zeros(ranks.shape, dtype=np.int64), np.zeros(ranks.shape, dtype=np.int64)
+    for s in np.flatnonzero(scale > 0.0):
+        cum = np.cumsum(hist[s])
+        rbin[s] = np.searchsorted(cum, ranks[s], side="right")  # first bin whose running count exceeds the rank
+        below[s] = cum[rbin[s]] - hist[s, rbin[s]]
+    return rbin, below
+
+
+def summarize(series, arrival, start, finish, first, device, idx, target, n_dev, qs, out):
+    """``run_totals`` of a run (its first 13 entries) and, into ``out[s, q]``, percentiles
+    ``qs[s, q]`` of each series (finish, start[, first]) - arrival over the served requests,
+    exact, in one pass over the run in the usual case.
+
+    A sample (``_sample``) sets the span of the bins and a window of bins around each
+    percentile of the sample (``_windows``); the totals' pass histograms every series and
+    copies the values in those windows (counting, not copying, repeats of a bin's first
+    value). When the histogram shows each wanted order statistic inside a window whose copies
+    all fit, ``_pick_copies`` picks them from the copies; otherwise (rare: a run unlike its
+    sample, or one value repeated so often that its copies overflow) ``_second_pass`` does.
+    The steps between the kernels are NumPy on a few thousand bins: no compile."""
+    vals, c = _sample(series, arrival, _SAMPLE, idx)
+    lo, scale, win, cap = _windows(vals, c, qs, arrival.shape[0])
+    buf = np.empty((len(series), cap))
     t = run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf)
-    hist, first_v, wties, fill = t[13], t[14], t[15], t[16]
-    tot = t[:13]
-    count = t[0]
+    tot, (hist, first_v, wties, fill) = t[:13], t[13:]
+    count = int(tot[0])
     if count == 0:
         return tot
-    ranks, gam = _rank_table(qs, count)
-    rbin, below = _rank_bins(hist, ranks, scale)
-    caught = True
+    rg = [_ranks.py_func(q, count) for q in qs]  # the kernel's arithmetic, uncompiled
+    ranks, gam = np.array([r for r, _ in rg]), np.array([g for _, g in rg])
+    rbin, below = _rank_bins_of(hist, ranks, scale)
+    if (scale > 0.0).all() and (fill <= cap).all() and np.take_along_axis(win, rbin, axis=1).all():
+        pick = _pick_copies_numpy if fill.sum() <= _COPIES_NUMPY_MAX else _pick_copies
+        pick(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out)
+    else:
+        _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx,
+                     np.array([tot[2], tot[5], tot[11]]), np.array([tot[3], tot[6], tot[12]]))
+    return tot
+
+
+# copies up to which the summary picks its percentiles in NumPy (a millisecond or two: a run of up
+# to about a million requests) rather than compile ``_pick_copies`` (seconds) for them
+_COPIES_NUMPY_MAX = 1 << 17
+
+
+def _pick_copies_numpy(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out):
+    """``_pick_copies`` in NumPy, the same values: per wanted bin, its copies (all but those of
+    its first value, which ``wties`` counts) partitioned at the ranks in it (``_pick``'s rule)."""
+    for s in range(hist.shape[0]):
+        x = buf[s, :fill[s]]
+        j = _bins(x, lo[s], scale[s])
+        want = np.zeros(_HIST_BINS, dtype=np.bool_)
+        want[rbin[s]] = True
+        keep = want[j]
+        x, j = x[keep], j[keep]
+        stats = np.empty(ranks.shape[1])
+        for jb in np.unique(rbin[s]):
+            v = x[j == jb]
+            f, tj = first_v[s, jb], int(wties[s, jb])
+            lj = int(np.count_nonzero(v < f))
+            rs = np.flatnonzero(rbin[s] == jb)
+            ks = ranks[s, rs] - below[s, rs]
+            kk = np.unique(np.where(ks < lj, ks, ks - tj)[(ks < lj) | (ks >= lj + tj)])
+            part = np.partition(v, kk) if kk.size else v
+            for r, k in zip(rs, ks, strict=True):
+                stats[r] = part[k] if k < lj else (f if k < lj + tj else part[k - tj])
+        g, a, b = gam[s], stats[0::2], stats[1::2]
+        d = b - a
+        out[s] = np.where(g >= 0.5, b - d * (1.0 - g), a + d * g)
+
+
+@njit(cache=True, error_model="numpy")
+def _pick_copies(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out):
+    """The percentiles of each series s into ``out[s]`` from the ``fill[s]`` values the totals'
+    pass copied to ``buf[s]`` (``run_totals``): each wanted bin's values gathered in one place,
+    then ``_pick``."""
+    nser = hist.shape[0]
+    off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
+    less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
     for s in range(nser):
-        caught = caught and scale[s] > 0.0 and fill[s] <= cap
-        for r in range(2 * nq):
-            caught = caught and win[s, rbin[s, r]]
-    if caught:  # pick from the copies: each wanted bin's values, in one place
-        off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
-        less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
-        for s in range(nser):
-            total = 0
-            for r in range(2 * nq):
-                j = rbin[s, r]
-                if off[s, j] < 0:
-                    off[s, j] = total
-                    total += hist[s, j] - wties[s, j]
-            part = np.empty(total)
-            put = off.copy()
-            for k in range(fill[s]):
-                x = buf[s, k]
-                j = _bin(x, lo[s], scale[s])
-                if put[s, j] >= 0:
-                    part[put[s, j]] = x
-                    put[s, j] += 1
-                    if x < first_v[s, j]:
-                        less[s, j] += 1
-            _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
-        return tot
-    true_lo = (t[2], t[5], t[11])
-    true_hi = (t[3], t[6], t[12])
+        total = 0
+        for r in range(rbin.shape[1]):
+            j = rbin[s, r]
+            if off[s, j] < 0:
+                off[s, j] = total
+                total += hist[s, j] - wties[s, j]
+        part = np.empty(total)
+        put = off.copy()
+        for k in range(fill[s]):
+            x = buf[s, k]
+            j = _bin(x, lo[s], scale[s])
+            if put[s, j] >= 0:
+                part[put[s, j]] = x
+                put[s, j] += 1
+                if x < first_v[s, j]:
+                    less[s, j] += 1
+        _pick(s, ranks, gam, rbin, below, off, hist, wties, less, first_v, part, out)
+
+
+@njit(cache=True, error_model="numpy")
+def _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx, true_lo, true_hi):
+    """The percentiles ``summarize`` could not pick from the copies, into ``out``: a series whose
+    sample held one value (scale 0) but the run more (``true_lo[s]`` < ``true_hi[s]``, the
+    run's extremes) is histogrammed again over its true range, then ``_select`` gathers the
+    wanted bins in a second pass over the run. ``count`` >= 1 served requests."""
     again = False
-    for s in range(nser):
+    for s in range(len(series)):
         if scale[s] == 0.0:  # the sample held one value (or none): bin over the true range
             lo[s] = true_lo[s]
             if true_hi[s] > true_lo[s]:
                 scale[s] = _HIST_BINS / (true_hi[s] - true_lo[s])
                 again = True
     if again:
-        hist[:] = 0
+        for s in range(hist.shape[0]):
+            for j in range(hist.shape[1]):
+                hist[s, j] = 0
         _histogram(series, arrival, lo, scale, hist, first_v, idx)
     _select(series, arrival, lo, scale, hist, first_v, count, qs, out, idx)
-    return tot
 
 
 @njit(cache=True, error_model="numpy")
@@ -464,7 +588,8 @@ def select_percentile(arrival, finish, idx, count, q):
             m += 1
     ranks, gam = _ranks(np.array([q]), count)
     k = ranks[0]
-    part = np.partition(buf, k)
+    part = buf
+    _select_kth(part, 0, count, k)
     lo = part[k]
     hi = lo
     if ranks[1] > k:
@@ -485,7 +610,7 @@ def percentile_rank(q: float, count: int) -> int:
         raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
     if int(count) != count or count < 1:
         raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
-    return int(_ranks(np.array([float(q)]), int(count))[0][0])
+    return int(_ranks.py_func(np.array([float(q)]), int(count))[0][0])  # the kernel's arithmetic, uncompiled
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
@@ -507,110 +632,3 @@ def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndar
         _quantiles_kernel(series, b, np.atleast_1d(np.asarray(lo, dtype=np.float64)),
                           np.atleast_1d(np.asarray(hi, dtype=np.float64)), int(count), qs, out)
     return out if isinstance(a, tuple) else out[0]
-
-
-@njit(cache=True, error_model="numpy")
-def _weighted_quantiles_kernel(values, weights, qs, out):
-    """Percentiles ``qs`` (0..100) of the multiset holding ``weights[i]`` copies of ``values[i]``,
-    as numpy.percentile's linear interpolation gives them on that multiset; ``out[q]``.
-
-    Preconditions: weights >= 0 with a positive sum, values finite. As ``_quantiles_kernel``:
-    one pass finds the extremes, one histograms the weights (noting each bin's first value
-    and the weight of its copies), one gathers the other entries of the bins that hold the
-    wanted ranks, and each such bin is sorted to walk its weights to the rank.
-    """
-    m = values.shape[0]
-    lo = np.inf
-    hi = -np.inf
-    total = 0
-    for i in range(m):
-        if weights[i] > 0:
-            total += weights[i]
-            lo = min(lo, values[i])
-            hi = max(hi, values[i])
-    nq = qs.shape[0]
-    ranks, gam = _ranks(qs, total)
-    if not hi > lo:
-        out[:] = lo
-        return
-    nbins = _HIST_BINS
-    scale = nbins / (hi - lo)
-    hist = np.zeros(nbins, dtype=np.int64)
-    first = np.empty(nbins)
-    ties = np.zeros(nbins, dtype=np.int64)
-    for i in range(m):
-        w = weights[i]
-        if w > 0:
-            x = values[i]
-            j = min(int((x - lo) * scale), nbins - 1)
-            if hist[j] == 0:
-                first[j] = x
-            if x == first[j]:
-                ties[j] += w
-            hist[j] += w
-    rbin = np.empty(2 * nq, dtype=np.int64)
-    below = np.empty(2 * nq, dtype=np.int64)
-    want = np.zeros(nbins, dtype=np.bool_)
-    for r in range(2 * nq):
-        c = 0
-        j = 0
-        while c + hist[j] <= ranks[r]:
-            c += hist[j]
-            j += 1
-        rbin[r] = j
-        below[r] = c
-        want[j] = True
-    cnt = np.zeros(nbins, dtype=np.int64)  # entries to gather per wanted bin
-    for i in range(m):
-        if weights[i] > 0:
-            j = min(int((values[i] - lo) * scale), nbins - 1)
-            if want[j] and values[i] != first[j]:
-                cnt[j] += 1
-    off = np.zeros(nbins + 1, dtype=np.int64)
-    for j in range(nbins):
-        off[j + 1] = off[j] + cnt[j]
-    bv = np.empty(off[nbins])
-    bw = np.empty(off[nbins], dtype=np.int64)
-    fill = off[:nbins].copy()
-    for i in range(m):
-        if weights[i] > 0:
-            j = min(int((values[i] - lo) * scale), nbins - 1)
-            if want[j] and values[i] != first[j]:
-                bv[fill[j]] = values[i]
-                bw[fill[j]] = weights[i]
-                fill[j] += 1
-    stats = np.empty(2 * nq)
-    for r in range(2 * nq):
-        j = rbin[r]
-        v = np.append(bv[off[j]:off[j + 1]], first[j])
-        w = np.append(bw[off[j]:off[j + 1]], ties[j])
-        o = np.argsort(v)
-        k = ranks[r] - below[r]
-        c = 0
-        for p in o:
-            c += w[p]
-            if c > k:
-                stats[r] = v[p]
-                break
-    for q in range(nq):
-        g = gam[q]
-        d = stats[2 * q + 1] - stats[2 * q]
-        out[q] = stats[2 * q + 1] - d * (1.0 - g) if g >= 0.5 else stats[2 * q] + d * g
-
-
-def weighted_quantiles(values, weights, qs=(50.0,)) -> np.ndarray:
-    """Percentiles ``qs`` of ``values`` where value i counts ``weights[i]`` times (whole numbers
-    >= 0), as ``numpy.percentile(np.repeat(values, weights), qs)``; NaN when the weights sum to 0."""
-    v = np.ascontiguousarray(values, dtype=np.float64)
-    w = np.ascontiguousarray(weights, dtype=np.int64)
-    if v.shape != w.shape or v.ndim != 1:
-        raise ValueError("values and weights must be one-dimensional arrays of the same length")
-    if w.size and w.min() < 0:
-        raise ValueError("weights must be whole numbers >= 0")
-    qs = np.asarray(qs, dtype=np.float64)
-    out = np.full(qs.size, math.nan)
-    if w.sum() > 0:
-        if not np.isfinite(v[w > 0]).all():
-            raise ValueError("values with a positive weight must be finite")
-        _weighted_quantiles_kernel(v, w, qs, out)
-    return out

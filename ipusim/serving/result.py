@@ -1,9 +1,9 @@
 """The result of a serving run: per-request times and their summary.
 
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
-``summary()`` reduces them with ``percentiles.summary_kernel`` (totals and exact percentiles,
+``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
 in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
-``percentiles.select_percentile``. ``quantiles`` and ``weighted_quantiles`` are re-exported here.
+``percentiles.select_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from .percentiles import (
     quantiles,
     run_totals,
     select_percentile,
-    summary_kernel,
-    weighted_quantiles,
+    summarize,
 )
+from .weighted import weighted_quantiles
 
 __all__ = ["STABLE_SERVED_SHARE", "ServingResult", "percentile_rank", "quantiles", "weighted_quantiles"]
 
@@ -114,7 +114,7 @@ class ServingResult:
         start, finish, device = self.times
         series = (finish, start, first) if gen else (finish, start)
         qs = np.full((len(series), 4), math.nan)
-        ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summary_kernel(
+        ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summarize(
             series, arr, start, finish, first, device, self._index, self.latency_target_s, nd,
             _SUMMARY_Q_TABLE[:len(series)], qs)
         t0 = float(arr[0])
@@ -199,7 +199,7 @@ class ServingResult:
         start, finish, device = self.times
         ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
             arr, start, finish, np.zeros(0), device, self._index, self.latency_target_s, len(self.devices),
-            (), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
+            (finish, start), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
         lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
