@@ -50,8 +50,10 @@ def test_two_requests_share_a_prefill_batch_the_link_and_decode_steps(pools):
     end together, FIFO by index); the first joins decode alone, the second at the next iteration
     boundary after its cache lands."""
     pre, dec = pools
-    link = 1e9  # slow enough that the second cache arrives mid-decode of the first
     pa, pb, oa, ob = 100, 300, 120, 5
+    # a link slow enough that the second cache lands about a quarter of the way through the
+    # first's decode, whatever the decode chip's step time
+    link = pb * KVB / (0.25 * oa * _decode_s(dec, 1, pa + 1))
     res, _ = D.simulate_disaggregated([0.0, 0.0], [pa, pb], [oa, ob], prefill=pre, decode=dec,
                                       kv_bytes_per_token=KVB, kv_link_bytes_per_s=link, max_batch=8)
     first = _prefill_s(pre, 2, pb)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .percentiles import weighted_quantiles
+from .weighted import weighted_quantiles
 
 PERCENTILES = (50, 90, 95, 99)
 METRICS = ("ttft", "tpot", "itl", "e2el")

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-_HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
+HIST_BINS = 1 << 12  # bins of the quantile histogram (fits the L1 cache)
 _SAMPLE = 1 << 14  # evenly spaced entries: the span of the summary's bins, and where to look
 
 
@@ -35,8 +35,8 @@ def _bin(x, lo, scale):
     y = (x - lo) * scale
     if not y >= 1.0:  # also NaN (x infinite with scale 0)
         return 0
-    if y >= _HIST_BINS - 1.0:
-        return _HIST_BINS - 1
+    if y >= HIST_BINS - 1.0:
+        return HIST_BINS - 1
     return int(y)
 
 
@@ -109,9 +109,9 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     ``wties`` and ``fill`` (values copied per series, also those past the end of ``buf``)."""
     n = arrival.shape[0]
     nser = len(series)
-    hist = np.zeros((nser, _HIST_BINS), dtype=np.int64)
-    first_v = np.empty((nser, _HIST_BINS))
-    wties = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    hist = np.zeros((nser, HIST_BINS), dtype=np.int64)
+    first_v = np.empty((nser, HIST_BINS))
+    wties = np.zeros((nser, HIST_BINS), dtype=np.int64)
     fill = np.zeros(nser, dtype=np.int64)
     # the bins' origin and scale as locals, three of them whatever nser is (unused ones 0)
     hh = lo.shape[0] > 0  # histograms wanted
@@ -198,7 +198,7 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
 
 
 @njit(cache=True, error_model="numpy")
-def _ranks(qs, count):
+def quantile_ranks(qs, count):
     """numpy.percentile's linear rule on ``count`` sorted values: for each percentile q the
     order statistics (ranks[2q], ranks[2q + 1]) it lies between and its fraction gam[q]."""
     nq = qs.shape[0]
@@ -215,12 +215,12 @@ def _ranks(qs, count):
 
 @njit(cache=True, error_model="numpy")
 def _rank_table(qs, count):
-    """``_ranks`` of each row of ``qs`` [series, q]: (ranks [series, 2q], gam [series, q])."""
+    """``quantile_ranks`` of each row of ``qs`` [series, q]: (ranks [series, 2q], gam [series, q])."""
     ns, nq = qs.shape
     ranks = np.empty((ns, 2 * nq), dtype=np.int64)
     gam = np.empty((ns, nq))
     for s in range(ns):
-        rk, g = _ranks(qs[s], count)
+        rk, g = quantile_ranks(qs[s], count)
         for q in range(nq):  # element by element: an array assignment compiles a shape check
             gam[s, q] = g[q]
             ranks[s, 2 * q] = rk[2 * q]
@@ -281,7 +281,7 @@ def _select(series, b, lo, scale, hist, first, count, qs, out, idx):
     n = b.shape[0] if b.shape[0] else series[0].shape[0]
     ns = len(series)
     nq = qs.shape[1]
-    nbins = _HIST_BINS
+    nbins = HIST_BINS
     ranks, gam = _rank_table(qs, count)
     # bin of each rank, the values below it, and where each wanted bin's values go
     rbin, below = _rank_bins(hist, ranks, scale)
@@ -387,9 +387,9 @@ def _quantiles_kernel(series, b, lo, hi, count, qs, out):
     scale = np.zeros(ns)
     for s in range(ns):
         if hi[s] > lo[s]:
-            scale[s] = _HIST_BINS / (hi[s] - lo[s])
-    hist = np.zeros((ns, _HIST_BINS), dtype=np.int64)
-    first = np.empty((ns, _HIST_BINS))
+            scale[s] = HIST_BINS / (hi[s] - lo[s])
+    hist = np.zeros((ns, HIST_BINS), dtype=np.int64)
+    first = np.empty((ns, HIST_BINS))
     no_idx = np.zeros(0, dtype=np.int32)
     _histogram(series, b, lo, scale, hist, first, no_idx)
     qs2 = np.empty((ns, qs.shape[0]))
@@ -418,7 +418,7 @@ def _sample(series, b, m, idx):
 def _bins(x, lo, scale):
     """``_bin`` of each entry of array ``x`` (not NaN), in NumPy."""
     y = (x - lo) * scale
-    return np.where(~(y >= 1.0), 0, np.where(y >= _HIST_BINS - 1.0, _HIST_BINS - 1, np.minimum(y, _HIST_BINS)
+    return np.where(~(y >= 1.0), 0, np.where(y >= HIST_BINS - 1.0, HIST_BINS - 1, np.minimum(y, HIST_BINS)
                                               .astype(np.int64)))
 
 
@@ -431,12 +431,12 @@ def _windows(vals, c, qs, n):
     at most an eighth of the run; more: the second pass is cheaper)."""
     nser, nq = qs.shape
     lo, scale = np.zeros(nser), np.zeros(nser)
-    win = np.zeros((nser, _HIST_BINS), dtype=np.bool_)
+    win = np.zeros((nser, HIST_BINS), dtype=np.bool_)
     marked = 0
     for s in range(nser):
         if c and vals[s, c - 1] > vals[s, 0]:
             lo[s] = vals[s, 0]
-            scale[s] = _HIST_BINS / (vals[s, c - 1] - vals[s, 0])
+            scale[s] = HIST_BINS / (vals[s, c - 1] - vals[s, 0])
             for q in range(nq):
                 p = qs[s, q] / 100.0
                 mid = p * (c - 1)
@@ -479,7 +479,7 @@ def summarize(series, arrival, start, finish, first, device, idx, target, n_dev,
     count = int(tot[0])
     if count == 0:
         return tot
-    rg = [_ranks.py_func(q, count) for q in qs]  # the kernel's arithmetic, uncompiled
+    rg = [quantile_ranks.py_func(q, count) for q in qs]  # the kernel's arithmetic, uncompiled
     ranks, gam = np.array([r for r, _ in rg]), np.array([g for _, g in rg])
     rbin, below = _rank_bins_of(hist, ranks, scale)
     if (scale > 0.0).all() and (fill <= cap).all() and np.take_along_axis(win, rbin, axis=1).all():
@@ -502,7 +502,7 @@ def _pick_copies_numpy(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wtie
     for s in range(hist.shape[0]):
         x = buf[s, :fill[s]]
         j = _bins(x, lo[s], scale[s])
-        want = np.zeros(_HIST_BINS, dtype=np.bool_)
+        want = np.zeros(HIST_BINS, dtype=np.bool_)
         want[rbin[s]] = True
         keep = want[j]
         x, j = x[keep], j[keep]
@@ -528,8 +528,8 @@ def _pick_copies(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, fir
     pass copied to ``buf[s]`` (``run_totals``): each wanted bin's values gathered in one place,
     then ``_pick``."""
     nser = hist.shape[0]
-    off = np.full((nser, _HIST_BINS), -1, dtype=np.int64)
-    less = np.zeros((nser, _HIST_BINS), dtype=np.int64)
+    off = np.full((nser, HIST_BINS), -1, dtype=np.int64)
+    less = np.zeros((nser, HIST_BINS), dtype=np.int64)
     for s in range(nser):
         total = 0
         for r in range(rbin.shape[1]):
@@ -561,7 +561,7 @@ def _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx,
         if scale[s] == 0.0:  # the sample held one value (or none): bin over the true range
             lo[s] = true_lo[s]
             if true_hi[s] > true_lo[s]:
-                scale[s] = _HIST_BINS / (true_hi[s] - true_lo[s])
+                scale[s] = HIST_BINS / (true_hi[s] - true_lo[s])
                 again = True
     if again:
         for s in range(hist.shape[0]):
@@ -586,7 +586,7 @@ def select_percentile(arrival, finish, idx, count, q):
         if f == f:
             buf[m] = f - arrival[i]
             m += 1
-    ranks, gam = _ranks(np.array([q]), count)
+    ranks, gam = quantile_ranks(np.array([q]), count)
     k = ranks[0]
     part = buf
     _select_kth(part, 0, count, k)
@@ -610,7 +610,7 @@ def percentile_rank(q: float, count: int) -> int:
         raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
     if int(count) != count or count < 1:
         raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
-    return int(_ranks.py_func(np.array([float(q)]), int(count))[0][0])  # the kernel's arithmetic, uncompiled
+    return int(quantile_ranks.py_func(np.array([float(q)]), int(count))[0][0])  # the kernel's arithmetic, uncompiled
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .percentiles import _HIST_BINS, _ranks
+from .percentiles import HIST_BINS, quantile_ranks
 
 
 @njit(cache=True, error_model="numpy")
@@ -34,11 +34,11 @@ def _weighted_quantiles_kernel(values, weights, qs, out):
             lo = min(lo, values[i])
             hi = max(hi, values[i])
     nq = qs.shape[0]
-    ranks, gam = _ranks(qs, total)
+    ranks, gam = quantile_ranks(qs, total)
     if not hi > lo:
         out[:] = lo
         return
-    nbins = _HIST_BINS
+    nbins = HIST_BINS
     scale = nbins / (hi - lo)
     hist = np.zeros(nbins, dtype=np.int64)
     first = np.empty(nbins)
@@ -137,7 +137,7 @@ def _weighted_quantiles_sorted(values, weights, qs, out):
     v, w = values[keep], weights[keep]
     o = np.argsort(v, kind="stable")
     v, cw = v[o], np.cumsum(w[o])
-    ranks, gam = _ranks.py_func(qs, int(cw[-1]))
+    ranks, gam = quantile_ranks.py_func(qs, int(cw[-1]))
     stats = v[np.searchsorted(cw, ranks, side="right")]
     for q in range(qs.size):
         g = gam[q]
