@@ -313,8 +313,12 @@ def embed(point: dict) -> dict:
 # ------------------------------------------------------------------------------------------
 # train
 # ------------------------------------------------------------------------------------------
-_TRAIN_SPLITS = ("compute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel", "optimizer",
-                 "streaming")  # training.model.evaluate's split
+_TRAIN_SPLITS = ("ops_compute", "ops_exchange", "ops_sync", "ops_streaming", "ops_memory", "ops_launch",
+                 "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
+                 "optimizer")
+"""training.model.evaluate's split: the ops' machine-model categories (``ops_``: a tile chip's
+compute, exchange, sync, streaming; a GPU's compute, memory, launch), recomputation, then the
+collectives, the pipeline and the optimizer; a category a chip does not have is NaN."""
 
 
 def _modes(value, allowed, what):
@@ -377,6 +381,9 @@ def train(point: dict) -> dict:
            "days": float(run.days), "chip_hours": float(run.chip_hours), "cost_usd": float(run.cost_usd),
            "energy_kwh": float(run.energy_kwh), "energy_j": float(run.energy_kwh) * 3.6e6,
            "message": r.fit_message}
+    unknown = set(r.split) - set(_TRAIN_SPLITS)
+    if unknown:
+        raise ValueError(f"training split categories {sorted(unknown)} have no sweep column (_TRAIN_SPLITS)")
     for k in _TRAIN_SPLITS:
         row[f"split_{k}_s"] = float(r.split[k]) if (fits and k in r.split) else math.nan
     return row
