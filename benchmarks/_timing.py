@@ -28,8 +28,13 @@ def best_of(fn, repeat: int = 3) -> float:
 
 def kernel_row(name: str, kernel, reference, *, goal: str, note: str, repeat: int = 3) -> dict:
     """One benchmark row: best of ``repeat`` calls of ``kernel()`` beside one call of ``reference()``, seconds."""
-    return {"name": name, "kernel_s": best_of(kernel, repeat), "reference_s": best_of(reference, 1),
-            "goal": goal, "note": note}
+    return {
+        "name": name,
+        "kernel_s": best_of(kernel, repeat),
+        "reference_s": best_of(reference, 1),
+        "goal": goal,
+        "note": note,
+    }
 
 
 def child_times(argv, env=None) -> tuple[float, float]:
@@ -79,7 +84,9 @@ event.register("numba:compile", _L())
 
 # Run in a child: ``ipusim ARGS`` as ``python -m ipusim`` runs it, writing the CPU seconds Numba
 # spent compiling to the file named by $IPUSIM_BENCH_COMPILE_OUT when the process exits.
-_COMPILE_PROBE = COMPILE_LISTENER + """
+_COMPILE_PROBE = (
+    COMPILE_LISTENER
+    + """
 import atexit, os, sys
 def _write():
     with open(os.environ["IPUSIM_BENCH_COMPILE_OUT"], "w") as f:
@@ -89,6 +96,7 @@ sys.argv = ["ipusim", *sys.argv[1:]]
 from ipusim.cli import entry
 raise SystemExit(entry())
 """
+)
 
 
 def newcomer_times(args, caches: str, package: str | None = None) -> tuple[float, float, float]:
@@ -98,15 +106,23 @@ def newcomer_times(args, caches: str, package: str | None = None) -> tuple[float
     after ``pip install``), filled by it for the next (a warm run). The child runs in
     ``caches`` (files a command writes land there); ``package``: a folder holding another
     copy of ``ipusim`` to import instead of this one (first on ``PYTHONPATH``)."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(caches, "numba"),
-               IPUSIM_CACHE_DIR=os.path.join(caches, "tables"),
-               IPUSIM_BENCH_COMPILE_OUT=os.path.join(caches, "compile_s"))
+    env = dict(
+        os.environ,
+        NUMBA_CACHE_DIR=os.path.join(caches, "numba"),
+        IPUSIM_CACHE_DIR=os.path.join(caches, "tables"),
+        IPUSIM_BENCH_COMPILE_OUT=os.path.join(caches, "compile_s"),
+    )
     if package:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _COMPILE_PROBE, *args], check=True, capture_output=True, env=env,
-                   cwd=caches)
+    subprocess.run(
+        [sys.executable, "-c", _COMPILE_PROBE, *args],
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=caches,
+    )
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(env["IPUSIM_BENCH_COMPILE_OUT"]) as f:
@@ -121,7 +137,9 @@ def package_at(ref: str, into: str) -> str:
     import tarfile
 
     root = Path(__file__).resolve().parent.parent
-    tar = subprocess.run(["git", "-C", str(root), "archive", ref, "ipusim"], check=True, capture_output=True).stdout
+    tar = subprocess.run(
+        ["git", "-C", str(root), "archive", ref, "ipusim"], check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(tar)) as t:
         t.extractall(into, filter="data")
     compileall.compile_dir(os.path.join(into, "ipusim"), quiet=1)

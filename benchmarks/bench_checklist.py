@@ -30,16 +30,30 @@ def _search_rows(quick: bool) -> list[dict]:
 
     case = default_case()
     ctx = Context(case)
-    work = [(c, pl, mode, ctx.service(c, pl, mode)) for c in case.candidates for pl in ctx.fit(c)["placements"][:1]
-            for mode in ctx.modes(c)]
+    work = [
+        (c, pl, mode, ctx.service(c, pl, mode))
+        for c in case.candidates
+        for pl in ctx.fit(c)["placements"][:1]
+        for mode in ctx.modes(c)
+    ]
     ctx.best_policy(*work[0][:4], ctx.lengths)  # load the kernels
-    fast_w, fast_c, fast = _cpu(lambda: [Context(case).best_policy(c, pl, m, s, ctx.lengths) for c, pl, m, s in work])
-    plain_w, plain_c, plain = _cpu(lambda: [plain_best_policy(ctx, c, pl, m, s, ctx.lengths) for c, pl, m, s in work])
+    fast_w, fast_c, fast = _cpu(
+        lambda: [Context(case).best_policy(c, pl, m, s, ctx.lengths) for c, pl, m, s in work]
+    )
+    plain_w, plain_c, plain = _cpu(
+        lambda: [plain_best_policy(ctx, c, pl, m, s, ctx.lengths) for c, pl, m, s in work]
+    )
     same = all((d.policy, d.capacity_per_replica) == p for d, p in zip(fast, plain, strict=True))
-    return [{"name": f"checklist capacity search, {len(work)} deployments ({ctx.n:,} requests)",
-             "kernel_s": fast_w, "reference_s": plain_w, "goal": "same policy and capacity as the plain search",
-             "note": f"same: {same}; CPU user+sys {fast_c:.2f} s vs {plain_c:.2f} s: {plain_c / fast_c:,.1f}x "
-                     "(reference: every policy bisected with whole runs and full summaries)"}]
+    return [
+        {
+            "name": f"checklist capacity search, {len(work)} deployments ({ctx.n:,} requests)",
+            "kernel_s": fast_w,
+            "reference_s": plain_w,
+            "goal": "same policy and capacity as the plain search",
+            "note": f"same: {same}; CPU user+sys {fast_c:.2f} s vs {plain_c:.2f} s: {plain_c / fast_c:,.1f}x "
+            "(reference: every policy bisected with whole runs and full summaries)",
+        }
+    ]
 
 
 def rows(quick: bool) -> list[dict]:
@@ -49,10 +63,18 @@ def rows(quick: bool) -> list[dict]:
     os.environ["IPUSIM_QUICK"] = "1"
     try:
         run_checklist(default_case(), show_progress=False)  # compile every kernel it reaches
-        whole = best_of(lambda: run_checklist(default_case(), show_progress=False), 1 if quick else 3)
-        out = [{"name": "run_checklist(default_case()) under IPUSIM_QUICK", "kernel_s": whole, "reference_s": None,
+        whole = best_of(
+            lambda: run_checklist(default_case(), show_progress=False), 1 if quick else 3
+        )
+        out = [
+            {
+                "name": "run_checklist(default_case()) under IPUSIM_QUICK",
+                "kernel_s": whole,
+                "reference_s": None,
                 "goal": "a few seconds per case (the serving and machine kernels are benchmarked in their own rows)",
-                "note": "all eight checks, GC200 and A100-80GB"}]
+                "note": "all eight checks, GC200 and A100-80GB",
+            }
+        ]
         if quick:
             out += _search_rows(quick)
     finally:

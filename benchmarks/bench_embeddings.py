@@ -24,8 +24,18 @@ def _plain_simulate(chip, w, chips):
 def _args(w, n_units, per, cached, stream):
     rows = np.array([t.rows for t in w.tables], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
-    return (*stream, rows, offsets, np.asarray(cached, dtype=np.int64), access.rotations(len(rows), n_units),
-            n_units, per, w.batch, False, access.SCATTER_MULTIPLIER)
+    return (
+        *stream,
+        rows,
+        offsets,
+        np.asarray(cached, dtype=np.int64),
+        access.rotations(len(rows), n_units),
+        n_units,
+        per,
+        w.batch,
+        False,
+        access.SCATTER_MULTIPLIER,
+    )
 
 
 def rows(quick: bool) -> list[dict]:
@@ -36,8 +46,11 @@ def rows(quick: bool) -> list[dict]:
     stream = access.lookup_stream(w, 0)
     args = _args(w, U, per, cached, stream)
     n = stream[0].size
-    outs = ([np.zeros(U, dtype=np.int64) for _ in range(5)] + [np.zeros(4, dtype=np.int64) for _ in range(2)]
-            + [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)])
+    outs = (
+        [np.zeros(U, dtype=np.int64) for _ in range(5)]
+        + [np.zeros(4, dtype=np.int64) for _ in range(2)]
+        + [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)]
+    )
 
     def kernel():
         for o in outs[:7]:
@@ -45,19 +58,26 @@ def rows(quick: bool) -> list[dict]:
         access._tally(*args, *outs)
 
     kernel()  # compile (or load the cache)
-    out = [{
-        "name": f"embeddings: tally kernel ({n:,} look-ups -> {U:,} tiles)",
-        "kernel_s": best_of(kernel, 5),
-        "reference_s": best_of(lambda: embeddings_reference.tally(*args), 1),
-        "goal": ">= 50x reference", "note": "_tally vs tests/embeddings_reference.tally, dlrm-mlperf Zipf 1.05 with a cache",
-    }]
+    out = [
+        {
+            "name": f"embeddings: tally kernel ({n:,} look-ups -> {U:,} tiles)",
+            "kernel_s": best_of(kernel, 5),
+            "reference_s": best_of(lambda: embeddings_reference.tally(*args), 1),
+            "goal": ">= 50x reference",
+            "note": "_tally vs tests/embeddings_reference.tally, dlrm-mlperf Zipf 1.05 with a cache",
+        }
+    ]
     for chip, chips in (("gc200", 4), ("a100-80gb", 2)):
         embeddings.simulate(chip, w, chips=chips)
-        out.append({
-            "name": f"embeddings: simulate dlrm-mlperf b{batch} on {chips} x {chip}",
-            "kernel_s": best_of(lambda c=chip, k=chips: embeddings.simulate(c, w, chips=k), 3),
-            "reference_s": best_of(lambda c=chip, k=chips: _plain_simulate(c, w, k), 1)
-            if quick else None,
-            "goal": "well under a second", "note": "whole simulate(): draw, tally (twice on a tile chip), cost",
-        })
+        out.append(
+            {
+                "name": f"embeddings: simulate dlrm-mlperf b{batch} on {chips} x {chip}",
+                "kernel_s": best_of(lambda c=chip, k=chips: embeddings.simulate(c, w, chips=k), 3),
+                "reference_s": best_of(lambda c=chip, k=chips: _plain_simulate(c, w, k), 1)
+                if quick
+                else None,
+                "goal": "well under a second",
+                "note": "whole simulate(): draw, tally (twice on a tile chip), cost",
+            }
+        )
     return out

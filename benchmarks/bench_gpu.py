@@ -15,17 +15,22 @@ import gpu_reference  # noqa: E402  (the plain-Python references live beside the
 
 def _plain(fn):
     """``fn`` run with the plain reference in place of the wave kernel."""
+
     def run():
         with gpu_reference.plain():
             return fn()
+
     return run
 
 
 def _wave_inputs(s, chip):
     """The flat block-group arrays ``gpu.simulate`` hands the wave loop for step ``s``."""
     r = gpu.kernels.rates(chip, gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
-    kernels = [k for name, ops in gpu.kernels.kernel_plan(s, "tensorrt")
-               for k in gpu.kernels.op_kernel_candidates(ops, name, s, r, "tensorrt")]
+    kernels = [
+        k
+        for name, ops in gpu.kernels.kernel_plan(s, "tensorrt")
+        for k in gpu.kernels.op_kernel_candidates(ops, name, s, r, "tensorrt")
+    ]
     return kernels, r
 
 
@@ -40,13 +45,30 @@ def rows(quick: bool) -> list[dict]:
         gpu.simulate(a100, s)  # compile / warm the kernel
         k = best_of(lambda s=s: gpu.simulate(a100, s), 3 if quick else 5)
         ref = best_of(_plain(lambda s=s: gpu.simulate(a100, s)), 1 if quick else 3)
-        out.append({"name": f"gpu.simulate {name} on A100", "kernel_s": k, "reference_s": ref,
-                    "goal": "whole step well under 10 ms (serving calls it per batch)",
-                    "note": "every GEMM tile candidate simulated, fastest kept"})
+        out.append(
+            {
+                "name": f"gpu.simulate {name} on A100",
+                "kernel_s": k,
+                "reference_s": ref,
+                "goal": "whole step well under 10 ms (serving calls it per batch)",
+                "note": "every GEMM tile candidate simulated, fastest kept",
+            }
+        )
         kernels, r = _wave_inputs(s, a100)
-        kw = best_of(lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r), 3 if quick else 5)
-        rw = best_of(_plain(lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r)), 1 if quick else 3)
+        kw = best_of(
+            lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r), 3 if quick else 5
+        )
+        rw = best_of(
+            _plain(lambda kernels=kernels, r=r: gpu.waves.run_waves(kernels, r)), 1 if quick else 3
+        )
         blocks = sum(g[0] for kern in kernels for g in kern.groups)
-        out.append({"name": f"gpu._waves alone, {name}", "kernel_s": kw, "reference_s": rw,
-                    "goal": "the per-block loop", "note": f"{len(kernels)} kernels, {blocks:,} blocks"})
+        out.append(
+            {
+                "name": f"gpu._waves alone, {name}",
+                "kernel_s": kw,
+                "reference_s": rw,
+                "goal": "the per-block loop",
+                "note": f"{len(kernels)} kernels, {blocks:,} blocks",
+            }
+        )
     return out

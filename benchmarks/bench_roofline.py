@@ -26,12 +26,19 @@ def rows(quick: bool) -> list[dict]:
     out = []
     for model, phase, max_len in (("bert-base", "forward", 512), ("llama-2-7b", "decode", 4096)):
         lens = np.unique(np.geomspace(16, max_len, n).round().astype(int))
-        roofline.sweep(chips, model, batches[:2], lens[:2], phase=phase)  # compile / load the kernel
+        roofline.sweep(
+            chips, model, batches[:2], lens[:2], phase=phase
+        )  # compile / load the kernel
         pts = len(chips) * batches.size * lens.size
-        out.append(kernel_row(
-            f"roofline sweep {model} {phase} ({pts:,} points)",
-            lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p),
-            lambda m=model, p=phase, ls=lens: roofline_reference.sweep(chips, m, batches, ls, phase=p),
-            goal="explorer redraws a full grid well under 0.1 s",
-            note="kernel time includes solving the per-op coefficients (5 small steps)"))
+        out.append(
+            kernel_row(
+                f"roofline sweep {model} {phase} ({pts:,} points)",
+                lambda m=model, p=phase, ls=lens: roofline.sweep(chips, m, batches, ls, phase=p),
+                lambda m=model, p=phase, ls=lens: roofline_reference.sweep(
+                    chips, m, batches, ls, phase=p
+                ),
+                goal="explorer redraws a full grid well under 0.1 s",
+                note="kernel time includes solving the per-op coefficients (5 small steps)",
+            )
+        )
     return out

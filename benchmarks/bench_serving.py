@@ -85,11 +85,17 @@ def rows(quick: bool) -> list[dict]:
         plan = make_plan(arr, lens, pol, [d])
         k, kc = _cpu_of(lambda plan=plan: batching.run_plan(plan), 2 if not quick else 3)
         e, ec = _cpu_of(lambda pol=pol, d=d: _end_to_end(arr, lens, pol, d), 2 if not quick else 3)
-        out.append({"name": f"serving {name}: simulate + summary, {n_big:,} requests", "kernel_s": e,
-                    "reference_s": None, "goal": f">= {goal / 1e6:.0f}M requests/s end to end",
-                    "note": f"{n_big / e / 1e6:,.1f}M requests/s end to end (wall), {n_big / ec / 1e6:,.1f}M per "
-                            f"CPU-second (CPU {ec:.2f} s user+sys); kernel alone {n_big / k / 1e6:,.1f}M/s wall, "
-                            f"{n_big / kc / 1e6:,.1f}M per CPU-second"})
+        out.append(
+            {
+                "name": f"serving {name}: simulate + summary, {n_big:,} requests",
+                "kernel_s": e,
+                "reference_s": None,
+                "goal": f">= {goal / 1e6:.0f}M requests/s end to end",
+                "note": f"{n_big / e / 1e6:,.1f}M requests/s end to end (wall), {n_big / ec / 1e6:,.1f}M per "
+                f"CPU-second (CPU {ec:.2f} s user+sys); kernel alone {n_big / k / 1e6:,.1f}M/s wall, "
+                f"{n_big / kc / 1e6:,.1f}M per CPU-second",
+            }
+        )
     # simpy and the Python reference on the same inputs, against the public path with its summary
     pol = policies.Dynamic(b, 0.002)
     n = 20_000 if quick else 1_000_000
@@ -104,16 +110,33 @@ def rows(quick: bool) -> list[dict]:
     s, sc = _cpu_of(lambda: kept.__setitem__("simpy", R.simpy_dynamic(a_s, ln_s, pol, [dev])), 1)
     st, fi, de, bi = kept["simpy"]
     r = kept["r"]
-    same = (np.array_equal(r.start_s, st) and np.array_equal(r.finish_s, fi) and np.array_equal(r.device, de)
-            and np.array_equal(r.batch_id, bi))
-    out.append({"name": f"serving dynamic simulate + summary vs simpy, {n:,} requests", "kernel_s": e,
-                "reference_s": s, "goal": ">= 100x, identical results",
-                "note": f"identical: {same}; CPU time user+sys {ec:.3f} s vs {sc:.2f} s: {sc / ec:,.0f}x"})
+    same = (
+        np.array_equal(r.start_s, st)
+        and np.array_equal(r.finish_s, fi)
+        and np.array_equal(r.device, de)
+        and np.array_equal(r.batch_id, bi)
+    )
+    out.append(
+        {
+            "name": f"serving dynamic simulate + summary vs simpy, {n:,} requests",
+            "kernel_s": e,
+            "reference_s": s,
+            "goal": ">= 100x, identical results",
+            "note": f"identical: {same}; CPU time user+sys {ec:.3f} s vs {sc:.2f} s: {sc / ec:,.0f}x",
+        }
+    )
     plan = make_plan(a_s, ln_s, pol, [dev])
     p = best_of(lambda: kept.__setitem__("ref", R.simulate_reference(plan)), 1)
     same = np.array_equal(r.finish_s, kept["ref"][1]) and np.array_equal(r.batch_id, kept["ref"][3])
-    out.append({"name": f"serving dynamic simulate + summary vs Python reference, {n:,}", "kernel_s": e,
-                "reference_s": p, "goal": "identical results", "note": f"identical: {same}"})
+    out.append(
+        {
+            "name": f"serving dynamic simulate + summary vs Python reference, {n:,}",
+            "kernel_s": e,
+            "reference_s": p,
+            "goal": "identical results",
+            "note": f"identical: {same}",
+        }
+    )
     # generation: continuous and static batching, end to end, beside the Python references
     gen = serving.generation_model("a100-80gb", "gpt2", max_batch=32)
     ng = 200_000 if quick else 10_000_000
@@ -122,27 +145,58 @@ def rows(quick: bool) -> list[dict]:
     pr, outl = rng.integers(32, 257, ng), rng.integers(16, 257, ng)
     nr = 5_000 if quick else 100_000
     for name, pol_g, ref in (
-        ("continuous", policies.Continuous(32, 10**6),
-         lambda: R.continuous_reference(arr_g[:nr], pr[:nr], outl[:nr], gen, 32, 10**6)),
-        ("static", policies.Static(32, 0.05),
-         lambda: R.static_reference(arr_g[:nr], pr[:nr], outl[:nr], gen, 32, 0.05)),
+        (
+            "continuous",
+            policies.Continuous(32, 10**6),
+            lambda: R.continuous_reference(arr_g[:nr], pr[:nr], outl[:nr], gen, 32, 10**6),
+        ),
+        (
+            "static",
+            policies.Static(32, 0.05),
+            lambda: R.static_reference(arr_g[:nr], pr[:nr], outl[:nr], gen, 32, 0.05),
+        ),
     ):
-        serving.simulate_generation(arr_g[:50], pr[:50], outl[:50], pol_g, gen).summary()  # compile / load
-        e, ec = _cpu_of(lambda pol_g=pol_g: serving.simulate_generation(arr_g, pr, outl, pol_g, gen).summary(), 2)
-        k, kc = _cpu_of(lambda pol_g=pol_g: serving.simulate_generation(arr_g, pr, outl, pol_g, gen), 2)
+        serving.simulate_generation(
+            arr_g[:50], pr[:50], outl[:50], pol_g, gen
+        ).summary()  # compile / load
+        e, ec = _cpu_of(
+            lambda pol_g=pol_g: serving.simulate_generation(arr_g, pr, outl, pol_g, gen).summary(),
+            2,
+        )
+        k, kc = _cpu_of(
+            lambda pol_g=pol_g: serving.simulate_generation(arr_g, pr, outl, pol_g, gen), 2
+        )
         small = serving.simulate_generation(arr_g[:nr], pr[:nr], outl[:nr], pol_g, gen)
-        k_small = best_of(lambda pol_g=pol_g: serving.simulate_generation(arr_g[:nr], pr[:nr], outl[:nr], pol_g,
-                                                                          gen).summary())
+        k_small = best_of(
+            lambda pol_g=pol_g: serving.simulate_generation(
+                arr_g[:nr], pr[:nr], outl[:nr], pol_g, gen
+            ).summary()
+        )
         kept_r = {}
         rr = best_of(lambda ref=ref, kept_r=kept_r: kept_r.__setitem__("r", ref()), 1)
-        same = np.array_equal(small.finish_s, kept_r["r"][2]) and np.array_equal(small.first_token_s, kept_r["r"][1])
-        out.append({"name": f"serving generation {name}: simulate_generation + summary, {ng:,}", "kernel_s": e,
-                    "reference_s": None, "goal": ">= 5M requests/s end to end",
-                    "note": f"{ng / e / 1e6:,.1f}M requests/s end to end (wall), {ng / ec / 1e6:,.1f}M per "
-                            f"CPU-second (CPU {ec:.2f} s user+sys); without the summary {ng / k / 1e6:,.1f}M/s "
-                            f"wall, {ng / kc / 1e6:,.1f}M per CPU-second"})
-        out.append({"name": f"serving generation {name} vs Python reference, {nr:,}", "kernel_s": k_small,
-                    "reference_s": rr, "goal": "identical results", "note": f"identical: {same}"})
+        same = np.array_equal(small.finish_s, kept_r["r"][2]) and np.array_equal(
+            small.first_token_s, kept_r["r"][1]
+        )
+        out.append(
+            {
+                "name": f"serving generation {name}: simulate_generation + summary, {ng:,}",
+                "kernel_s": e,
+                "reference_s": None,
+                "goal": ">= 5M requests/s end to end",
+                "note": f"{ng / e / 1e6:,.1f}M requests/s end to end (wall), {ng / ec / 1e6:,.1f}M per "
+                f"CPU-second (CPU {ec:.2f} s user+sys); without the summary {ng / k / 1e6:,.1f}M/s "
+                f"wall, {ng / kc / 1e6:,.1f}M per CPU-second",
+            }
+        )
+        out.append(
+            {
+                "name": f"serving generation {name} vs Python reference, {nr:,}",
+                "kernel_s": k_small,
+                "reference_s": rr,
+                "goal": "identical results",
+                "note": f"identical: {same}",
+            }
+        )
     # memory of a whole run (inputs, outputs, summary), bytes per request
     n_mem = 1_000_000 if quick else 10_000_000
     tracemalloc.start()
@@ -152,10 +206,16 @@ def rows(quick: bool) -> list[dict]:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     del a, ln, res
-    out.append({"name": f"serving memory, {n_mem:,} requests", "kernel_s": None, "reference_s": None,
-                "goal": "<= ~100 bytes/request",
-                "note": f"peak {peak / n_mem:,.0f} bytes/request (tracemalloc, inputs + results + summary); "
-                        f"stable={summ['stable']}"})
+    out.append(
+        {
+            "name": f"serving memory, {n_mem:,} requests",
+            "kernel_s": None,
+            "reference_s": None,
+            "goal": "<= ~100 bytes/request",
+            "note": f"peak {peak / n_mem:,.0f} bytes/request (tracemalloc, inputs + results + summary); "
+            f"stable={summ['stable']}",
+        }
+    )
     # the command line as a user runs it: warm (tables cached on disk by the rows above / a first
     # run) beside cold (an empty table cache: a fresh IPUSIM_CACHE_DIR; Numba's cache stays warm)
     compile_package()
@@ -168,20 +228,36 @@ def rows(quick: bool) -> list[dict]:
         _cli_s(args)  # fills the table cache if it was empty
         warm_w, warm_c = _best_cli(args, 1 if quick else 3)
         if quick:  # a cold run rebuilds the tables from the machine model: full runs only
-            out.append({"name": name + ": warm", "kernel_s": warm_w, "reference_s": None, "goal": goal,
-                        "note": f"CPU user+sys {warm_c:.2f} s (cold: full run only)"})
+            out.append(
+                {
+                    "name": name + ": warm",
+                    "kernel_s": warm_w,
+                    "reference_s": None,
+                    "goal": goal,
+                    "note": f"CPU user+sys {warm_c:.2f} s (cold: full run only)",
+                }
+            )
             continue
         cold_w, cold_c = cold_child_times([sys.executable, "-m", "ipusim", *args])
-        out.append({"name": name + ": warm | cold", "kernel_s": warm_w, "reference_s": cold_w, "goal": goal,
-                    "note": f"wall warm {warm_w:.2f} s | cold {cold_w:.2f} s (ratio = cold / warm); CPU user+sys "
-                            f"warm {warm_c:.2f} s | cold {cold_c:.2f} s"})
+        out.append(
+            {
+                "name": name + ": warm | cold",
+                "kernel_s": warm_w,
+                "reference_s": cold_w,
+                "goal": goal,
+                "note": f"wall warm {warm_w:.2f} s | cold {cold_w:.2f} s (ratio = cold / warm); CPU user+sys "
+                f"warm {warm_c:.2f} s | cold {cold_c:.2f} s",
+            }
+        )
     return out + cold_policy_rows(quick)
 
 
 # Run in a child with an empty Numba cache (the table cache warm): one policy's first simulate and
 # summary of 1,000 requests (compile CPU seconds of each), then simulate + summary of N requests
 # twice (warm: the best wall and CPU); prints one JSON object, with the summary of the N run.
-_POLICY_PROBE = COMPILE_LISTENER + """
+_POLICY_PROBE = (
+    COMPILE_LISTENER
+    + """
 import json, sys
 import numpy as np
 from ipusim import arrivals, lengths, policies as P, serving
@@ -217,9 +293,17 @@ for _ in range(2):
 print(json.dumps({"compile_sim": c1 - c0, "compile_summary": c2 - c1, "wall": best[0], "cpu": best[1],
                   "summary": repr(sorted(summ.items()))}))
 """
+)
 
-POLICIES = ("dynamic", "static", "token budget, packed", "length buckets", "adaptive", "continuous",
-            "static generation")
+POLICIES = (
+    "dynamic",
+    "static",
+    "token budget, packed",
+    "length buckets",
+    "adaptive",
+    "continuous",
+    "static generation",
+)
 
 
 def _policy_probe(name, n, tables, package=None):
@@ -235,8 +319,14 @@ def _policy_probe(name, n, tables, package=None):
             env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
         # run in the temporary folder: ``python -c`` puts the working directory first on sys.path,
         # where a checkout's own ipusim would shadow ``package``
-        out = subprocess.run([sys.executable, "-c", _POLICY_PROBE, name, str(n)], check=True, capture_output=True,
-                             text=True, env=env, cwd=d)
+        out = subprocess.run(
+            [sys.executable, "-c", _POLICY_PROBE, name, str(n)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=d,
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -250,22 +340,37 @@ def cold_policy_rows(quick: bool, against: str | None = None) -> list[dict]:
     from _timing import package_at
 
     out = []
-    with tempfile.TemporaryDirectory(prefix="ipusim-tables-") as tables, \
-            tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="ipusim-tables-") as tables,
+        tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp,
+    ):
         before = package_at(against, tmp) if against else None
         for name in POLICIES[:1] if quick else POLICIES:
-            n = (20_000 if quick else 10_000_000) // (10 if name in ("continuous", "static generation") else 1)
+            n = (20_000 if quick else 10_000_000) // (
+                10 if name in ("continuous", "static generation") else 1
+            )
             a = _policy_probe(name, n, tables)
-            note = (f"first run compiles: simulate {a['compile_sim']:.2f} s + summary {a['compile_summary']:.2f} s "
-                    f"CPU; warm {n / a['wall'] / 1e6:,.1f}M requests/s wall, {n / a['cpu'] / 1e6:,.1f}M per "
-                    "CPU-second")
+            note = (
+                f"first run compiles: simulate {a['compile_sim']:.2f} s + summary {a['compile_summary']:.2f} s "
+                f"CPU; warm {n / a['wall'] / 1e6:,.1f}M requests/s wall, {n / a['cpu'] / 1e6:,.1f}M per "
+                "CPU-second"
+            )
             if before:
                 b = _policy_probe(name, n, tables, before)
-                note += (f" | at {against}: compiles {b['compile_sim']:.2f} s + {b['compile_summary']:.2f} s; warm "
-                         f"{n / b['wall'] / 1e6:,.1f}M/s wall, {n / b['cpu'] / 1e6:,.1f}M per CPU-second; "
-                         f"summaries identical: {a['summary'] == b['summary']}")
-            out.append({"name": f"serving {name}: first compile | warm {n:,} requests", "kernel_s": a["wall"],
-                        "reference_s": None, "goal": "compile in seconds; warm as before", "note": note})
+                note += (
+                    f" | at {against}: compiles {b['compile_sim']:.2f} s + {b['compile_summary']:.2f} s; warm "
+                    f"{n / b['wall'] / 1e6:,.1f}M/s wall, {n / b['cpu'] / 1e6:,.1f}M per CPU-second; "
+                    f"summaries identical: {a['summary'] == b['summary']}"
+                )
+            out.append(
+                {
+                    "name": f"serving {name}: first compile | warm {n:,} requests",
+                    "kernel_s": a["wall"],
+                    "reference_s": None,
+                    "goal": "compile in seconds; warm as before",
+                    "note": note,
+                }
+            )
     return out
 
 
@@ -275,7 +380,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cold", action="store_true", help="only the per-policy first-compile rows")
-    ap.add_argument("--against", metavar="REF", help="git ref whose package is timed beside this one (with --cold)")
+    ap.add_argument(
+        "--against",
+        metavar="REF",
+        help="git ref whose package is timed beside this one (with --cold)",
+    )
     a = ap.parse_args()
-    for row in (cold_policy_rows(a.quick, a.against) if a.cold else rows(a.quick)):
+    for row in cold_policy_rows(a.quick, a.against) if a.cold else rows(a.quick):
         print(row)

@@ -37,8 +37,10 @@ import tempfile
 
 from _timing import child_times, compile_package, newcomer_times, package_at
 
-FLOOR = ("import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); "
-         "import gc; gc.freeze()")
+FLOOR = (
+    "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); "
+    "import gc; gc.freeze()"
+)
 SERVE = ["serve", "--rate", "1000", "--requests", "100000"]
 
 
@@ -47,49 +49,137 @@ def rows(quick: bool) -> list[dict]:
     floor = [sys.executable, "-c", FLOOR]
     serve = [sys.executable, "-m", "ipusim", *SERVE]
     md = [sys.executable, "-m", "ipusim", "checklist", "--format", "md", "--no-progress"]
-    slow_exit = [sys.executable, "-c", f"import sys; from ipusim.cli import main; sys.exit(main({SERVE!r}))"]
+    slow_exit = [
+        sys.executable,
+        "-c",
+        f"import sys; from ipusim.cli import main; sys.exit(main({SERVE!r}))",
+    ]
     cmds = {"floor": floor, "serve": serve}
     if not quick:
         cmds.update(checklist=md, slow_exit=slow_exit)
-        for argv in cmds.values():  # warm: table cache and Numba cache filled, files in the page cache
+        for (
+            argv
+        ) in cmds.values():  # warm: table cache and Numba cache filled, files in the page cache
             child_times(argv)
     repeat = 1 if quick else 5
     runs = {k: [] for k in cmds}
-    for _ in range(repeat):  # alternating, so that a change of load on a shared machine hits all alike
+    for _ in range(
+        repeat
+    ):  # alternating, so that a change of load on a shared machine hits all alike
         for k, argv in cmds.items():
             runs[k].append(child_times(argv))
     best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in runs.items()}
     fw, fc = best["floor"]
-    out = [{"name": "start-up floor: numpy + Numba + Numba context set-up", "kernel_s": fw, "reference_s": None,
-            "goal": "", "note": f"CPU {fc:.2f} s; no ipusim code runs"}]
-    for k, name, goal in (("serve", "ipusim serve --rate 1000 --requests 100000, warm", "warm < 1.5 s"),
-                          ("checklist", "ipusim checklist --format md, warm", "warm < 3 s")):
+    out = [
+        {
+            "name": "start-up floor: numpy + Numba + Numba context set-up",
+            "kernel_s": fw,
+            "reference_s": None,
+            "goal": "",
+            "note": f"CPU {fc:.2f} s; no ipusim code runs",
+        }
+    ]
+    for k, name, goal in (
+        ("serve", "ipusim serve --rate 1000 --requests 100000, warm", "warm < 1.5 s"),
+        ("checklist", "ipusim checklist --format md, warm", "warm < 3 s"),
+    ):
         if k not in best:
             continue
         w, c = best[k]
-        out.append({"name": f"{name} | floor", "kernel_s": w, "reference_s": fw, "goal": goal,
-                    "note": f"ratio = floor / run; CPU {c:.2f} s, of which ipusim's own {c - fc:.2f} s "
-                            f"(best of {repeat})"})
+        out.append(
+            {
+                "name": f"{name} | floor",
+                "kernel_s": w,
+                "reference_s": fw,
+                "goal": goal,
+                "note": f"ratio = floor / run; CPU {c:.2f} s, of which ipusim's own {c - fc:.2f} s "
+                f"(best of {repeat})",
+            }
+        )
     out += newcomer_rows(quick)
     if "slow_exit" in best:
         (w, c), (sw, sc) = best["serve"], best["slow_exit"]
-        out.append({"name": "ipusim serve, warm: entry() | main() + plain exit", "kernel_s": w, "reference_s": sw,
-                    "goal": "", "note": f"ratio = what gc.freeze() before exit saves; CPU {c:.2f} s vs {sc:.2f} s"})
+        out.append(
+            {
+                "name": "ipusim serve, warm: entry() | main() + plain exit",
+                "kernel_s": w,
+                "reference_s": sw,
+                "goal": "",
+                "note": f"ratio = what gc.freeze() before exit saves; CPU {c:.2f} s vs {sc:.2f} s",
+            }
+        )
     return out
 
 
 # a newcomer's first commands (sweep: two points, one process, into a file in the run's folder)
 NEWCOMER = {
-    "simulate": ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "32", "--seq-len", "128"],
+    "simulate": [
+        "simulate",
+        "--chip",
+        "gc200",
+        "--model",
+        "bert-base",
+        "--batch",
+        "32",
+        "--seq-len",
+        "128",
+    ],
     "serve": SERVE,
-    "pack": ["pack", "--dataset", "wikipedia-512", "--max-len", "512", "--strategy", "spfhp", "--max-per-row", "3"],
-    "train": ["train", "--model", "llama-2-70b", "--chip", "a100-80gb", "--chips", "2048", "--tokens", "2e12"],
-    "embed": ["embed", "--chip", "gc200", "--tables", "26", "--rows", "4000000", "--dim", "128", "--batch", "2048",
-              "--zipf", "1.05"],
+    "pack": [
+        "pack",
+        "--dataset",
+        "wikipedia-512",
+        "--max-len",
+        "512",
+        "--strategy",
+        "spfhp",
+        "--max-per-row",
+        "3",
+    ],
+    "train": [
+        "train",
+        "--model",
+        "llama-2-70b",
+        "--chip",
+        "a100-80gb",
+        "--chips",
+        "2048",
+        "--tokens",
+        "2e12",
+    ],
+    "embed": [
+        "embed",
+        "--chip",
+        "gc200",
+        "--tables",
+        "26",
+        "--rows",
+        "4000000",
+        "--dim",
+        "128",
+        "--batch",
+        "2048",
+        "--zipf",
+        "1.05",
+    ],
     "checklist": ["checklist", "--format", "md", "--no-progress"],
     "claims": ["claims"],
-    "sweep": ["sweep", "--chip", "gc200", "--vary", "tiles=736,1472", "--model", "bert-base", "--batch", "32",
-              "--seq-len", "128", "--serial", "--out", "sweep.csv"],
+    "sweep": [
+        "sweep",
+        "--chip",
+        "gc200",
+        "--vary",
+        "tiles=736,1472",
+        "--model",
+        "bert-base",
+        "--batch",
+        "32",
+        "--seq-len",
+        "128",
+        "--serial",
+        "--out",
+        "sweep.csv",
+    ],
 }
 
 
@@ -115,14 +205,25 @@ def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[di
             args = NEWCOMER[name]
             (fw, fc, fk), (ww, wc, _) = _first_and_warm(args, None, warm_runs)
             goal = "first <= 8 s" if name == "serve" else "first <= 10 s"
-            note = (f"first: CPU {fc:.2f} s, of which compiling {fk:.2f} s ({fk / fc:.0%}); "
-                    f"warm: wall {ww:.2f} s, CPU {wc:.2f} s")
+            note = (
+                f"first: CPU {fc:.2f} s, of which compiling {fk:.2f} s ({fk / fc:.0%}); "
+                f"warm: wall {ww:.2f} s, CPU {wc:.2f} s"
+            )
             if before_pkg:
                 (bw, bc, bk), (bww, bwc, _) = _first_and_warm(args, before_pkg, warm_runs)
-                note += (f" | at {against}: first wall {bw:.2f} s, CPU {bc:.2f} s (compiling {bk:.2f} s); "
-                         f"warm wall {bww:.2f} s, CPU {bwc:.2f} s")
-            out.append({"name": f"newcomer's first {name} | warm", "kernel_s": fw, "reference_s": ww,
-                        "goal": goal, "note": note + " (ratio = warm / first)"})
+                note += (
+                    f" | at {against}: first wall {bw:.2f} s, CPU {bc:.2f} s (compiling {bk:.2f} s); "
+                    f"warm wall {bww:.2f} s, CPU {bwc:.2f} s"
+                )
+            out.append(
+                {
+                    "name": f"newcomer's first {name} | warm",
+                    "kernel_s": fw,
+                    "reference_s": ww,
+                    "goal": goal,
+                    "note": note + " (ratio = warm / first)",
+                }
+            )
     return out
 
 
@@ -130,8 +231,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--newcomer", action="store_true", help="only the first-run rows")
-    ap.add_argument("--against", metavar="REF", help="git ref whose package is timed beside this one")
-    ap.add_argument("--only", nargs="*", choices=sorted(NEWCOMER), help="these commands only (with --newcomer)")
+    ap.add_argument(
+        "--against", metavar="REF", help="git ref whose package is timed beside this one"
+    )
+    ap.add_argument(
+        "--only", nargs="*", choices=sorted(NEWCOMER), help="these commands only (with --newcomer)"
+    )
     a = ap.parse_args()
-    for r in (newcomer_rows(a.quick, a.against, a.only) if a.newcomer else rows(a.quick)):
+    for r in newcomer_rows(a.quick, a.against, a.only) if a.newcomer else rows(a.quick):
         print(r)

@@ -85,7 +85,9 @@ def figures(quick: bool) -> dict:
     f = {"n_cheap": n_cheap, "n_ten": n_ten, "load": load, "cores": os.cpu_count()}
     sizes = (("cheap", n_cheap, 0.001), ("ten", n_ten, 0.010))
     _measure(8, 0.0)
-    serial = {key: _measure(n, s)[:2] for key, n, s in sizes}  # before the cluster starts: its idle CPU not counted
+    serial = {
+        key: _measure(n, s)[:2] for key, n, s in sizes
+    }  # before the cluster starts: its idle CPU not counted
     with sweep.local_cluster(_WORKERS, dashboard=False) as cl:
         _measure(4 * _WORKERS, 0.0, cl)  # connections and the first tasks before timing
         c0, t0 = _tree_cpu_s(), time.perf_counter()
@@ -96,12 +98,23 @@ def figures(quick: bool) -> dict:
             ws, cs = serial[key]
             wd, cd, wk, res = _measure(n, s, cl)
             w = res.workers
-            work = cd - idle * wd  # the cluster's CPU for the sweep itself, its idle ticking left out
-            f[key] = {"serial_wall_s": ws, "serial_cpu_s": cs, "dask_wall_s": wd, "dask_cpu_s": cd,
-                      "workers_cpu_s": wk, "workers": w, "speedup": ws / wd, "cores_got": wk / wd,
-                      "over_wall": (wd * w - ws) / n / s, "over_cpu": (work - cs) / n / s,
-                      # on w idle cores the sweep lasts about cs / w, and the idle ticking takes its share
-                      "ceiling": w * cs / (work + idle * cs / w)}
+            work = (
+                cd - idle * wd
+            )  # the cluster's CPU for the sweep itself, its idle ticking left out
+            f[key] = {
+                "serial_wall_s": ws,
+                "serial_cpu_s": cs,
+                "dask_wall_s": wd,
+                "dask_cpu_s": cd,
+                "workers_cpu_s": wk,
+                "workers": w,
+                "speedup": ws / wd,
+                "cores_got": wk / wd,
+                "over_wall": (wd * w - ws) / n / s,
+                "over_cpu": (work - cs) / n / s,
+                # on w idle cores the sweep lasts about cs / w, and the idle ticking takes its share
+                "ceiling": w * cs / (work + idle * cs / w),
+            }
     return f
 
 
@@ -113,22 +126,34 @@ def _memory(quick: bool) -> dict:
             _PEAK["bytes"] = 0
             tracemalloc.start()
             base = tracemalloc.get_traced_memory()[0]
-            res = sweep.run("spin_traced", points=({"seconds": 0.0, "rep": i} for i in range(n)), mode="serial",
-                            out=Path(tmp) / f"m{n}.parquet", chunk_rows=1000, show_progress=False)
+            res = sweep.run(
+                "spin_traced",
+                points=({"seconds": 0.0, "rep": i} for i in range(n)),
+                mode="serial",
+                out=Path(tmp) / f"m{n}.parquet",
+                chunk_rows=1000,
+                show_progress=False,
+            )
             tracemalloc.stop()
             table = int(res.table.memory_usage(deep=True).sum())
             peaks.append((n, _PEAK["bytes"] - base, table))
     (n1, p1, t1), (n2, p2, t2) = peaks
-    return {"name": f"sweep driver memory while streaming, {n1:,} vs {n2:,} points", "kernel_s": None,
-            "reference_s": None, "goal": "flat in the number of points (apart from the result table)",
-            "note": f"peak while streaming {p1 / 1e6:.2f} MB vs {p2 / 1e6:.2f} MB (x{p2 / p1:.2f} for "
-                    f"x{n2 / n1:.0f} points); final tables {t1 / 1e6:.2f} and {t2 / 1e6:.2f} MB"}
+    return {
+        "name": f"sweep driver memory while streaming, {n1:,} vs {n2:,} points",
+        "kernel_s": None,
+        "reference_s": None,
+        "goal": "flat in the number of points (apart from the result table)",
+        "note": f"peak while streaming {p1 / 1e6:.2f} MB vs {p2 / 1e6:.2f} MB (x{p2 / p1:.2f} for "
+        f"x{n2 / n1:.0f} points); final tables {t1 / 1e6:.2f} and {t2 / 1e6:.2f} MB",
+    }
 
 
 def _cpu_note(d) -> str:
-    return (f"CPU user+sys {d['dask_cpu_s']:.2f} s (workers {d['workers_cpu_s']:.2f} s) vs serial "
-            f"{d['serial_cpu_s']:.2f} s; the workers got {d['cores_got']:.2f} of {d['workers']} cores; "
-            f"CPU-bound ceiling on idle cores {d['ceiling']:.2f}x")
+    return (
+        f"CPU user+sys {d['dask_cpu_s']:.2f} s (workers {d['workers_cpu_s']:.2f} s) vs serial "
+        f"{d['serial_cpu_s']:.2f} s; the workers got {d['cores_got']:.2f} of {d['workers']} cores; "
+        f"CPU-bound ceiling on idle cores {d['ceiling']:.2f}x"
+    )
 
 
 def rows(quick: bool, f: dict | None = None) -> list[dict]:
@@ -136,15 +161,23 @@ def rows(quick: bool, f: dict | None = None) -> list[dict]:
     c, t = f["cheap"], f["ten"]
     load = f"load average {f['load']:.1f} on {f['cores']} cores when started"
     return [
-        {"name": f"sweep {f['n_cheap']:,} x 1 ms points: {c['workers']} workers vs serial", "kernel_s": c["dask_wall_s"],
-         "reference_s": c["serial_wall_s"], "goal": ">= 1.7x on 2 idle cores",
-         "note": f"{f['n_cheap'] / c['dask_wall_s']:,.0f} vs {f['n_cheap'] / c['serial_wall_s']:,.0f} points/s; "
-                 f"{_cpu_note(c)}; {load}"},
-        {"name": f"sweep {f['n_ten']:,} x 10 ms points: Dask overhead per point", "kernel_s": t["dask_wall_s"],
-         "reference_s": t["serial_wall_s"], "goal": "< 10% of a 10 ms point",
-         "note": f"wall: {t['over_wall']:.1%} of the point ((time x {t['workers']} workers - serial) / points); "
-                 f"CPU: {t['over_cpu']:.1%} ((CPU of the cluster - idle ticking - CPU of serial) / points); "
-                 f"{_cpu_note(t)}; idle cluster {f['idle_cpu_per_s']:.3f} CPU s per s"},
+        {
+            "name": f"sweep {f['n_cheap']:,} x 1 ms points: {c['workers']} workers vs serial",
+            "kernel_s": c["dask_wall_s"],
+            "reference_s": c["serial_wall_s"],
+            "goal": ">= 1.7x on 2 idle cores",
+            "note": f"{f['n_cheap'] / c['dask_wall_s']:,.0f} vs {f['n_cheap'] / c['serial_wall_s']:,.0f} points/s; "
+            f"{_cpu_note(c)}; {load}",
+        },
+        {
+            "name": f"sweep {f['n_ten']:,} x 10 ms points: Dask overhead per point",
+            "kernel_s": t["dask_wall_s"],
+            "reference_s": t["serial_wall_s"],
+            "goal": "< 10% of a 10 ms point",
+            "note": f"wall: {t['over_wall']:.1%} of the point ((time x {t['workers']} workers - serial) / points); "
+            f"CPU: {t['over_cpu']:.1%} ((CPU of the cluster - idle ticking - CPU of serial) / points); "
+            f"{_cpu_note(t)}; idle cluster {f['idle_cpu_per_s']:.3f} CPU s per s",
+        },
         _memory(quick),
     ]
 
@@ -157,8 +190,12 @@ if __name__ == "__main__":
     for row in rows(quick, f):
         print(row)
     c, t = f["cheap"], f["ten"]
-    print(f"speed-up, {f['n_cheap']:,} points of 1 ms CPU, {c['workers']} local Dask workers vs serial: "
-          f"{c['speedup']:.2f}x by wall time (goal >= 1.7x); the workers got {c['cores_got']:.2f} cores "
-          f"(load average {f['load']:.1f}); CPU-bound ceiling on {c['workers']} idle cores {c['ceiling']:.2f}x")
-    print(f"Dask-path overhead, {f['n_ten']:,} points of 10 ms CPU: {t['over_wall']:.1%} of a point by wall time, "
-          f"{t['over_cpu']:.1%} by CPU time (goal < 10%); idle cluster {f['idle_cpu_per_s']:.3f} CPU s per s")
+    print(
+        f"speed-up, {f['n_cheap']:,} points of 1 ms CPU, {c['workers']} local Dask workers vs serial: "
+        f"{c['speedup']:.2f}x by wall time (goal >= 1.7x); the workers got {c['cores_got']:.2f} cores "
+        f"(load average {f['load']:.1f}); CPU-bound ceiling on {c['workers']} idle cores {c['ceiling']:.2f}x"
+    )
+    print(
+        f"Dask-path overhead, {f['n_ten']:,} points of 10 ms CPU: {t['over_wall']:.1%} of a point by wall time, "
+        f"{t['over_cpu']:.1%} by CPU time (goal < 10%); idle cluster {f['idle_cpu_per_s']:.3f} CPU s per s"
+    )

@@ -22,5 +22,12 @@ from .workloads import TransformerConfig, model, step  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "GpuChip", "TileChip", "TransformerConfig", "chip", "hardware", "model", "step", "workloads",
+    "GpuChip",
+    "TileChip",
+    "TransformerConfig",
+    "chip",
+    "hardware",
+    "model",
+    "step",
+    "workloads",
 ]

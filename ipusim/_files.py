@@ -26,10 +26,17 @@ import time
 from pathlib import Path
 
 TMP_SUFFIX = ".tmp"
-LEFTOVER_AGE_S = 3600.0  # a temporary this old is a killed writer's, whoever wrote it (a write takes seconds)
+LEFTOVER_AGE_S = (
+    3600.0  # a temporary this old is a killed writer's, whoever wrote it (a write takes seconds)
+)
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -103,7 +110,7 @@ def clean_leftovers(folder, name: str | None = None) -> int:
     for e in entries:
         if not (e.name.startswith(".") and e.name.endswith(TMP_SUFFIX)):
             continue
-        parts = e.name[1:-len(TMP_SUFFIX)].rsplit("~", 3)
+        parts = e.name[1 : -len(TMP_SUFFIX)].rsplit("~", 3)
         if len(parts) != 4 or (name is not None and parts[0] != name):
             continue
         try:
@@ -132,21 +139,27 @@ def atomic_write(path, mode: str = "w", *, newline: str | None = None, private: 
     that is a stream (a FIFO, ``/dev/stdout``, ``/dev/null``) is written straight through."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', got {mode!r}")
-    target = Path(os.path.realpath(path))  # through a symbolic link: the file it names is replaced, not the link
+    target = Path(
+        os.path.realpath(path)
+    )  # through a symbolic link: the file it names is replaced, not the link
     try:
         st = target.stat()
     except OSError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
         # a stream (/dev/stdout, /dev/null, a FIFO): written straight through, never replaced by a file
-        with open(target, mode, **({} if mode == "wb" else {"newline": newline, "encoding": "utf-8"})) as f:
+        with open(
+            target, mode, **({} if mode == "wb" else {"newline": newline, "encoding": "utf-8"})
+        ) as f:
             yield f
         return
     folder = target.parent
     clean_leftovers(folder, target.name)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(target), suffix=TMP_SUFFIX)
     try:
-        with (open(fd, "wb") if mode == "wb" else open(fd, "w", newline=newline, encoding="utf-8")) as f:
+        with (
+            open(fd, "wb") if mode == "wb" else open(fd, "w", newline=newline, encoding="utf-8")
+        ) as f:
             if not private and hasattr(os, "fchmod"):
                 try:
                     perm = stat.S_IMODE(target.stat().st_mode)

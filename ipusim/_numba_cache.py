@@ -73,8 +73,11 @@ def _guard_cache_io() -> None:
         try:
             return load(self, sig, target_context)
         except Exception as err:  # any failure to read the cache: compile instead
-            _note("load", f"ipusim: note: Numba cache in {self.cache_path} could not be read "
-                          f"({type(err).__name__}: {err}); compiling afresh")
+            _note(
+                "load",
+                f"ipusim: note: Numba cache in {self.cache_path} could not be read "
+                f"({type(err).__name__}: {err}); compiling afresh",
+            )
             return None
 
     def save_overload(self, sig, data):
@@ -89,9 +92,14 @@ def _guard_cache_io() -> None:
                     os.unlink(index)
                 save(self, sig, data)
         except Exception as err:
-            why = (err.strerror if isinstance(err, OSError) else None) or f"{type(err).__name__}: {err}"
-            _note("save", f"ipusim: note: Numba cache in {self.cache_path} cannot be written "
-                          f"({why}); kernels run uncached (compiled each run)")
+            why = (
+                err.strerror if isinstance(err, OSError) else None
+            ) or f"{type(err).__name__}: {err}"
+            _note(
+                "save",
+                f"ipusim: note: Numba cache in {self.cache_path} cannot be written "
+                f"({why}); kernels run uncached (compiled each run)",
+            )
 
     Cache.load_overload, Cache.save_overload = load_overload, save_overload
     Cache._ipusim_guarded = True
@@ -132,21 +140,28 @@ def ensure() -> str:
             os.environ["NUMBA_CACHE_DIR"] = tmp  # child processes (notebook kernels) too
         if tmp is not None and _locator_found():
             where = tmp
-            print(f"ipusim: note: no writable Numba cache beside the package or in the home directory; "
-                  f"caching compiled kernels in {tmp} (set NUMBA_CACHE_DIR to choose)", file=sys.stderr)
+            print(
+                f"ipusim: note: no writable Numba cache beside the package or in the home directory; "
+                f"caching compiled kernels in {tmp} (set NUMBA_CACHE_DIR to choose)",
+                file=sys.stderr,
+            )
         elif _add_read_only_locator() and _locator_found():
             where = "read-only"
             _STATE["notes"].add("save")  # the line below says it; no second line when a save fails
-            print("ipusim: note: no writable directory for Numba's cache (package, home, temp); kernels cached "
-                  "beside the package are read, others compiled each run (set NUMBA_CACHE_DIR to a writable path)",
-                  file=sys.stderr)
+            print(
+                "ipusim: note: no writable directory for Numba's cache (package, home, temp); kernels cached "
+                "beside the package are read, others compiled each run (set NUMBA_CACHE_DIR to a writable path)",
+                file=sys.stderr,
+            )
         else:
             from numba.core.dispatcher import Dispatcher
 
             Dispatcher.enable_caching = lambda self: None  # compile on every start instead
             where = "off"
-            print("ipusim: note: no writable directory for Numba's cache (package, home, temp); "
-                  "kernels are compiled afresh each run (set NUMBA_CACHE_DIR to a writable path)",
-                  file=sys.stderr)
+            print(
+                "ipusim: note: no writable directory for Numba's cache (package, home, temp); "
+                "kernels are compiled afresh each run (set NUMBA_CACHE_DIR to a writable path)",
+                file=sys.stderr,
+            )
     _STATE["where"] = where
     return where

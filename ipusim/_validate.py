@@ -9,16 +9,29 @@ from collections.abc import Iterable
 import numpy as np
 
 
-def positive(name: str, value, *, integer: bool = False, allow_zero: bool = False,
-             at_most: float | None = None, why: str = ""):
+def positive(
+    name: str,
+    value,
+    *,
+    integer: bool = False,
+    allow_zero: bool = False,
+    at_most: float | None = None,
+    why: str = "",
+):
     """Return ``value`` if it is a finite number > 0 (>= 0 with ``allow_zero``), else raise.
 
     With ``integer=True`` the value must also be a whole number; it is returned as ``int``.
     With ``at_most`` it must not exceed that (``why`` says why, in the message).
     """
-    if at_most is not None and isinstance(value, (int, float, np.integer, np.floating)) \
-            and not isinstance(value, bool) and value > at_most:
-        raise ValueError(f"{name} = {value:,} is over the limit of {at_most:,}" + (f" ({why})" if why else ""))
+    if (
+        at_most is not None
+        and isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, bool)
+        and value > at_most
+    ):
+        raise ValueError(
+            f"{name} = {value:,} is over the limit of {at_most:,}" + (f" ({why})" if why else "")
+        )
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     if not math.isfinite(float(value)):
@@ -34,8 +47,10 @@ def positive(name: str, value, *, integer: bool = False, allow_zero: bool = Fals
     return float(value)
 
 
-HOLD_WHY = ("a batcher that holds a request over a minute is not serving traffic; in a finite run "
-            "such a hold makes the last partial batch set the run's length")
+HOLD_WHY = (
+    "a batcher that holds a request over a minute is not serving traffic; in a finite run "
+    "such a hold makes the last partial batch set the run's length"
+)
 MAX_HOLD_S = 60.0  # seconds: the longest a policy may hold a request (see HOLD_WHY)
 
 
@@ -61,7 +76,9 @@ def lengths_array(name: str, values, *, max_len: int | None = None) -> np.ndarra
     if isinstance(values, (int, np.integer)):
         values = [values]
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{name} must be a list of whole token counts, got {type(values).__name__}")
+        raise ValueError(
+            f"{name} must be a list of whole token counts, got {type(values).__name__}"
+        )
     try:
         arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values)
     except (TypeError, ValueError, OverflowError):
@@ -80,8 +97,10 @@ def lengths_array(name: str, values, *, max_len: int | None = None) -> np.ndarra
         raise ValueError(f"{name} must be >= 1 token each; smallest given is {arr.min()}")
     cap = limits.MAX_SEQUENCE_TOKENS if max_len is None else max_len
     if max_len is None and np.any(arr > cap):
-        raise ValueError(f"{name} has a sequence of {arr.max():,.0f} tokens, over the limit of {cap:,} "
-                         "tokens per sequence (no model preset has more than 4,096 positions)")
+        raise ValueError(
+            f"{name} has a sequence of {arr.max():,.0f} tokens, over the limit of {cap:,} "
+            "tokens per sequence (no model preset has more than 4,096 positions)"
+        )
     if max_len is not None and np.any(arr > max_len):
         raise ValueError(
             f"{name} has a sequence of {int(arr.max())} tokens, longer than the maximum {max_len}"
@@ -111,8 +130,10 @@ def read_text_file(name: str, path, *, max_bytes: int | None = None) -> str:
         try:
             size = os.fstat(fh.fileno()).st_size
             if size > limit:
-                raise ValueError(f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
-                                 "(a quarter of the memory budget; raise it with --max-memory)")
+                raise ValueError(
+                    f"{name} {shown!r} is {size:,} bytes, over the limit of {limit:,} "
+                    "(a quarter of the memory budget; raise it with --max-memory)"
+                )
             chunks, got = [], 0
             while got <= limit:  # in chunks: read(n) would reserve n bytes at once
                 chunk = fh.read(1 << 20)
@@ -158,8 +179,10 @@ def boolean_fields(obj) -> None:
         if f.type in ("bool", bool):
             v = getattr(obj, f.name)
             if not isinstance(v, (bool, np.bool_)):
-                raise ValueError(f"{type(obj).__name__}.{f.name} must be true or false, got {v!r} "
-                                 f"({type(v).__name__})")
+                raise ValueError(
+                    f"{type(obj).__name__}.{f.name} must be true or false, got {v!r} "
+                    f"({type(v).__name__})"
+                )
 
 
 def in_range(name: str, value, lo: float, hi: float, *, why: str = "", unit: str = "") -> float:
@@ -168,7 +191,10 @@ def in_range(name: str, value, lo: float, hi: float, *, why: str = "", unit: str
     v = positive(name, value, allow_zero=lo <= 0) if lo >= 0 else _finite(name, value)
     if not lo <= v <= hi:
         u = f" {unit}" if unit else ""
-        raise ValueError(f"{name} must lie in {lo:.3g}..{hi:.3g}{u}, got {value!r}" + (f" ({why})" if why else ""))
+        raise ValueError(
+            f"{name} must lie in {lo:.3g}..{hi:.3g}{u}, got {value!r}"
+            + (f" ({why})" if why else "")
+        )
     return v
 
 

@@ -68,7 +68,9 @@ def two_rate(
     may be 0 (an on/off source). The long-run mean rate is
     ``(r_h m_h + r_l m_l) / (m_h + m_l)``.
     """
-    rh = positive("rate_high_per_s", rate_high_per_s)  # any finite rate: the draw is O(n) at either extreme
+    rh = positive(
+        "rate_high_per_s", rate_high_per_s
+    )  # any finite rate: the draw is O(n) at either extreme
     rl = positive("rate_low_per_s", rate_low_per_s, allow_zero=True)
     mh = positive("mean_high_s", mean_high_s)
     ml = positive("mean_low_s", mean_low_s)
@@ -90,7 +92,7 @@ def two_rate(
                     times = t + np.sort(rng.uniform(0.0, stay, k))[:take]
                 else:  # only the first ``take`` of k: O(take) work and memory, same distribution
                     times = t + stay * _first_order_statistics(k, take, rng)
-                out[got:got + take] = times
+                out[got : got + take] = times
                 got += take
         t += stay
         high = not high
@@ -133,7 +135,9 @@ def _two_rate_sparse(rh, rl, mh, ml, n, rng):
             if rng.uniform() < qh / (1 - p0):
                 t += rng.exponential(1 / eh)  # the high stay's first event, an arrival
             else:
-                t += rng.exponential(1 / eh) + rng.exponential(1 / el)  # empty high stay, then a low arrival
+                t += rng.exponential(1 / eh) + rng.exponential(
+                    1 / el
+                )  # empty high stay, then a low arrival
                 high = False
             out[got] = t
             got += 1
@@ -151,8 +155,14 @@ def _two_rate_sparse(rh, rl, mh, ml, n, rng):
     return out
 
 
-def on_off(rate_on_per_s: float, n: int, *, mean_on_s: float = 1.0, mean_off_s: float = 1.0,
-           seed: int = DEFAULT_SEED) -> np.ndarray:
+def on_off(
+    rate_on_per_s: float,
+    n: int,
+    *,
+    mean_on_s: float = 1.0,
+    mean_off_s: float = 1.0,
+    seed: int = DEFAULT_SEED,
+) -> np.ndarray:
     """Bursty arrivals: Poisson at ``rate_on_per_s`` during "on" periods, silence when "off"."""
     return two_rate(rate_on_per_s, 0.0, n, mean_high_s=mean_on_s, mean_low_s=mean_off_s, seed=seed)
 
@@ -183,10 +193,12 @@ def daily_ramp(
     while got < n:
         gaps = rng.exponential(1.0 / peak, chunk)
         t = t0 + np.cumsum(gaps)
-        keep = rng.uniform(0.0, 1.0, chunk) * peak <= mean * (1.0 - sw * np.cos(2 * np.pi * t / period))
+        keep = rng.uniform(0.0, 1.0, chunk) * peak <= mean * (
+            1.0 - sw * np.cos(2 * np.pi * t / period)
+        )
         acc = t[keep]
         take = min(acc.size, n - got)
-        out[got:got + take] = acc[:take]
+        out[got : got + take] = acc[:take]
         got += take
         t0 = t[-1]
     return out
@@ -206,9 +218,16 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         try:
             header = [h.strip().lower() for h in next(reader)]
         except StopIteration:
-            raise ValueError(f"trace file {path} is empty; expected a header 'arrival_s,length'") from None
-        t_col = next((header.index(c) for c in ("arrival_s", "arrival", "time", "time_s") if c in header), None)
-        l_col = next((header.index(c) for c in ("length", "tokens", "seq_len") if c in header), None)
+            raise ValueError(
+                f"trace file {path} is empty; expected a header 'arrival_s,length'"
+            ) from None
+        t_col = next(
+            (header.index(c) for c in ("arrival_s", "arrival", "time", "time_s") if c in header),
+            None,
+        )
+        l_col = next(
+            (header.index(c) for c in ("length", "tokens", "seq_len") if c in header), None
+        )
         if t_col is None or l_col is None:
             raise ValueError(
                 f"trace file {path} needs columns 'arrival_s' and 'length'; found {', '.join(header)}"
@@ -220,28 +239,38 @@ def load_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 continue
             line = reader.line_num
             if len(r) < need:
-                raise ValueError(f"trace file {path} line {line}: {len(r)} field(s) {','.join(r)!r}; "
-                                 f"expected {len(header)} ({', '.join(header)})")
+                raise ValueError(
+                    f"trace file {path} line {line}: {len(r)} field(s) {','.join(r)!r}; "
+                    f"expected {len(header)} ({', '.join(header)})"
+                )
             try:
                 rows.append((float(r[t_col]), float(r[l_col])))
             except ValueError:
-                raise ValueError(f"trace file {path} line {line}: {','.join(r)!r} is not an arrival time "
-                                 "and a length (numbers)") from None
+                raise ValueError(
+                    f"trace file {path} line {line}: {','.join(r)!r} is not an arrival time "
+                    "and a length (numbers)"
+                ) from None
             if len(rows) > limits.MAX_REQUESTS_IN_TRACE:
-                raise ValueError(f"trace file {path}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests "
-                                 "(the serving simulator's limit for one run); split the trace")
+                raise ValueError(
+                    f"trace file {path}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests "
+                    "(the serving simulator's limit for one run); split the trace"
+                )
     if not rows:
         raise ValueError(f"trace file {path} has a header but no requests")
     arr = np.array(rows)
     t, lens = arr[:, 0], arr[:, 1]
     if not np.all(np.isfinite(t)) or np.any(t < 0):
         bad = int(np.flatnonzero(~np.isfinite(t) | (t < 0))[0])
-        raise ValueError(f"trace file {path}: arrival times must be finite and >= 0 (request {bad + 1}: {t[bad]!r})")
+        raise ValueError(
+            f"trace file {path}: arrival times must be finite and >= 0 (request {bad + 1}: {t[bad]!r})"
+        )
     if not np.all(np.isfinite(lens)) or np.any(lens < 1) or np.any(lens != np.round(lens)):
         raise ValueError(f"trace file {path}: lengths must be whole numbers >= 1")
     if np.any(lens > limits.MAX_SEQUENCE_TOKENS):
-        raise ValueError(f"trace file {path}: a length of {lens.max():,.0f} tokens is over the limit of "
-                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request")
+        raise ValueError(
+            f"trace file {path}: a length of {lens.max():,.0f} tokens is over the limit of "
+            f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request"
+        )
     order = np.argsort(t, kind="stable")
     return t[order].astype(np.float64), lens[order].astype(np.int64)
 

@@ -32,7 +32,10 @@ import math
 
 import numpy as np
 
-TENSOR_EFFICIENCY_BOUNDS = (0.20, 1.00)  # a fraction of peak; below 0.2 the chip is not the one named
+TENSOR_EFFICIENCY_BOUNDS = (
+    0.20,
+    1.00,
+)  # a fraction of peak; below 0.2 the chip is not the one named
 LAUNCH_BOUNDS_S = (0.0, 50e-6)  # seconds per kernel; 10x the preset's 4.9 us
 _GOLDEN = (math.sqrt(5) - 1) / 2
 
@@ -53,14 +56,19 @@ def _golden(f, lo, hi, iters=60):
     return (a + b) / 2
 
 
-TILE_WORKLOADS = {"tile-onchip-matmul": ("bow", "AMP_PHASE_OVERHEAD_CYCLES"),
-                  "tile-exchange": (None, "EXCHANGE_EFFICIENCY"),
-                  "tile-gemm": ("gc2", "REARRANGE_BYTES_PER_CYCLE")}
+TILE_WORKLOADS = {
+    "tile-onchip-matmul": ("bow", "AMP_PHASE_OVERHEAD_CYCLES"),
+    "tile-exchange": (None, "EXCHANGE_EFFICIENCY"),
+    "tile-gemm": ("gc2", "REARRANGE_BYTES_PER_CYCLE"),
+}
 """Tile microbenchmarks a measurement may be (``ipusim.tile_calibration``'s): workload -> (the
 chip ``tile_calibration`` simulates it on, None for any tile preset; the parameter it sets)."""
 
-TILE_BOUNDS = {"AMP_PHASE_OVERHEAD_CYCLES": (0.0, 5000.0), "EXCHANGE_EFFICIENCY": (0.05, 1.0),
-               "REARRANGE_BYTES_PER_CYCLE": (0.01, 1000.0)}
+TILE_BOUNDS = {
+    "AMP_PHASE_OVERHEAD_CYCLES": (0.0, 5000.0),
+    "EXCHANGE_EFFICIENCY": (0.05, 1.0),
+    "REARRANGE_BYTES_PER_CYCLE": (0.01, 1000.0),
+}
 """Bounds of the tile parameters (cycles; fraction of the nominal exchange; bytes/cycle)."""
 
 
@@ -69,12 +77,18 @@ def _check_tile(r, where):
 
     home, _ = TILE_WORKLOADS.get(r["workload"], ("?", None))
     if home == "?":
-        raise ValueError(f"{where}: cannot be matched: tile measurements are the microbenchmarks "
-                         f"{', '.join(TILE_WORKLOADS)}, got workload {r['workload']!r}")
+        raise ValueError(
+            f"{where}: cannot be matched: tile measurements are the microbenchmarks "
+            f"{', '.join(TILE_WORKLOADS)}, got workload {r['workload']!r}"
+        )
     if r["chip"] not in hardware.TILE_PRESETS or (home and r["chip"] != home):
-        raise ValueError(f"{where}: {r['workload']} is simulated on {home or 'a tile preset'}, got chip {r['chip']!r}")
+        raise ValueError(
+            f"{where}: {r['workload']} is simulated on {home or 'a tile preset'}, got chip {r['chip']!r}"
+        )
     if r["workload"] == "tile-gemm" and r["batch"] != 2688:
-        raise ValueError(f"{where}: tile-gemm is the 2,688^3 GEMM of tile_calibration (batch 2688), got {r['batch']}")
+        raise ValueError(
+            f"{where}: tile-gemm is the 2,688^3 GEMM of tile_calibration (batch 2688), got {r['batch']}"
+        )
     if r["workload"] == "tile-onchip-matmul" and not r["batch"]:
         raise ValueError(f"{where}: tile-onchip-matmul needs batch = N of [N,16] @ [16,16]")
 
@@ -96,20 +110,30 @@ def measurements(path) -> list[dict]:
             _check_tile(r, where)
             continue
         if r["area"] != "gpu" or r["workload"] != "gpu-padded":
-            raise ValueError(f"{where}: cannot be matched: calibrate fits padded GPU steps "
-                             f"(area gpu, workload gpu-padded) and tile microbenchmarks (area tile), "
-                             f"got area {r['area']!r}, workload {r['workload']!r}")
+            raise ValueError(
+                f"{where}: cannot be matched: calibrate fits padded GPU steps "
+                f"(area gpu, workload gpu-padded) and tile microbenchmarks (area tile), "
+                f"got area {r['area']!r}, workload {r['workload']!r}"
+            )
         if r["chip"] not in hardware.GPU_PRESETS:
-            raise ValueError(f"{where}: chip must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), got {r['chip']!r}")
+            raise ValueError(
+                f"{where}: chip must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), got {r['chip']!r}"
+            )
         if r["unit"] != "ms" or r["metric"] != "latency":
-            raise ValueError(f"{where}: metric must be latency in ms, got {r['metric']!r} in {r['unit']!r}")
+            raise ValueError(
+                f"{where}: metric must be latency in ms, got {r['metric']!r} in {r['unit']!r}"
+            )
         if r["model"] not in workloads.MODELS:
-            raise ValueError(f"{where}: model must be a preset ({', '.join(workloads.MODELS)}), got {r['model']!r}")
+            raise ValueError(
+                f"{where}: model must be a preset ({', '.join(workloads.MODELS)}), got {r['model']!r}"
+            )
         if not r["batch"] or not r["seq_len"]:
             raise ValueError(f"{where}: batch and seq_len are needed to simulate the step")
         chips.add(r["chip"])
     if len(chips) > 1:
-        raise ValueError(f"{path}: measurements of one GPU chip per file, got {', '.join(sorted(chips))}")
+        raise ValueError(
+            f"{path}: measurements of one GPU chip per file, got {', '.join(sorted(chips))}"
+        )
     return list(rows)
 
 
@@ -134,13 +158,18 @@ def fit_tile(rows) -> dict:
             v = math.exp(x) if log else x
             p = {"tile": {**chosen, name: v}}
             return sum(math.log(predict(r, p) / r["value"]) ** 2 for r in mine)
+
         x = _golden(cost, *(map(math.log, (lo, hi)) if log else (lo, hi)), iters=50)
         chosen[name] = math.exp(x) if log else x
     before = [math.log(predict(r) / r["value"]) ** 2 for r in rows]
     after = [math.log(predict(r, {"tile": chosen}) / r["value"]) ** 2 for r in rows]
-    return {"parameters": chosen, "preset": dict(tc.current()), "rows": len(rows),
-            "rms_log_error_before": math.sqrt(sum(before) / len(rows)),
-            "rms_log_error_after": math.sqrt(sum(after) / len(rows))}
+    return {
+        "parameters": chosen,
+        "preset": dict(tc.current()),
+        "rows": len(rows),
+        "rms_log_error_before": math.sqrt(sum(before) / len(rows)),
+        "rms_log_error_after": math.sqrt(sum(after) / len(rows)),
+    }
 
 
 def calibrate(rows) -> dict:
@@ -161,8 +190,12 @@ def _launchless(rows, eff):
 
     t0, k = [], []
     for r in rows:
-        res = simulate(r["chip"], step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"]),
-                       tensor_efficiency=eff, launch_s=0.0)
+        res = simulate(
+            r["chip"],
+            step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"]),
+            tensor_efficiency=eff,
+            launch_s=0.0,
+        )
         t0.append(res.extra["time_if_unlimited_s"])
         k.append(sum(x["count"] for x in res.extra["kernels"]))
     return np.array(t0), np.array(k, float)
@@ -183,13 +216,19 @@ def fit(rows) -> dict:
 
             def cost(launch):
                 return float(np.sum(np.log((t0 + k * launch) / measured) ** 2))
+
             launch = _golden(cost, *LAUNCH_BOUNDS_S)
             cache[eff] = (cost(launch), launch)
         return cache[eff]
 
-    grid = np.round(np.arange(TENSOR_EFFICIENCY_BOUNDS[0], TENSOR_EFFICIENCY_BOUNDS[1] + 1e-9, 0.01), 2)
+    grid = np.round(
+        np.arange(TENSOR_EFFICIENCY_BOUNDS[0], TENSOR_EFFICIENCY_BOUNDS[1] + 1e-9, 0.01), 2
+    )
     best = min(grid, key=lambda e: inner(float(e))[0])
-    lo, hi = max(TENSOR_EFFICIENCY_BOUNDS[0], best - 0.01), min(TENSOR_EFFICIENCY_BOUNDS[1], best + 0.01)
+    lo, hi = (
+        max(TENSOR_EFFICIENCY_BOUNDS[0], best - 0.01),
+        min(TENSOR_EFFICIENCY_BOUNDS[1], best + 0.01),
+    )
     eff = _golden(lambda e: inner(e)[0], lo, hi, iters=30)
     cost, launch = inner(eff)
     chip = rows[0]["chip"]
@@ -198,27 +237,45 @@ def fit(rows) -> dict:
     t0, k = _launchless(rows, TENSOR_EFFICIENCY)
     before = float(np.sum(np.log((t0 + k * _chip(chip).kernel_launch_s) / measured) ** 2))
     n = len(rows)
-    return {"chip": chip, "tensor_efficiency": float(eff), "launch_s": float(launch), "rows": n,
-            "rms_log_error_before": math.sqrt(before / n), "rms_log_error_after": math.sqrt(cost / n),
-            "tensor_efficiency_preset": TENSOR_EFFICIENCY, "launch_s_preset": _chip(chip).kernel_launch_s}
+    return {
+        "chip": chip,
+        "tensor_efficiency": float(eff),
+        "launch_s": float(launch),
+        "rows": n,
+        "rms_log_error_before": math.sqrt(before / n),
+        "rms_log_error_after": math.sqrt(cost / n),
+        "tensor_efficiency_preset": TENSOR_EFFICIENCY,
+        "launch_s_preset": _chip(chip).kernel_launch_s,
+    }
 
 
 def to_toml(result: dict, source: str) -> str:
     """The calibration file ``load`` reads, from ``calibrate``'s result."""
-    out = [f"# ipusim calibration, written by `ipusim calibrate` from {source}",
-           "# rule: bounded least squares of ln(predicted / measured) (ipusim.calibration)"]
+    out = [
+        f"# ipusim calibration, written by `ipusim calibrate` from {source}",
+        "# rule: bounded least squares of ln(predicted / measured) (ipusim.calibration)",
+    ]
     g = result.get("gpu")
     if g:
-        out += ["[gpu]", f"chip = \"{g['chip']}\"",
-                f"tensor_efficiency = {g['tensor_efficiency']:.6g}  # preset {g['tensor_efficiency_preset']}",
-                f"launch_s = {g['launch_s']:.6g}  # preset {g['launch_s_preset']:.3g}",
-                f"rows = {g['rows']}", f"rms_log_error_before = {g['rms_log_error_before']:.6g}",
-                f"rms_log_error_after = {g['rms_log_error_after']:.6g}"]
+        out += [
+            "[gpu]",
+            f'chip = "{g["chip"]}"',
+            f"tensor_efficiency = {g['tensor_efficiency']:.6g}  # preset {g['tensor_efficiency_preset']}",
+            f"launch_s = {g['launch_s']:.6g}  # preset {g['launch_s_preset']:.3g}",
+            f"rows = {g['rows']}",
+            f"rms_log_error_before = {g['rms_log_error_before']:.6g}",
+            f"rms_log_error_after = {g['rms_log_error_after']:.6g}",
+        ]
     t = result.get("tile")
     if t:
-        out += ["[tile]"] + [f"{k} = {v:.6g}  # preset {t['preset'][k]:.6g}" for k, v in t["parameters"].items()]
-        out += [f"rows = {t['rows']}", f"rms_log_error_before = {t['rms_log_error_before']:.6g}",
-                f"rms_log_error_after = {t['rms_log_error_after']:.6g}"]
+        out += ["[tile]"] + [
+            f"{k} = {v:.6g}  # preset {t['preset'][k]:.6g}" for k, v in t["parameters"].items()
+        ]
+        out += [
+            f"rows = {t['rows']}",
+            f"rms_log_error_before = {t['rms_log_error_before']:.6g}",
+            f"rms_log_error_after = {t['rms_log_error_after']:.6g}",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -244,12 +301,20 @@ def load(path) -> dict:
             if key not in g:
                 raise ValueError(f"{path}: [gpu] needs {key}")
         if g["chip"] not in hardware.GPU_PRESETS:
-            raise ValueError(f"{path}: [gpu] chip must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), "
-                             f"got {g['chip']!r}")
-        for key, (lo, hi) in (("tensor_efficiency", TENSOR_EFFICIENCY_BOUNDS), ("launch_s", LAUNCH_BOUNDS_S)):
+            raise ValueError(
+                f"{path}: [gpu] chip must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), "
+                f"got {g['chip']!r}"
+            )
+        for key, (lo, hi) in (
+            ("tensor_efficiency", TENSOR_EFFICIENCY_BOUNDS),
+            ("launch_s", LAUNCH_BOUNDS_S),
+        ):
             _bounded(path, "gpu", key, g[key], lo, hi)
-        out["gpu"] = {"chip": g["chip"], "tensor_efficiency": float(g["tensor_efficiency"]),
-                      "launch_s": float(g["launch_s"])}
+        out["gpu"] = {
+            "chip": g["chip"],
+            "tensor_efficiency": float(g["tensor_efficiency"]),
+            "launch_s": float(g["launch_s"]),
+        }
     t = d.get("tile")
     if t is not None:
         if not isinstance(t, dict):
@@ -277,6 +342,8 @@ def options(params: dict | None, chip) -> dict:
     g = params["gpu"]
     name = getattr(chip, "name", chip)
     if g.get("chip") != name:
-        raise ValueError(f"the calibration is for {g.get('chip')!r}, not {name!r}: calibrate that chip "
-                         "from its own measurements")
+        raise ValueError(
+            f"the calibration is for {g.get('chip')!r}, not {name!r}: calibrate that chip "
+            "from its own measurements"
+        )
     return {"tensor_efficiency": g["tensor_efficiency"], "launch_s": g["launch_s"]}

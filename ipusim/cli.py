@@ -22,7 +22,9 @@ import sys
 from . import __version__, commands, limits
 from .commands import _costs
 
-_MAX_INT = 2**53  # any whole-number option: above this it cannot be a count this code can hold exactly
+_MAX_INT = (
+    2**53
+)  # any whole-number option: above this it cannot be a count this code can hold exactly
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,16 +66,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "for transformer inference and training.",
     )
     parser.add_argument("--version", action="version", version=f"ipusim {__version__}")
-    parser.add_argument("--max-memory", metavar="SIZE", default=None,
-                        help=f"memory budget for one run, e.g. 4G or 512M (default: ${limits.ENV_MAX_MEMORY} "
-                             f"or {limits.DEFAULT_MAX_MEMORY_BYTES // 2**30}G); inputs that need more are refused")
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        default=None,
+        help=f"memory budget for one run, e.g. 4G or 512M (default: ${limits.ENV_MAX_MEMORY} "
+        f"or {limits.DEFAULT_MAX_MEMORY_BYTES // 2**30}G); inputs that need more are refused",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in _command_modules(only):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        with contextlib.suppress(argparse.ArgumentError):  # unless the command has its own --max-memory
-            p.add_argument("--max-memory", metavar="SIZE", default=argparse.SUPPRESS,
-                           help="memory budget for this run, e.g. 4G (see ipusim --help)")
+        with contextlib.suppress(
+            argparse.ArgumentError
+        ):  # unless the command has its own --max-memory
+            p.add_argument(
+                "--max-memory",
+                metavar="SIZE",
+                default=argparse.SUPPRESS,
+                help="memory budget for this run, e.g. 4G (see ipusim --help)",
+            )
         p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
@@ -92,8 +104,10 @@ def _check_numbers(args, defaults=None) -> None:
             raise ValueError(f"{flag} must be a finite number, got {v}")
         if isinstance(v, str) and not v.strip():
             raise ValueError(f"{flag} is empty; give a value (see --help)")
-        if isinstance(v, list) and ((not v and defaults.get(key) != []) or
-                                    any(isinstance(x, str) and not x.strip() for x in v)):
+        if isinstance(v, list) and (
+            (not v and defaults.get(key) != [])
+            or any(isinstance(x, str) and not x.strip() for x in v)
+        ):
             raise ValueError(f"{flag} needs a value (see --help)")
         if isinstance(v, int) and abs(v) > _MAX_INT:
             raise ValueError(f"{flag} = {v:.3g} is too large (at most {_MAX_INT:.3g})")
@@ -123,9 +137,13 @@ def main(argv=None) -> int:
         return 130
     except ValueError as err:
         return _fail(command, err, 2)
-    except BrokenPipeError:  # the reader went away (``ipusim ... | head``): stop quietly, as Unix tools do
+    except (
+        BrokenPipeError
+    ):  # the reader went away (``ipusim ... | head``): stop quietly, as Unix tools do
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+            os.dup2(
+                os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+            )  # no second error at exit's flush
         except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
             pass
         return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
@@ -133,12 +151,18 @@ def main(argv=None) -> int:
         name = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         return _fail(command, f"{err.strerror or err}{':' if name else ''}{name}", 2)
     except (MemoryError, RecursionError) as err:
-        return _fail(command, f"input too large ({type(err).__name__}); lower it or raise --max-memory", 2)
+        return _fail(
+            command, f"input too large ({type(err).__name__}); lower it or raise --max-memory", 2
+        )
     except Exception as err:  # a bug: one line (set IPUSIM_DEBUG=1 for the traceback)
         if os.environ.get("IPUSIM_DEBUG"):
             raise
-        return _fail(command, f"internal error {type(err).__name__}: {err} (please report; "
-                     "IPUSIM_DEBUG=1 shows the traceback)", 1)
+        return _fail(
+            command,
+            f"internal error {type(err).__name__}: {err} (please report; "
+            "IPUSIM_DEBUG=1 shows the traceback)",
+            1,
+        )
     finally:
         limits.set_max_memory(None)
 
@@ -160,4 +184,3 @@ def entry() -> int:
         return main()
     finally:
         gc.freeze()
-

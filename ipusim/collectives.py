@@ -59,8 +59,10 @@ class Link:
         positive(f"Link.latency_s ({self.name})", self.latency_s, allow_zero=True)
 
     def __repr__(self):
-        return (f"Link({self.name!r}: {self.bandwidth_bytes_per_s / 1e9:,.1f} GB/s one way per chip, "
-                f"{self.latency_s * 1e6:.2f} us)")
+        return (
+            f"Link({self.name!r}: {self.bandwidth_bytes_per_s / 1e9:,.1f} GB/s one way per chip, "
+            f"{self.latency_s * 1e6:.2f} us)"
+        )
 
 
 # IPU-Link latency: JIA-FT measured 0.52-0.78 us off-chip on GC2 (facts §1.5); the middle of the
@@ -71,7 +73,9 @@ IPU_LINK_LATENCY_S = 0.65e-6  # s, JIA-FT (facts §1.5), mid-range
 # their nominal rate. That measured share is applied to every tile chip's nominal link rate
 # (ASSUMPTION for GC200 and Bow, whose links were not measured).
 IPU_LINK_GC2_MEASURED_BYTES_PER_S = 55.0e9  # bytes/s one way, JIA-FT (facts §1.5)
-IPU_LINK_GC2_NOMINAL_BYTES_PER_S = 3 * 64e9 / 2  # bytes/s one way, JIA-N: 3 links x 64 GB/s both ways
+IPU_LINK_GC2_NOMINAL_BYTES_PER_S = (
+    3 * 64e9 / 2
+)  # bytes/s one way, JIA-N: 3 links x 64 GB/s both ways
 IPU_LINK_EFFICIENCY = IPU_LINK_GC2_MEASURED_BYTES_PER_S / IPU_LINK_GC2_NOMINAL_BYTES_PER_S
 # ASSUMPTION: NVLink step latency 1 us and InfiniBand 2 us (NIC + one switch hop); no sourced
 # figure in the facts sheet. They are of the order NCCL's small-message times show and matter only
@@ -93,18 +97,51 @@ GW_LINK_BYTES_PER_S_PER_MACHINE = 2 * 100e9 / 8  # bytes/s one way per 4-chip ma
 # source). Per chip = per node / chips per node (all chips of a node cross at once in the
 # hierarchical all-reduce).
 _INTER_NODE = {
-    "gc200": (GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4, POD_CHIPS, GATEWAY_LATENCY_S,
-              "GC-POD64: IPU-POD64s joined by GW-Links, 2 x 100 Gb/s per IPU-M2000 (4 chips)"),
-    "bow": (GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4, POD_CHIPS, GATEWAY_LATENCY_S,
-            "GC-BOW2000: Bow Pod64s joined by GW-Links, 2 x 100 Gb/s per Bow-2000 (4 chips)"),
+    "gc200": (
+        GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4,
+        POD_CHIPS,
+        GATEWAY_LATENCY_S,
+        "GC-POD64: IPU-POD64s joined by GW-Links, 2 x 100 Gb/s per IPU-M2000 (4 chips)",
+    ),
+    "bow": (
+        GW_LINK_BYTES_PER_S_PER_MACHINE * POD_CHIPS / 4,
+        POD_CHIPS,
+        GATEWAY_LATENCY_S,
+        "GC-BOW2000: Bow Pod64s joined by GW-Links, 2 x 100 Gb/s per Bow-2000 (4 chips)",
+    ),
     # GC-LEGACY (facts §1.1): 128 GB/s card-to-card on the C2 card (2 IPUs), both directions.
-    "gc2": (128e9 / 2, 2, IPU_LINK_LATENCY_S, "GC-LEGACY: 128 GB/s card-to-card per C2 card (2 chips), both directions"),
+    "gc2": (
+        128e9 / 2,
+        2,
+        IPU_LINK_LATENCY_S,
+        "GC-LEGACY: 128 GB/s card-to-card per C2 card (2 chips), both directions",
+    ),
     # DGX-A100 (GEEKTOPIA-DGXA100): eight 200 Gb/s Mellanox adapters per 8-GPU node (HDR InfiniBand).
-    "a100-40gb": (8 * 200e9 / 8, 8, INFINIBAND_LATENCY_S, "GEEKTOPIA-DGXA100: 8 x 200 Gb/s per DGX A100"),
-    "a100-80gb": (8 * 200e9 / 8, 8, INFINIBAND_LATENCY_S, "GEEKTOPIA-DGXA100: 8 x 200 Gb/s per DGX A100"),
+    "a100-40gb": (
+        8 * 200e9 / 8,
+        8,
+        INFINIBAND_LATENCY_S,
+        "GEEKTOPIA-DGXA100: 8 x 200 Gb/s per DGX A100",
+    ),
+    "a100-80gb": (
+        8 * 200e9 / 8,
+        8,
+        INFINIBAND_LATENCY_S,
+        "GEEKTOPIA-DGXA100: 8 x 200 Gb/s per DGX A100",
+    ),
     # DGX H100/H200 (DGX-BASEPOD): eight single-port ConnectX-7, up to 400 Gb/s (NDR) each.
-    "h100-sxm": (8 * 400e9 / 8, 8, INFINIBAND_LATENCY_S, "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H100"),
-    "h200": (8 * 400e9 / 8, 8, INFINIBAND_LATENCY_S, "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H200"),
+    "h100-sxm": (
+        8 * 400e9 / 8,
+        8,
+        INFINIBAND_LATENCY_S,
+        "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H100",
+    ),
+    "h200": (
+        8 * 400e9 / 8,
+        8,
+        INFINIBAND_LATENCY_S,
+        "DGX-BASEPOD: 8 x ConnectX-7 400 Gb/s per DGX H200",
+    ),
 }
 # Default node size for a user-made chip: a pod of 64 tile chips (an IPU-POD64) or 8 GPUs (a DGX).
 _DEFAULT_NODE = {"tile": POD_CHIPS, "gpu": 8}
@@ -120,13 +157,16 @@ def intra_node_link(chip) -> Link:
 
     c = _chip(chip)
     if c.link_bandwidth_bytes_per_s <= 0:
-        raise ValueError(f"chip {c.name!r} has no chip-to-chip link (link_bandwidth_bytes_per_s = 0)")
+        raise ValueError(
+            f"chip {c.name!r} has no chip-to-chip link (link_bandwidth_bytes_per_s = 0)"
+        )
     tile = c.kind == "tile"
     return Link(
         "ipu-link" if tile else "nvlink",
         c.link_bandwidth_bytes_per_s / 2 * (IPU_LINK_EFFICIENCY if tile else 1.0),
         IPU_LINK_LATENCY_S if tile else NVLINK_LATENCY_S,
-        source=c.sources.get("link_bandwidth_bytes_per_s", "(user value)") + "; one way = half"
+        source=c.sources.get("link_bandwidth_bytes_per_s", "(user value)")
+        + "; one way = half"
         + ("; x 55/96 as measured (JIA-FT)" if tile else ""),
     )
 
@@ -150,7 +190,10 @@ def inter_node_link(chip, chips_per_node: int | None = None) -> Link:
     if key in _INTER_NODE:
         node_bw, node, lat, src = _INTER_NODE[key]
     else:  # a user-made chip: ASSUMPTION, a quarter of its own link, stated in the source
-        node, lat = _DEFAULT_NODE[c.kind], (GATEWAY_LATENCY_S if c.kind == "tile" else INFINIBAND_LATENCY_S)
+        node, lat = (
+            _DEFAULT_NODE[c.kind],
+            (GATEWAY_LATENCY_S if c.kind == "tile" else INFINIBAND_LATENCY_S),
+        )
         node_bw = c.link_bandwidth_bytes_per_s / 2 / 4 * node
         src = "ASSUMPTION: user-made chip; inter-node bandwidth a quarter of its one-way chip link"
     node = chips_per_node or node
@@ -219,7 +262,9 @@ def ring_tree_crossover_bytes(p: int, link: Link) -> float:
     return max(0.0, p * (p - 1 - math.ceil(math.log2(p))) * a * bw)
 
 
-def hierarchical_all_reduce_s(nbytes: float, per_node: int, nodes: int, intra: Link, inter: Link) -> float:
+def hierarchical_all_reduce_s(
+    nbytes: float, per_node: int, nodes: int, intra: Link, inter: Link
+) -> float:
     """Seconds for an all-reduce over ``per_node x nodes`` chips in three phases: reduce-scatter
     inside each node (``per_node`` chips on ``intra``), an all-reduce of the ``n / per_node``
     shard across ``nodes`` (every chip at once on its share ``inter`` of the node's fabric), and
@@ -228,7 +273,7 @@ def hierarchical_all_reduce_s(nbytes: float, per_node: int, nodes: int, intra: L
     n = positive("nbytes", nbytes, allow_zero=True)
     g = positive("per_node", per_node, integer=True)
     m = positive("nodes", nodes, integer=True)
-    return (reduce_scatter_s(n, g, intra) + all_reduce_s(n / g, m, inter) + all_gather_s(n, g, intra))
+    return reduce_scatter_s(n, g, intra) + all_reduce_s(n / g, m, inter) + all_gather_s(n, g, intra)
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,8 +341,10 @@ class Fabric:
         if p <= self.chips_per_node:
             return p, 1
         if p % self.chips_per_node:
-            raise ValueError(f"a group of {p} chips spanning nodes must fill whole nodes of "
-                             f"{self.chips_per_node} chips")
+            raise ValueError(
+                f"a group of {p} chips spanning nodes must fill whole nodes of "
+                f"{self.chips_per_node} chips"
+            )
         return self.chips_per_node, p // self.chips_per_node
 
     def all_reduce_s(self, nbytes: float, p: int) -> float:
@@ -321,16 +368,28 @@ class Fabric:
 
     def to_dict(self) -> dict:
         return {
-            "chip": self.chip, "chips": self.chips, "chips_per_node": self.chips_per_node,
-            "intra": {"name": self.intra.name, "bandwidth_bytes_per_s": self.intra.bandwidth_bytes_per_s,
-                      "latency_s": self.intra.latency_s, "source": self.intra.source},
-            "inter": {"name": self.inter.name, "bandwidth_bytes_per_s": self.inter.bandwidth_bytes_per_s,
-                      "latency_s": self.inter.latency_s, "source": self.inter.source},
+            "chip": self.chip,
+            "chips": self.chips,
+            "chips_per_node": self.chips_per_node,
+            "intra": {
+                "name": self.intra.name,
+                "bandwidth_bytes_per_s": self.intra.bandwidth_bytes_per_s,
+                "latency_s": self.intra.latency_s,
+                "source": self.intra.source,
+            },
+            "inter": {
+                "name": self.inter.name,
+                "bandwidth_bytes_per_s": self.inter.bandwidth_bytes_per_s,
+                "latency_s": self.inter.latency_s,
+                "source": self.inter.source,
+            },
         }
 
     def __repr__(self):
-        return (f"Fabric({self.chip}: {self.chips} chips, {self.chips_per_node} per node; "
-                f"intra {self.intra!r}; inter {self.inter!r})")
+        return (
+            f"Fabric({self.chip}: {self.chips} chips, {self.chips_per_node} per node; "
+            f"intra {self.intra!r}; inter {self.inter!r})"
+        )
 
 
 def fabric(chip, chips: int, *, chips_per_node: int | None = None) -> Fabric:
@@ -349,6 +408,8 @@ def fabric(chip, chips: int, *, chips_per_node: int | None = None) -> Fabric:
     node = chips_per_node or _INTER_NODE.get(_system_key(c), (0, _DEFAULT_NODE[c.kind]))[1]
     if intra is None:
         if chips > 1:
-            raise ValueError(f"chip {c.name!r} has no chip-to-chip link; it cannot be used in a group of {chips}")
+            raise ValueError(
+                f"chip {c.name!r} has no chip-to-chip link; it cannot be used in a group of {chips}"
+            )
         intra = Link("none", 1.0, 0.0, source="single chip")
     return Fabric(c.name, chips, node, intra, inter)

@@ -11,8 +11,10 @@ import math
 
 from .hardware import chip as _chip
 
-CAVEAT = ("per watt of published board power (TDP/TGP, ipusim.hardware), not of measured draw: "
-          "a chip that is idle part of the step draws less")
+CAVEAT = (
+    "per watt of published board power (TDP/TGP, ipusim.hardware), not of measured draw: "
+    "a chip that is idle part of the step draws less"
+)
 
 
 def per_watt(result, *, chips: int | None = None) -> dict:
@@ -35,6 +37,13 @@ def per_watt(result, *, chips: int | None = None) -> dict:
         thr = result.throughput_tokens_per_s if math.isfinite(result.time_s) else 0.0
         unit = "tokens/s"
     else:
-        raise ValueError(f"per_watt takes a StepResult, EmbeddingResult or DlrmStep, got {type(result).__name__}")
-    return {"throughput": float(thr), "unit": unit, "power_w": float(power), "per_w": float(thr / power),
-            "caveat": CAVEAT}
+        raise ValueError(
+            f"per_watt takes a StepResult, EmbeddingResult or DlrmStep, got {type(result).__name__}"
+        )
+    return {
+        "throughput": float(thr),
+        "unit": unit,
+        "power_w": float(power),
+        "per_w": float(thr / power),
+        "caveat": CAVEAT,
+    }

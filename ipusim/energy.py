@@ -47,11 +47,13 @@ class EnergyCost:
 # Per FP16 FLOP: one multiply-add is 2 FLOP and costs a FP16 multiply (1.1 pJ) plus a FP16
 # add (0.4 pJ) at 45 nm (GIST-HOROWITZ, ESIM): 1.5 pJ / 2 FLOP.
 FLOP_FP16 = EnergyCost(
-    (1.1 + 0.4) / 2, "FLOP",
+    (1.1 + 0.4) / 2,
+    "FLOP",
     "GIST-HOROWITZ 45 nm: FP16 mult 1.1 pJ + FP16 add 0.4 pJ per multiply-add (2 FLOP)",
 )
 FLOP_FP32 = EnergyCost(
-    (3.7 + 0.9) / 2, "FLOP",
+    (3.7 + 0.9) / 2,
+    "FLOP",
     "GIST-HOROWITZ 45 nm: FP32 mult 3.7 pJ + FP32 add 0.9 pJ per multiply-add (2 FLOP)",
 )
 
@@ -59,8 +61,11 @@ FLOP_FP32 = EnergyCost(
 # operation at each node as a quadratic in the supply voltage, E(V) = a V^2 + b V + c, normalised
 # alike across nodes (STILLMAKER2017; high-performance process fits, energy columns). The nodes
 # below 45 nm the presets need; 45 nm is Horowitz's. Their fits end at 7 nm.
-STILLMAKER_ENERGY_FIT = {45.0: (1.018, -0.3107, 0.1539), 16.0: (0.2958, -0.1241, 0.03024),
-                         7.0: (0.1776, -0.09097, 0.02447)}
+STILLMAKER_ENERGY_FIT = {
+    45.0: (1.018, -0.3107, 0.1539),
+    16.0: (0.2958, -0.1241, 0.03024),
+    7.0: (0.1776, -0.09097, 0.02447),
+}
 SCALING_VDD = 0.9  # V: Horowitz's supply voltage, held at every node (ASSUMPTION, see flop_scale)
 
 
@@ -88,26 +93,32 @@ BYTE = {
     # 4 x 32 KiB on GC2), so one access hits a ~32 KB array: Horowitz's 32 KB 64-bit access,
     # 20 pJ / 8 bytes. (The 1 MB figure, 12.5 pJ/byte, is the class of a GPU L2.)
     "tile SRAM": EnergyCost(
-        20.0 / 8, "byte",
+        20.0 / 8,
+        "byte",
         "GIST-HOROWITZ 45 nm: 32 KB SRAM, 64-bit access 20 pJ (tile banks are 16-32 KiB, GC-LV)",
     ),
     # HBM2 device access ~3.9 pJ/bit (O'Connor et al. MICRO-50 2017, via FGDRAM notes; conf. M,
     # value L). Unattributed notes put HBM3 at 3-5 pJ/bit, so one figure serves A100 (HBM2e)
     # and H100/H200 (HBM3/3e).
-    "HBM": EnergyCost(3.9 * 8, "byte", "FGDRAM (O'Connor et al. 2017, as quoted): HBM2 ~3.9 pJ/bit"),
+    "HBM": EnergyCost(
+        3.9 * 8, "byte", "FGDRAM (O'Connor et al. 2017, as quoted): HBM2 ~3.9 pJ/bit"
+    ),
     # Streaming Memory is DDR4 DIMMs. Horowitz: DRAM 64-bit access 1.3-2.6 nJ = 20-41 pJ/bit
     # (45 nm era, the only high-confidence DRAM figure). We take the LOW end, 20 pJ/bit: the
     # high end is older DRAM, and a lower-confidence note (HBM 2-2.4x better than DDR4) would
     # put DDR4 near 8-9 pJ/bit, so 20 is already unfavourable to the tile chip. See the
     # notebook's energy section for the sensitivity.
     "streaming DRAM": EnergyCost(
-        20.0 * 8, "byte", "GIST-HOROWITZ: DRAM 64-bit access 1.3-2.6 nJ = 20-41 pJ/bit; low end taken",
+        20.0 * 8,
+        "byte",
+        "GIST-HOROWITZ: DRAM 64-bit access 1.3-2.6 nJ = 20-41 pJ/bit; low end taken",
     ),
     # ASSUMPTION: the exchange reads a byte at the sender's SRAM and writes it at the
     # receiver's (2 x 2.5 pJ); the wire energy across the die is not in the facts sheet, so
     # this is a floor.
     "exchange": EnergyCost(
-        2 * 20.0 / 8, "byte",
+        2 * 20.0 / 8,
+        "byte",
         "ASSUMPTION: one tile-SRAM read + one write (GIST-HOROWITZ 32 KB); die wires not counted",
     ),
 }
@@ -115,16 +126,23 @@ BYTE = {
 # pJ/bit for IPU-Links or NVLink exists (facts §3.3); ``ipusim.placement`` charges every byte its
 # collectives and stage-to-stage sends put on the links at this price.
 LINK = EnergyCost(
-    2.0 * 8, "byte",
+    2.0 * 8,
+    "byte",
     "ASSUMPTION: 2 pJ/bit for transmitter + receiver; published 40-80 Gb/s wireline transceivers of "
     "the 28-45 nm era draw about 0.4-1.1 pJ/bit on each side (RAZAVI-WL); channel and switch not counted",
 )
 # A byte read from a GPU's L2 into an SM: the L2 is tens of MB, so Horowitz's largest array,
 # 1 MB, is a floor for it.
-L2 = EnergyCost(100.0 / 8, "byte", "GIST-HOROWITZ 45 nm: 1 MB SRAM, 64-bit access 100 pJ (a floor for a 40-50 MB L2)")
+L2 = EnergyCost(
+    100.0 / 8,
+    "byte",
+    "GIST-HOROWITZ 45 nm: 1 MB SRAM, 64-bit access 100 pJ (a floor for a 40-50 MB L2)",
+)
 # A byte read or written in an SM's shared memory (up to 164-228 KB in 32 banks): priced as a tile's
 # SRAM bank, so that the two machines differ only in where bytes come from.
-SMEM = EnergyCost(20.0 / 8, "byte", "GIST-HOROWITZ 45 nm: 32 KB SRAM, 64-bit access 20 pJ (as a tile SRAM bank)")
+SMEM = EnergyCost(
+    20.0 / 8, "byte", "GIST-HOROWITZ 45 nm: 32 KB SRAM, 64-bit access 20 pJ (as a tile SRAM bank)"
+)
 # ASSUMPTION: a GEMM or fused-attention block reads each operand byte it stages in shared memory
 # twice (a 2 x 2 grid of warps: every A row panel is read by two warps, every B column panel by
 # two) after writing it once: 3 shared-memory accesses per staged byte. Element-wise kernels
@@ -167,13 +185,20 @@ class Energy:
         return Energy(self.compute_j + other.compute_j, mv)
 
     def to_dict(self) -> dict:
-        return {"compute_j": self.compute_j, "data_j": self.data_j, "total_j": self.total_j,
-                "data_share": self.data_share, "movement_j": dict(self.movement_j)}
+        return {
+            "compute_j": self.compute_j,
+            "data_j": self.data_j,
+            "total_j": self.total_j,
+            "data_share": self.data_share,
+            "movement_j": dict(self.movement_j),
+        }
 
     def __repr__(self):
         mv = ", ".join(f"{k} {v:.3g} J" for k, v in self.movement_j.items())
-        return (f"Energy({self.total_j:.3g} J: compute {self.compute_j:.3g} J, data {self.data_j:.3g} J"
-                f" [{mv}], {self.data_share:.0%} moving data)")
+        return (
+            f"Energy({self.total_j:.3g} J: compute {self.compute_j:.3g} J, data {self.data_j:.3g} J"
+            f" [{mv}], {self.data_share:.0%} moving data)"
+        )
 
 
 def energy(flops: float, bytes_by_level: dict, *, flop_cost: EnergyCost = FLOP_FP16) -> Energy:
@@ -181,18 +206,24 @@ def energy(flops: float, bytes_by_level: dict, *, flop_cost: EnergyCost = FLOP_F
     mv = {}
     for level, b in bytes_by_level.items():
         if level not in BYTE:
-            raise ValueError(f"no energy figure for memory level {level!r}; priced: {', '.join(BYTE)}")
+            raise ValueError(
+                f"no energy figure for memory level {level!r}; priced: {', '.join(BYTE)}"
+            )
         mv[level] = float(b) * BYTE[level].pj * PJ
     return Energy(float(flops) * flop_cost.pj * PJ, mv)
 
 
 def table() -> list[dict]:
     """The energy table as rows: item, pJ per unit, unit, source."""
-    rows = [{"item": "FP16 FLOP", "pj": FLOP_FP16.pj, "unit": "FLOP", "source": FLOP_FP16.source},
-            {"item": "FP32 FLOP", "pj": FLOP_FP32.pj, "unit": "FLOP", "source": FLOP_FP32.source}]
+    rows = [
+        {"item": "FP16 FLOP", "pj": FLOP_FP16.pj, "unit": "FLOP", "source": FLOP_FP16.source},
+        {"item": "FP32 FLOP", "pj": FLOP_FP32.pj, "unit": "FLOP", "source": FLOP_FP32.source},
+    ]
     rows += [{"item": k, "pj": v.pj, "unit": v.unit, "source": v.source} for k, v in BYTE.items()]
-    rows += [{"item": k, "pj": v.pj, "unit": v.unit, "source": v.source}
-             for k, v in (("GPU L2", L2), ("GPU shared memory", SMEM), ("chip-to-chip link", LINK))]
+    rows += [
+        {"item": k, "pj": v.pj, "unit": v.unit, "source": v.source}
+        for k, v in (("GPU L2", L2), ("GPU shared memory", SMEM), ("chip-to-chip link", LINK))
+    ]
     return rows
 
 
@@ -203,9 +234,17 @@ def _nonneg(name, v) -> float:
     return v
 
 
-def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
-               exchange_sent_bytes: float, exchange_received_bytes: float,
-               streamed_bytes: float = 0.0, link_bytes: float = 0.0, flop_scale: float = 1.0) -> dict:
+def tile_split(
+    *,
+    amp_flops: float,
+    vector_flops: float,
+    sram_read_bytes: float,
+    exchange_sent_bytes: float,
+    exchange_received_bytes: float,
+    streamed_bytes: float = 0.0,
+    link_bytes: float = 0.0,
+    flop_scale: float = 1.0,
+) -> dict:
     """Energy of what a tile simulation did, by level, joules (keys ``TILE_LEVELS``).
 
     * "flops": AMP (matmul) FLOPs at the FP16 price, vector-unit FLOPs at the FP32 price, both
@@ -220,18 +259,33 @@ def tile_split(*, amp_flops: float, vector_flops: float, sram_read_bytes: float,
     """
     sram = BYTE["tile SRAM"].pj
     return {
-        "flops": (_nonneg("amp_flops", amp_flops) * FLOP_FP16.pj
-                  + _nonneg("vector_flops", vector_flops) * FLOP_FP32.pj) * _nonneg("flop_scale", flop_scale) * PJ,
+        "flops": (
+            _nonneg("amp_flops", amp_flops) * FLOP_FP16.pj
+            + _nonneg("vector_flops", vector_flops) * FLOP_FP32.pj
+        )
+        * _nonneg("flop_scale", flop_scale)
+        * PJ,
         "sram": _nonneg("sram_read_bytes", sram_read_bytes) * sram * PJ,
-        "exchange": (_nonneg("exchange_sent_bytes", exchange_sent_bytes)
-                     + _nonneg("exchange_received_bytes", exchange_received_bytes)) * sram * PJ,
+        "exchange": (
+            _nonneg("exchange_sent_bytes", exchange_sent_bytes)
+            + _nonneg("exchange_received_bytes", exchange_received_bytes)
+        )
+        * sram
+        * PJ,
         "streaming": _nonneg("streamed_bytes", streamed_bytes) * BYTE["streaming DRAM"].pj * PJ,
         "link": _nonneg("link_bytes", link_bytes) * LINK.pj * PJ,
     }
 
 
-def gpu_split(*, tensor_flops: float, simt_flops: float, hbm_bytes: float, l2_bytes: float,
-              smem_staged_bytes: float, flop_scale: float = 1.0) -> dict:
+def gpu_split(
+    *,
+    tensor_flops: float,
+    simt_flops: float,
+    hbm_bytes: float,
+    l2_bytes: float,
+    smem_staged_bytes: float,
+    flop_scale: float = 1.0,
+) -> dict:
     """Energy of what a GPU simulation did, by level, joules (keys ``GPU_LEVELS``).
 
     * "flops": tensor-core FLOPs (padded tiles included) at the FP16 price, CUDA-core FLOPs at
@@ -242,11 +296,18 @@ def gpu_split(*, tensor_flops: float, simt_flops: float, hbm_bytes: float, l2_by
       memory (``SMEM``).
     """
     return {
-        "flops": (_nonneg("tensor_flops", tensor_flops) * FLOP_FP16.pj
-                  + _nonneg("simt_flops", simt_flops) * FLOP_FP32.pj) * _nonneg("flop_scale", flop_scale) * PJ,
+        "flops": (
+            _nonneg("tensor_flops", tensor_flops) * FLOP_FP16.pj
+            + _nonneg("simt_flops", simt_flops) * FLOP_FP32.pj
+        )
+        * _nonneg("flop_scale", flop_scale)
+        * PJ,
         "hbm": _nonneg("hbm_bytes", hbm_bytes) * BYTE["HBM"].pj * PJ,
         "l2": _nonneg("l2_bytes", l2_bytes) * L2.pj * PJ,
-        "smem": _nonneg("smem_staged_bytes", smem_staged_bytes) * SMEM_ACCESSES_PER_STAGED_BYTE * SMEM.pj * PJ,
+        "smem": _nonneg("smem_staged_bytes", smem_staged_bytes)
+        * SMEM_ACCESSES_PER_STAGED_BYTE
+        * SMEM.pj
+        * PJ,
     }
 
 

@@ -93,7 +93,11 @@ class TileChip(_ChipSpec):
     def __post_init__(self):
         self._validate(
             integer=("tiles", "sram_per_tile_bytes", "code_bytes_per_tile"),
-            allow_zero=("offchip_bytes", "offchip_bandwidth_bytes_per_s", "link_bandwidth_bytes_per_s"),
+            allow_zero=(
+                "offchip_bytes",
+                "offchip_bandwidth_bytes_per_s",
+                "link_bandwidth_bytes_per_s",
+            ),
         )
         if self.code_bytes_per_tile >= self.sram_per_tile_bytes:
             raise ValueError(
@@ -117,7 +121,11 @@ class TileChip(_ChipSpec):
         """FLOP/cycle/tile of the matmul unit (AMP) for operands of ``dtype_bytes``: the FP16 rate
         for 2-byte (or smaller) operands, the FP32 rate for 4-byte ones (the AMP's FP32 rate is
         the chip's FP32 peak: 32 FLOP/cycle/tile on Mk2, UNATTR-IPU21; 31.1 TFLOP/s on GC2, APAD2)."""
-        return self.fp16_flops_per_cycle_per_tile if dtype_bytes <= 2 else self.fp32_flops_per_cycle_per_tile
+        return (
+            self.fp16_flops_per_cycle_per_tile
+            if dtype_bytes <= 2
+            else self.fp32_flops_per_cycle_per_tile
+        )
 
     @property
     def sram_bytes(self) -> int:
@@ -216,8 +224,10 @@ not measured; they imply the same ~23-24 B/cycle/tile on both generations, so th
 width did not change from Mk1 to Mk2, and the measured Mk1 width is applied to GC200 and Bow
 (ASSUMPTION that Mk2 tiles load 128 bits per cycle, as Mk1 tiles do)."""
 
-_SRAM_SOURCE = ("one rule for all tile presets (SRAM_BYTES_PER_CYCLE_PER_TILE): a 128-bit load per cycle, "
-                "31.1 TB/s on a GC2 (Jia via LOUW §IV), 30.70 TB/s measured in assembly (JIA-FT)")
+_SRAM_SOURCE = (
+    "one rule for all tile presets (SRAM_BYTES_PER_CYCLE_PER_TILE): a 128-bit load per cycle, "
+    "31.1 TB/s on a GC2 (Jia via LOUW §IV), 30.70 TB/s measured in assembly (JIA-FT)"
+)
 
 JIA_FT_TILE_LATENCY_S = 98e-9
 """Worst tile-to-tile latency on an idle GC2, seconds (JIA-FT, facts §1.5; 37-59 ns within a tile
@@ -234,9 +244,11 @@ conf. L), fits inside it; the same model's ``getGlobalSyncCycles`` = 600 would a
 measured whole transfer, so it is not used. Mk2 chips: the same cycles (ASSUMPTION: the sync and the
 exchange fabric are clocked with the tiles; no Mk2 latency was measured)."""
 
-_SYNC_SOURCE = ("JIA-FT: worst idle tile-to-tile latency 98 ns on GC2 (157 cycles at 1.6 GHz) is one whole "
-                "sync + minimal exchange (ASSUMPTION: the measurement includes the sync), less 1 cycle of "
-                "exchange = 156 (SYNC_CYCLES); UNATTR-IPU21's sync delay of 126 cycles fits inside it")
+_SYNC_SOURCE = (
+    "JIA-FT: worst idle tile-to-tile latency 98 ns on GC2 (157 cycles at 1.6 GHz) is one whole "
+    "sync + minimal exchange (ASSUMPTION: the measurement includes the sync), less 1 cycle of "
+    "exchange = 156 (SYNC_CYCLES); UNATTR-IPU21's sync delay of 126 cycles fits inside it"
+)
 
 _IPU_COMMON_SOURCES = {
     "sync_cycles": _SYNC_SOURCE + "; ASSUMPTION: the same cycles on Mk2 (no Mk2 latency measured)",
@@ -309,7 +321,8 @@ def _gc200() -> TileChip:
             "clock_hz": "EENEWS-MK2 (Hot Chips 33): 1.325 GHz",
             "fp16_flops_per_cycle_per_tile": "derived: 250 TFLOPS (CBLAKE, GC-M2000DS) / (1472 x 1.325 GHz)",
             "fp32_flops_per_cycle_per_tile": "derived: 62.5 TFLOPS (CAMBRIAN) / (1472 x 1.325 GHz)",
-            "sram_bytes_per_cycle_per_tile": _SRAM_SOURCE + "; the vendor's 47.5 TB/s (IOTECH, CBLAKE) is not used",
+            "sram_bytes_per_cycle_per_tile": _SRAM_SOURCE
+            + "; the vendor's 47.5 TB/s (IOTECH, CBLAKE) is not used",
             "exchange_bytes_per_cycle_per_tile": "CBLAKE: exchange '8 TB/s using any communication "
             "pattern' (GC-MPO2 says 47 TB/s; facts §9: we take CBLAKE)",
             "offchip_bytes": "CAMBRIAN: up to 448 GB Streaming Memory per M2000 (4 IPUs), split evenly",
@@ -367,8 +380,10 @@ back-to-back kernels): fitted once, with ``gpu.TENSOR_EFFICIENCY``, on the eight
 BERT-base rows of facts §6.1 (TRT-BERT, A100 40GB) by ``gpu.fit_calibration()``; the same value
 for every GPU preset (ASSUMPTION for Hopper, where no published row constrains it)."""
 
-_GPU_LAUNCH = ("fitted once on TRT-BERT (facts §6.1) by gpu.fit_calibration(), with the tensor "
-               "efficiency; ASSUMPTION: the same per-kernel cost on every GPU")
+_GPU_LAUNCH = (
+    "fitted once on TRT-BERT (facts §6.1) by gpu.fit_calibration(), with the tensor "
+    "efficiency; ASSUMPTION: the same per-kernel cost on every GPU"
+)
 
 
 def _a100(hbm_gb: int) -> GpuChip:
@@ -393,7 +408,9 @@ def _a100(hbm_gb: int) -> GpuChip:
             "fp16_flops_per_cycle_per_sm": "derived: 312 TFLOPS dense FP16 tensor (GKW-A100, PC2) / (108 x 1.41 GHz)",
             "fp32_flops_per_s": "PC2: 19.5 TFLOPS",
             "hbm_bytes": f"GKW-A100, THUNDER: {hbm_gb} GB",
-            "hbm_bandwidth_bytes_per_s": ("GKW-A100: 2,039 GB/s (80 GB SXM4)" if big else "THUNDER, PC2: 1,555 GB/s"),
+            "hbm_bandwidth_bytes_per_s": (
+                "GKW-A100: 2,039 GB/s (80 GB SXM4)" if big else "THUNDER, PC2: 1,555 GB/s"
+            ),
             "l2_bytes": "PC2 deviceQuery 41,943,040 B; TPU-A100",
             "smem_per_sm_bytes": "AMPERE-TG: up to 164 KB shared memory per SM (NVIDIA KB = KiB: 167,936 B)",
             "kernel_launch_s": _GPU_LAUNCH,
@@ -422,18 +439,26 @@ def _hopper(name: str, hbm_bytes: float, hbm_bw: float) -> GpuChip:
         process_nm=4.0,
         sources={
             "sms": "HPCTECH (NVIDIA table), GKW-H100" + ("; GENTIC, SAUL for H200" if h200 else ""),
-            "clock_hz": "GKW-H100: 1.83 GHz tensor boost" + ("; ASSUMPTION: same die for H200" if h200 else ""),
+            "clock_hz": "GKW-H100: 1.83 GHz tensor boost"
+            + ("; ASSUMPTION: same die for H200" if h200 else ""),
             "fp16_flops_per_cycle_per_sm": "derived: 989.4 TFLOPS dense FP16 (GKW-H100, HPCTECH; "
             "1,979 is with sparsity) / (132 x 1.83 GHz)",
             "fp32_flops_per_s": "HPCTECH: 67 TFLOPS",
-            "hbm_bytes": "MLPERF-H200, AIWIKI: 141 GB (GKW says 144 GB physical; facts §9)" if h200 else "HPCTECH: 80 GB HBM3",
+            "hbm_bytes": "MLPERF-H200, AIWIKI: 141 GB (GKW says 144 GB physical; facts §9)"
+            if h200
+            else "HPCTECH: 80 GB HBM3",
             "hbm_bandwidth_bytes_per_s": "LZW, AIWIKI: 4.8 TB/s" if h200 else "HPCTECH: 3,350 GB/s",
-            "l2_bytes": ("ASSUMPTION: 50 MB as H100 (same GH100 die; facts conf. L)" if h200 else "HPCTECH: 50 MB"),
+            "l2_bytes": (
+                "ASSUMPTION: 50 MB as H100 (same GH100 die; facts conf. L)"
+                if h200
+                else "HPCTECH: 50 MB"
+            ),
             "smem_per_sm_bytes": "HPCTECH: up to 228 KB per SM (NVIDIA KB = KiB: 233,472 B)",
             "kernel_launch_s": _GPU_LAUNCH,
             "link_bandwidth_bytes_per_s": "HPCTECH, MLPERF-H200: NVLink 900 GB/s",
             "power_w": "MLPERF-H200: TGP 700 W" if h200 else "HPCTECH: 700 W",
-            "process_nm": "NV-H100-WP: TSMC 4N" + ("; ASSUMPTION: same GH100 die for H200" if h200 else ""),
+            "process_nm": "NV-H100-WP: TSMC 4N"
+            + ("; ASSUMPTION: same GH100 die for H200" if h200 else ""),
         },
     )
 
@@ -468,8 +493,10 @@ def chip(name: str | TileChip | GpuChip) -> TileChip | GpuChip:
 
         if specfiles.is_spec_path(name):
             return specfiles.load_chip(name, {"tile": TileChip, "gpu": GpuChip})
-        raise ValueError(f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}, or a chip file "
-                         f"(.toml/.json; python -m ipusim schema chip)")
+        raise ValueError(
+            f"unknown chip preset {name!r}; valid: {', '.join(PRESETS)}, or a chip file "
+            f"(.toml/.json; python -m ipusim schema chip)"
+        )
     return _preset(key)
 
 

@@ -60,8 +60,12 @@ class Histogram:
         if cf.sum() == 0:
             raise ValueError("histogram is empty: every count is 0")
         total = float(np.dot(cf, np.arange(1, c.size + 1, dtype=np.float64)))
-        limits.check_at_most("histogram tokens (sum of count x length)", total, limits.MAX_EXACT_COUNT,
-                             "token totals must stay exact in float64 and far from int64 overflow")
+        limits.check_at_most(
+            "histogram tokens (sum of count x length)",
+            total,
+            limits.MAX_EXACT_COUNT,
+            "token totals must stay exact in float64 and far from int64 overflow",
+        )
         object.__setattr__(self, "counts", c.astype(np.int64))
 
     @property
@@ -97,14 +101,18 @@ class Histogram:
         """Share of token slots that are padding when every sequence is padded to ``max_len``."""
         L = self.max_len if max_len is None else positive("max_len", max_len, integer=True)
         if L < self.longest:
-            raise ValueError(f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)")
+            raise ValueError(
+                f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)"
+            )
         return 1.0 - self.tokens / (self.n * L)
 
     def with_max_len(self, max_len: int) -> Histogram:
         """The same counts in a histogram ``max_len`` long (longer: zeros added)."""
         L = positive("max_len", max_len, integer=True)
         if L < self.longest:
-            raise ValueError(f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)")
+            raise ValueError(
+                f"max_len={L} is shorter than the longest sequence ({self.longest} tokens)"
+            )
         c = np.zeros(L, dtype=np.int64)
         c[: min(L, self.max_len)] = self.counts[: min(L, self.max_len)]
         return Histogram(c, self.name)
@@ -121,7 +129,9 @@ class Histogram:
     def expand(self, *, limit: int = 50_000_000) -> np.ndarray:
         """Every sequence's length, shortest first (refuses more than ``limit`` sequences)."""
         if self.n > limit:
-            raise ValueError(f"histogram has {self.n:,} sequences, more than limit={limit:,} to expand")
+            raise ValueError(
+                f"histogram has {self.n:,} sequences, more than limit={limit:,} to expand"
+            )
         return np.repeat(self.lengths, self.counts)
 
     def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
@@ -131,14 +141,21 @@ class Histogram:
         return rng.choice(self.lengths, size=n, p=self.counts / self.n)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "max_len": self.max_len, "sequences": self.n,
-                "tokens": self.tokens, "mean_len": self.mean,
-                "padding_fraction": self.padding_fraction()}
+        return {
+            "name": self.name,
+            "max_len": self.max_len,
+            "sequences": self.n,
+            "tokens": self.tokens,
+            "mean_len": self.mean,
+            "padding_fraction": self.padding_fraction(),
+        }
 
     def __repr__(self):
-        return (f"Histogram({self.name or 'lengths'}: {self.n:,} sequences, mean {self.mean:,.1f} "
-                f"tokens, longest {self.longest}, max_len {self.max_len}, "
-                f"{self.padding_fraction():.1%} padding at max_len)")
+        return (
+            f"Histogram({self.name or 'lengths'}: {self.n:,} sequences, mean {self.mean:,.1f} "
+            f"tokens, longest {self.longest}, max_len {self.max_len}, "
+            f"{self.padding_fraction():.1%} padding at max_len)"
+        )
 
 
 def from_lengths(lengths, *, max_len: int | None = None, name: str = "lengths") -> Histogram:
@@ -166,23 +183,31 @@ def _parse_csv(text: str, source: str) -> np.ndarray:
                 raise ValueError
             data[i] = float(r[0]), float(r[1])
         except ValueError:
-            raise ValueError(f"{source} line {lines[i]}: {','.join(r)[:60]!r} is not 'length,count' "
-                             "(two numbers)") from None
+            raise ValueError(
+                f"{source} line {lines[i]}: {','.join(r)[:60]!r} is not 'length,count' "
+                "(two numbers)"
+            ) from None
     lens, counts = data[:, 0], data[:, 1]
     for what, col in (("length", lens), ("count", counts)):
         if not np.all(np.isfinite(col)):
             i = int(np.flatnonzero(~np.isfinite(col))[0])
-            raise ValueError(f"{source} line {lines[i]}: {what} {float(col[i])} is not a finite number")
+            raise ValueError(
+                f"{source} line {lines[i]}: {what} {float(col[i])} is not a finite number"
+            )
     big = np.flatnonzero(lens > limits.MAX_SEQUENCE_TOKENS)
     if big.size:
         i = int(big[0])
-        raise ValueError(f"{source} line {lines[i]}: length {lens[i]:,.0f} is over the limit of "
-                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per sequence")
+        raise ValueError(
+            f"{source} line {lines[i]}: length {lens[i]:,.0f} is over the limit of "
+            f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per sequence"
+        )
     big = np.flatnonzero(counts > limits.MAX_EXACT_COUNT)
     if big.size:
         i = int(big[0])
-        raise ValueError(f"{source} line {lines[i]}: count {counts[i]:g} is over the limit of 2**53 "
-                         "(counts must stay exact and their token totals far from int64 overflow)")
+        raise ValueError(
+            f"{source} line {lines[i]}: count {counts[i]:g} is over the limit of 2**53 "
+            "(counts must stay exact and their token totals far from int64 overflow)"
+        )
     lengths_array(f"{source}: lengths", lens)
     if np.any(counts < 0):
         i = int(np.flatnonzero(counts < 0)[0])
@@ -218,7 +243,9 @@ def _parse_lengths(text: str, p: Path) -> np.ndarray:
             try:
                 vals.append(float(t))
             except ValueError:
-                raise ValueError(f"{p} line {i}: {t[:40]!r} is not a length (a whole number of tokens)") from None
+                raise ValueError(
+                    f"{p} line {i}: {t[:40]!r} is not a length (a whole number of tokens)"
+                ) from None
     vals = np.array(vals)
     return lengths_array(f"lengths in {p}", vals)
 
@@ -244,7 +271,9 @@ def load_file(path) -> Histogram | np.ndarray:
     """
     p = Path(path)
     text = read_text_file("lengths file", p)
-    rows = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     if not rows:
         raise ValueError(f"lengths file {str(p)!r} holds no lengths")
     try:
@@ -254,15 +283,19 @@ def load_file(path) -> Histogram | np.ndarray:
         header = True
     pairs = all(len(r.split(",")) == 2 for r in rows)
     if not header and pairs and len(rows) == 1:
-        raise ValueError(f"lengths file {str(p)!r}: {rows[0][:40]!r} could be two lengths or a length and its "
-                         "count; for a histogram add the header line 'length,count', for a list put one "
-                         "length a line")
+        raise ValueError(
+            f"lengths file {str(p)!r}: {rows[0][:40]!r} could be two lengths or a length and its "
+            "count; for a histogram add the header line 'length,count', for a list put one "
+            "length a line"
+        )
     try:
         if header or pairs:
             return Histogram(_parse_csv(text, str(p)), p.stem)
         return _parse_lengths(text, p)
     except ValueError as err:
-        raise ValueError(f"lengths file {str(p)!r}: expected 'length,count' rows or one length a line ({err})") from None
+        raise ValueError(
+            f"lengths file {str(p)!r}: expected 'length,count' rows or one length a line ({err})"
+        ) from None
 
 
 def load(spec) -> Histogram | np.ndarray:
@@ -276,8 +309,10 @@ def load(spec) -> Histogram | np.ndarray:
         return dataset(str(spec))
     if p.exists():  # a directory or something else that is not a file: load_file says what
         return load_file(p)
-    raise ValueError(f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
-                     f"({', '.join(DATASET_NAMES)})")
+    raise ValueError(
+        f"lengths {str(spec)!r} not found: neither a file nor a dataset name "
+        f"({', '.join(DATASET_NAMES)})"
+    )
 
 
 def source(spec) -> Histogram:
@@ -305,8 +340,14 @@ def _range(lo, hi, max_len: int | None = None) -> tuple[int, int]:
     return lo, hi
 
 
-def long_text_mix(long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
-                  max_len: int = 512, resolution: int = 1_000_000) -> Histogram:
+def long_text_mix(
+    long_fraction: float,
+    *,
+    short=SHORT_RANGE,
+    long=LONG_RANGE,
+    max_len: int = 512,
+    resolution: int = 1_000_000,
+) -> Histogram:
     """The articles' "x% long texts" mix as a histogram (expected counts, no sampling).
 
     ``long_fraction`` of the sequences are uniform on ``long`` (inclusive), the rest
@@ -321,13 +362,14 @@ def long_text_mix(long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
     for part, n_part in ((short, res - n_long), (long, n_long)):
         lo, hi = _range(*part, L)
         width = hi - lo + 1  # spread n_part as evenly as whole counts allow
-        counts[lo - 1: hi] += n_part // width
-        counts[lo - 1: lo - 1 + n_part % width] += 1
+        counts[lo - 1 : hi] += n_part // width
+        counts[lo - 1 : lo - 1 + n_part % width] += 1
     return Histogram(counts, f"{p:.0%} long texts")
 
 
-def sample_long_text_mix(n: int, long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE,
-                         seed: int = 0) -> np.ndarray:
+def sample_long_text_mix(
+    n: int, long_fraction: float, *, short=SHORT_RANGE, long=LONG_RANGE, seed: int = 0
+) -> np.ndarray:
     """``n`` request lengths (tokens, int64) drawn one by one from the ``long_text_mix`` mix.
 
     Each request is long with probability ``long_fraction`` (its length uniform on
@@ -344,8 +386,15 @@ def sample_long_text_mix(n: int, long_fraction: float, *, short=SHORT_RANGE, lon
     return np.where(is_long, lg, s).astype(np.int64)
 
 
-def sample(n: int, *, long_fraction: float = 0.0, short=SHORT_RANGE, long=LONG_RANGE, histogram=None,
-           seed: int = 0) -> np.ndarray:
+def sample(
+    n: int,
+    *,
+    long_fraction: float = 0.0,
+    short=SHORT_RANGE,
+    long=LONG_RANGE,
+    histogram=None,
+    seed: int = 0,
+) -> np.ndarray:
     """``n`` request lengths (tokens, int64) for a serving run.
 
     Either the "x% long texts" mix (``sample_long_text_mix``) or draws from ``histogram``
@@ -361,7 +410,9 @@ def sample(n: int, *, long_fraction: float = 0.0, short=SHORT_RANGE, long=LONG_R
         lens = lengths_array("histogram lengths", lens)
         counts = np.asarray(counts, dtype=np.float64)
         if counts.shape != lens.shape:
-            raise ValueError(f"histogram needs one count per length; got {counts.size} counts for {lens.size} lengths")
+            raise ValueError(
+                f"histogram needs one count per length; got {counts.size} counts for {lens.size} lengths"
+            )
         c = np.zeros(int(lens.max()))
         np.add.at(c, lens - 1, counts)
         h = Histogram(c, "histogram")

@@ -68,10 +68,15 @@ def energy_comparison(s: Step, tile=ENERGY_COMPARATOR[0], gpu=ENERGY_COMPARATOR[
     """
     t, g = simulate(tile, s), simulate(gpu, s)
     if t.kind != "tile" or g.kind != "gpu":
-        raise ValueError(f"energy_comparison needs a tile chip and a GPU, got {t.chip!r} ({t.kind}) "
-                         f"and {g.chip!r} ({g.kind})")
+        raise ValueError(
+            f"energy_comparison needs a tile chip and a GPU, got {t.chip!r} ({t.kind}) "
+            f"and {g.chip!r} ({g.kind})"
+        )
     ok = t.fits and g.fits
     nan = float("nan")
-    return {"tile": t, "gpu": g,
-            "data_saving": 1 - t.data_energy_j / g.data_energy_j if ok else nan,
-            "total_saving": 1 - t.energy_j / g.energy_j if ok else nan}
+    return {
+        "tile": t,
+        "gpu": g,
+        "data_saving": 1 - t.data_energy_j / g.data_energy_j if ok else nan,
+        "total_saving": 1 - t.energy_j / g.energy_j if ok else nan,
+    }

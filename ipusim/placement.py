@@ -96,13 +96,23 @@ class PlacedStep:
     fit: str
     split: dict = field(default_factory=dict)  # category -> s, sums to time_s
     reason: str = ""
-    short_bytes: float = 0.0  # bytes over the limit on the fullest unit of the worst stage (0: fits)
-    energy_j: float = math.nan  # J, the stages' sub-step energies over all chips and micro-batches, plus links
-    energy_split: dict = field(default_factory=dict)  # level -> J, summed likewise; "link": link_bytes priced
-    link_bytes: float = 0.0  # bytes the step sends over chip-to-chip links, all chips (0 on one chip)
+    short_bytes: float = (
+        0.0  # bytes over the limit on the fullest unit of the worst stage (0: fits)
+    )
+    energy_j: float = (
+        math.nan
+    )  # J, the stages' sub-step energies over all chips and micro-batches, plus links
+    energy_split: dict = field(
+        default_factory=dict
+    )  # level -> J, summed likewise; "link": link_bytes priced
+    link_bytes: float = (
+        0.0  # bytes the step sends over chip-to-chip links, all chips (0 on one chip)
+    )
     alternatives: tuple = ()
     simulations: int = field(default=0, compare=False)  # sub-steps the search simulated
-    unit_memory_bytes: object = field(default=None, compare=False, repr=False)  # per unit, fullest stage
+    unit_memory_bytes: object = field(
+        default=None, compare=False, repr=False
+    )  # per unit, fullest stage
 
     @property
     def chips_used(self) -> int:
@@ -115,13 +125,25 @@ class PlacedStep:
 
     def to_dict(self) -> dict:
         return {
-            "chip": self.chip, "chips": self.chips, "chips_used": self.chips_used,
-            "tensor": self.tensor, "pipeline": self.pipeline, "data": self.data,
-            "micro_batches": self.micro_batches, "stage_layers": list(self.stage_layers),
-            "stage_time_s": list(self.stage_time_s), "communication_s": self.communication_s,
-            "bubble_s": self.bubble_s, "time_s": self.time_s, "fit": self.fit,
-            "split_s": dict(self.split), "reason": self.reason, "short_bytes": self.short_bytes,
-            "energy_j": self.energy_j, "energy_split": dict(self.energy_split), "link_bytes": self.link_bytes,
+            "chip": self.chip,
+            "chips": self.chips,
+            "chips_used": self.chips_used,
+            "tensor": self.tensor,
+            "pipeline": self.pipeline,
+            "data": self.data,
+            "micro_batches": self.micro_batches,
+            "stage_layers": list(self.stage_layers),
+            "stage_time_s": list(self.stage_time_s),
+            "communication_s": self.communication_s,
+            "bubble_s": self.bubble_s,
+            "time_s": self.time_s,
+            "fit": self.fit,
+            "split_s": dict(self.split),
+            "reason": self.reason,
+            "short_bytes": self.short_bytes,
+            "energy_j": self.energy_j,
+            "energy_split": dict(self.energy_split),
+            "link_bytes": self.link_bytes,
             "alternatives": [a.to_dict() for a in self.alternatives],
         }
 
@@ -132,8 +154,10 @@ class PlacedStep:
         head = f"PlacedStep({self.chip} x {self.chips_used}/{self.chips}: {self.label()}"
         if self.fit == DOES_NOT_FIT:
             return f"{head}: does_not_fit; {self.reason})"
-        return (f"{head}: {self.time_s * 1e3:,.3f} ms, link {self.communication_s * 1e3:,.3f} ms, "
-                f"bubble {self.bubble_s * 1e3:,.3f} ms; {self.fit})")
+        return (
+            f"{head}: {self.time_s * 1e3:,.3f} ms, link {self.communication_s * 1e3:,.3f} ms, "
+            f"bubble {self.bubble_s * 1e3:,.3f} ms; {self.fit})"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,8 +171,11 @@ def tensor_degrees(model, chips: int) -> list[int]:
     cfg = workloads.model(model)
     chips = positive("chips", chips, integer=True)
     kv = cfg.n_kv_heads
-    return [t for t in range(1, chips + 1)
-            if cfg.heads % t == 0 and cfg.d_ff % t == 0 and (kv % t == 0 or t % kv == 0)]
+    return [
+        t
+        for t in range(1, chips + 1)
+        if cfg.heads % t == 0 and cfg.d_ff % t == 0 and (kv % t == 0 or t % kv == 0)
+    ]
 
 
 def stage_layers(layers: int, stages: int) -> tuple:
@@ -177,12 +204,14 @@ def _shard(cfg, t: int, n: int, first: bool, last: bool):
 
 def _memo(method):
     """Cache a method of ``_Evaluator`` per evaluator, keyed by its (hashable) arguments."""
+
     def wrapper(self, *args):
         key = (method.__name__, *args)
         out = self.memo.get(key)
         if out is None:
             out = self.memo[key] = method(self, *args)
         return out
+
     wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
     return wrapper
 
@@ -209,7 +238,9 @@ def _stage_kinds(layers: tuple, t: int, chips_per_node: int) -> tuple:
     return tuple((i, *key, count) for key, (i, count) in kinds.items())
 
 
-_CACHE: OrderedDict = OrderedDict()  # sub-step results shared by every search in the process (keyed with
+_CACHE: OrderedDict = (
+    OrderedDict()
+)  # sub-step results shared by every search in the process (keyed with
 # the chip, the shard, the sequences and the tile calibration in force)
 _CACHE_SIZE = 4096  # entries kept (least recently used dropped)
 
@@ -224,8 +255,18 @@ class _Evaluator:
 
     def __init__(self, c, s: Step, fabric: collectives.Fabric, sim_kwargs: dict):
         self.c, self.s, self.fabric, self.kw = c, s, fabric, sim_kwargs
-        cal = tile_params.current() if isinstance(c, TileChip) else ()  # results move with the calibration
-        self.base_key = (c, s.model, s.phase, s.row_len, s.dtype_bytes, tuple(sorted(sim_kwargs.items())), cal)
+        cal = (
+            tile_params.current() if isinstance(c, TileChip) else ()
+        )  # results move with the calibration
+        self.base_key = (
+            c,
+            s.model,
+            s.phase,
+            s.row_len,
+            s.dtype_bytes,
+            tuple(sorted(sim_kwargs.items())),
+            cal,
+        )
         self.simulations = 0
         self.memo: dict = {}
 
@@ -238,7 +279,9 @@ class _Evaluator:
     def sub_step(self, t, n, first, last, lengths) -> Step:
         s = self.s
         cfg = _shard(s.model, t, n, first, last)
-        return workloads.step(cfg, lengths, phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
+        return workloads.step(
+            cfg, lengths, phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes
+        )
 
     def result(self, t, n, first, last, lengths: np.ndarray, weights=None) -> StepResult:
         key = (self.base_key, t, n, first, last, tuple(int(x) for x in lengths), weights)
@@ -323,8 +366,9 @@ class _Evaluator:
         cfg = _shard(s.model, t, n, first, last)
         kv = 0.0
         if s.phase in ("prefill", "decode"):
-            kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(replica.sum() if s.phase == "decode"
-                                                                else self.tokens(replica))
+            kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(
+                replica.sum() if s.phase == "decode" else self.tokens(replica)
+            )
         return cfg.weight_bytes(s.dtype_bytes), kv
 
 
@@ -337,13 +381,25 @@ def _capacity_reason(c, weights: float, kv: float) -> tuple[bool, float, str]:
         need = kv + (0.0 if can_stream else weights)
         what = "KV cache" if can_stream else "weights + KV cache"
         if need > cap:
-            return False, need - cap, (f"{what} {need / gb:,.2f} GB per chip exceed the "
-                                       f"{cap / gb:,.2f} GB of tile SRAM left after code")
+            return (
+                False,
+                need - cap,
+                (
+                    f"{what} {need / gb:,.2f} GB per chip exceed the "
+                    f"{cap / gb:,.2f} GB of tile SRAM left after code"
+                ),
+            )
         return True, 0.0, ""
     need = weights + kv
     if need > c.hbm_bytes:
-        return False, need - c.hbm_bytes, (f"weights + KV cache {need / gb:,.2f} GB per chip exceed "
-                                           f"{c.hbm_bytes / gb:,.0f} GB of HBM")
+        return (
+            False,
+            need - c.hbm_bytes,
+            (
+                f"weights + KV cache {need / gb:,.2f} GB per chip exceed "
+                f"{c.hbm_bytes / gb:,.0f} GB of HBM"
+            ),
+        )
     return True, 0.0, ""
 
 
@@ -391,8 +447,10 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
             if over > worst_short:
                 worst_short = over
                 on = f"chip {i * t}" if t == 1 else f"chips {i * t}-{(i + 1) * t - 1}"
-                reason = (f"stage {i} ({n} layers{', embedding' if first else ''}{', head' if last else ''}) "
-                          f"on {on} of each replica: {where}")
+                reason = (
+                    f"stage {i} ({n} layers{', embedding' if first else ''}{', head' if last else ''}) "
+                    f"on {on} of each replica: {where}"
+                )
             fits.append(DOES_NOT_FIT)
             continue
         streamed = whole.extra.get("weights") == "streamed"
@@ -402,11 +460,26 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
         rows.append((i, count, r, link, r.time_s + link))
         if peak is None or np.max(whole.unit_memory_bytes, initial=0) > np.max(peak, initial=0):
             peak = whole.unit_memory_bytes
-    base = dict(chip=c.name, chips=fab.chips, tensor=t, pipeline=cand.p, data=d,
-                micro_batches=m, stage_layers=cand.layers)
+    base = dict(
+        chip=c.name,
+        chips=fab.chips,
+        tensor=t,
+        pipeline=cand.p,
+        data=d,
+        micro_batches=m,
+        stage_layers=cand.layers,
+    )
     if DOES_NOT_FIT in fits:
-        return PlacedStep(**base, stage_time_s=(), communication_s=math.nan, bubble_s=math.nan,
-                         time_s=math.inf, fit=DOES_NOT_FIT, reason=reason, short_bytes=worst_short)
+        return PlacedStep(
+            **base,
+            stage_time_s=(),
+            communication_s=math.nan,
+            bubble_s=math.nan,
+            time_s=math.inf,
+            fit=DOES_NOT_FIT,
+            reason=reason,
+            short_bytes=worst_short,
+        )
     k = max(range(len(rows)), key=lambda j: rows[j][4])
     fill = sum(count * st for _, count, _, _, st in rows)
     slowest = rows[k][4]
@@ -427,10 +500,19 @@ def evaluate(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
     energy_split["link"] = energy_split.get("link", 0.0) + link_j
     time_of = {(row_kind[1:5]): row[4] for row_kind, row in zip(kinds, rows, strict=True)}
     per_stage = [time_of[_stage_key(cand.layers, j, t, fab.chips_per_node)] for j in range(cand.p)]
-    return PlacedStep(**base, stage_time_s=tuple(per_stage), communication_s=split["link"],
-                     bubble_s=fill - slowest, time_s=fill + (m - 1) * slowest,
-                     fit=STREAMS if STREAMS in fits else ON_CHIP, split=split,
-                     energy_j=energy_j, energy_split=energy_split, link_bytes=link_bytes, unit_memory_bytes=peak)
+    return PlacedStep(
+        **base,
+        stage_time_s=tuple(per_stage),
+        communication_s=split["link"],
+        bubble_s=fill - slowest,
+        time_s=fill + (m - 1) * slowest,
+        fit=STREAMS if STREAMS in fits else ON_CHIP,
+        split=split,
+        energy_j=energy_j,
+        energy_split=energy_split,
+        link_bytes=link_bytes,
+        unit_memory_bytes=peak,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,7 +540,9 @@ def _prune(ev: _Evaluator, cands: list[_Candidate]) -> tuple[list, list]:
     keep, out = [], []
     for cand in cands:
         for i, n, first, last, _, _ in _stage_kinds(cand.layers, cand.t, ev.fabric.chips_per_node):
-            ok, short, why = _capacity_reason(ev.c, *ev.always_live_bytes(cand.t, n, first, last, cand.d))
+            ok, short, why = _capacity_reason(
+                ev.c, *ev.always_live_bytes(cand.t, n, first, last, cand.d)
+            )
             if not ok:
                 cand.reason = f"stage {i} ({n} layers): {why} (short by {short / 1e9:,.2f} GB)"
                 cand.short = short
@@ -477,22 +561,40 @@ def _bound(ev: _Evaluator, cand: _Candidate, level: int) -> float:
     lone = ev.result(t, 1, False, False, seqs)
     if not lone.fits:  # every stage holds at least this layer (and more tokens): none can fit
         cand.short, where = _short_bytes(ev, lone, t, 1, False, False, seqs)
-        cand.reason = f"one layer of this shard alone does not fit a chip ({len(seqs)} sequences): {where}"
+        cand.reason = (
+            f"one layer of this shard alone does not fit a chip ({len(seqs)} sequences): {where}"
+        )
         return math.inf
     per_layer = lone.time_s
     fill, slowest = 0.0, 0.0
     for _, n, first, last, cross, count in _stage_kinds(cand.layers, t, ev.fabric.chips_per_node):
-        st = n * per_layer + ev.link_s(t, n, first, last, d, m, cross) + ev.stream_bound_s(t, n, first, last, d)
+        st = (
+            n * per_layer
+            + ev.link_s(t, n, first, last, d, m, cross)
+            + ev.stream_bound_s(t, n, first, last, d)
+        )
         fill += count * st
         slowest = max(slowest, st)
     return fill + (m - 1) * slowest
 
 
 def _as_placement(ev: _Evaluator, cand: _Candidate) -> PlacedStep:
-    return PlacedStep(chip=ev.c.name, chips=ev.fabric.chips, tensor=cand.t, pipeline=cand.p, data=cand.d,
-                     micro_batches=cand.m, stage_layers=cand.layers, stage_time_s=(),
-                     communication_s=math.nan, bubble_s=math.nan, time_s=math.inf, fit=DOES_NOT_FIT,
-                     reason=cand.reason, short_bytes=cand.short)
+    return PlacedStep(
+        chip=ev.c.name,
+        chips=ev.fabric.chips,
+        tensor=cand.t,
+        pipeline=cand.p,
+        data=cand.d,
+        micro_batches=cand.m,
+        stage_layers=cand.layers,
+        stage_time_s=(),
+        communication_s=math.nan,
+        bubble_s=math.nan,
+        time_s=math.inf,
+        fit=DOES_NOT_FIT,
+        reason=cand.reason,
+        short_bytes=cand.short,
+    )
 
 
 def _advice(c, s: Step, chips: int) -> str:
@@ -500,20 +602,28 @@ def _advice(c, s: Step, chips: int) -> str:
     cfg = s.model
     kv = 0.0
     if s.phase in ("prefill", "decode"):
-        kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum() if s.phase == "decode" else s.tokens)
+        kv = cfg.kv_bytes_per_token(s.dtype_bytes) * float(
+            s.lengths.sum() if s.phase == "decode" else s.tokens
+        )
     w = cfg.weight_bytes(s.dtype_bytes)
     cap = c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes
     need = math.ceil((w + kv) / cap)
-    msg = (f"Weights + KV cache take {(w + kv) / 1e9:,.1f} GB: more than {need - 1} chips' "
-           f"{'tile SRAM' if isinstance(c, TileChip) else 'HBM'} (now {chips}; bytes alone, so necessary, "
-           "not sufficient).")
+    msg = (
+        f"Weights + KV cache take {(w + kv) / 1e9:,.1f} GB: more than {need - 1} chips' "
+        f"{'tile SRAM' if isinstance(c, TileChip) else 'HBM'} (now {chips}; bytes alone, so necessary, "
+        "not sufficient)."
+    )
     if isinstance(c, TileChip) and c.offchip_bytes > 0:
-        msg += (f" Streaming weights from Streaming Memory leaves the KV cache ({kv / 1e9:,.1f} GB) and "
-                f"the working set on chip: more than {math.ceil(kv / cap) - 1} chips.")
+        msg += (
+            f" Streaming weights from Streaming Memory leaves the KV cache ({kv / 1e9:,.1f} GB) and "
+            f"the working set on chip: more than {math.ceil(kv / cap) - 1} chips."
+        )
     return msg + " A smaller batch or shorter context also shrinks the KV cache."
 
 
-def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs) -> PlacedStep:
+def place(
+    c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **sim_kwargs
+) -> PlacedStep:
     """The fastest placement of step ``s`` on up to ``chips`` chips of ``c`` that fits.
 
     Returns a ``PlacedStep`` with ``alternatives``: the nearest placements that do not fit
@@ -526,9 +636,13 @@ def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **si
     if not isinstance(c, (TileChip, GpuChip)):
         raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
     if not isinstance(s, Step):
-        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+        raise ValueError(
+            f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}"
+        )
     if s.phase == "train":
-        raise ValueError("place handles inference steps (forward, prefill, decode); training has its own module")
+        raise ValueError(
+            "place handles inference steps (forward, prefill, decode); training has its own module"
+        )
     chips = positive("chips", chips, integer=True)
     fab = collectives.fabric(c, chips, chips_per_node=chips_per_node)
     ev = _Evaluator(c, s, fab, sim_kwargs)
@@ -561,35 +675,61 @@ def place(c, s: Step, *, chips: int = 1, chips_per_node: int | None = None, **si
     fitting += sorted((e[3] for e in heap if e[2] == 3), key=lambda x: (x.time_s, x.chips_used))
     failed.sort(key=lambda x: (x.short_bytes, x.chips_used, x.micro_batches))
     seen: set = set()
-    failed = [x for x in failed if not ((x.tensor, x.pipeline, x.data, x.reason) in seen
-                                        or seen.add((x.tensor, x.pipeline, x.data, x.reason)))]
+    failed = [
+        x
+        for x in failed
+        if not (
+            (x.tensor, x.pipeline, x.data, x.reason) in seen
+            or seen.add((x.tensor, x.pipeline, x.data, x.reason))
+        )
+    ]
     if not fitting:
         if not failed:
             raise ValueError(f"no placement of {s.model.name} on {chips} chips to try")
         worst = failed[0]
         if worst.reason.startswith("one layer") and worst.tensor == max(x.t for x in cands):
             most = max(tensor_degrees(s.model, s.model.heads))
-            more = ("more chips do not help" if worst.tensor == most else
-                    f"more chips would let it split up to {most} ways")
-            advice = (f"One layer split {worst.tensor} ways still overflows a tile ({more}); shorter sequences "
-                      "or a smaller batch would shrink it.")
+            more = (
+                "more chips do not help"
+                if worst.tensor == most
+                else f"more chips would let it split up to {most} ways"
+            )
+            advice = (
+                f"One layer split {worst.tensor} ways still overflows a tile ({more}); shorter sequences "
+                "or a smaller batch would shrink it."
+            )
         else:
             advice = _advice(c, s, chips)
         return dataclasses.replace(
-            worst, reason=f"{worst.reason}. Nothing fits on {chips} chips. {advice}",
-            alternatives=tuple(failed[1:1 + ALTERNATIVES]), simulations=ev.simulations)
+            worst,
+            reason=f"{worst.reason}. Nothing fits on {chips} chips. {advice}",
+            alternatives=tuple(failed[1 : 1 + ALTERNATIVES]),
+            simulations=ev.simulations,
+        )
     best = fitting[0]
-    others = tuple(failed[:ALTERNATIVES]) + tuple(fitting[1:1 + RUNNERS_UP])
+    others = tuple(failed[:ALTERNATIVES]) + tuple(fitting[1 : 1 + RUNNERS_UP])
     return dataclasses.replace(best, alternatives=others, simulations=ev.simulations)
 
 
-def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batches: int = 1,
-           chips: int | None = None, chips_per_node: int | None = None, **sim_kwargs) -> PlacedStep:
+def assess(
+    c,
+    s: Step,
+    *,
+    tensor: int,
+    pipeline: int,
+    data: int = 1,
+    micro_batches: int = 1,
+    chips: int | None = None,
+    chips_per_node: int | None = None,
+    **sim_kwargs,
+) -> PlacedStep:
     """Time and fit of one given placement ``(tensor, pipeline, data, micro_batches)`` (no search):
     to ask why the search did not pick it. ``chips`` defaults to ``tensor x pipeline x data``."""
     c = _chip(c)
     if not isinstance(s, Step):
-        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+        raise ValueError(
+            f"step must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}"
+        )
     t = positive("tensor", tensor, integer=True)
     p = positive("pipeline", pipeline, integer=True)
     d = positive("data", data, integer=True)
@@ -598,13 +738,17 @@ def assess(c, s: Step, *, tensor: int, pipeline: int, data: int = 1, micro_batch
     if t * p * d > n:
         raise ValueError(f"tensor x pipeline x data = {t * p * d} exceeds chips = {n}")
     if t not in tensor_degrees(s.model, t):
-        raise ValueError(f"tensor={t} must divide {s.model.name}'s heads and d_ff (valid: "
-                         f"{', '.join(map(str, tensor_degrees(s.model, s.model.heads)))})")
+        raise ValueError(
+            f"tensor={t} must divide {s.model.name}'s heads and d_ff (valid: "
+            f"{', '.join(map(str, tensor_degrees(s.model, s.model.heads)))})"
+        )
     if d > s.batch:
         raise ValueError(f"data={d} exceeds the batch of {s.batch} sequences")
     fab = collectives.fabric(c, n, chips_per_node=chips_per_node)
     if t > fab.chips_per_node and t % fab.chips_per_node:
-        raise ValueError(f"tensor={t} spans nodes of {fab.chips_per_node} chips without filling them")
+        raise ValueError(
+            f"tensor={t} spans nodes of {fab.chips_per_node} chips without filling them"
+        )
     ev = _Evaluator(c, s, fab, sim_kwargs)
     b = ev.batches(d, 1)[0].size
     if m > b:
@@ -629,15 +773,32 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     if pl.fit == STREAMS:
         msg = f"Placed {pl.label()}; some stage streams its weights from Streaming Memory."
     return StepResult(
-        chip=c.name, kind=c.kind, model=s.model.name, phase=s.phase, batch=s.batch,
-        real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=dict(pl.split),
-        op_names=(), op_time_s=np.zeros(0), op_split={}, unit_busy_s=np.zeros(0),
+        chip=c.name,
+        kind=c.kind,
+        model=s.model.name,
+        phase=s.phase,
+        batch=s.batch,
+        real_tokens=s.real_tokens,
+        tokens=s.tokens,
+        time_s=time_s,
+        split=dict(pl.split),
+        op_names=(),
+        op_time_s=np.zeros(0),
+        op_split={},
+        unit_busy_s=np.zeros(0),
         unit_memory_bytes=pl.unit_memory_bytes if pl.unit_memory_bytes is not None else np.zeros(0),
         memory_limit_bytes=float(
-            c.sram_per_tile_bytes if isinstance(c, TileChip) else c.smem_per_sm_bytes),
-        fits=fits, fit_message=msg, energy_j=pl.energy_j if fits else math.inf,
-        energy_split=dict(pl.energy_split), board_power_w=c.power_w * pl.chips_used,
-        extra={"weights": "streamed" if pl.fit == STREAMS else "on-chip", "chips": pl.chips_used,
-               "time_if_unlimited_s": time_s},
+            c.sram_per_tile_bytes if isinstance(c, TileChip) else c.smem_per_sm_bytes
+        ),
+        fits=fits,
+        fit_message=msg,
+        energy_j=pl.energy_j if fits else math.inf,
+        energy_split=dict(pl.energy_split),
+        board_power_w=c.power_w * pl.chips_used,
+        extra={
+            "weights": "streamed" if pl.fit == STREAMS else "on-chip",
+            "chips": pl.chips_used,
+            "time_if_unlimited_s": time_s,
+        },
         placement=pl,
     )

@@ -62,9 +62,13 @@ class Dynamic:
     def __post_init__(self):
         positive("Dynamic.max_batch", self.max_batch, integer=True)
         hold_seconds("Dynamic.max_delay_s", self.max_delay_s)
-        pref = tuple(sorted({positive("Dynamic.preferred size", p, integer=True) for p in self.preferred}))
+        pref = tuple(
+            sorted({positive("Dynamic.preferred size", p, integer=True) for p in self.preferred})
+        )
         if any(p > self.max_batch for p in pref):
-            raise ValueError(f"Dynamic.preferred sizes {pref} must not exceed max_batch {self.max_batch}")
+            raise ValueError(
+                f"Dynamic.preferred sizes {pref} must not exceed max_batch {self.max_batch}"
+            )
         object.__setattr__(self, "preferred", pref)
 
     def describe(self) -> str:
@@ -103,7 +107,9 @@ class LengthBuckets:
     def __post_init__(self):
         e = tuple(positive("LengthBuckets.edges", x, integer=True) for x in self.edges)
         if not e or list(e) != sorted(set(e)):
-            raise ValueError(f"LengthBuckets.edges must be a non-empty ascending list of lengths, got {self.edges}")
+            raise ValueError(
+                f"LengthBuckets.edges must be a non-empty ascending list of lengths, got {self.edges}"
+            )
         object.__setattr__(self, "edges", e)
         positive("LengthBuckets.max_batch", self.max_batch, integer=True)
         hold_seconds("LengthBuckets.max_delay_s", self.max_delay_s)
@@ -137,8 +143,10 @@ class Adaptive:
         positive("Adaptive.window", self.window, integer=True)
 
     def describe(self) -> str:
-        return (f"adaptive target {self.latency_target_s * 1e3:g} ms, max batch {self.max_batch}, "
-                f"utilization {self.utilization_target:.0%}")
+        return (
+            f"adaptive target {self.latency_target_s * 1e3:g} ms, max batch {self.max_batch}, "
+            f"utilization {self.utilization_target:.0%}"
+        )
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,9 @@ class Continuous:
 
     def describe(self) -> str:
         chunk = f", prefill chunks of {self.chunk_tokens:,} tokens" if self.chunk_tokens else ""
-        return f"continuous max batch {self.max_batch}, KV {self.kv_capacity_tokens:,} tokens{chunk}"
+        return (
+            f"continuous max batch {self.max_batch}, KV {self.kv_capacity_tokens:,} tokens{chunk}"
+        )
 
 
 POLICIES = ("static", "dynamic", "token", "buckets", "adaptive", "continuous")
@@ -179,16 +189,27 @@ def make(name: str, *, max_batch: int = 32, max_delay_s: float = 0.002, **kw):
     if name == "static":
         return Static(batch=max_batch, timeout_s=kw.get("timeout_s", max_delay_s))
     if name == "dynamic":
-        return Dynamic(max_batch=max_batch, max_delay_s=max_delay_s, preferred=tuple(kw.get("preferred", ())))
+        return Dynamic(
+            max_batch=max_batch, max_delay_s=max_delay_s, preferred=tuple(kw.get("preferred", ()))
+        )
     if name == "token":
-        return TokenBudget(max_tokens=kw.get("max_tokens", 128 * max_batch), max_delay_s=max_delay_s,
-                           max_batch=kw.get("token_max_batch", 4 * max_batch))
+        return TokenBudget(
+            max_tokens=kw.get("max_tokens", 128 * max_batch),
+            max_delay_s=max_delay_s,
+            max_batch=kw.get("token_max_batch", 4 * max_batch),
+        )
     if name == "buckets":
-        return LengthBuckets(edges=tuple(kw.get("edges", (128, 256, 512))), max_batch=max_batch,
-                             max_delay_s=max_delay_s)
+        return LengthBuckets(
+            edges=tuple(kw.get("edges", (128, 256, 512))),
+            max_batch=max_batch,
+            max_delay_s=max_delay_s,
+        )
     if name == "adaptive":
         return Adaptive(latency_target_s=kw.get("latency_target_s", 0.02), max_batch=max_batch)
     if name == "continuous":
-        return Continuous(max_batch=max_batch, kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000),
-                          chunk_tokens=kw.get("chunk_tokens", 0))
+        return Continuous(
+            max_batch=max_batch,
+            kv_capacity_tokens=kw.get("kv_capacity_tokens", 200_000),
+            chunk_tokens=kw.get("chunk_tokens", 0),
+        )
     raise ValueError(f"unknown policy {name!r}; valid: {', '.join(POLICIES)}")

@@ -17,15 +17,17 @@ from ._validate import positive
 # Prices (ASSUMPTION): no sourced price list exists in this project; every number here is a
 # placeholder of a plausible order, to be replaced by the user's own quotes.
 # ---------------------------------------------------------------------------------------
-DEFAULT_USD_PER_CHIP_HOUR = MappingProxyType({
-    "gc2": 0.80,
-    "gc200": 1.60,
-    "bow": 2.00,
-    "a100-40gb": 1.60,
-    "a100-80gb": 2.00,
-    "h100-sxm": 3.50,
-    "h200": 4.00,
-})
+DEFAULT_USD_PER_CHIP_HOUR = MappingProxyType(
+    {
+        "gc2": 0.80,
+        "gc200": 1.60,
+        "bow": 2.00,
+        "a100-40gb": 1.60,
+        "a100-80gb": 2.00,
+        "h100-sxm": 3.50,
+        "h200": 4.00,
+    }
+)
 DEFAULT_USD_PER_KWH = 0.15
 PRICE_ASSUMPTION = (
     "ASSUMPTION: chip-hour and energy prices are placeholders, not sourced (the project has no "
@@ -41,16 +43,30 @@ PRICE_ASSUMPTION = (
 class Prices:
     """Prices in US dollars. Defaults are ASSUMPTIONS (see ``PRICE_ASSUMPTION``)."""
 
-    usd_per_chip_hour: MappingProxyType = field(default_factory=lambda: dict(DEFAULT_USD_PER_CHIP_HOUR))
+    usd_per_chip_hour: MappingProxyType = field(
+        default_factory=lambda: dict(DEFAULT_USD_PER_CHIP_HOUR)
+    )
     usd_per_kwh: float = DEFAULT_USD_PER_KWH
     user_set: tuple = ()  # names of prices the user gave (chip names and/or "kwh")
 
     def __post_init__(self):
-        d = {str(k).lower(): positive(f"price of {k} per chip-hour", v, at_most=limits.MAX_USD, why="USD")
-             for k, v in dict(self.usd_per_chip_hour).items()}
+        d = {
+            str(k).lower(): positive(
+                f"price of {k} per chip-hour", v, at_most=limits.MAX_USD, why="USD"
+            )
+            for k, v in dict(self.usd_per_chip_hour).items()
+        }
         object.__setattr__(self, "usd_per_chip_hour", MappingProxyType(d))
-        object.__setattr__(self, "usd_per_kwh", positive("usd_per_kwh", self.usd_per_kwh, at_most=1e3,
-                                                         why="USD per kWh; retail prices are under 1"))
+        object.__setattr__(
+            self,
+            "usd_per_kwh",
+            positive(
+                "usd_per_kwh",
+                self.usd_per_kwh,
+                at_most=1e3,
+                why="USD per kWh; retail prices are under 1",
+            ),
+        )
         object.__setattr__(self, "user_set", tuple(self.user_set))
 
     def chip_hour(self, c) -> float:

@@ -61,12 +61,19 @@ def registry() -> tuple[dict, ...]:
         return read_rows(p)
 
 
-def rows(area: str | None = None, *, source: str | None = None, workload: str | None = None) -> list[dict]:
+def rows(
+    area: str | None = None, *, source: str | None = None, workload: str | None = None
+) -> list[dict]:
     """Registry rows, optionally of one ``area``, ``source`` key or ``workload`` rule."""
     if area is not None and area not in AREAS:
         raise ValueError(f"area must be one of {', '.join(AREAS)}, got {area!r}")
-    return [dict(r) for r in registry() if (area is None or r["area"] == area)
-            and (source is None or r["source"] == source) and (workload is None or r["workload"] == workload)]
+    return [
+        dict(r)
+        for r in registry()
+        if (area is None or r["area"] == area)
+        and (source is None or r["source"] == source)
+        and (workload is None or r["workload"] == workload)
+    ]
 
 
 def row(row_id: str) -> dict:

@@ -89,7 +89,9 @@ class StepResult:
     fit_message: str = ""  # what does not fit, by how much, and what would make it fit
     energy_j: float = float("nan")
     extra: dict = field(default_factory=dict)
-    energy_split: dict = field(default_factory=dict)  # level -> joules (see ``energy_j``); empty if not modelled
+    energy_split: dict = field(
+        default_factory=dict
+    )  # level -> joules (see ``energy_j``); empty if not modelled
     board_power_w: float = float("nan")  # W, the chip's board power (``board_energy_j``)
     placement: object = None  # a multi-chip placement (None: one chip)
 
@@ -129,26 +131,49 @@ class StepResult:
 
     def to_dict(self) -> dict:
         return {
-            "chip": self.chip, "kind": self.kind, "model": self.model, "phase": self.phase,
-            "batch": self.batch, "real_tokens": self.real_tokens, "tokens": self.tokens,
-            "time_s": self.time_s, "split_s": dict(self.split), "fit": self.fit, "fits": self.fits,
-            "fit_message": self.fit_message, "energy_j": self.energy_j,
-            "energy_split": dict(self.energy_split), "board_energy_j": self.board_energy_j,
-            "placement": self.placement.to_dict() if hasattr(self.placement, "to_dict") else self.placement,
+            "chip": self.chip,
+            "kind": self.kind,
+            "model": self.model,
+            "phase": self.phase,
+            "batch": self.batch,
+            "real_tokens": self.real_tokens,
+            "tokens": self.tokens,
+            "time_s": self.time_s,
+            "split_s": dict(self.split),
+            "fit": self.fit,
+            "fits": self.fits,
+            "fit_message": self.fit_message,
+            "energy_j": self.energy_j,
+            "energy_split": dict(self.energy_split),
+            "board_energy_j": self.board_energy_j,
+            "placement": self.placement.to_dict()
+            if hasattr(self.placement, "to_dict")
+            else self.placement,
             "throughput_seq_per_s": self.throughput_seq_per_s,
-            "memory_per_unit_max_bytes": float(np.max(self.unit_memory_bytes)) if self.unit_memory_bytes.size else 0.0,
-            "memory_per_unit_mean_bytes": float(np.mean(self.unit_memory_bytes)) if self.unit_memory_bytes.size else 0.0,
+            "memory_per_unit_max_bytes": float(np.max(self.unit_memory_bytes))
+            if self.unit_memory_bytes.size
+            else 0.0,
+            "memory_per_unit_mean_bytes": float(np.mean(self.unit_memory_bytes))
+            if self.unit_memory_bytes.size
+            else 0.0,
             "memory_limit_bytes": self.memory_limit_bytes,
-            "ops": [{"op": n, "time_s": float(t)} for n, t in zip(self.op_names, self.op_time_s, strict=True)],
+            "ops": [
+                {"op": n, "time_s": float(t)}
+                for n, t in zip(self.op_names, self.op_time_s, strict=True)
+            ],
             **self.extra,
         }
 
     def __repr__(self):
         if not np.isfinite(self.time_s):
             t = self.extra.get("time_if_unlimited_s", float("nan"))
-            return (f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: DOES NOT FIT, "
-                    f"time inf (as if memory were unlimited: {t * 1e3:,.3f} ms))")
-        parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if self.time_s)
+            return (
+                f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: DOES NOT FIT, "
+                f"time inf (as if memory were unlimited: {t * 1e3:,.3f} ms))"
+            )
+        parts = ", ".join(
+            f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if self.time_s
+        )
         fit = self.fit
         return (
             f"StepResult({self.chip}, {self.model} {self.phase}, batch {self.batch}: "

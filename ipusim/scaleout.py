@@ -25,7 +25,9 @@ from ._validate import positive
 from .prices import Prices
 
 HOUR_S = 3600.0
-DEFAULT_SCALES = 3  # chip counts tried per kind: the fewest power of two that may hold the step, x2, x4
+DEFAULT_SCALES = (
+    3  # chip counts tried per kind: the fewest power of two that may hold the step, x2, x4
+)
 
 
 @dataclass(frozen=True)
@@ -50,18 +52,28 @@ class ScaledStep:
         return self.chips_used > 0
 
     def to_dict(self) -> dict:
-        return {"chip": self.chip, "chips_used": self.chips_used,
-                "placement": self.placement.label() if self.placement is not None else "",
-                "fit": self.placement.fit if self.placement is not None else "does_not_fit",
-                "sequences_per_s": self.sequences_per_s, "usd_per_hour": self.usd_per_hour,
-                "usd_per_million": self.usd_per_million, "board_j_per_sequence": self.board_j_per_sequence,
-                "sim_j_per_sequence": self.sim_j_per_sequence, "rows": [dict(r) for r in self.rows]}
+        return {
+            "chip": self.chip,
+            "chips_used": self.chips_used,
+            "placement": self.placement.label() if self.placement is not None else "",
+            "fit": self.placement.fit if self.placement is not None else "does_not_fit",
+            "sequences_per_s": self.sequences_per_s,
+            "usd_per_hour": self.usd_per_hour,
+            "usd_per_million": self.usd_per_million,
+            "board_j_per_sequence": self.board_j_per_sequence,
+            "sim_j_per_sequence": self.sim_j_per_sequence,
+            "rows": [dict(r) for r in self.rows],
+        }
 
     def __repr__(self):
         if not self.fits:
-            return f"ScaledStep({self.chip}: does_not_fit on {[r['chips'] for r in self.rows]} chips)"
-        return (f"ScaledStep({self.chip} x {self.chips_used}, {self.placement.label()}: "
-                f"{self.sequences_per_s:,.1f} seq/s, {self.usd_per_million:,.2f} USD per million sequences)")
+            return (
+                f"ScaledStep({self.chip}: does_not_fit on {[r['chips'] for r in self.rows]} chips)"
+            )
+        return (
+            f"ScaledStep({self.chip} x {self.chips_used}, {self.placement.label()}: "
+            f"{self.sequences_per_s:,.1f} seq/s, {self.usd_per_million:,.2f} USD per million sequences)"
+        )
 
 
 def throughput_seq_per_s(pl, batch: int) -> float:
@@ -80,9 +92,13 @@ def chip_counts(chip, s, scales: int = DEFAULT_SCALES) -> tuple:
     scales = positive("scales", scales, integer=True, at_most=12, why="doublings of the chip count")
     kv = 0.0
     if s.phase in ("prefill", "decode"):
-        kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum() if s.phase == "decode" else s.tokens)
+        kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(
+            s.lengths.sum() if s.phase == "decode" else s.tokens
+        )
     cap = c.data_bytes if c.kind == "tile" else c.hbm_bytes
-    n = 2 ** max(0, math.ceil(math.log2(max(1.0, (s.model.weight_bytes(s.dtype_bytes) + kv) / cap))))
+    n = 2 ** max(
+        0, math.ceil(math.log2(max(1.0, (s.model.weight_bytes(s.dtype_bytes) + kv) / cap)))
+    )
     return tuple(n * 2**k for k in range(scales))
 
 
@@ -93,7 +109,11 @@ def scale_out(chip, s, *, counts=None, prices: Prices | None = None) -> ScaledSt
     if not isinstance(s, workloads.Step):
         raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
     prices = Prices() if prices is None else prices
-    counts = chip_counts(c, s) if counts is None else tuple(positive("chip count", n, integer=True) for n in counts)
+    counts = (
+        chip_counts(c, s)
+        if counts is None
+        else tuple(positive("chip count", n, integer=True) for n in counts)
+    )
     if not counts:
         raise ValueError("counts must list at least one chip count")
     price = prices.chip_hour(c)
@@ -102,17 +122,36 @@ def scale_out(chip, s, *, counts=None, prices: Prices | None = None) -> ScaledSt
         pl = placement.place(c, s, chips=n)
         rate = throughput_seq_per_s(pl, s.batch)
         usd = pl.chips_used * price / (rate * HOUR_S) * 1e6 if rate > 0 else math.inf
-        rows.append({"chips": n, "fit": pl.fit, "label": pl.label(), "chips_used": pl.chips_used,
-                     "sequences_per_s": rate, "usd_per_million": usd})
+        rows.append(
+            {
+                "chips": n,
+                "fit": pl.fit,
+                "label": pl.label(),
+                "chips_used": pl.chips_used,
+                "sequences_per_s": rate,
+                "usd_per_million": usd,
+            }
+        )
         if rate > 0 and (best is None or usd < best[1] * (1 - 1e-12)):
             best = (pl, usd, rate)
         if rate == 0 and (least_short is None or pl.short_bytes < least_short.short_bytes):
             least_short = pl
     if best is None:
-        return ScaledStep(c.name, 0, least_short, 0.0, 0.0, math.inf, math.inf, math.inf, tuple(rows))
+        return ScaledStep(
+            c.name, 0, least_short, 0.0, 0.0, math.inf, math.inf, math.inf, tuple(rows)
+        )
     pl, usd, rate = best
-    return ScaledStep(c.name, pl.chips_used, pl, rate, pl.chips_used * price, usd,
-                      c.power_w * pl.chips_used / rate, pl.energy_j / s.batch, tuple(rows))
+    return ScaledStep(
+        c.name,
+        pl.chips_used,
+        pl,
+        rate,
+        pl.chips_used * price,
+        usd,
+        c.power_w * pl.chips_used / rate,
+        pl.energy_j / s.batch,
+        tuple(rows),
+    )
 
 
 def default_step(model) -> workloads.Step:
@@ -125,8 +164,16 @@ def default_step(model) -> workloads.Step:
     return workloads.step(m, [n] * 8, pad_to=n)
 
 
-def same_throughput_cost(model, *, step=None, tile="gc200", gpu="a100-80gb", prices: Prices | None = None,
-                         tile_counts=None, gpu_counts=None) -> dict:
+def same_throughput_cost(
+    model,
+    *,
+    step=None,
+    tile="gc200",
+    gpu="a100-80gb",
+    prices: Prices | None = None,
+    tile_counts=None,
+    gpu_counts=None,
+) -> dict:
     """Claim 9's numbers for one model: each kind's cheapest deployment of ``step`` (default
     ``default_step(model)``) and the ratios at the same throughput.
 
@@ -146,19 +193,29 @@ def same_throughput_cost(model, *, step=None, tile="gc200", gpu="a100-80gb", pri
     hw = t.usd_per_million / g.usd_per_million if ok else nan
     chip_h = (t.chips_used / t.sequences_per_s) / (g.chips_used / g.sequences_per_s) if ok else nan
     board = t.board_j_per_sequence / g.board_j_per_sequence if ok else nan
-    return {"model": s.model.name, "phase": s.phase, "batch": s.batch, "tile": t, "gpu": g,
-            "hardware_cost_ratio": hw, "hardware_saving": 1 - hw, "chip_hours_ratio": chip_h,
-            "parity_tile_usd_per_chip_hour": prices.chip_hour(t.chip) / hw if ok else nan,
-            "board_energy_ratio": board, "board_energy_saving": 1 - board,
-            "sim_energy_ratio": t.sim_j_per_sequence / g.sim_j_per_sequence if ok else nan}
+    return {
+        "model": s.model.name,
+        "phase": s.phase,
+        "batch": s.batch,
+        "tile": t,
+        "gpu": g,
+        "hardware_cost_ratio": hw,
+        "hardware_saving": 1 - hw,
+        "chip_hours_ratio": chip_h,
+        "parity_tile_usd_per_chip_hour": prices.chip_hour(t.chip) / hw if ok else nan,
+        "board_energy_ratio": board,
+        "board_energy_saving": 1 - board,
+        "sim_energy_ratio": t.sim_j_per_sequence / g.sim_j_per_sequence if ok else nan,
+    }
 
 
 MEMORY_MODELS = ("bert-base", "gpt2", "llama-2-7b")
 """Models from one that fits one tile chip to one that needs tens of them (claim 15)."""
 
 
-def memory_bottleneck_gain(models=MEMORY_MODELS, *, tile="gc200", gpu="a100-80gb",
-                           prices: Prices | None = None) -> list[dict]:
+def memory_bottleneck_gain(
+    models=MEMORY_MODELS, *, tile="gc200", gpu="a100-80gb", prices: Prices | None = None
+) -> list[dict]:
     """Claim 15's numbers: per model (``default_step`` of each), how memory-bound it is on the tile
     chip and what moving it from the GPU saves.
 
@@ -174,13 +231,25 @@ def memory_bottleneck_gain(models=MEMORY_MODELS, *, tile="gc200", gpu="a100-80gb
     out = []
     for m in models:
         s = default_step(m)
-        kv = s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum()) if s.phase == "decode" else 0.0
+        kv = (
+            s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum())
+            if s.phase == "decode"
+            else 0.0
+        )
         need = s.model.weight_bytes(s.dtype_bytes) + kv
         r = same_throughput_cost(m, step=s, tile=tc, gpu=gc, prices=prices)
-        out.append({"model": s.model.name, "phase": s.phase, "memory_need_bytes": need,
-                    "tile_chips_by_memory": math.ceil(need / tc.data_bytes),
-                    "gpu_chips_by_memory": math.ceil(need / gc.hbm_bytes),
-                    "tile_chips_used": r["tile"].chips_used, "gpu_chips_used": r["gpu"].chips_used,
-                    "hardware_saving": r["hardware_saving"], "chip_hours_ratio": r["chip_hours_ratio"],
-                    "board_energy_saving": r["board_energy_saving"]})
+        out.append(
+            {
+                "model": s.model.name,
+                "phase": s.phase,
+                "memory_need_bytes": need,
+                "tile_chips_by_memory": math.ceil(need / tc.data_bytes),
+                "gpu_chips_by_memory": math.ceil(need / gc.hbm_bytes),
+                "tile_chips_used": r["tile"].chips_used,
+                "gpu_chips_used": r["gpu"].chips_used,
+                "hardware_saving": r["hardware_saving"],
+                "chip_hours_ratio": r["chip_hours_ratio"],
+                "board_energy_saving": r["board_energy_saving"],
+            }
+        )
     return out

@@ -88,7 +88,9 @@ def _read(path, what: str) -> dict:
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"{what} {str(path)!r} is not valid {kind}: {err}") from None
     if not isinstance(d, dict):
-        raise ValueError(f"{what} {str(path)!r}: the top level must be a table of fields, got {type(d).__name__}")
+        raise ValueError(
+            f"{what} {str(path)!r}: the top level must be a table of fields, got {type(d).__name__}"
+        )
     return d
 
 
@@ -134,7 +136,7 @@ def load_model(spec, cls):
     from a Hugging Face config given as ``hf:PATH``."""
     s = str(spec)
     if s.lower().startswith(HF_PREFIX):
-        return hf_model(s[len(HF_PREFIX):], cls)
+        return hf_model(s[len(HF_PREFIX) :], cls)
     return model_from_dict(_read(s, "model file"), cls, where=f"model file {s!r}")
 
 
@@ -149,6 +151,7 @@ def chip_to_dict(c) -> dict:
 
 def to_toml(d: dict) -> str:
     """A flat table (scalars, plus one level of string tables) as TOML; floats round-trip exactly."""
+
     def val(v):
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -181,7 +184,9 @@ _HF_REFUSED = {  # a key that changes the computation beyond what workloads.step
 def _hf_get(cfg: dict, key: str, where: str, default=None):
     v = cfg.get(key, default)
     if v is None:
-        raise ValueError(f"{where}: {key}: missing (required for model_type {cfg.get('model_type')!r})")
+        raise ValueError(
+            f"{where}: {key}: missing (required for model_type {cfg.get('model_type')!r})"
+        )
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValueError(f"{where}: {key}: expected a whole number, got {v!r}")
     return v
@@ -201,44 +206,83 @@ def hf_model(path, cls):
             raise ValueError(f"{where}: {key} = {cfg[key]!r} is not supported: {why}")
     mt = cfg.get("model_type")
     if mt not in HF_ARCHITECTURES:
-        raise ValueError(f"{where}: model_type {mt!r} is not supported; supported: {', '.join(HF_ARCHITECTURES)}")
+        raise ValueError(
+            f"{where}: model_type {mt!r} is not supported; supported: {', '.join(HF_ARCHITECTURES)}"
+        )
     name = Path(path).parent.name or Path(path).stem
     g = lambda key, default=None: _hf_get(cfg, key, where, default)  # noqa: E731
     src = f"Hugging Face config.json ({mt}) read by ipusim.specfiles.hf_model"
     if mt == "bert":
         if cfg.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{where}: position_embedding_type = {cfg['position_embedding_type']!r} is not "
-                             "supported (only 'absolute')")
-        return model_from_dict(dict(
-            name=name, kind="encoder", layers=g("num_hidden_layers"), d_model=g("hidden_size"),
-            heads=g("num_attention_heads"), d_ff=g("intermediate_size"), vocab=g("vocab_size"),
-            max_positions=g("max_position_embeddings"), type_vocab=g("type_vocab_size", 2), source=src,
-        ), cls, where=where)
+            raise ValueError(
+                f"{where}: position_embedding_type = {cfg['position_embedding_type']!r} is not "
+                "supported (only 'absolute')"
+            )
+        return model_from_dict(
+            dict(
+                name=name,
+                kind="encoder",
+                layers=g("num_hidden_layers"),
+                d_model=g("hidden_size"),
+                heads=g("num_attention_heads"),
+                d_ff=g("intermediate_size"),
+                vocab=g("vocab_size"),
+                max_positions=g("max_position_embeddings"),
+                type_vocab=g("type_vocab_size", 2),
+                source=src,
+            ),
+            cls,
+            where=where,
+        )
     if mt == "gpt2":
         d = g("n_embd")
         inner = cfg.get("n_inner")
-        return model_from_dict(dict(
-            name=name, kind="decoder", layers=g("n_layer"), d_model=d, heads=g("n_head"),
-            d_ff=4 * d if inner is None else g("n_inner"), vocab=g("vocab_size"),
-            max_positions=g("n_positions"), tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
-            source=src,
-        ), cls, where=where)
+        return model_from_dict(
+            dict(
+                name=name,
+                kind="decoder",
+                layers=g("n_layer"),
+                d_model=d,
+                heads=g("n_head"),
+                d_ff=4 * d if inner is None else g("n_inner"),
+                vocab=g("vocab_size"),
+                max_positions=g("n_positions"),
+                tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+                source=src,
+            ),
+            cls,
+            where=where,
+        )
     # llama / mistral: RMSNorm, SwiGLU MLP, rotary positions, no biases, grouped-query attention
     for key in ("attention_bias", "mlp_bias"):
         if cfg.get(key):
-            raise ValueError(f"{where}: {key} = true is not supported (Llama-family layers without biases only)")
+            raise ValueError(
+                f"{where}: {key} = true is not supported (Llama-family layers without biases only)"
+            )
     positions = g("max_position_embeddings")
     window = cfg.get("sliding_window")
     if window is not None and window < positions:
-        raise ValueError(f"{where}: sliding_window = {window!r} is not supported: workloads count full "
-                         f"attention over up to max_position_embeddings ({positions}) tokens")
+        raise ValueError(
+            f"{where}: sliding_window = {window!r} is not supported: workloads count full "
+            f"attention over up to max_position_embeddings ({positions}) tokens"
+        )
     heads, d_model = g("num_attention_heads"), g("hidden_size")
     head_dim = cfg.get("head_dim")
     kw = dict(
-        name=name, kind="decoder", layers=g("num_hidden_layers"), d_model=d_model, heads=heads,
-        d_ff=g("intermediate_size"), vocab=g("vocab_size"), max_positions=positions,
-        kv_heads=g("num_key_value_heads", heads), gated_mlp=True, learned_positions=False,
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)), biases=False, source=src,
+        name=name,
+        kind="decoder",
+        layers=g("num_hidden_layers"),
+        d_model=d_model,
+        heads=heads,
+        d_ff=g("intermediate_size"),
+        vocab=g("vocab_size"),
+        max_positions=positions,
+        kv_heads=g("num_key_value_heads", heads),
+        gated_mlp=True,
+        learned_positions=False,
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        biases=False,
+        source=src,
     )
     if head_dim is not None and head_dim != d_model // heads:
         kw["d_head"] = g("head_dim")

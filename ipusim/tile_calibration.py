@@ -63,7 +63,9 @@ def overrides(**values):
     g = vars(tile_params)
     bad = set(values) - set(PARAMETERS)
     if bad:
-        raise ValueError(f"unknown tile parameter(s) {', '.join(sorted(bad))}; valid: {', '.join(PARAMETERS)}")
+        raise ValueError(
+            f"unknown tile parameter(s) {', '.join(sorted(bad))}; valid: {', '.join(PARAMETERS)}"
+        )
     for k, v in values.items():
         if not float(v) > 0 and not (k == "AMP_PHASE_OVERHEAD_CYCLES" and float(v) == 0):
             raise ValueError(f"{k} must be > 0, got {v!r}")
@@ -80,8 +82,15 @@ def overrides(**values):
 
 
 TESS_PF_BOW_FP16_TFLOPS = (
-    (16, 55.5), (32, 96.7), (64, 152.8), (128, 211.1), (256, 264.0),
-    (512, 299.8), (1024, 322.7), (1536, 330.7), (2048, 334.9),
+    (16, 55.5),
+    (32, 96.7),
+    (64, 152.8),
+    (128, 211.1),
+    (256, 264.0),
+    (512, 299.8),
+    (1024, 322.7),
+    (1536, 330.7),
+    (2048, 334.9),
 )
 """(N, TFLOPS): FP16 ``[N,16] @ [16,16]`` on every tile of a Bow IPU, ``ConvPartial1x1``, no
 exchange (facts §1.5, TESS-PF)."""
@@ -139,9 +148,12 @@ def fit() -> dict:
                 fast = _gemm_tflops() > target
             lo, hi = (lo, mid) if fast else (mid, hi)
     rate = float(f"{math.sqrt(lo * hi):.2g}")
-    return {"amp_phase_overhead_cycles": overhead, "exchange_efficiency": xeff,
-            "rearrange_bytes_per_cycle": rate,
-            "amp_efficiency": round(2 * 16 * 16 / bow.fp16_flops_per_cycle_per_tile / b, 2)}
+    return {
+        "amp_phase_overhead_cycles": overhead,
+        "exchange_efficiency": xeff,
+        "rearrange_bytes_per_cycle": rate,
+        "amp_efficiency": round(2 * 16 * 16 / bow.fp16_flops_per_cycle_per_tile / b, 2),
+    }
 
 
 def c600():
@@ -149,8 +161,11 @@ def c600():
     from .hardware import chip
 
     g = chip("gc200")
-    return g.replace(name="c600", clock_hz=C600_FP16_FLOPS / (g.tiles * g.fp16_flops_per_cycle_per_tile),
-                     power_w=C600_POWER_W)
+    return g.replace(
+        name="c600",
+        clock_hz=C600_FP16_FLOPS / (g.tiles * g.fp16_flops_per_cycle_per_tile),
+        power_w=C600_POWER_W,
+    )
 
 
 def _tess_point(n_rows: int) -> float:
@@ -162,8 +177,16 @@ def _tess_point(n_rows: int) -> float:
     bow = chip("bow")
     T = bow.tiles
     flops = 2.0 * n_rows * 16 * 16
-    ph = tiles.Phase("tess", "matmul", True, np.full(T, flops), np.full(T, (n_rows * 16 + 256) * 2.0),
-                     np.ones(T), np.zeros(T), np.zeros(T))
+    ph = tiles.Phase(
+        "tess",
+        "matmul",
+        True,
+        np.full(T, flops),
+        np.full(T, (n_rows * 16 + 256) * 2.0),
+        np.ones(T),
+        np.zeros(T),
+        np.zeros(T),
+    )
     op = matmul_op("tess", 1, n_rows * T, 16, 16, 2)
     plan = tiles.OpPlan(op, "one vertex per tile", T, [ph], np.zeros(T), np.zeros(T))
     prog = tiles.run_program(bow, [plan])
@@ -177,7 +200,16 @@ def _exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
 
     T = c.tiles
     z = np.zeros(T)
-    ph = tiles.Phase("exchange", "exchange", False, z, z, z, np.full(T, bytes_per_tile), np.full(T, bytes_per_tile))
+    ph = tiles.Phase(
+        "exchange",
+        "exchange",
+        False,
+        z,
+        z,
+        z,
+        np.full(T, bytes_per_tile),
+        np.full(T, bytes_per_tile),
+    )
     plan = tiles.OpPlan(matmul_op("exchange", 1, T, 1, 1, 2), "all tiles", T, [ph], z, z)
     prog = tiles.run_program(c, [plan])
     return bytes_per_tile * T / (prog.slowest[0, 1] / c.clock_hz) / 1e12
@@ -201,24 +233,53 @@ def calibration_table() -> list[dict]:
     rows = []
 
     def add(name, chip_name, unit, pub, sim, sample):
-        rows.append({"row": name, "chip": chip_name, "unit": unit, "published": pub, "simulated": sim,
-                     "rel_error": (sim - pub) / pub, "sample": sample,
-                     "tolerance": IN_SAMPLE_TOLERANCE if sample == "in" else OUT_OF_SAMPLE_TOLERANCE})
+        rows.append(
+            {
+                "row": name,
+                "chip": chip_name,
+                "unit": unit,
+                "published": pub,
+                "simulated": sim,
+                "rel_error": (sim - pub) / pub,
+                "sample": sample,
+                "tolerance": IN_SAMPLE_TOLERANCE if sample == "in" else OUT_OF_SAMPLE_TOLERANCE,
+            }
+        )
 
     for n, tf in TESS_PF_BOW_FP16_TFLOPS:
         add(f"TESS-PF on-tile matmul N={n}", "bow", "TFLOPS", tf, _tess_point(n), "in")
     from .hardware import chip
 
     gc2 = chip("gc2")
-    add("JIA-FT exchange, all tiles", "gc2", "TB/s", JIA_FT_EXCHANGE_BYTES_PER_S / 1e12, _exchange_point(gc2), "in")
+    add(
+        "JIA-FT exchange, all tiles",
+        "gc2",
+        "TB/s",
+        JIA_FT_EXCHANGE_BYTES_PER_S / 1e12,
+        _exchange_point(gc2),
+        "in",
+    )
     size, flops_s = JIA_FT_GEMM
     fit_state = tiles.matmul(gc2, size, size, size).result.fit
-    add(f"JIA-FT GEMM FP16 {size}^3 ({fit_state})", "gc2", "TFLOPS", flops_s / 1e12, _gemm_tflops(), "in")
+    add(
+        f"JIA-FT GEMM FP16 {size}^3 ({fit_state})",
+        "gc2",
+        "TFLOPS",
+        flops_s / 1e12,
+        _gemm_tflops(),
+        "in",
+    )
     per_row = squad_sequences_per_row()
     r = tiles.simulate(c600(), step("bert-base", [384] * BYTEMLPERF_ROWS_PER_BATCH, pad_to=384))
     t = r.time_s if np.isfinite(r.time_s) else r.extra["time_if_unlimited_s"]
-    add(f"ByteMLPerf BERT-base, {BYTEMLPERF_ROWS_PER_BATCH} packed rows of 384 ({r.fit})", "c600", "seq/s",
-        BYTEMLPERF_C600_SEQ_PER_S, BYTEMLPERF_ROWS_PER_BATCH * per_row / t, "out")
+    add(
+        f"ByteMLPerf BERT-base, {BYTEMLPERF_ROWS_PER_BATCH} packed rows of 384 ({r.fit})",
+        "c600",
+        "seq/s",
+        BYTEMLPERF_C600_SEQ_PER_S,
+        BYTEMLPERF_ROWS_PER_BATCH * per_row / t,
+        "out",
+    )
     return rows
 
 
@@ -227,6 +288,8 @@ def format_rows(rows: list[dict]) -> str:
     head = f"{'row':58s} {'chip':5s} {'unit':6s} {'published':>10s} {'simulated':>10s} {'error':>7s} sample tol"
     lines = [head]
     for r in rows:
-        lines.append(f"{r['row']:58s} {r['chip']:5s} {r['unit']:6s} {r['published']:10,.2f} {r['simulated']:10,.2f} "
-                     f"{r['rel_error']:+7.1%} {r['sample']:6s} ±{r['tolerance']:.0%}")
+        lines.append(
+            f"{r['row']:58s} {r['chip']:5s} {r['unit']:6s} {r['published']:10,.2f} {r['simulated']:10,.2f} "
+            f"{r['rel_error']:+7.1%} {r['sample']:6s} ±{r['tolerance']:.0%}"
+        )
     return "\n".join(lines)

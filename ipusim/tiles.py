@@ -84,9 +84,23 @@ WEIGHT_MODES = ("auto", "on_chip", "stream")
 # The superstep kernel (its plain-Python reference is in tests/tiles_reference.py)
 # ------------------------------------------------------------------------------------------
 
+
 @njit(cache=True)
-def _superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x_rate,
-                      vertex_cycles, bus, out_comp, out_exch, out_max):
+def _superstep_cycles(
+    flops,
+    load,
+    vertices,
+    recv,
+    send,
+    flop_rate,
+    sram_rate,
+    x_rate,
+    vertex_cycles,
+    bus,
+    out_comp,
+    out_exch,
+    out_max,
+):
     """Per-tile compute and exchange cycles of S supersteps over T tiles.
 
     Preconditions: ``flops, load, vertices, recv, send, out_comp, out_exch`` are (S, T)
@@ -119,14 +133,18 @@ def _tile_chip(c, fn: str) -> TileChip:
     """``c`` as a TileChip, or a ValueError naming the function and the chip."""
     c = _chip(c)
     if not isinstance(c, TileChip):
-        raise ValueError(f"tiles.{fn} needs a tile chip, got {c.name!r} ({type(c).__name__}); "
-                         "use ipusim.machine.simulate for any chip")
+        raise ValueError(
+            f"tiles.{fn} needs a tile chip, got {c.name!r} ({type(c).__name__}); "
+            "use ipusim.machine.simulate for any chip"
+        )
     return c
 
 
 def _step_arg(s) -> Step:
     if not isinstance(s, Step):
-        raise ValueError(f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+        raise ValueError(
+            f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}"
+        )
     return s
 
 
@@ -141,6 +159,7 @@ def map_step(c, s: Step, *, seed: int = 0) -> list[OpPlan]:
 # ------------------------------------------------------------------------------------------
 # BSP execution of the mapped program
 # ------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Program:
@@ -182,27 +201,43 @@ def run_program(c: TileChip, plans: list) -> Program:
             idx.append(i)
             cnt.append(p.op.count)
     S, T = len(phases), c.tiles
-    arr = {k: np.ascontiguousarray(np.vstack([getattr(ph, k) for ph in phases]), dtype=np.float64)
-           for k in ("flops", "load", "vertices", "recv", "send")}
+    arr = {
+        k: np.ascontiguousarray(np.vstack([getattr(ph, k) for ph in phases]), dtype=np.float64)
+        for k in ("flops", "load", "vertices", "recv", "send")
+    }
     vec = c.fp32_flops_per_cycle_per_tile
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
     amp = np.array([ph.amp for ph in phases])
-    rate = np.array([c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float)
-    args = (arr["flops"], arr["load"], arr["vertices"], arr["recv"], arr["send"], rate,
-            c.sram_bytes_per_cycle_per_tile, c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
-            c.vertex_overhead_cycles, TILES_PER_EXCHANGE_BUS)
+    rate = np.array(
+        [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float
+    )
+    args = (
+        arr["flops"],
+        arr["load"],
+        arr["vertices"],
+        arr["recv"],
+        arr["send"],
+        rate,
+        c.sram_bytes_per_cycle_per_tile,
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
+        c.vertex_overhead_cycles,
+        TILES_PER_EXCHANGE_BUS,
+    )
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
     _superstep_cycles(*args, comp, exch, mx)
     on = amp[:, None] & (arr["vertices"] > 0)
-    comp += np.where(on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
+    comp += np.where(
+        on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0
+    )
     mx[:, 0] = comp.max(axis=1)
     return Program(phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles)
 
 
-def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0,
-                 process_nm: float = 45.0) -> dict:
+def energy_split(
+    prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0, process_nm: float = 45.0
+) -> dict:
     """Energy by level (``energy.tile_split``, joules) of the supersteps of ``prog``, each run
     as many times as its op's count: AMP and vector FLOPs (priced at ``process_nm``,
     ``energy.flop_scale``), SRAM loads (and a read and a write of every byte an AMP phase
@@ -213,13 +248,22 @@ def energy_split(prog: Program, plans: list, streamed: bool, link_bytes: float =
         f = float(ph.flops.sum()) * n
         amp, vec = (amp + f, vec) if ph.amp else (amp, vec + f)
         got = float(ph.recv.sum()) * n
-        load += float(ph.load.sum()) * n + (2.0 * got if ph.amp else 0.0)  # AMP operands rearranged: read + write
+        load += float(ph.load.sum()) * n + (
+            2.0 * got if ph.amp else 0.0
+        )  # AMP operands rearranged: read + write
         sent += float(ph.send.sum()) * n
         recv += got
     stream = sum(p.stream_bytes * p.op.count for p in plans) if streamed else 0.0
-    return _energy.tile_split(amp_flops=amp, vector_flops=vec, sram_read_bytes=load, exchange_sent_bytes=sent,
-                              exchange_received_bytes=recv, streamed_bytes=stream, link_bytes=link_bytes,
-                              flop_scale=_energy.flop_scale(process_nm))
+    return _energy.tile_split(
+        amp_flops=amp,
+        vector_flops=vec,
+        sram_read_bytes=load,
+        exchange_sent_bytes=sent,
+        exchange_received_bytes=recv,
+        streamed_bytes=stream,
+        link_bytes=link_bytes,
+        flop_scale=_energy.flop_scale(process_nm),
+    )
 
 
 @dataclass
@@ -247,8 +291,13 @@ class TileProfile:
         (biases, norms, KV cache), temporaries, and the peak total."""
         w = np.zeros_like(self.always_live) if self.weight_bytes is None else self.weight_bytes
         code = np.full_like(self.always_live, self.chip.code_bytes_per_tile)
-        parts = {"code": code, "weights": w, "other_always_live": self.always_live - code - w,
-                 "temporary": self.temporary, "peak": self.memory}
+        parts = {
+            "code": code,
+            "weights": w,
+            "other_always_live": self.always_live - code - w,
+            "temporary": self.temporary,
+            "peak": self.memory,
+        }
         return {k: {"max": float(v.max()), "mean": float(v.mean())} for k, v in parts.items()}
 
     @property
@@ -260,27 +309,46 @@ class TileProfile:
     def idle_s(self) -> np.ndarray:
         """Seconds each tile waits (at syncs, for the slowest tile) over the step (for a step
         that does not fit: over its as-if-unlimited-memory time)."""
-        return self.result.extra.get("time_if_unlimited_s", self.result.time_s) - self.result.unit_busy_s
+        return (
+            self.result.extra.get("time_if_unlimited_s", self.result.time_s)
+            - self.result.unit_busy_s
+        )
 
     def fullest_tiles(self, n: int = 5) -> list[dict]:
         """The ``n`` tiles with the most bytes: tile, bytes, always-live, temporary, op at peak."""
         order = np.argsort(-self.memory, kind="stable")[:n]
-        return [{"tile": int(t), "bytes": float(self.memory[t]), "always_live": float(self.always_live[t]),
-                 "temporary": float(self.temporary[t]), "op": self.plans[self.peak_op[t]].op.name}
-                for t in order]
+        return [
+            {
+                "tile": int(t),
+                "bytes": float(self.memory[t]),
+                "always_live": float(self.always_live[t]),
+                "temporary": float(self.temporary[t]),
+                "op": self.plans[self.peak_op[t]].op.name,
+            }
+            for t in order
+        ]
 
     def op_table(self) -> list[dict]:
         """Per op: partition, pieces per pass, serial passes (and over which axis), the
         largest per-tile block, temporary bytes per tile (max; working set and held
         inputs), seconds by phase, bytes received per tile (max)."""
         r = self.result
-        return [{"op": p.op.name, "partition": p.partition, "pieces": p.pieces,
-                 "passes": p.passes, "pass_axis": p.pass_axis, "block": tuple(float(b) for b in p.block),
-                 "temp_bytes_max": p.temp_bytes, "working_set_bytes_max": p.working_set_bytes,
-                 "time_s": float(r.op_time_s[i]),
-                 **{k: float(v[i]) for k, v in r.op_split.items()},
-                 "exchange_bytes_max": float(p.exchange_bytes.max())}
-                for i, p in enumerate(self.plans)]
+        return [
+            {
+                "op": p.op.name,
+                "partition": p.partition,
+                "pieces": p.pieces,
+                "passes": p.passes,
+                "pass_axis": p.pass_axis,
+                "block": tuple(float(b) for b in p.block),
+                "temp_bytes_max": p.temp_bytes,
+                "working_set_bytes_max": p.working_set_bytes,
+                "time_s": float(r.op_time_s[i]),
+                **{k: float(v[i]) for k, v in r.op_split.items()},
+                "exchange_bytes_max": float(p.exchange_bytes.max()),
+            }
+            for i, p in enumerate(self.plans)
+        ]
 
     def __repr__(self):
         return f"TileProfile({self.result!r})"
@@ -297,8 +365,12 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
     ``always-live + largest temporaries``.
     """
     placed = sum(p.weights for p in plans)
-    temps = np.vstack([p.temp + (p.weights / p.op.count if streamed and p.op.kind == "matmul" else 0.0)
-                       for p in plans])
+    temps = np.vstack(
+        [
+            p.temp + (p.weights / p.op.count if streamed and p.op.kind == "matmul" else 0.0)
+            for p in plans
+        ]
+    )
     base = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed)
     return base, placed, temps.max(axis=0), temps.argmax(axis=0)
 
@@ -317,7 +389,9 @@ def tile_memory_batch_limit(c, s: Step, *, weights_on_chip: bool = True, seed: i
 
     def fits(b):
         sb = _sub_step(s, b)
-        base, placed, temp, _ = _memory(c, sb, map_step(c, sb, seed=seed), streamed=not weights_on_chip)
+        base, placed, temp, _ = _memory(
+            c, sb, map_step(c, sb, seed=seed), streamed=not weights_on_chip
+        )
         return (base + (placed if weights_on_chip else 0.0) + temp).max() <= c.sram_per_tile_bytes
 
     lo, hi = 0, s.batch
@@ -333,36 +407,55 @@ def tile_memory_batch_limit(c, s: Step, *, weights_on_chip: bool = True, seed: i
 def _sub_step(s: Step, b: int) -> Step:
     from .workloads import step as make_step
 
-    return make_step(s.model, s.lengths[:b], phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes)
+    return make_step(
+        s.model, s.lengths[:b], phase=s.phase, pad_to=s.row_len or None, dtype_bytes=s.dtype_bytes
+    )
 
 
 def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> str:
     mem, sram = prof.memory, c.sram_per_tile_bytes
     t = int(np.argmax(mem))
     op = prof.plans[prof.peak_op[t]].op.name
-    lines = [f"Out of memory on tile {t}: {mem[t]:,.0f} bytes used but tiles only have {sram:,} "
-             f"bytes ({mem[t] - sram:,.0f} over; always-live {prof.always_live[t]:,.0f}, "
-             f"temporaries {prof.temporary[t]:,.0f} at op {op})."]
-    best = tile_memory_batch_limit(c, s, weights_on_chip=prof.weights == "on-chip") if s.batch > 1 else 0
+    lines = [
+        f"Out of memory on tile {t}: {mem[t]:,.0f} bytes used but tiles only have {sram:,} "
+        f"bytes ({mem[t] - sram:,.0f} over; always-live {prof.always_live[t]:,.0f}, "
+        f"temporaries {prof.temporary[t]:,.0f} at op {op})."
+    ]
+    best = (
+        tile_memory_batch_limit(c, s, weights_on_chip=prof.weights == "on-chip")
+        if s.batch > 1
+        else 0
+    )
     if best:
-        lines.append(f"Would fit with {best} sequences per batch or fewer "
-                     f"({_sub_step(s, best).tokens:,} tokens; now {s.batch}, {s.tokens:,} tokens).")
+        lines.append(
+            f"Would fit with {best} sequences per batch or fewer "
+            f"({_sub_step(s, best).tokens:,} tokens; now {s.batch}, {s.tokens:,} tokens)."
+        )
     else:
         lines.append("No batch of these sequences fits on one chip.")
     need = s.model.weight_bytes(s.dtype_bytes) + (mem - prof.always_live).sum()
-    lines.append(f"Splitting over at least {max(2, math.ceil(need / c.data_bytes))} chips (layers pipelined) "
-                 "gives it room.")
+    lines.append(
+        f"Splitting over at least {max(2, math.ceil(need / c.data_bytes))} chips (layers pipelined) "
+        "gives it room."
+    )
     if prof.weights == "on-chip" and c.offchip_bytes > 0:
         s_base, _, s_temp, _ = _memory(c, s, prof.plans, streamed=True)
         stream_peak = (s_base + s_temp).max()
-        verdict = ("then it fits" if stream_peak <= sram else
-                   f"not enough alone: temporaries and code still need {stream_peak:,.0f} bytes on a tile")
-        lines.append(f"Streaming weights from off-chip DRAM adds about {stream_s * 1e3:,.2f} ms per step "
-                     f"({verdict}).")
+        verdict = (
+            "then it fits"
+            if stream_peak <= sram
+            else f"not enough alone: temporaries and code still need {stream_peak:,.0f} bytes on a tile"
+        )
+        lines.append(
+            f"Streaming weights from off-chip DRAM adds about {stream_s * 1e3:,.2f} ms per step "
+            f"({verdict})."
+        )
     return " ".join(lines)
 
 
-def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True) -> TileProfile:
+def profile(
+    c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
+) -> TileProfile:
     """Map and run step ``s`` on tile chip ``c``; return the full per-tile profile.
 
     ``weights``: "auto" keeps weights on chip if the step fits, else streams them from
@@ -376,10 +469,14 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool =
     _step_arg(s)
     choice("weights", weights, WEIGHT_MODES)
     if s.phase == "train":
-        raise ValueError("tiles maps forward, prefill and decode steps; phase 'train' is not modelled")
+        raise ValueError(
+            "tiles maps forward, prefill and decode steps; phase 'train' is not modelled"
+        )
     if weights == "stream" and c.offchip_bytes < s.model.weight_bytes(s.dtype_bytes):
-        raise ValueError(f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
-                         f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from")
+        raise ValueError(
+            f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
+            f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from"
+        )
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
     plans = map_step(c, s, seed=seed)
     prog = run_program(c, plans)
@@ -413,42 +510,79 @@ def profile(c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool =
         "exchange": np.bincount(prog.op_index, cyc_exch, n_ops) / hz,
     }
     if streamed:
-        op_split["streaming"] = np.array([p.stream_bytes * p.op.count for p in plans]) / c.offchip_bandwidth_bytes_per_s
+        op_split["streaming"] = (
+            np.array([p.stream_bytes * p.op.count for p in plans]) / c.offchip_bandwidth_bytes_per_s
+        )
     op_time = sum(op_split.values())
     split = {k: float(v.sum()) for k, v in op_split.items()}
     time_if_unlimited = float(op_time.sum())
     busy = ((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz
 
-    prof = TileProfile(c, s, plans, prog, "streamed" if streamed else "on-chip", always, temporary, peak_op,
-                       weight_bytes=np.zeros(T) if streamed else placed)
+    prof = TileProfile(
+        c,
+        s,
+        plans,
+        prog,
+        "streamed" if streamed else "on-chip",
+        always,
+        temporary,
+        peak_op,
+        weight_bytes=np.zeros(T) if streamed else placed,
+    )
     mem = always + temporary
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
     # The fit rule (machine.StepResult): a step that fits nowhere has no honest time.
     time_s = time_if_unlimited if fits else math.inf
     if not fits:
-        msg = _fit_message(c, s, prof, stream_s_if) if explain else "does not fit (explanation not asked for)"
+        msg = (
+            _fit_message(c, s, prof, stream_s_if)
+            if explain
+            else "does not fit (explanation not asked for)"
+        )
     elif streamed:
-        msg = (f"Weights do not fit on chip ({onchip_peak:,.0f} bytes on the fullest tile); they stream "
-               f"from off-chip DRAM, adding {split['streaming'] * 1e3:,.2f} ms per step.")
+        msg = (
+            f"Weights do not fit on chip ({onchip_peak:,.0f} bytes on the fullest tile); they stream "
+            f"from off-chip DRAM, adding {split['streaming'] * 1e3:,.2f} ms per step."
+        )
     else:
         msg = ""
     over = [p.op.name for p in plans if p.over_budget]
     if over:
-        msg += (" " if msg else "") + (f"Temporaries of {', '.join(over)} exceed availableMemoryProportion "
-                                       f"{AVAILABLE_MEMORY_PROPORTION} of a tile.")
+        msg += (" " if msg else "") + (
+            f"Temporaries of {', '.join(over)} exceed availableMemoryProportion "
+            f"{AVAILABLE_MEMORY_PROPORTION} of a tile."
+        )
     esplit = energy_split(prog, plans, streamed, process_nm=c.process_nm)
     prof.result = StepResult(
-        chip=c.name, kind="tile", model=cfg.name, phase=s.phase, batch=s.batch,
-        real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
-        op_names=tuple(p.op.name for p in plans), op_time_s=op_time, op_split=op_split,
-        unit_busy_s=busy, unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=fits, fit_message=msg, energy_j=sum(esplit.values()) if fits else math.inf,
-        energy_split=esplit, board_power_w=c.power_w,
-        extra={"weights": prof.weights, "cycles": time_s * hz, "time_if_unlimited_s": time_if_unlimited,
-               "supersteps": int(prog.count.sum()),
-               "passes": {p.op.name: p.passes for p in plans if p.passes > 1},
-               "memory_always_live_max_bytes": float(always.max()),
-               "memory_temporary_max_bytes": float(temporary.max())},
+        chip=c.name,
+        kind="tile",
+        model=cfg.name,
+        phase=s.phase,
+        batch=s.batch,
+        real_tokens=s.real_tokens,
+        tokens=s.tokens,
+        time_s=time_s,
+        split=split,
+        op_names=tuple(p.op.name for p in plans),
+        op_time_s=op_time,
+        op_split=op_split,
+        unit_busy_s=busy,
+        unit_memory_bytes=mem,
+        memory_limit_bytes=float(c.sram_per_tile_bytes),
+        fits=fits,
+        fit_message=msg,
+        energy_j=sum(esplit.values()) if fits else math.inf,
+        energy_split=esplit,
+        board_power_w=c.power_w,
+        extra={
+            "weights": prof.weights,
+            "cycles": time_s * hz,
+            "time_if_unlimited_s": time_if_unlimited,
+            "supersteps": int(prog.count.sum()),
+            "passes": {p.op.name: p.passes for p in plans if p.passes > 1},
+            "memory_always_live_max_bytes": float(always.max()),
+            "memory_temporary_max_bytes": float(temporary.max()),
+        },
     )
     return prof
 
@@ -489,25 +623,55 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2) -> TileProfile:
     prog = run_program(c, [plan])
     esplit = energy_split(prog, [plan], False, process_nm=c.process_nm)
     hz = c.clock_hz
-    split = {"compute": (prog.slowest[:, 0] * prog.count).sum() / hz, "sync": prog.count.sum() * c.sync_cycles / hz,
-             "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz}
+    split = {
+        "compute": (prog.slowest[:, 0] * prog.count).sum() / hz,
+        "sync": prog.count.sum() * c.sync_cycles / hz,
+        "exchange": (prog.slowest[:, 1] * prog.count).sum() / hz,
+    }
     t_unlimited = float(sum(split.values()))
     always = c.code_bytes_per_tile + plan.weights + m * k * dtype_bytes / c.tiles  # + the input
     mem = always + plan.temp
     fits = bool(mem.max() <= c.sram_per_tile_bytes)
     t = t_unlimited if fits else math.inf  # the fit rule (machine.StepResult)
-    msg = "" if fits else (f"Out of memory: {mem.max():,.0f} bytes on the fullest tile, tiles have "
-                           f"{c.sram_per_tile_bytes:,}; a smaller m, k or n (or more chips) would fit.")
+    msg = (
+        ""
+        if fits
+        else (
+            f"Out of memory: {mem.max():,.0f} bytes on the fullest tile, tiles have "
+            f"{c.sram_per_tile_bytes:,}; a smaller m, k or n (or more chips) would fit."
+        )
+    )
     res = StepResult(
-        chip=c.name, kind="tile", model=f"matmul {m}x{k}x{n}", phase="forward", batch=1,
-        real_tokens=m, tokens=m, time_s=t, split=split, op_names=("matmul",),
-        op_time_s=np.array([t_unlimited]), op_split={k_: np.array([v]) for k_, v in split.items()},
+        chip=c.name,
+        kind="tile",
+        model=f"matmul {m}x{k}x{n}",
+        phase="forward",
+        batch=1,
+        real_tokens=m,
+        tokens=m,
+        time_s=t,
+        split=split,
+        op_names=("matmul",),
+        op_time_s=np.array([t_unlimited]),
+        op_split={k_: np.array([v]) for k_, v in split.items()},
         unit_busy_s=((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz,
-        unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        fits=fits, fit_message=msg, energy_j=sum(esplit.values()) if fits else math.inf,
-        energy_split=esplit, board_power_w=c.power_w,
-        extra={"partition": plan.partition, "passes": plan.passes, "pass_axis": plan.pass_axis,
-               "block": plan.block, "temp_bytes_max": plan.temp_bytes,
-               "cycles": t * hz, "time_if_unlimited_s": t_unlimited})
-    return TileProfile(c, None, [plan], prog, "on-chip", always, plan.temp,
-                       np.zeros(c.tiles, int), res)
+        unit_memory_bytes=mem,
+        memory_limit_bytes=float(c.sram_per_tile_bytes),
+        fits=fits,
+        fit_message=msg,
+        energy_j=sum(esplit.values()) if fits else math.inf,
+        energy_split=esplit,
+        board_power_w=c.power_w,
+        extra={
+            "partition": plan.partition,
+            "passes": plan.passes,
+            "pass_axis": plan.pass_axis,
+            "block": plan.block,
+            "temp_bytes_max": plan.temp_bytes,
+            "cycles": t * hz,
+            "time_if_unlimited_s": t_unlimited,
+        },
+    )
+    return TileProfile(
+        c, None, [plan], prog, "on-chip", always, plan.temp, np.zeros(c.tiles, int), res
+    )

@@ -31,10 +31,28 @@ from ._validate import read_text_file
 
 # accepted names of each column, normalised (lower case, no spaces, underscores or hyphens)
 TIME_NAMES = ("timestamp", "arrivals", "arrival", "arrivaltime", "time", "times", "ts")
-INPUT_NAMES = ("contexttokens", "inputtokens", "inputlength", "inputlen", "prompttokens", "promptlength",
-               "promptlen", "requesttokens", "length", "tokens", "seqlen")
-OUTPUT_NAMES = ("generatedtokens", "outputtokens", "outputlength", "outputlen", "completiontokens",
-                "responsetokens", "generatedlength")
+INPUT_NAMES = (
+    "contexttokens",
+    "inputtokens",
+    "inputlength",
+    "inputlen",
+    "prompttokens",
+    "promptlength",
+    "promptlen",
+    "requesttokens",
+    "length",
+    "tokens",
+    "seqlen",
+)
+OUTPUT_NAMES = (
+    "generatedtokens",
+    "outputtokens",
+    "outputlength",
+    "outputlen",
+    "completiontokens",
+    "responsetokens",
+    "generatedlength",
+)
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 
 
@@ -51,25 +69,33 @@ def parse_columns(text: str | None) -> dict:
         key, eq, col = part.partition("=")
         key = key.strip().lower()
         if not eq or key not in ("time", "input", "output") or not col.strip():
-            raise ValueError(f"trace columns {part!r}: use time=NAME, input=NAME, output=NAME (comma-separated)")
+            raise ValueError(
+                f"trace columns {part!r}: use time=NAME, input=NAME, output=NAME (comma-separated)"
+            )
         out[key] = col.strip()
     return out
 
 
-def _find(names: list[str], given: str | None, accepted: tuple, what: str, where: str, *, required=True):
+def _find(
+    names: list[str], given: str | None, accepted: tuple, what: str, where: str, *, required=True
+):
     """Index of the column ``given`` (or the first accepted name) in ``names``; None if optional and absent."""
     normed = [_norm(n) for n in names]
     if given is not None:
         if _norm(given) not in normed:
-            raise ValueError(f"{where}: no column {given!r} (the {what} column); found {', '.join(names)}")
+            raise ValueError(
+                f"{where}: no column {given!r} (the {what} column); found {', '.join(names)}"
+            )
         return normed.index(_norm(given))
     for a in accepted:
         if a in normed:
             return normed.index(a)
     if required:
-        raise ValueError(f"{where} needs columns for time and input (output optional): no {what} column among "
-                         f"{', '.join(names)}; name it with --trace-columns "
-                         f"{what}=NAME (accepted names: {', '.join(accepted[:4])}, ...)")
+        raise ValueError(
+            f"{where} needs columns for time and input (output optional): no {what} column among "
+            f"{', '.join(names)}; name it with --trace-columns "
+            f"{what}=NAME (accepted names: {', '.join(accepted[:4])}, ...)"
+        )
     return None
 
 
@@ -87,7 +113,9 @@ def _time(v, line: int, where: str) -> float:
     try:
         d = datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{where} line {line}: arrival time {s[:40]!r} is not a number or a date") from None
+        raise ValueError(
+            f"{where} line {line}: arrival time {s[:40]!r} is not a number or a date"
+        ) from None
     return d.timestamp() if d.tzinfo else (d - datetime(1970, 1, 1)).total_seconds()
 
 
@@ -97,10 +125,14 @@ def _tokens(v, line: int, what: str, where: str) -> int:
     except (TypeError, ValueError):
         x = float("nan")
     if not (x >= 1 and x == int(x)):
-        raise ValueError(f"{where} line {line}: {what} {str(v)[:40]!r} is not a whole number of tokens >= 1")
+        raise ValueError(
+            f"{where} line {line}: {what} {str(v)[:40]!r} is not a whole number of tokens >= 1"
+        )
     if x > limits.MAX_SEQUENCE_TOKENS:
-        raise ValueError(f"{where} line {line}: {what} {int(x):,} is over the limit of "
-                         f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request")
+        raise ValueError(
+            f"{where} line {line}: {what} {int(x):,} is over the limit of "
+            f"{limits.MAX_SEQUENCE_TOKENS:,} tokens per request"
+        )
     return int(x)
 
 
@@ -124,15 +156,27 @@ def load(path, *, columns: dict | None = None, time_unit: str = "s"):
             except json.JSONDecodeError as err:
                 raise ValueError(f"{where} line {line}: not a JSON object ({err.msg})") from None
             if not isinstance(obj, dict):
-                raise ValueError(f"{where} line {line}: expected a JSON object per line, got {type(obj).__name__}")
+                raise ValueError(
+                    f"{where} line {line}: expected a JSON object per line, got {type(obj).__name__}"
+                )
             keys = list(obj)
             if names is None or keys != names:
                 names = keys
                 ti = _find(keys, cols.get("time"), TIME_NAMES, "time", f"{where} line {line}")
                 ii = _find(keys, cols.get("input"), INPUT_NAMES, "input", f"{where} line {line}")
-                oi = _find(keys, cols.get("output"), OUTPUT_NAMES, "output", f"{where} line {line}",
-                           required="output" in cols)
-            rows.append(_row(obj[keys[ti]], obj[keys[ii]], None if oi is None else obj[keys[oi]], line, where))
+                oi = _find(
+                    keys,
+                    cols.get("output"),
+                    OUTPUT_NAMES,
+                    "output",
+                    f"{where} line {line}",
+                    required="output" in cols,
+                )
+            rows.append(
+                _row(
+                    obj[keys[ti]], obj[keys[ii]], None if oi is None else obj[keys[oi]], line, where
+                )
+            )
             dated |= isinstance(obj[keys[ti]], str) and not _is_number(obj[keys[ti]])
             _check_count(len(rows), where)
         has_out = oi is not None if names else False
@@ -142,15 +186,19 @@ def load(path, *, columns: dict | None = None, time_unit: str = "s"):
             header = next(reader)
             ti = _find(header, cols.get("time"), TIME_NAMES, "time", where)
             ii = _find(header, cols.get("input"), INPUT_NAMES, "input", where)
-            oi = _find(header, cols.get("output"), OUTPUT_NAMES, "output", where, required="output" in cols)
+            oi = _find(
+                header, cols.get("output"), OUTPUT_NAMES, "output", where, required="output" in cols
+            )
             need = max(i for i in (ti, ii, oi) if i is not None) + 1
             for r in reader:
                 if not r or not any(x.strip() for x in r):
                     continue
                 line = reader.line_num
                 if len(r) < need:
-                    raise ValueError(f"{where} line {line}: {len(r)} field(s); expected {len(header)} "
-                                     f"({', '.join(header)})")
+                    raise ValueError(
+                        f"{where} line {line}: {len(r)} field(s); expected {len(header)} "
+                        f"({', '.join(header)})"
+                    )
                 rows.append(_row(r[ti], r[ii], None if oi is None else r[oi], line, where))
                 dated |= not _is_number(r[ti])
                 _check_count(len(rows), where)
@@ -163,7 +211,9 @@ def load(path, *, columns: dict | None = None, time_unit: str = "s"):
     else:
         t = t * TIME_UNITS[time_unit]
     if np.any(t < 0):
-        raise ValueError(f"{where}: arrival times must be >= 0 (a number is seconds from the start)")
+        raise ValueError(
+            f"{where}: arrival times must be >= 0 (a number is seconds from the start)"
+        )
     inp = np.array([r[1] for r in rows], dtype=np.int64)
     out = np.array([r[2] for r in rows], dtype=np.int64) if has_out else None
     order = np.argsort(t, kind="stable")
@@ -182,14 +232,19 @@ def _row(t, i, o, line, where):
     tt = _time(t, line, where)
     if not np.isfinite(tt):
         raise ValueError(f"{where} line {line}: arrival time {t!r} is not finite")
-    return (tt, _tokens(i, line, "input length", where),
-            None if o is None else _tokens(o, line, "output length", where))
+    return (
+        tt,
+        _tokens(i, line, "input length", where),
+        None if o is None else _tokens(o, line, "output length", where),
+    )
 
 
 def _check_count(n: int, where: str) -> None:
     if n > limits.MAX_REQUESTS_IN_TRACE:
-        raise ValueError(f"{where}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests (the serving simulator's "
-                         "limit for one run); split the trace")
+        raise ValueError(
+            f"{where}: over {limits.MAX_REQUESTS_IN_TRACE:,} requests (the serving simulator's "
+            "limit for one run); split the trace"
+        )
 
 
 def synthetic(n: int = 500, *, rate_per_s: float = 4.0, seed: int = 0) -> list[dict]:
@@ -208,8 +263,16 @@ def synthetic(n: int = 500, *, rate_per_s: float = 4.0, seed: int = 0) -> list[d
     t0 = datetime(2026, 1, 1)
     from datetime import timedelta
 
-    return [{"TIMESTAMP": (t0 + timedelta(seconds=float(s))).isoformat(sep=" ", timespec="microseconds"),
-             "ContextTokens": int(p), "GeneratedTokens": int(o)} for s, p, o in zip(t, prompt, output, strict=True)]
+    return [
+        {
+            "TIMESTAMP": (t0 + timedelta(seconds=float(s))).isoformat(
+                sep=" ", timespec="microseconds"
+            ),
+            "ContextTokens": int(p),
+            "GeneratedTokens": int(o),
+        }
+        for s, p, o in zip(t, prompt, output, strict=True)
+    ]
 
 
 def write_csv(path, rows: list[dict]) -> None:

@@ -26,8 +26,10 @@ def parse_bytes(text, name: str = "size") -> int:
         unit = m.group(2).lower() if m else None
         scale = IEC.get(unit) or SI.get(unit) or BARE.get(unit) if unit is not None else None
         if scale is None:
-            raise ValueError(f"{name} {text!r} is not a size; use e.g. 4G or 4GiB (2^30 bytes each), 80GB "
-                             "(10^9 bytes each), or a number of bytes")
+            raise ValueError(
+                f"{name} {text!r} is not a size; use e.g. 4G or 4GiB (2^30 bytes each), 80GB "
+                "(10^9 bytes each), or a number of bytes"
+            )
         v = float(m.group(1)) * scale
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"{name} {text!r} must be a finite size >= 0 bytes")

@@ -52,6 +52,7 @@ def _tile(fn):
 
         with tc.overrides(**params.get("tile", {})):
             return fn(r, tc)
+
     return run
 
 
@@ -90,7 +91,11 @@ def _tile_largest_gemm(r, tc):
     c, lo, hi = chip(r["chip"]), 16, 16384
     while hi - lo > 16:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if tiles.matmul(c, mid, mid, mid, dtype_bytes=_dtype_bytes(r)).result.fits else (lo, mid)
+        lo, hi = (
+            (mid, hi)
+            if tiles.matmul(c, mid, mid, mid, dtype_bytes=_dtype_bytes(r)).result.fits
+            else (lo, mid)
+        )
     return lo
 
 
@@ -106,8 +111,14 @@ def _tile_minimal_transfer(r, tc):
     z = np.zeros(c.tiles)
     recv, send = z.copy(), z.copy()
     recv[1] = send[0] = 4.0
-    plan = tiles.OpPlan(matmul_op("word", 1, 1, 1, 1, 2), "one word", 1,
-                        [tiles.Phase("word", "exchange", False, z, z, z, recv, send)], z, z)
+    plan = tiles.OpPlan(
+        matmul_op("word", 1, 1, 1, 1, 2),
+        "one word",
+        1,
+        [tiles.Phase("word", "exchange", False, z, z, z, recv, send)],
+        z,
+        z,
+    )
     return float(tiles.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz) * 1e9
 
 
@@ -117,7 +128,9 @@ def _tile_bytemlperf(r, tc):
     from . import tiles
     from .workloads import step
 
-    res = tiles.simulate(tc.c600(), step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"]))
+    res = tiles.simulate(
+        tc.c600(), step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"])
+    )
     t = res.time_s if np.isfinite(res.time_s) else res.extra["time_if_unlimited_s"]
     return r["batch"] * tc.squad_sequences_per_row() / t
 
@@ -137,22 +150,31 @@ def _train_megatron_tflops(r, params):
 def _train_megatron_days(r, params):
     from . import training
 
-    res = training.best_placement(r["model"], r["chip"], r["chips"], recompute=("full",), sharding=(0,))
+    res = training.best_placement(
+        r["model"], r["chip"], r["chips"], recompute=("full",), sharding=(0,)
+    )
     return res.run(3e11).days  # NARAYANAN2021 §5.1: 300B tokens
 
 
 def _train_llama2_hours(r, params):
     from . import training
 
-    res = training.best_placement(_training_model(r["model"]), r["chip"], r["chips"], seq_len=r["seq_len"],
-                                  global_batch=r["batch"])
+    res = training.best_placement(
+        _training_model(r["model"]),
+        r["chip"],
+        r["chips"],
+        seq_len=r["seq_len"],
+        global_batch=r["batch"],
+    )
     return res.run(2e12).chip_hours  # TOUVRON2023 Table 2: 2T tokens
 
 
 def _train_tile_throughput(r, params):
     from . import training
 
-    res = training.best_placement(r["model"], r["chip"], r["chips"], seq_len=r["seq_len"], global_batch=r["batch"])
+    res = training.best_placement(
+        r["model"], r["chip"], r["chips"], seq_len=r["seq_len"], global_batch=r["batch"]
+    )
     return res.tokens_per_s / r["seq_len"]
 
 
@@ -188,8 +210,14 @@ def _serving_queue(r, params):
     s, rho = 0.01, r["load"]  # seconds per request; the result is in units of s
     kind = "mm1" if r["software"] == "M/M/1" else "md1"
     svc = S.exponential_service(s) if kind == "mm1" else S.fixed_service(s)
-    res = simulate(arrivals.poisson(rho / s, SERVING_REQUESTS, seed=7), 1, P.Dynamic(1, 0.0), svc, seed=11,
-                   max_waiting=None)
+    res = simulate(
+        arrivals.poisson(rho / s, SERVING_REQUESTS, seed=7),
+        1,
+        P.Dynamic(1, 0.0),
+        svc,
+        seed=11,
+        max_waiting=None,
+    )
     if "p99" in r["id"]:
         return res.latency_p99_s / s
     return res.queueing_mean_s / s
@@ -225,8 +253,10 @@ def predict(r: dict, params: dict | None = None) -> float:
     r = row(r) if isinstance(r, str) else r
     fn = PREDICTORS.get(r["workload"])
     if fn is None:
-        raise ValueError(f"row {r['id']!r}: no rule predicts workload {r['workload']!r} "
-                         f"(known: {', '.join(PREDICTORS)})")
+        raise ValueError(
+            f"row {r['id']!r}: no rule predicts workload {r['workload']!r} "
+            f"(known: {', '.join(PREDICTORS)})"
+        )
     return float(fn(r, params or {}))
 
 
@@ -254,20 +284,41 @@ def validate(area: str | None = None, *, params: dict | None = None) -> list[dic
     for r in rows(area):
         pred = _cached(r["id"], tile_state) if not params else predict(r, params)
         ratio = pred / r["value"]
-        out.append({"id": r["id"], "area": r["area"], "source": r["source"], "table": r["table"],
-                    "use": r["use"], "metric": r["metric"], "unit": r["unit"], "published": r["value"],
-                    "predicted": pred, "ratio": ratio, "tolerance": r["tolerance"],
-                    "within": bool(abs(ratio - 1) <= r["tolerance"]), "within_band": bool(abs(ratio - 1) <= BAND)})
+        out.append(
+            {
+                "id": r["id"],
+                "area": r["area"],
+                "source": r["source"],
+                "table": r["table"],
+                "use": r["use"],
+                "metric": r["metric"],
+                "unit": r["unit"],
+                "published": r["value"],
+                "predicted": pred,
+                "ratio": ratio,
+                "tolerance": r["tolerance"],
+                "within": bool(abs(ratio - 1) <= r["tolerance"]),
+                "within_band": bool(abs(ratio - 1) <= BAND),
+            }
+        )
     return out
 
 
 def _stats(rs) -> dict:
     if not rs:
-        return {"rows": 0, "share_within_band": math.nan, "geomean_ratio": math.nan, "geomean_abs_error": math.nan}
+        return {
+            "rows": 0,
+            "share_within_band": math.nan,
+            "geomean_ratio": math.nan,
+            "geomean_abs_error": math.nan,
+        }
     logs = [math.log(r["ratio"]) for r in rs]
-    return {"rows": len(rs), "share_within_band": sum(r["within_band"] for r in rs) / len(rs),
-            "geomean_ratio": math.exp(sum(logs) / len(logs)),
-            "geomean_abs_error": math.exp(sum(abs(x) for x in logs) / len(logs)) - 1}
+    return {
+        "rows": len(rs),
+        "share_within_band": sum(r["within_band"] for r in rs) / len(rs),
+        "geomean_ratio": math.exp(sum(logs) / len(logs)),
+        "geomean_abs_error": math.exp(sum(abs(x) for x in logs) / len(logs)) - 1,
+    }
 
 
 def summary(results: list[dict]) -> list[dict]:

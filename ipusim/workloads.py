@@ -47,17 +47,30 @@ class TransformerConfig:
     biases: bool = True  # linear layers carry biases (False for Llama)
     published_params: float = 0.0  # parameter count as published, for checks (0: none)
     source: str = ""  # where the shape and the published count come from
-    d_head: int = 0  # width of one attention head; 0 means d_model // heads (a shard keeps the full width)
-    embedding: bool = True  # holds the embedding tables (False: a later pipeline stage, see ``shard``)
-    head: bool = True  # holds the final norm and pooler / LM head (False: an earlier pipeline stage)
+    d_head: int = (
+        0  # width of one attention head; 0 means d_model // heads (a shard keeps the full width)
+    )
+    embedding: bool = (
+        True  # holds the embedding tables (False: a later pipeline stage, see ``shard``)
+    )
+    head: bool = (
+        True  # holds the final norm and pooler / LM head (False: an earlier pipeline stage)
+    )
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"TransformerConfig.name must be a non-empty string, got {self.name!r}")
+            raise ValueError(
+                f"TransformerConfig.name must be a non-empty string, got {self.name!r}"
+            )
         choice("TransformerConfig.kind", self.kind, ("encoder", "decoder"))
         for f in ("layers", "d_model", "heads", "d_ff", "vocab", "max_positions"):
-            positive(f"TransformerConfig.{f}", getattr(self, f), integer=True, at_most=2**40,
-                     why="model dimensions this large overflow the FLOP and byte counts")
+            positive(
+                f"TransformerConfig.{f}",
+                getattr(self, f),
+                integer=True,
+                at_most=2**40,
+                why="model dimensions this large overflow the FLOP and byte counts",
+            )
         limits.check_sequence_length("TransformerConfig.max_positions", self.max_positions)
         boolean_fields(self)
         positive("TransformerConfig.kv_heads", self.kv_heads, integer=True, allow_zero=True)
@@ -163,30 +176,87 @@ class TransformerConfig:
 
 _MODELS = {
     "bert-base": TransformerConfig(
-        "bert-base", "encoder", 12, 768, 12, 3072, 30522, 512, type_vocab=2,
-        published_params=110e6, source="Devlin et al. 2019 (BERT), Table/§3: BERT-BASE 110M",
+        "bert-base",
+        "encoder",
+        12,
+        768,
+        12,
+        3072,
+        30522,
+        512,
+        type_vocab=2,
+        published_params=110e6,
+        source="Devlin et al. 2019 (BERT), Table/§3: BERT-BASE 110M",
     ),
     "bert-large": TransformerConfig(
-        "bert-large", "encoder", 24, 1024, 16, 4096, 30522, 512, type_vocab=2,
-        published_params=340e6, source="Devlin et al. 2019 (BERT): BERT-LARGE 340M",
+        "bert-large",
+        "encoder",
+        24,
+        1024,
+        16,
+        4096,
+        30522,
+        512,
+        type_vocab=2,
+        published_params=340e6,
+        source="Devlin et al. 2019 (BERT): BERT-LARGE 340M",
     ),
     "gpt2": TransformerConfig(
-        "gpt2", "decoder", 12, 768, 12, 3072, 50257, 1024,
-        published_params=124e6, source="Radford et al. 2019 (GPT-2 small, 124M as released)",
+        "gpt2",
+        "decoder",
+        12,
+        768,
+        12,
+        3072,
+        50257,
+        1024,
+        published_params=124e6,
+        source="Radford et al. 2019 (GPT-2 small, 124M as released)",
     ),
     "llama-2-7b": TransformerConfig(
-        "llama-2-7b", "decoder", 32, 4096, 32, 11008, 32000, 4096,
-        gated_mlp=True, learned_positions=False, tied_embeddings=False, biases=False,
-        published_params=6.74e9, source="Touvron et al. 2023 (Llama 2), model card: 6.74B",
+        "llama-2-7b",
+        "decoder",
+        32,
+        4096,
+        32,
+        11008,
+        32000,
+        4096,
+        gated_mlp=True,
+        learned_positions=False,
+        tied_embeddings=False,
+        biases=False,
+        published_params=6.74e9,
+        source="Touvron et al. 2023 (Llama 2), model card: 6.74B",
     ),
     "llama-2-70b": TransformerConfig(
-        "llama-2-70b", "decoder", 80, 8192, 64, 28672, 32000, 4096, kv_heads=8,
-        gated_mlp=True, learned_positions=False, tied_embeddings=False, biases=False,
-        published_params=68.98e9, source="Touvron et al. 2023 (Llama 2), model card: 68.98B (GQA, 8 KV heads)",
+        "llama-2-70b",
+        "decoder",
+        80,
+        8192,
+        64,
+        28672,
+        32000,
+        4096,
+        kv_heads=8,
+        gated_mlp=True,
+        learned_positions=False,
+        tied_embeddings=False,
+        biases=False,
+        published_params=68.98e9,
+        source="Touvron et al. 2023 (Llama 2), model card: 68.98B (GQA, 8 KV heads)",
     ),
     "gpt-3-175b": TransformerConfig(
-        "gpt-3-175b", "decoder", 96, 12288, 96, 4 * 12288, 50257, 2048,
-        published_params=175e9, source="Brown et al. 2020 (GPT-3), Table 2.1: 175.0B",
+        "gpt-3-175b",
+        "decoder",
+        96,
+        12288,
+        96,
+        4 * 12288,
+        50257,
+        2048,
+        published_params=175e9,
+        source="Brown et al. 2020 (GPT-3), Table 2.1: 175.0B",
     ),
 }
 
@@ -204,13 +274,20 @@ def model(name: str | TransformerConfig) -> TransformerConfig:
 
         if specfiles.is_spec_path(name):
             return specfiles.load_model(name, TransformerConfig)
-        raise ValueError(f"unknown model preset {name!r}; valid: {', '.join(MODELS)}, a model file "
-                         "(.toml/.json; python -m ipusim schema model), or hf:PATH/config.json")
+        raise ValueError(
+            f"unknown model preset {name!r}; valid: {', '.join(MODELS)}, a model file "
+            "(.toml/.json; python -m ipusim schema model), or hf:PATH/config.json"
+        )
     return _MODELS[key]
 
 
 def shard(
-    model_or_name, *, tensor: int = 1, layers: int | None = None, first: bool = True, last: bool = True
+    model_or_name,
+    *,
+    tensor: int = 1,
+    layers: int | None = None,
+    first: bool = True,
+    last: bool = True,
 ) -> TransformerConfig:
     """The part of a model one chip holds under tensor and pipeline parallelism (Megatron-LM style).
 
@@ -228,19 +305,30 @@ def shard(
     if n > cfg.layers:
         raise ValueError(f"layers={n} exceeds {cfg.name}'s {cfg.layers} layers")
     if cfg.heads % t or cfg.d_ff % t:
-        raise ValueError(f"tensor={t} must divide {cfg.name}'s heads ({cfg.heads}) and d_ff ({cfg.d_ff})")
+        raise ValueError(
+            f"tensor={t} must divide {cfg.name}'s heads ({cfg.heads}) and d_ff ({cfg.d_ff})"
+        )
     kv = cfg.n_kv_heads
     if kv % t and t % kv:
-        raise ValueError(f"tensor={t} must divide, or be a multiple of, {cfg.name}'s {kv} key/value heads")
+        raise ValueError(
+            f"tensor={t} must divide, or be a multiple of, {cfg.name}'s {kv} key/value heads"
+        )
     heads = cfg.heads // t
     kv_shard = max(1, kv // t)
     if t == 1 and n == cfg.layers and first and last:
         return cfg
     return cfg.replace(
         name=f"{cfg.name}[t{t} L{n}{' first' if first else ''}{' last' if last else ''}]",
-        layers=n, heads=heads, kv_heads=0 if kv_shard == heads else kv_shard, d_ff=cfg.d_ff // t,
-        vocab=-(-cfg.vocab // t), d_head=cfg.head_dim, embedding=first, head=last,
-        published_params=0.0, source=f"shard of {cfg.name}",
+        layers=n,
+        heads=heads,
+        kv_heads=0 if kv_shard == heads else kv_shard,
+        d_ff=cfg.d_ff // t,
+        vocab=-(-cfg.vocab // t),
+        d_head=cfg.head_dim,
+        embedding=first,
+        head=last,
+        published_params=0.0,
+        source=f"shard of {cfg.name}",
     )
 
 
@@ -287,8 +375,12 @@ class Op:
         """The same op for one layer (``count = 1``)."""
         c = self.count
         return dataclasses.replace(
-            self, count=1, flops=self.flops / c, weight_bytes=self.weight_bytes / c,
-            act_read_bytes=self.act_read_bytes / c, act_write_bytes=self.act_write_bytes / c,
+            self,
+            count=1,
+            flops=self.flops / c,
+            weight_bytes=self.weight_bytes / c,
+            act_read_bytes=self.act_read_bytes / c,
+            act_write_bytes=self.act_write_bytes / c,
             kv_bytes=self.kv_bytes / c,
         )
 
@@ -362,17 +454,30 @@ class Step:
     def table(self) -> list[dict]:
         """One dict per op: name, kind, count, GFLOP, MB moved, intensity."""
         return [
-            {"op": o.name, "kind": o.kind, "count": o.count, "gflop": o.flops / 1e9,
-             "mbytes": o.bytes / 1e6, "flop_per_byte": o.intensity}
+            {
+                "op": o.name,
+                "kind": o.kind,
+                "count": o.count,
+                "gflop": o.flops / 1e9,
+                "mbytes": o.bytes / 1e6,
+                "flop_per_byte": o.intensity,
+            }
             for o in self.ops
         ]
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model.name, "phase": self.phase, "batch": self.batch,
-            "row_len": self.row_len, "real_tokens": self.real_tokens, "tokens": self.tokens,
-            "flops": self.flops, "bytes": self.bytes, "weight_bytes": self.weight_bytes,
-            "kv_bytes": self.kv_bytes, "ops": self.table(),
+            "model": self.model.name,
+            "phase": self.phase,
+            "batch": self.batch,
+            "row_len": self.row_len,
+            "real_tokens": self.real_tokens,
+            "tokens": self.tokens,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "weight_bytes": self.weight_bytes,
+            "kv_bytes": self.kv_bytes,
+            "ops": self.table(),
         }
 
     def __repr__(self):
@@ -392,18 +497,29 @@ def matmul_op(name, count, m, k, n, dt, *, weights=True):
     written once. The tile planner and its calibration build their single-matmul steps with it.
     """
     return Op(
-        name, "matmul", count, flops=count * 2.0 * m * k * n,
+        name,
+        "matmul",
+        count,
+        flops=count * 2.0 * m * k * n,
         weight_bytes=count * float(k * n * dt) if weights else 0.0,
         act_read_bytes=count * float(m * k * dt) + (0.0 if weights else count * float(k * n * dt)),
-        act_write_bytes=count * float(m * n * dt), m=m, k=k, n=n,
+        act_write_bytes=count * float(m * n * dt),
+        m=m,
+        k=k,
+        n=n,
     )
 
 
 def _elementwise(name, kind, count, elements, flops_per_element, dt, *, reads=1):
     return Op(
-        name, kind, count, flops=count * float(elements * flops_per_element),
-        weight_bytes=0.0, act_read_bytes=count * float(reads * elements * dt),
-        act_write_bytes=count * float(elements * dt), m=int(elements),
+        name,
+        kind,
+        count,
+        flops=count * float(elements * flops_per_element),
+        weight_bytes=0.0,
+        act_read_bytes=count * float(reads * elements * dt),
+        act_write_bytes=count * float(elements * dt),
+        m=int(elements),
     )
 
 
@@ -435,8 +551,10 @@ def step(
     cfg = model(model_or_name)
     choice("phase", phase, PHASES)
     if phase in ("prefill", "decode") and cfg.kind == "encoder":
-        raise ValueError(f"phase {phase!r}: {cfg.name} is an encoder, it has no KV cache to {phase} "
-                         "(use forward or train)")
+        raise ValueError(
+            f"phase {phase!r}: {cfg.name} is an encoder, it has no KV cache to {phase} "
+            "(use forward or train)"
+        )
     dt = positive("dtype_bytes", dtype_bytes, integer=True)
     if hasattr(lengths, "__len__"):
         limits.check_batch(len(lengths), name="lengths (sequences in the step)")
@@ -444,7 +562,9 @@ def step(
     if pad_to is not None:
         pad_to = positive("pad_to", pad_to, integer=True)
         if pad_to > cfg.max_positions:
-            raise ValueError(f"pad_to={pad_to} exceeds {cfg.name}'s max_positions {cfg.max_positions}")
+            raise ValueError(
+                f"pad_to={pad_to} exceeds {cfg.name}'s max_positions {cfg.max_positions}"
+            )
         if lens.max() > pad_to:
             raise ValueError(f"a sequence of {lens.max()} tokens does not fit pad_to={pad_to}")
     if phase == "decode" and pad_to is not None:
@@ -469,24 +589,56 @@ def step(
         row = int(lens.max())
     keys = float(lens.sum()) if decode else float(T)  # key/value tokens attended over
 
-    ops = [
-        Op("embedding", "embedding", 1, flops=float(3 * T * d),
-           weight_bytes=float(T * d * dt) * (2 if cfg.learned_positions else 1),
-           act_read_bytes=0.0, act_write_bytes=float(T * d * dt), m=T, n=d),
-    ] if cfg.embedding else []
+    ops = (
+        [
+            Op(
+                "embedding",
+                "embedding",
+                1,
+                flops=float(3 * T * d),
+                weight_bytes=float(T * d * dt) * (2 if cfg.learned_positions else 1),
+                act_read_bytes=0.0,
+                act_write_bytes=float(T * d * dt),
+                m=T,
+                n=d,
+            ),
+        ]
+        if cfg.embedding
+        else []
+    )
     ops += [matmul_op("qkv", L, T, d, q + 2 * kvd, dt)]
     kv_write = float(L * T * 2 * kvd * dt) if phase in ("prefill", "decode") else 0.0
     kv_read = float(L * keys * 2 * kvd * dt) if decode else 0.0
     ops += [
-        Op("attn_scores", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
-           act_read_bytes=L * float(T * q * dt) + (0.0 if decode else L * keys * kvd * dt),
-           act_write_bytes=L * float(h * att_area * dt), kv_bytes=kv_read / 2 + kv_write,
-           m=row if not decode else 1, k=hd, n=row, groups=h * B),
+        Op(
+            "attn_scores",
+            "attention",
+            L,
+            flops=L * 2.0 * h * hd * att_area,
+            weight_bytes=0.0,
+            act_read_bytes=L * float(T * q * dt) + (0.0 if decode else L * keys * kvd * dt),
+            act_write_bytes=L * float(h * att_area * dt),
+            kv_bytes=kv_read / 2 + kv_write,
+            m=row if not decode else 1,
+            k=hd,
+            n=row,
+            groups=h * B,
+        ),
         _elementwise("softmax", "softmax", L, h * att_area, 5, dt),
-        Op("attn_context", "attention", L, flops=L * 2.0 * h * hd * att_area, weight_bytes=0.0,
-           act_read_bytes=L * float(h * att_area * dt) + (0.0 if decode else L * keys * kvd * dt),
-           act_write_bytes=L * float(T * q * dt), kv_bytes=kv_read / 2,
-           m=row if not decode else 1, k=row, n=hd, groups=h * B),
+        Op(
+            "attn_context",
+            "attention",
+            L,
+            flops=L * 2.0 * h * hd * att_area,
+            weight_bytes=0.0,
+            act_read_bytes=L * float(h * att_area * dt) + (0.0 if decode else L * keys * kvd * dt),
+            act_write_bytes=L * float(T * q * dt),
+            kv_bytes=kv_read / 2,
+            m=row if not decode else 1,
+            k=row,
+            n=hd,
+            groups=h * B,
+        ),
         matmul_op("attn_out", L, T, q, d, dt),
         _elementwise("norm_attn", "norm", L, T * d, 8, dt, reads=2),
         matmul_op("ffn_up", L, T, d, (2 if cfg.gated_mlp else 1) * f, dt),
@@ -505,8 +657,13 @@ def step(
         ops.append(matmul_op("lm_head", 1, rows, d, cfg.vocab, dt))
     if phase == "train":
         ops = [
-            dataclasses.replace(o, flops=3 * o.flops, act_read_bytes=3 * o.act_read_bytes,
-                                act_write_bytes=3 * o.act_write_bytes, weight_bytes=2 * o.weight_bytes)
+            dataclasses.replace(
+                o,
+                flops=3 * o.flops,
+                act_read_bytes=3 * o.act_read_bytes,
+                act_write_bytes=3 * o.act_write_bytes,
+                weight_bytes=2 * o.weight_bytes,
+            )
             for o in ops
         ]
     return Step(cfg, phase, lens, pad_to or 0, dt, tuple(ops))
@@ -538,7 +695,9 @@ class TrainingFootprint:
 
     @property
     def total_bytes(self) -> float:
-        return self.weight_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
+        return (
+            self.weight_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
+        )
 
     def flops_for(self, tokens: float) -> float:
         """FLOPs to train on ``tokens`` tokens."""
@@ -576,14 +735,21 @@ def training_footprint(
     tokens_per_step = positive("tokens_per_step", tokens_per_step, integer=True)
     dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
     if seq_len > cfg.max_positions:
-        raise ValueError(f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}")
+        raise ValueError(
+            f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}"
+        )
     p = float(cfg.params)
     d = cfg.d_model
     per_token_layer = 2.0 * d if recompute else d * (34.0 + 5.0 * cfg.heads * seq_len / d)
     act = per_token_layer * cfg.layers * tokens_per_step * dtype_bytes / 2.0
     per_token = step(cfg, [seq_len], phase="train").flops / seq_len
     return TrainingFootprint(
-        cfg, seq_len, tokens_per_step,
-        weight_bytes=p * dtype_bytes, gradient_bytes=p * dtype_bytes, optimizer_bytes=12.0 * p,
-        activation_bytes=act, flops_per_token=per_token,
+        cfg,
+        seq_len,
+        tokens_per_step,
+        weight_bytes=p * dtype_bytes,
+        gradient_bytes=p * dtype_bytes,
+        optimizer_bytes=12.0 * p,
+        activation_bytes=act,
+        flops_per_token=per_token,
     )

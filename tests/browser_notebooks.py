@@ -38,12 +38,20 @@ def runtime_warnings(notebook: str, streams) -> list[str]:
     """The lines of a notebook run's cell outputs that show a Python ``RuntimeWarning`` (a division
     by zero, an overflow, a mean of nothing: a number the lesson may print wrong), one problem a
     line. ``streams`` holds (code cell index, stream name, text) of every stream output."""
-    return [f"{notebook}: code cell {i} printed to {name}: {line.strip()[:300]}"
-            for i, name, text in streams for line in text.splitlines() if "RuntimeWarning" in line]
+    return [
+        f"{notebook}: code cell {i} printed to {name}: {line.strip()[:300]}"
+        for i, name, text in streams
+        for line in text.splitlines()
+        if "RuntimeWarning" in line
+    ]
 
 
 def stream_outputs(nb) -> list[tuple[int, str, str]]:
     """(code cell index, stream name, text) of every stream output of an executed nbformat notebook."""
     code = [c for c in nb.cells if c.cell_type == "code"]
-    return [(i, o.get("name", ""), "".join(o.get("text", ""))) for i, c in enumerate(code)
-            for o in c.get("outputs", []) if o.get("output_type") == "stream"]
+    return [
+        (i, o.get("name", ""), "".join(o.get("text", "")))
+        for i, c in enumerate(code)
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream"
+    ]

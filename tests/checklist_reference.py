@@ -22,7 +22,9 @@ def plain_capacity(lengths, su, policy, slo, top, *, servers=1, seed=0, iters=7)
 
     def ok(r):
         s = r.summary()
-        return s["stable"] and s["latency_p99_s"] <= slo and s["utilization"] < search.MAX_UTILIZATION
+        return (
+            s["stable"] and s["latency_p99_s"] <= slo and s["utilization"] < search.MAX_UTILIZATION
+        )
 
     lo, hi = top / 1e4, top
     r_lo = run(lo)
@@ -51,9 +53,16 @@ def plain_best_policy(ctx, cand, pl, mode, svc, lengths):
     for pol in ctx.policies(cand, svc.max_batch, svc):
         b = pol.max_batch
         upper = 2.0 * b * servers / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
-        cap, _ = plain_capacity(lengths, svc, pol, ctx.case.slo_p99_s,
-                                search.rate_bound(lengths, svc, pol, upper, servers=servers),
-                                servers=servers, seed=ctx.case.seed, iters=ctx.quick_bisect)
+        cap, _ = plain_capacity(
+            lengths,
+            svc,
+            pol,
+            ctx.case.slo_p99_s,
+            search.rate_bound(lengths, svc, pol, upper, servers=servers),
+            servers=servers,
+            seed=ctx.case.seed,
+            iters=ctx.quick_bisect,
+        )
         if best is None or cap > best[1]:
             best = (pol, cap)
     return best

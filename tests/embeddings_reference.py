@@ -9,8 +9,9 @@ from kernel_swap import filling, swapped
 from ipusim.embeddings import access as _access
 
 
-def tally(sample, table, rank, rows, offsets, cached, rot, n_units, units_per_chip,
-          batch, by_lookup, mult):
+def tally(
+    sample, table, rank, rows, offsets, cached, rot, n_units, units_per_chip, batch, by_lookup, mult
+):
     """Plain-Python twin of ``_tally``; returns the seven count arrays, the row ids and owners."""
     chips = n_units // units_per_chip
     miss, hit, req_, req_hit, local = ([0] * n_units for _ in range(5))

@@ -23,7 +23,7 @@ def waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw
             blocks += [(g_compute_s[g], g_l2_s[g], g_hbm_bytes[g])] * int(g_count[g])
         cap = sms * int(k_bps[k])
         for w0 in range(0, len(blocks), cap):
-            wave = blocks[w0:w0 + cap]
+            wave = blocks[w0 : w0 + cap]
             c = [0.0] * sms
             l2 = [0.0] * sms
             for i, (bc, bl, _) in enumerate(wave):
@@ -40,8 +40,13 @@ def waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw
             comp[k] += t_sm
             mem[k] += t - t_sm
             n_waves[k] += 1
-    return (np.array(time), np.array(comp), np.array(mem), np.array(n_waves, dtype=np.int64),
-            np.array(busy).reshape(n_k, sms))
+    return (
+        np.array(time),
+        np.array(comp),
+        np.array(mem),
+        np.array(n_waves, dtype=np.int64),
+        np.array(busy).reshape(n_k, sms),
+    )
 
 
 def plain():

@@ -17,11 +17,13 @@ def filling(reference, n_out: int):
     """A kernel-shaped wrapper of ``reference``: a kernel takes its ``n_out`` output arrays
     last and fills them; ``reference`` returns them (the array itself when ``n_out`` is 1).
     Values are copied unchanged (same dtype)."""
+
     def kernel(*args):
         outs = args[-n_out:]
         got = reference(*args[:-n_out])
         for out, value in zip(outs, (got,) if n_out == 1 else got, strict=True):
             out[...] = value
+
     return kernel
 
 

@@ -10,8 +10,9 @@ from ipusim.roofline.bounds import fits_on_chip, step_time_s
 from ipusim.roofline.grid import BoundGrid, _sweep_inputs
 
 
-def sweep(chips, model_or_name, batches, seq_lens, *, phase: str = "forward",
-                     dtype_bytes: int = 2) -> BoundGrid:
+def sweep(
+    chips, model_or_name, batches, seq_lens, *, phase: str = "forward", dtype_bytes: int = 2
+) -> BoundGrid:
     """Plain-Python reference of ``sweep``: builds every step and bounds it op by op."""
     m, cs, b, lens = _sweep_inputs(chips, model_or_name, batches, seq_lens)
     out_t = np.empty((len(cs), b.size, lens.size))

@@ -64,7 +64,7 @@ def simulate_reference(plan):
     arr, lens = plan.arrival.tolist(), plan.lengths.tolist()
     n, (nd, nq) = len(arr), plan.serves.shape
     if plan.qidx.size:
-        members = [plan.qidx[plan.qoff[k]:plan.qoff[k + 1]].tolist() for k in range(nq)]
+        members = [plan.qidx[plan.qoff[k] : plan.qoff[k + 1]].tolist() for k in range(nq)]
     else:
         members = [list(range(n))]
     queue_of = [0] * n
@@ -148,7 +148,9 @@ def simulate_reference(plan):
         # next event: an arrival, a device becoming free, or a queue's delay expiring
         cands = [arr[nxt]] if nxt < n else []
         cands += [f for f in free if f > now]
-        cands += [e for e in (arr[queues[k][0]] + delay(k) for k in range(nq) if queues[k]) if e > now]
+        cands += [
+            e for e in (arr[queues[k][0]] + delay(k) for k in range(nq) if queues[k]) if e > now
+        ]
         if not cands:
             raise RuntimeError("reference simulation stalled (no next event)")
         t = now = min(cands)
@@ -193,10 +195,16 @@ def simulate_reference(plan):
                 stopped = 1
         if stopped:
             break
-    return (np.array(start), np.array(finish), np.array(device), np.array(batch_id),
-            np.array(busy), np.array(real, dtype=np.int64), np.array(comp, dtype=np.int64),
-            np.array([nb, stopped, done], dtype=np.int64))
-
+    return (
+        np.array(start),
+        np.array(finish),
+        np.array(device),
+        np.array(batch_id),
+        np.array(busy),
+        np.array(real, dtype=np.int64),
+        np.array(comp, dtype=np.int64),
+        np.array([nb, stopped, done], dtype=np.int64),
+    )
 
 
 def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int = 0):
@@ -233,8 +241,14 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
 
     def run_batch(d, t, batch):
         mi = int(plan.dev_model[d])
-        s, _ = service_s(plan, mi, len(batch), max(lens[i] for i in batch), sum(lens[i] for i in batch),
-                            [lens[i] for i in batch])
+        s, _ = service_s(
+            plan,
+            mi,
+            len(batch),
+            max(lens[i] for i in batch),
+            sum(lens[i] for i in batch),
+            [lens[i] for i in batch],
+        )
         if plan.m_rand[mi]:
             s = s * float(plan.mult[batch[0]])
         fin = t + s
@@ -269,7 +283,6 @@ def simpy_dynamic(arrival_s, lengths, policy: P.Dynamic, devices, *, seed: int =
     return start, finish, device, batch_id
 
 
-
 def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap, steps=None):
     """Plain-Python continuous batching (lists of running requests), for tests and benchmarks:
     (start, first, finish, iterations, gaps), ``gaps`` every gap between two consecutive
@@ -287,19 +300,31 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap, steps=
             t = arr[nxt]
         old = list(running)
         new = []
-        while (nxt < n and arr[nxt] <= t and len(old) + len(new) < max_batch
-               and kv + pr[nxt] + out[nxt] <= kv_cap):
+        while (
+            nxt < n
+            and arr[nxt] <= t
+            and len(old) + len(new) < max_batch
+            and kv + pr[nxt] + out[nxt] <= kv_cap
+        ):
             new.append([nxt, pr[nxt], out[nxt]])
             kv += pr[nxt] + out[nxt]
             start[nxt] = t
             nxt += 1
         dt = 0.0
-        if (new and old and len(new) + len(old) <= gen.mixed.shape[0]  # one mixed step, where the table prices it
-                and np.isfinite(gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)])):
+        if (
+            new
+            and old
+            and len(new) + len(old)
+            <= gen.mixed.shape[0]  # one mixed step, where the table prices it
+            and np.isfinite(
+                gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)]
+            )
+        ):
             mean_ctx = -(-sum(x[1] for x in old) // len(old)) + 1
             col = -(-mean_ctx // gen.ctx_step)
-            dt = (gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)]
-                  + (dec[len(old), col] - dec[len(old), 1]))
+            dt = gen.mixed[len(old), len(new), -(-max(x[1] for x in new) // gen.mixed_step)] + (
+                dec[len(old), col] - dec[len(old), 1]
+            )
         else:
             if new:
                 j = -(-max(x[1] for x in new) // gen.prefill.len_step)
@@ -330,8 +355,6 @@ def continuous_reference(arrival, prompt, output, gen, max_batch, kv_cap, steps=
     return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)
 
 
-
-
 def static_reference(arrival, prompt, output, gen, batch, timeout_s):
     """Plain-Python run-to-completion batches: (start, first, finish, batches, gaps).
 
@@ -343,12 +366,14 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
     start, first, finish = [math.nan] * n, [math.nan] * n, [math.nan] * n
     free, h, batches, gaps = 0.0, 0, 0, []
     while h < n:
-        waiting = arr[h: h + batch]
+        waiting = arr[h : h + batch]
         go = min(arr[h] + timeout_s, waiting[-1] if len(waiting) == batch else math.inf)
         t = max(go, free)
         ids = [i for i in range(h, min(n, h + batch)) if arr[i] <= t]
         ctx0 = -(-sum(pr[i] for i in ids) // len(ids))  # mean prompt, rounded up
-        s = _lookup(gen.prefill.table, len(ids), -(-max(pr[i] for i in ids) // gen.prefill.len_step))
+        s = _lookup(
+            gen.prefill.table, len(ids), -(-max(pr[i] for i in ids) // gen.prefill.len_step)
+        )
         t_first = t + s
         per_col = {}
         for k in range(1, max(out[i] for i in ids)):
@@ -357,7 +382,10 @@ def static_reference(arrival, prompt, output, gen, batch, timeout_s):
         for c in sorted(per_col):
             s += per_col[c] * _lookup(gen.decode, len(ids), c)
         for i in ids:
-            gaps += [_lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step)) for k in range(1, out[i])]
+            gaps += [
+                _lookup(gen.decode, len(ids), -(-(ctx0 + k) // gen.ctx_step))
+                for k in range(1, out[i])
+            ]
         for i in ids:
             start[i], first[i], finish[i] = t, t_first, t + s
         free = t + s
@@ -387,8 +415,13 @@ def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk, st
             if x["rem"] > 0 and budget > 0:
                 pieces[x["id"]] = min(x["rem"], budget)
                 budget -= pieces[x["id"]]
-        while (budget > 0 and nxt < n and arr[nxt] <= t and len(running) < max_batch
-               and kv + pr[nxt] + out[nxt] <= kv_cap):
+        while (
+            budget > 0
+            and nxt < n
+            and arr[nxt] <= t
+            and len(running) < max_batch
+            and kv + pr[nxt] + out[nxt] <= kv_cap
+        ):
             x = {"id": nxt, "rem": pr[nxt], "ctx": 0, "left": out[nxt]}
             running.append(x)
             kv += pr[nxt] + out[nxt]
@@ -396,16 +429,25 @@ def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk, st
             pieces[nxt] = min(pr[nxt], budget)
             budget -= pieces[nxt]
             nxt += 1
-        if (pieces and dec and len(pieces) + len(dec) <= gen.mixed.shape[0]
-                and np.isfinite(gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)])):
+        if (
+            pieces
+            and dec
+            and len(pieces) + len(dec) <= gen.mixed.shape[0]
+            and np.isfinite(
+                gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)]
+            )
+        ):
             mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
             col = -(-mean_ctx // gen.ctx_step)
-            dt = (gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)]
-                  + (gen.decode[len(dec), col] - gen.decode[len(dec), 1]))
+            dt = gen.mixed[len(dec), len(pieces), -(-max(pieces.values()) // gen.mixed_step)] + (
+                gen.decode[len(dec), col] - gen.decode[len(dec), 1]
+            )
         else:
             dt = 0.0
             if pieces:
-                dt += _lookup(gen.prefill.table, len(pieces), -(-max(pieces.values()) // gen.prefill.len_step))
+                dt += _lookup(
+                    gen.prefill.table, len(pieces), -(-max(pieces.values()) // gen.prefill.len_step)
+                )
             if dec:
                 mean_ctx = -(-sum(x["ctx"] for x in dec) // len(dec)) + 1
                 dt += _lookup(gen.decode, len(dec), -(-mean_ctx // gen.ctx_step))

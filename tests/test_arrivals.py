@@ -81,7 +81,9 @@ def test_short_trace_row_names_its_line(tmp_path):
 def test_sparse_two_rate_is_fast_and_matches_the_period_by_period_draw(monkeypatch):
     """Rate 1e-9/s: a period-by-period loop would draw ~1e9 empty periods for 5 requests. The
     sparse path skips empty cycles; it must give the same process as the period-by-period draw."""
-    t = A.on_off(2e-9, 5, seed=0)  # returns at once (no wall-clock limit here: the test would hang otherwise)
+    t = A.on_off(
+        2e-9, 5, seed=0
+    )  # returns at once (no wall-clock limit here: the test would hang otherwise)
     assert t.size == 5 and np.all(np.diff(t) >= 0) and t[0] > 1e6  # ~1e9 s between arrivals
     rh, rl, mh, ml, n = 0.3, 0.1, 0.5, 2.0, 200_000  # 0.35 arrivals per cycle: the sparse path
     assert rh * mh + rl * ml < A.SPARSE_ARRIVALS_PER_CYCLE

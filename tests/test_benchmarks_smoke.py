@@ -21,7 +21,10 @@ def test_every_benchmark_file_is_found():
 def test_benchmark_file_runs_quick(bench):
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--only", bench],
-        capture_output=True, text=True, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()

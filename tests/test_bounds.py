@@ -60,8 +60,20 @@ def _refused(argv, capsys, *words):
 # ------------------------------------------------------------------------------------------
 # 1. The estimate, per command, before anything is built
 # ------------------------------------------------------------------------------------------
-SERVE_HUGE = ["serve", "--service", "fixed", "--service-ms", "1", "--rate", "300", "--requests", "2000",
-              "--max-batch", "100000000", "--json"]
+SERVE_HUGE = [
+    "serve",
+    "--service",
+    "fixed",
+    "--service-ms",
+    "1",
+    "--rate",
+    "300",
+    "--requests",
+    "2000",
+    "--max-batch",
+    "100000000",
+    "--json",
+]
 
 
 def test_every_command_has_an_estimate():
@@ -71,7 +83,9 @@ def test_every_command_has_an_estimate():
     assert names == set(_costs.ESTIMATES)
 
 
-@pytest.mark.parametrize("policy", policies.POLICIES[:-1])  # continuous serves generation: no table rows
+@pytest.mark.parametrize(
+    "policy", policies.POLICIES[:-1]
+)  # continuous serves generation: no table rows
 def test_serve_huge_max_batch_is_refused_by_estimate_for_every_policy(policy, capsys, monkeypatch):
     import ipusim.serving.service as service
 
@@ -79,14 +93,22 @@ def test_serve_huge_max_batch_is_refused_by_estimate_for_every_policy(policy, ca
         raise AssertionError("a service table was built")
 
     monkeypatch.setattr(service, "fixed_service", boom)
-    err = _refused([*SERVE_HUGE, "--policy", policy], capsys, "--max-batch = 100,000,000", "memory budget")
+    err = _refused(
+        [*SERVE_HUGE, "--policy", policy], capsys, "--max-batch = 100,000,000", "memory budget"
+    )
     assert "bytes per row" in err
 
 
 def test_embed_huge_lookups_refused_by_estimate(capsys, monkeypatch):
-    monkeypatch.setattr(embeddings, "simulate", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
-    err = _refused(["embed", "--chip", "gc200", "--tables", "10000", "--batch", "100000", "--json"], capsys,
-                   "--batch = 100,000", "1,000,000,000 look-ups")
+    monkeypatch.setattr(
+        embeddings, "simulate", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran"))
+    )
+    err = _refused(
+        ["embed", "--chip", "gc200", "--tables", "10000", "--batch", "100000", "--json"],
+        capsys,
+        "--batch = 100,000",
+        "1,000,000,000 look-ups",
+    )
     assert "96.2 GB" in err  # 1e9 look-ups x 96 bytes + 10,000 tables x 1,472 tiles x 16 bytes
 
 
@@ -95,9 +117,26 @@ def test_pack_ffd_row_matrix_checked_before_it_is_built(tmp_path, capsys):
     # a 5,001 x 10,000 row matrix (800 MB) from 20,000 sequences (1 MB of work arrays).
     f = tmp_path / "lens.csv"
     f.write_text("length,count\n1,10000\n500000,10000\n")
-    _refused(["pack", "--histogram", str(f), "--max-len", "1000000", "--strategy", "ffd", "--max-memory", "64M"],
-             capsys, "ffd rows x fullest row (5,001 x 10,000)", "needs about 801 MB")
-    rc, out, err = _cli(["pack", "--histogram", str(f), "--max-len", "1000000", "--strategy", "ffd", "--json"], capsys)
+    _refused(
+        [
+            "pack",
+            "--histogram",
+            str(f),
+            "--max-len",
+            "1000000",
+            "--strategy",
+            "ffd",
+            "--max-memory",
+            "64M",
+        ],
+        capsys,
+        "ffd rows x fullest row (5,001 x 10,000)",
+        "needs about 801 MB",
+    )
+    rc, out, err = _cli(
+        ["pack", "--histogram", str(f), "--max-len", "1000000", "--strategy", "ffd", "--json"],
+        capsys,
+    )
     assert rc == 0 and json.loads(out)["rows"] == 5001, err
 
 
@@ -114,7 +153,18 @@ def test_estimates_scale_with_their_inputs():
 
 
 def test_budget_flag_moves_the_limit(capsys):
-    ok = ["serve", "--service", "fixed", "--rate", "100", "--requests", "200", "--max-batch", "100000", "--json"]
+    ok = [
+        "serve",
+        "--service",
+        "fixed",
+        "--rate",
+        "100",
+        "--requests",
+        "200",
+        "--max-batch",
+        "100000",
+        "--json",
+    ]
     rc, out, _ = _cli(ok, capsys)
     assert rc == 0 and json.loads(out)["requests"] == 200
     _refused([*ok, "--max-memory", "4M"], capsys, "--max-batch = 100,000")
@@ -129,25 +179,95 @@ MEANING = [
     ([*SERVE, "--rate", "1e308"], "argument --rate: must lie in 1.11e-10..1e+07"),
     ([*SERVE, "--rate", "1:inf:1"], "argument --rate: must be finite"),
     ([*SERVE, "--rate", "1:10:0"], "STEP > 0"),
-    ([*SERVE, "--rate", "10", "--policy", "static", "--max-delay-ms", "-1"], "argument --max-delay-ms: must be >= 0"),
-    ([*SERVE, "--rate", "10", "--policy", "adaptive", "--max-delay-ms", "-1"], "argument --max-delay-ms"),
+    (
+        [*SERVE, "--rate", "10", "--policy", "static", "--max-delay-ms", "-1"],
+        "argument --max-delay-ms: must be >= 0",
+    ),
+    (
+        [*SERVE, "--rate", "10", "--policy", "adaptive", "--max-delay-ms", "-1"],
+        "argument --max-delay-ms",
+    ),
     ([*SERVE, "--rate", "10", "--service-ms", "0"], "argument --service-ms"),
     ([*SERVE, "--rate", "10", "--latency-target-ms", "-5"], "argument --latency-target-ms"),
-    ([*SERVE, "--rate", "10", "--long-fraction", "1.5"], "argument --long-fraction: must lie in 0..1"),
-    ([*SERVE, "--rate", "10", "--arrivals", "gamma", "--cv", "1e-300"], "argument --cv: must lie in 1e-06..3"),
+    (
+        [*SERVE, "--rate", "10", "--long-fraction", "1.5"],
+        "argument --long-fraction: must lie in 0..1",
+    ),
+    (
+        [*SERVE, "--rate", "10", "--arrivals", "gamma", "--cv", "1e-300"],
+        "argument --cv: must lie in 1e-06..3",
+    ),
     ([*SERVE, "--rate", "10", "--arrivals", "gamma", "--cv", "1e200"], "argument --cv"),
     ([*SERVE, "--rate", "10", "--arrivals", "gamma", "--cv", "1e5"], "argument --cv"),
     ([*SERVE, "--rate", "1e308", "--arrivals", "ramp"], "argument --rate"),
-    (["roofline", "--chip", "gc200", "--model", "bert-base", "--phase", "decode", "--batch", "1", "--seq-len", "8"],
-     "bert-base is an encoder"),
-    (["simulate", "--chip", "gc200", "--model", "bert-base", "--phase", "prefill", "--batch", "1", "--seq-len", "8"],
-     "bert-base is an encoder"),
-    (["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "8", "--tokens", "1e9", "--price", "=1"],
-     "chip name before '=' is empty"),
-    (["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "8", "--tokens", "5e-324"],
-     "argument --tokens: must lie in 1..1e+16"),
-    (["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "8", "--tokens", "1e9", "--usd-per-kwh", "-1"],
-     "argument --usd-per-kwh"),
+    (
+        [
+            "roofline",
+            "--chip",
+            "gc200",
+            "--model",
+            "bert-base",
+            "--phase",
+            "decode",
+            "--batch",
+            "1",
+            "--seq-len",
+            "8",
+        ],
+        "bert-base is an encoder",
+    ),
+    (
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--model",
+            "bert-base",
+            "--phase",
+            "prefill",
+            "--batch",
+            "1",
+            "--seq-len",
+            "8",
+        ],
+        "bert-base is an encoder",
+    ),
+    (
+        [
+            "train",
+            "--chip",
+            "a100-80gb",
+            "--model",
+            "gpt2",
+            "--chips",
+            "8",
+            "--tokens",
+            "1e9",
+            "--price",
+            "=1",
+        ],
+        "chip name before '=' is empty",
+    ),
+    (
+        ["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "8", "--tokens", "5e-324"],
+        "argument --tokens: must lie in 1..1e+16",
+    ),
+    (
+        [
+            "train",
+            "--chip",
+            "a100-80gb",
+            "--model",
+            "gpt2",
+            "--chips",
+            "8",
+            "--tokens",
+            "1e9",
+            "--usd-per-kwh",
+            "-1",
+        ],
+        "argument --usd-per-kwh",
+    ),
     (["checklist", "--price", "=1", "--no-progress"], "chip name before '=' is empty"),
 ]
 
@@ -163,21 +283,32 @@ def toml(tmp_path):
         p = tmp_path / "case.toml"
         p.write_text(text)
         return str(p)
+
     return write
 
 
-MODEL_TOML = ('[model]\nname = "m"\nkind = "encoder"\nlayers = 1\nd_model = 64\nheads = 1\nd_ff = 64\n'
-              'vocab = 100\nmax_positions = 128\n')
+MODEL_TOML = (
+    '[model]\nname = "m"\nkind = "encoder"\nlayers = 1\nd_model = 64\nheads = 1\nd_ff = 64\n'
+    "vocab = 100\nmax_positions = 128\n"
+)
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    (MODEL_TOML + 'gated_mlp = "true"\n', "TransformerConfig.gated_mlp must be true or false, got 'true'"),
-    (MODEL_TOML + "biases = 1\n", "TransformerConfig.biases must be true or false, got 1"),
-    ('[case]\ninference = "true"\n', "case.inference"),
-    ('[traffic]\nrate_per_s = 100\nlengths = { 100000000000000000000 = 3, 10 = 2 }\n',
-     "length histogram key 1e+20 is over the limit"),
-    ('[case]\ninference = false\n[training]\ntoken_budget = 5e-324\n', "training.token_budget"),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            MODEL_TOML + 'gated_mlp = "true"\n',
+            "TransformerConfig.gated_mlp must be true or false, got 'true'",
+        ),
+        (MODEL_TOML + "biases = 1\n", "TransformerConfig.biases must be true or false, got 1"),
+        ('[case]\ninference = "true"\n', "case.inference"),
+        (
+            "[traffic]\nrate_per_s = 100\nlengths = { 100000000000000000000 = 3, 10 = 2 }\n",
+            "length histogram key 1e+20 is over the limit",
+        ),
+        ("[case]\ninference = false\n[training]\ntoken_budget = 5e-324\n", "training.token_budget"),
+    ],
+)
 def test_config_numbers_and_booleans_checked(text, words, toml, capsys):
     _refused(["checklist", "--config", toml(text), "--no-progress"], capsys, words)
 
@@ -193,7 +324,11 @@ def test_library_checks_meaning_too():
         workloads.TransformerConfig("m", "encoder", 1, 64, 1, 64, 100, 128, tied_embeddings="no")
     from ipusim import arrivals
 
-    for fn in (arrivals.poisson, arrivals.daily_ramp, lambda r, n, seed=0: arrivals.gamma(r, n, cv=1.0)):
+    for fn in (
+        arrivals.poisson,
+        arrivals.daily_ramp,
+        lambda r, n, seed=0: arrivals.gamma(r, n, cv=1.0),
+    ):
         with pytest.raises(ValueError, match="must lie in 1.11e-10..1e"):
             fn(1e308, 10)
         with pytest.raises(ValueError, match="must lie in 1.11e-10..1e"):
@@ -218,13 +353,44 @@ def test_gamma_at_the_edge_of_its_range_keeps_its_cv():
 # 3. Arithmetic inside int64, loops bounded
 # ------------------------------------------------------------------------------------------
 def test_embedding_row_ids_that_overflow_int64_are_refused(capsys):
-    _refused(["embed", "--chip", "gc200", "--tables", "10000", "--rows", "9007199254740992", "--dim", "1",
-              "--batch", "1", "--json"], capsys, "over the 4.61e+18 that int64 arithmetic holds")
+    _refused(
+        [
+            "embed",
+            "--chip",
+            "gc200",
+            "--tables",
+            "10000",
+            "--rows",
+            "9007199254740992",
+            "--dim",
+            "1",
+            "--batch",
+            "1",
+            "--json",
+        ],
+        capsys,
+        "over the 4.61e+18 that int64 arithmetic holds",
+    )
 
 
 def test_embedding_just_inside_int64_is_not_on_chip(capsys):
-    rc, out, err = _cli(["embed", "--chip", "gc200", "--tables", "1", "--rows", str(2**50), "--dim", "1",
-                         "--batch", "1", "--json"], capsys)
+    rc, out, err = _cli(
+        [
+            "embed",
+            "--chip",
+            "gc200",
+            "--tables",
+            "1",
+            "--rows",
+            str(2**50),
+            "--dim",
+            "1",
+            "--batch",
+            "1",
+            "--json",
+        ],
+        capsys,
+    )
     assert rc == 0, err
     d = json.loads(out)
     assert d["fit"] != "on_chip"  # 2^50 rows x 4 bytes = 4.5 PB cannot sit in 900 MB of SRAM
@@ -240,8 +406,23 @@ def test_bounded_divisors_match_brute_force(n, at_most):
 
 
 def test_training_huge_global_batch_takes_micro_batches_that_divide_it(capsys):
-    rc, out, err = _cli(["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "1", "--tokens", "1e9",
-                         "--global-batch", "1000000000", "--json"], capsys)
+    rc, out, err = _cli(
+        [
+            "train",
+            "--chip",
+            "a100-80gb",
+            "--model",
+            "gpt2",
+            "--chips",
+            "1",
+            "--tokens",
+            "1e9",
+            "--global-batch",
+            "1000000000",
+            "--json",
+        ],
+        capsys,
+    )
     assert rc == 0, err
     pl = json.loads(out)["placement"]
     assert 1 <= pl["micro_batch"] <= search.MAX_MICRO_BATCH
@@ -249,8 +430,21 @@ def test_training_huge_global_batch_takes_micro_batches_that_divide_it(capsys):
 
 
 def test_simulated_step_bounded_in_sequences(capsys):
-    _refused(["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "4194304", "--seq-len", "4"],
-             capsys, "over the limit of 1,048,576")
+    _refused(
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--model",
+            "bert-base",
+            "--batch",
+            "4194304",
+            "--seq-len",
+            "4",
+        ],
+        capsys,
+        "over the limit of 1,048,576",
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -283,9 +477,14 @@ def test_table_build_reports_progress(monkeypatch):
 SLACK_BYTES = 160 * 2**20
 HANG_GUARD_S = 600  # a hang detector for a forked child, not a timing assertion
 
-ints = st.one_of(st.integers(1, 64), st.integers(-3, 2**62).map(int), st.sampled_from([0, 2**31, 10**9, 2**53]))
-floats = st.one_of(st.floats(1e-3, 1e3), st.floats(allow_nan=True, allow_infinity=True),
-                   st.sampled_from([0.0, -1.0, 1e-300, 5e-324, 1e308]))
+ints = st.one_of(
+    st.integers(1, 64), st.integers(-3, 2**62).map(int), st.sampled_from([0, 2**31, 10**9, 2**53])
+)
+floats = st.one_of(
+    st.floats(1e-3, 1e3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -1.0, 1e-300, 5e-324, 1e308]),
+)
 
 
 def _s(x) -> str:
@@ -296,7 +495,13 @@ def _glued(argv: list[str]) -> list[str]:
     """``--opt -1`` as ``--opt=-1``: argparse reads a value that starts with '-' as an option."""
     out = []
     for tok in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and tok.startswith("-") and not tok.startswith("--"):
+        if (
+            out
+            and out[-1].startswith("--")
+            and "=" not in out[-1]
+            and tok.startswith("-")
+            and not tok.startswith("--")
+        ):
             out[-1] = f"{out[-1]}={tok}"
         else:
             out.append(tok)
@@ -312,43 +517,129 @@ def argsets(draw, command):
 def _argsets(draw, command):
     chip = draw(st.sampled_from(["gc200", "a100-80gb", "gc2"]))
     if command == "simulate":
-        return ["simulate", "--chip", chip, "--model", draw(st.sampled_from(["bert-base", "gpt2"])),
-                "--batch", _s(draw(ints)), "--seq-len", _s(draw(ints)),
-                "--phase", draw(st.sampled_from(["forward", "prefill", "decode"]))]
+        return [
+            "simulate",
+            "--chip",
+            chip,
+            "--model",
+            draw(st.sampled_from(["bert-base", "gpt2"])),
+            "--batch",
+            _s(draw(ints)),
+            "--seq-len",
+            _s(draw(ints)),
+            "--phase",
+            draw(st.sampled_from(["forward", "prefill", "decode"])),
+        ]
     if command == "roofline":
-        return ["roofline", "--chip", chip, "--model", draw(st.sampled_from(["bert-base", "gpt2"])),
-                "--batch", _s(draw(ints)), "--seq-len", _s(draw(ints)),
-                "--phase", draw(st.sampled_from(["forward", "prefill", "decode", "train"]))]
+        return [
+            "roofline",
+            "--chip",
+            chip,
+            "--model",
+            draw(st.sampled_from(["bert-base", "gpt2"])),
+            "--batch",
+            _s(draw(ints)),
+            "--seq-len",
+            _s(draw(ints)),
+            "--phase",
+            draw(st.sampled_from(["forward", "prefill", "decode", "train"])),
+        ]
     if command == "serve":
-        a = ["serve", "--service", draw(st.sampled_from(["fixed", "exponential"])),
-             "--service-ms", _s(draw(floats)), "--rate", _s(draw(floats)),
-             "--requests", _s(draw(st.one_of(st.integers(1, 500), ints))),
-             "--max-batch", _s(draw(ints)), "--max-delay-ms", _s(draw(floats)),
-             "--policy", draw(st.sampled_from(policies.POLICIES[:-1])), "--json"]
+        a = [
+            "serve",
+            "--service",
+            draw(st.sampled_from(["fixed", "exponential"])),
+            "--service-ms",
+            _s(draw(floats)),
+            "--rate",
+            _s(draw(floats)),
+            "--requests",
+            _s(draw(st.one_of(st.integers(1, 500), ints))),
+            "--max-batch",
+            _s(draw(ints)),
+            "--max-delay-ms",
+            _s(draw(floats)),
+            "--policy",
+            draw(st.sampled_from(policies.POLICIES[:-1])),
+            "--json",
+        ]
         if draw(st.booleans()):
             a += ["--arrivals", "gamma", "--cv", _s(draw(floats))]
         return a
     if command == "pack":
-        return ["pack", "--dataset", draw(st.sampled_from(["squad-384", "wikipedia-512"])),
-                "--max-len", _s(draw(st.one_of(st.integers(384, 4096), ints))),
-                "--strategy", draw(st.sampled_from(["pad", "bucket", "spfhp", "bfhp", "nnlshp", "ffd"])),
-                "--max-per-row", _s(draw(st.integers(1, 8))), "--json"]
+        return [
+            "pack",
+            "--dataset",
+            draw(st.sampled_from(["squad-384", "wikipedia-512"])),
+            "--max-len",
+            _s(draw(st.one_of(st.integers(384, 4096), ints))),
+            "--strategy",
+            draw(st.sampled_from(["pad", "bucket", "spfhp", "bfhp", "nnlshp", "ffd"])),
+            "--max-per-row",
+            _s(draw(st.integers(1, 8))),
+            "--json",
+        ]
     if command == "embed":
-        return ["embed", "--chip", chip, "--tables", _s(draw(ints)), "--rows", _s(draw(ints)),
-                "--dim", _s(draw(st.one_of(st.integers(1, 256), ints))), "--batch", _s(draw(ints)),
-                "--pooling", _s(draw(st.one_of(st.integers(1, 4), ints))), "--json"]
+        return [
+            "embed",
+            "--chip",
+            chip,
+            "--tables",
+            _s(draw(ints)),
+            "--rows",
+            _s(draw(ints)),
+            "--dim",
+            _s(draw(st.one_of(st.integers(1, 256), ints))),
+            "--batch",
+            _s(draw(ints)),
+            "--pooling",
+            _s(draw(st.one_of(st.integers(1, 4), ints))),
+            "--json",
+        ]
     if command == "train":
-        return ["train", "--chip", chip, "--model", draw(st.sampled_from(["gpt2", "bert-base", "llama-2-7b"])),
-                "--chips", _s(draw(st.one_of(st.integers(1, 64), ints))), "--tokens", _s(draw(floats)),
-                "--global-batch", _s(draw(ints)), "--json"]
+        return [
+            "train",
+            "--chip",
+            chip,
+            "--model",
+            draw(st.sampled_from(["gpt2", "bert-base", "llama-2-7b"])),
+            "--chips",
+            _s(draw(st.one_of(st.integers(1, 64), ints))),
+            "--tokens",
+            _s(draw(floats)),
+            "--global-batch",
+            _s(draw(ints)),
+            "--json",
+        ]
     if command == "checklist":  # a full checklist run takes ~15 s of CPU: mostly drawn out of range
-        return ["checklist", "--no-progress", "--json", "--rate-per-s", _s(draw(floats)),
-                "--slo-p99-ms", _s(draw(floats)), "--candidates", f"{chip}:{_s(draw(ints))}",
-                "--output-tokens", _s(draw(ints))]
+        return [
+            "checklist",
+            "--no-progress",
+            "--json",
+            "--rate-per-s",
+            _s(draw(floats)),
+            "--slo-p99-ms",
+            _s(draw(floats)),
+            "--candidates",
+            f"{chip}:{_s(draw(ints))}",
+            "--output-tokens",
+            _s(draw(ints)),
+        ]
     assert command == "sweep"
     b = draw(ints)
-    return ["sweep", "--task", "simulate", "--serial", "--json", "--model", "bert-base",
-            "--vary", f"batch={b},{b + 1}", "--seq-len", _s(draw(ints))]
+    return [
+        "sweep",
+        "--task",
+        "simulate",
+        "--serial",
+        "--json",
+        "--model",
+        "bert-base",
+        "--vary",
+        f"batch={b},{b + 1}",
+        "--seq-len",
+        _s(draw(ints)),
+    ]
 
 
 def _run_forked(argv) -> dict:
@@ -401,18 +692,79 @@ def _status(key: str) -> int:
 
 
 WARM = {  # one small run per command: imports and compiled kernels loaded before the forks
-    "simulate": ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "2", "--seq-len", "8"],
-    "roofline": ["roofline", "--chip", "gc200", "--model", "gpt2", "--batch", "2", "--seq-len", "8"],
+    "simulate": [
+        "simulate",
+        "--chip",
+        "gc200",
+        "--model",
+        "bert-base",
+        "--batch",
+        "2",
+        "--seq-len",
+        "8",
+    ],
+    "roofline": [
+        "roofline",
+        "--chip",
+        "gc200",
+        "--model",
+        "gpt2",
+        "--batch",
+        "2",
+        "--seq-len",
+        "8",
+    ],
     "serve": ["serve", "--service", "fixed", "--rate", "10", "--requests", "20", "--json"],
     "pack": ["pack", "--dataset", "squad-384", "--max-len", "384", "--strategy", "ffd", "--json"],
-    "embed": ["embed", "--chip", "gc200", "--tables", "2", "--rows", "100", "--batch", "4", "--json"],
-    "train": ["train", "--chip", "a100-80gb", "--model", "gpt2", "--chips", "2", "--tokens", "1e9", "--json"],
+    "embed": [
+        "embed",
+        "--chip",
+        "gc200",
+        "--tables",
+        "2",
+        "--rows",
+        "100",
+        "--batch",
+        "4",
+        "--json",
+    ],
+    "train": [
+        "train",
+        "--chip",
+        "a100-80gb",
+        "--model",
+        "gpt2",
+        "--chips",
+        "2",
+        "--tokens",
+        "1e9",
+        "--json",
+    ],
     "checklist": ["checklist", "--price", "x=1", "--rate-per-s", "-1", "--no-progress"],
-    "sweep": ["sweep", "--task", "simulate", "--serial", "--json", "--model", "bert-base", "--vary", "batch=1,2",
-              "--seq-len", "8"],
+    "sweep": [
+        "sweep",
+        "--task",
+        "simulate",
+        "--serial",
+        "--json",
+        "--model",
+        "bert-base",
+        "--vary",
+        "batch=1,2",
+        "--seq-len",
+        "8",
+    ],
 }
-EXAMPLES = {"simulate": 30, "roofline": 30, "serve": 30, "pack": 25, "embed": 30, "train": 25, "checklist": 15,
-            "sweep": 15}  # 200 in all
+EXAMPLES = {
+    "simulate": 30,
+    "roofline": 30,
+    "serve": 30,
+    "pack": 25,
+    "embed": 30,
+    "train": 25,
+    "checklist": 15,
+    "sweep": 15,
+}  # 200 in all
 
 
 @pytest.fixture(scope="module")
@@ -436,8 +788,13 @@ def test_random_arguments_stay_in_budget_and_end_cleanly(command, warmed, monkey
     monkeypatch.setenv(limits.ENV_MAX_MEMORY, BUDGET)
     seen = []
 
-    @hypothesis.settings(max_examples=EXAMPLES[command], deadline=None, derandomize=True, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.settings(
+        max_examples=EXAMPLES[command],
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(hypothesis.HealthCheck),
+    )
     @hypothesis.given(argv=argsets(command))
     def check(argv):
         r = _run_forked(argv)
@@ -449,15 +806,22 @@ def test_random_arguments_stay_in_budget_and_end_cleanly(command, warmed, monkey
         assert r["growth"] <= BUDGET_BYTES + SLACK_BYTES, (argv, r["growth"] / 2**20)
 
     check()
-    assert len(seen) >= EXAMPLES[command] // 2  # hypothesis ran the draws (it may stop early on duplicates)
+    assert (
+        len(seen) >= EXAMPLES[command] // 2
+    )  # hypothesis ran the draws (it may stop early on duplicates)
 
 
 def test_a_run_too_long_for_float64_times_is_refused(capsys):
     """1e-9 req/s for 5 requests spans 5e9 s: still resolved; for 50 requests, 5e10 s: refused."""
-    rc, out, err = _cli(["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "5", "--json"], capsys)
+    rc, out, err = _cli(
+        ["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "5", "--json"], capsys
+    )
     assert rc == 0 and json.loads(out)["served"] == 5, err
-    _refused(["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "50"], capsys,
-             "--rate = 1e-09: 50 requests span about 5e+10 s")
+    _refused(
+        ["serve", "--service", "fixed", "--rate", "1e-9", "--requests", "50"],
+        capsys,
+        "--rate = 1e-09: 50 requests span about 5e+10 s",
+    )
 
 
 def test_forked_measure_sees_an_allocation(monkeypatch):

@@ -41,8 +41,14 @@ SCREENSHOTS = ROOT / "screenshots"
 RUN_TIMEOUT_S = 600  # one notebook's "run all", in quick mode on a loaded 2-core machine
 WIDGET_TIMEOUT_S = 180  # one explorer's answer to a moved control
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 # What each notebook's explorer does when moved: a list of (control label, value) steps, each
@@ -54,8 +60,10 @@ MOVES = {
     "02_tile_local_compute.ipynb": [("chip", "a100-80gb", "changed")],
     "03_dynamic_batching.ipynb": [("policy", "static", "changed")],
     "04_unpadded_inference.ipynb": [("strategy", "ffd", "changed")],
-    "05_poc_checklist.ipynb": [("candidates", "gc200:two", "ValueError"),
-                               ("candidates", "gc200:2,a100-80gb:1", "changed")],
+    "05_poc_checklist.ipynb": [
+        ("candidates", "gc200:two", "ValueError"),
+        ("candidates", "gc200:2,a100-80gb:1", "changed"),
+    ],
     "06_training_at_scale.ipynb": [("chip", "a100-80gb", "changed")],
     "07_sparse_embeddings.ipynb": [("chip", "h100-sxm", "changed")],
     "08_design_space.ipynb": [("y", None, "ValueError"), ("x", None, "changed")],
@@ -77,7 +85,10 @@ def _write_settings(settings: Path) -> None:
     for plugin, values in {
         "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none", "scrollPastEnd": False},
         "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
-        "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
     }.items():
         path = settings / (plugin + ".jupyterlab-settings")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,17 +120,34 @@ def lab(workdir):
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # the reader's default backend: inline
     env.update(
-        IPUSIM_QUICK="1", JUPYTER_CONFIG_DIR=str(base / "config"), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(base / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        IPUSIM_QUICK="1",
+        JUPYTER_CONFIG_DIR=str(base / "config"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
     )
     token = secrets.token_hex(16)
     port = _free_port()
     log = open(base / "server.log", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         "--port-retries=0", "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={base}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.terminals_enabled=False"],
-        cwd=base, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            "--allow-root",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={base}",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.terminals_enabled=False",
+        ],
+        cwd=base,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
@@ -127,7 +155,9 @@ def lab(workdir):
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited {proc.returncode}: {(base / 'server.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"jupyter lab exited {proc.returncode}: {(base / 'server.log').read_text()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5) as r:
                     if r.status == 200:
@@ -151,20 +181,33 @@ def lab(workdir):
 @pytest.fixture(scope="module")
 def page(lab, workdir):
     """One headless Chromium (new empty profile) with JupyterLab loaded."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')"
+    )
     url, token = lab
     t0 = time.monotonic()
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(workdir / "chromium-profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 1600},
+            str(workdir / "chromium-profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 1600},
         )
         # the page talks only to the local server
-        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
-                      or route.request.url.startswith("data:") else route.abort())
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(url) or route.request.url.startswith("data:")
+                else route.abort()
+            ),
+        )
         pg = context.pages[0] if context.pages else context.new_page()
         pg.goto(f"{url}/lab?token={token}", timeout=120_000)
-        pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=120_000)
+        pg.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.started", timeout=120_000
+        )
         print(f"JupyterLab loaded in Chromium in {time.monotonic() - t0:.0f} s")
         yield pg
         context.close()
@@ -218,22 +261,33 @@ def _run_all(pg) -> dict:
         if idle_polls >= 3:
             return st
         time.sleep(1.0)
-    raise AssertionError(f"'run all' did not finish within {RUN_TIMEOUT_S} s: {pg.evaluate(_STATE)}")
+    raise AssertionError(
+        f"'run all' did not finish within {RUN_TIMEOUT_S} s: {pg.evaluate(_STATE)}"
+    )
 
 
 def _wait_idle(pg, timeout_s: float = WIDGET_TIMEOUT_S) -> None:
-    _wait(pg, "() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
-          " return k && k.status === 'idle'; }", timeout_s, "an idle kernel")
+    _wait(
+        pg,
+        "() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
+        " return k && k.status === 'idle'; }",
+        timeout_s,
+        "an idle kernel",
+    )
 
 
 def _visible_text_problems(pg) -> list[str]:
     """What a reader would see as broken: a traceback in an output, or a widget that failed."""
     text = pg.evaluate("() => window.jupyterapp.shell.currentWidget.content.node.innerText")
     problems = []
-    for needle in ("Traceback (most recent call last)", "Error displaying widget", "Model not found"):
+    for needle in (
+        "Traceback (most recent call last)",
+        "Error displaying widget",
+        "Model not found",
+    ):
         if needle in text:
             i = text.index(needle)
-            problems.append(f"{needle!r} shown: ...{text[max(0, i - 300):i + 300]}...")
+            problems.append(f"{needle!r} shown: ...{text[max(0, i - 300) : i + 300]}...")
     return problems
 
 
@@ -259,11 +313,15 @@ def _images(explorer) -> int:
 
 def _move(pg, explorer, label: str, value):
     if label == "candidates":
-        box = explorer.locator(".widget-text", has=pg.locator("label", has_text=label)).locator("input")
+        box = explorer.locator(".widget-text", has=pg.locator("label", has_text=label)).locator(
+            "input"
+        )
         box.fill(value)
         box.press("Enter")
         return
-    select = explorer.locator(".widget-dropdown", has=pg.locator("label", has_text=label)).locator("select")
+    select = explorer.locator(".widget-dropdown", has=pg.locator("label", has_text=label)).locator(
+        "select"
+    )
     if value is None:  # the option the other drop-down shows (notebook 08's x and y)
         options = select.locator("option").all_inner_texts()
         current = select.evaluate("s => s.options[s.selectedIndex].text")
@@ -291,8 +349,12 @@ def _moves_change_outputs(pg, notebook: str) -> list[str]:
         html, text = _output(explorer)
         if html == before_html:
             problems.append(f"{notebook}: moving {label} to {value!r} did not change the output")
-        elif expect == "ValueError" and not any(ln.startswith("ValueError: ") for ln in text.splitlines()):
-            problems.append(f"{notebook}: {label} = {value!r} should show 'ValueError: ...', shows {text[:300]!r}")
+        elif expect == "ValueError" and not any(
+            ln.startswith("ValueError: ") for ln in text.splitlines()
+        ):
+            problems.append(
+                f"{notebook}: {label} = {value!r} should show 'ValueError: ...', shows {text[:300]!r}"
+            )
         elif expect == "changed" and any("Error: " in ln for ln in text.splitlines()):
             problems.append(f"{notebook}: {label} = {value!r} shows an error: {text[:300]!r}")
         elif expect == "changed" and figures_before and not _images(explorer):
@@ -305,8 +367,10 @@ def _screenshots(pg, notebook: str) -> int:
     folder = SCREENSHOTS / notebook.removesuffix(".ipynb")
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    scroller = ("() => { const n = window.jupyterapp.shell.currentWidget.content.node;"
-                " return n.classList.contains('jp-WindowedPanel-outer') ? n : n.querySelector('.jp-WindowedPanel-outer') || n; }")
+    scroller = (
+        "() => { const n = window.jupyterapp.shell.currentWidget.content.node;"
+        " return n.classList.contains('jp-WindowedPanel-outer') ? n : n.querySelector('.jp-WindowedPanel-outer') || n; }"
+    )
     pg.evaluate(f"() => {{ const s = ({scroller})(); s.scrollTop = 0; }}")
     for i in range(200):
         time.sleep(0.1)
@@ -341,6 +405,8 @@ def test_notebook_in_the_browser(page, notebook):
     t3 = time.monotonic()
     pg.evaluate("""async () => { const w = window.jupyterapp.shell.currentWidget;
         await w.sessionContext.shutdown(); w.dispose(); }""")
-    print(f"{notebook}: open + run all {t_run:.0f} s, checks + moves {t2 - t1:.0f} s, "
-          f"{shots} screenshots {t3 - t2:.0f} s, total {time.monotonic() - t0:.0f} s")
+    print(
+        f"{notebook}: open + run all {t_run:.0f} s, checks + moves {t2 - t1:.0f} s, "
+        f"{shots} screenshots {t3 - t2:.0f} s, total {time.monotonic() - t0:.0f} s"
+    )
     assert not problems, "\n".join(problems)

@@ -9,7 +9,9 @@ import pytest
 from ipusim import placement, tile_calibration, workloads
 from ipusim.serving import service, tables
 
-SLOWER = {"EXCHANGE_EFFICIENCY": 0.3}  # a third of the calibrated exchange rate: every step with exchange slows
+SLOWER = {
+    "EXCHANGE_EFFICIENCY": 0.3
+}  # a third of the calibrated exchange rate: every step with exchange slows
 STEP = workloads.step("gpt2", [256] * 4, phase="decode")
 
 
@@ -36,7 +38,9 @@ def test_service_tables_key_on_the_calibration(tmp_path, monkeypatch):
     monkeypatch.setattr(tables, "_memory", {})
 
     def table():
-        return service.chip_service("gc200", "bert-base", max_batch=2, max_len=64, grid="coarse").table
+        return service.chip_service(
+            "gc200", "bert-base", max_batch=2, max_len=64, grid="coarse"
+        ).table
 
     with tile_calibration.overrides(**SLOWER):
         inside = table()

@@ -29,7 +29,9 @@ from ipusim.checklist import (
 from ipusim.serving import capacity, tables
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.toml") if p.name != "my_chip.toml")  # my_chip: a chip file
+EXAMPLES = sorted(
+    p for p in (ROOT / "examples").glob("*.toml") if p.name != "my_chip.toml"
+)  # my_chip: a chip file
 
 
 @pytest.fixture(autouse=True)
@@ -53,17 +55,20 @@ def default_report():
 
 
 # ------------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("kwargs, words", [
-    ({"model": "bert-huge"}, "valid: bert-base"),
-    ({"rate_per_s": 0}, "zero traffic"),
-    ({"rate_per_s": -5}, "must be > 0"),
-    ({"slo_p99_s": 0}, "slo_p99_s"),
-    ({"long_fraction": 1.5}, "long_fraction"),
-    ({"candidates": ("tpu-v9:2",)}, "unknown chip preset"),
-    ({"task": "generate"}, "needs a decoder"),
-    ({"answers": {"vibes": "good"}}, "unknown questionnaire item"),
-    ({"answers": {"custom_ops": "lots"}}, "valid: unknown, none, few, many"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"model": "bert-huge"}, "valid: bert-base"),
+        ({"rate_per_s": 0}, "zero traffic"),
+        ({"rate_per_s": -5}, "must be > 0"),
+        ({"slo_p99_s": 0}, "slo_p99_s"),
+        ({"long_fraction": 1.5}, "long_fraction"),
+        ({"candidates": ("tpu-v9:2",)}, "unknown chip preset"),
+        ({"task": "generate"}, "needs a decoder"),
+        ({"answers": {"vibes": "good"}}, "unknown questionnaire item"),
+        ({"answers": {"custom_ops": "lots"}}, "valid: unknown, none, few, many"),
+    ],
+)
 def test_bad_case_input_says_what_is_wrong(kwargs, words):
     with pytest.raises(ValueError, match=words):
         Case(**kwargs)
@@ -79,7 +84,10 @@ def test_custom_chip_needs_a_price():
 
 def test_parse_candidates():
     cands = parse_candidates("gc200:4,a100-80gb:2:packed")
-    assert [(c.chip.name, c.count, c.mode) for c in cands] == [("gc200", 4, "auto"), ("a100-80gb", 2, "packed")]
+    assert [(c.chip.name, c.count, c.mode) for c in cands] == [
+        ("gc200", 4, "auto"),
+        ("a100-80gb", 2, "packed"),
+    ]
     with pytest.raises(ValueError, match="not a whole number"):
         parse_candidates("gc200:four")
 
@@ -125,11 +133,21 @@ def test_config_errors_are_clear(tmp_path):
 def test_lengths_file_histogram_and_custom_model(tmp_path):
     hist = tmp_path / "h.csv"
     hist.write_text("length,count\n10,3\n20,1\n")
-    case = case_from_dict({
-        "model": {"name": "tiny", "kind": "encoder", "layers": 2, "d_model": 64, "heads": 2,
-                  "d_ff": 256, "vocab": 1000, "max_positions": 64},
-        "traffic": {"rate_per_s": 10, "slo_p99_ms": 100, "lengths": str(hist)},
-    })
+    case = case_from_dict(
+        {
+            "model": {
+                "name": "tiny",
+                "kind": "encoder",
+                "layers": 2,
+                "d_model": 64,
+                "heads": 2,
+                "d_ff": 256,
+                "vocab": 1000,
+                "max_positions": 64,
+            },
+            "traffic": {"rate_per_s": 10, "slo_p99_ms": 100, "lengths": str(hist)},
+        }
+    )
     assert set(np.unique(case.lengths)) == {10, 20}
     assert abs(np.mean(case.lengths == 10) - 0.75) < 0.02  # 20,000 draws: 3 std ~ 0.01
     assert case.model.layers == 2
@@ -169,7 +187,9 @@ def test_md1_queue_matches_pollaczek_khinchine():
         arr = arrivals.poisson(rho / s, lens.size, seed=1)
         r = search.serve(arr, lens, svc, _batch1(), 1)
         expect = s + rho * s / (2 * (1 - rho))
-        assert r.latency_mean_s == pytest.approx(expect, rel=0.03)  # 200k requests: a few % sampling error
+        assert r.latency_mean_s == pytest.approx(
+            expect, rel=0.03
+        )  # 200k requests: a few % sampling error
         assert r.utilization == pytest.approx(rho, rel=0.02)  # busy share = offered load
         assert r.served == lens.size  # every request served once
 
@@ -180,7 +200,9 @@ def test_serving_tables_are_the_checklist_tables():
         svc = _service(mode)
         sm = svc.service
         if mode == "padded":
-            assert sm.time_s([100, 37, 12]) == pytest.approx(svc.time_at(3, 100), rel=1e-12)  # 3 rows of the longest
+            assert sm.time_s([100, 37, 12]) == pytest.approx(
+                svc.time_at(3, 100), rel=1e-12
+            )  # 3 rows of the longest
         else:  # 1,000 tokens = 2 rows of 512
             assert sm.time_s([500, 300, 200]) == pytest.approx(svc.time_at(2, 512), rel=1e-12)
 
@@ -201,7 +223,9 @@ def test_service_table_is_the_machine_time_at_grid_points():
     for b in (1, 4, 8):
         for ln in (8, 64, 512):
             s = workloads.step("bert-base", [ln] * b)
-            t = machine.simulate("gc200", s, weights="on_chip").time_s  # the machine model the table samples
+            t = machine.simulate(
+                "gc200", s, weights="on_chip"
+            ).time_s  # the machine model the table samples
             assert svc.service.table[b, ln] == pytest.approx(t, rel=1e-9)
     t = svc.service.table[1:, 1:]
     assert np.all(np.diff(t, axis=0) >= -1e-15) and np.all(np.diff(t, axis=1) >= -1e-15)
@@ -218,7 +242,12 @@ def test_packing_bounds():
 # ------------------------------------------------------------------------------ checks
 def test_fit_against_closed_form():
     m = workloads.model("llama-2-70b")
-    case = Case(model=m, rate_per_s=1, slo_p99_s=60, candidates=(Candidate("gc200", 1), Candidate("a100-80gb", 2)))
+    case = Case(
+        model=m,
+        rate_per_s=1,
+        slo_p99_s=60,
+        candidates=(Candidate("gc200", 1), Candidate("a100-80gb", 2)),
+    )
     c1 = check_fit(case)
     rows = {r["candidate"]: r for r in c1.tables["fit"]}
     weights_gb = 2 * m.params / 1e9
@@ -226,7 +255,9 @@ def test_fit_against_closed_form():
     assert rows["gc200 x1"]["placement"] == "does not fit"
     need = rows["gc200 x1"]["need_GB"] * 1e9
     assert rows["gc200 x1"]["chips_to_fit"] == math.ceil(need / hardware.chip("gc200").data_bytes)
-    assert rows["a100-80gb x2"]["placement"] == "HBM over 2 chips"  # 138 GB of weights over two 80 GB chips
+    assert (
+        rows["a100-80gb x2"]["placement"] == "HBM over 2 chips"
+    )  # 138 GB of weights over two 80 GB chips
     assert c1.status == "warn"
 
 
@@ -247,8 +278,10 @@ def test_training_estimate_comes_from_ipusim_training():
     assert r["chips_min"] > 16 * workloads.model("gpt-3-175b").params / gpu.hbm_bytes / 2
 
 
-@pytest.mark.parametrize("factor, verdict, given", [(0.9, "supported", True), (None, "contradicted", True),
-                                                    (0.9, "depends", False)])
+@pytest.mark.parametrize(
+    "factor, verdict, given",
+    [(0.9, "supported", True), (None, "contradicted", True), (0.9, "depends", False)],
+)
 def test_training_claim_follows_the_price(factor, verdict, given):
     # Just below the price C6 says the claim needs (for the largest model) the claim holds; at
     # 5 USD/chip-hour it is contradicted. The needed price comes from the machine models (which
@@ -302,7 +335,9 @@ def test_default_report_is_traceable(default_report):
     cost_reason = next(x for x in r.verdict.reasons if "per million requests" in x.text)
     assert f"{abs(saving):.1f}%" in cost_reason.text
     assert r.verdict.score == pytest.approx(sum(x.weight for x in r.verdict.reasons))
-    assert [abs(x.weight) for x in r.verdict.reasons] == sorted((abs(x.weight) for x in r.verdict.reasons), reverse=True)
+    assert [abs(x.weight) for x in r.verdict.reasons] == sorted(
+        (abs(x.weight) for x in r.verdict.reasons), reverse=True
+    )
 
 
 def test_price_crossover_equalises_cost(default_report):
@@ -336,10 +371,20 @@ def test_impossible_target_gives_a_report_not_a_crash():
 
 
 def test_model_that_fits_nowhere():
-    tiny = hardware.chip("gc200").replace(name="tiny-ipu", tiles=4, offchip_bytes=0.0,
-                                          offchip_bandwidth_bytes_per_s=0.0, link_bandwidth_bytes_per_s=0.0)
-    case = Case(model="llama-2-7b", rate_per_s=1, slo_p99_s=30, candidates=(Candidate(tiny, 2),),
-                prices=Prices().with_prices({"tiny-ipu": 1.0}))
+    tiny = hardware.chip("gc200").replace(
+        name="tiny-ipu",
+        tiles=4,
+        offchip_bytes=0.0,
+        offchip_bandwidth_bytes_per_s=0.0,
+        link_bandwidth_bytes_per_s=0.0,
+    )
+    case = Case(
+        model="llama-2-7b",
+        rate_per_s=1,
+        slo_p99_s=30,
+        candidates=(Candidate(tiny, 2),),
+        prices=Prices().with_prices({"tiny-ipu": 1.0}),
+    )
     r = run_checklist(case, show_progress=False)
     assert r["C1"].status == "fail" and "fits nowhere" in r["C1"].reason
     assert r.decision == "stay" and "fits on no candidate" in r.verdict.veto
@@ -361,7 +406,9 @@ def test_squad_histogram_padding_matches_published():
     assert source == "squad-384"
     case = Case(lengths=lens, length_source=source)
     c3 = check_padding(case)
-    assert c3.ev("padding_to_max") == pytest.approx(55.2, abs=1.5)  # a 2,000-request sample of the histogram
+    assert c3.ev("padding_to_max") == pytest.approx(
+        55.2, abs=1.5
+    )  # a 2,000-request sample of the histogram
 
 
 # ------------------------------------------------------------------------------ fit, tables, cost
@@ -383,14 +430,24 @@ def _reachable_grid_fits(case):
             for b in svc.b_grid:
                 for ln in svc.l_grid:
                     n += 1
-                    if pl.kind == "placed":  # a tensor/pipeline placement: its own fit, on the whole model
+                    if (
+                        pl.kind == "placed"
+                    ):  # a tensor/pipeline placement: its own fit, on the whole model
                         s = workloads.step(case.model, [int(ln)] * int(b), phase=ph)
-                        if placement.assess(cand.chip, s, tensor=pl.placed.tensor,
-                                            pipeline=pl.placed.pipeline).fit == "does_not_fit":
+                        if (
+                            placement.assess(
+                                cand.chip, s, tensor=pl.placed.tensor, pipeline=pl.placed.pipeline
+                            ).fit
+                            == "does_not_fit"
+                        ):
                             bad.append((cand.label, ph, int(b), int(ln)))
                         continue
                     s = workloads.step(model, [int(ln)] * int(b), phase=ph)
-                    kw = {"weights": "stream" if pl.streaming else "on_chip"} if cand.chip.kind == "tile" else {}
+                    kw = (
+                        {"weights": "stream" if pl.streaming else "on_chip"}
+                        if cand.chip.kind == "tile"
+                        else {}
+                    )
                     if not machine.simulate(cand.chip, s, **kw).fits:
                         bad.append((cand.label, ph, int(b), int(ln)))
         # and the largest batch a chosen policy can form stays within the table
@@ -415,8 +472,12 @@ def test_gc200_bert_max_batch_is_the_tile_simulators():
     mb = f["placements"][0].max_batch
     s = workloads.step(case.model, [512] * 128)
     assert mb == tiles.tile_memory_batch_limit(hardware.chip("gc200"), s)
-    assert 1 <= mb < 128  # serial passes fit 89 x 512; one more is out of tile memory with weights on chip
-    assert not tiles.simulate("gc200", workloads.step(case.model, [512] * (mb + 1)), weights="on_chip").fits
+    assert (
+        1 <= mb < 128
+    )  # serial passes fit 89 x 512; one more is out of tile memory with weights on chip
+    assert not tiles.simulate(
+        "gc200", workloads.step(case.model, [512] * (mb + 1)), weights="on_chip"
+    ).fits
 
 
 def test_meets_slo_needs_capacity_above_the_offered_rate(default_report):
@@ -452,24 +513,31 @@ def test_training_gpu_hours_against_llama2_paper(name):
 
 
 def test_training_check_uses_the_cases_model():
-    case = Case(model="llama-2-70b", inference=False,
-                training=Training(models=("llama-2-7b", "llama-2-70b", "gpt-3-175b")))
+    case = Case(
+        model="llama-2-70b",
+        inference=False,
+        training=Training(models=("llama-2-7b", "llama-2-70b", "gpt-3-175b")),
+    )
     rep = run_checklist(case, show_progress=False)
     assert rep["C6"].data["big"] == "llama-2-70b"
     assert "llama-2-70b" in rep.verdict.to_dict()["reasons"][0]["text"] or any(
-        "llama-2-70b" in r["text"] for r in rep.verdict.to_dict()["reasons"])
+        "llama-2-70b" in r["text"] for r in rep.verdict.to_dict()["reasons"]
+    )
 
 
 def test_training_ratio_between_085_and_1_is_contradicted_at_given_prices():
     tr = Training(models=("llama-2-70b",))
     base = Case(inference=False, training=tr)
-    rows = {c.kind: train_estimate(workloads.model("llama-2-70b"), c, tr, base.prices)
-            for c in (hardware.chip("gc200"), hardware.chip("a100-80gb"))}
+    rows = {
+        c.kind: train_estimate(workloads.model("llama-2-70b"), c, tr, base.prices)
+        for c in (hardware.chip("gc200"), hardware.chip("a100-80gb"))
+    }
     # a GC200 price putting the ratio at 0.93
     e = hardware.chip("gc200").power_w / 1e3 * base.prices.usd_per_kwh
     price = 0.93 * rows["gpu"]["usd"] / rows["tile"]["chip_hours"] - e
-    given = Prices().with_prices({"gc200": price, "a100-80gb": base.prices.chip_hour("a100-80gb")},
-                                 base.prices.usd_per_kwh)  # every price the user's: the claim is decided
+    given = Prices().with_prices(
+        {"gc200": price, "a100-80gb": base.prices.chip_hour("a100-80gb")}, base.prices.usd_per_kwh
+    )  # every price the user's: the claim is decided
     rep = run_checklist(Case(inference=False, training=tr, prices=given), show_progress=False)
     assert rep["C6"].ev("cost_ratio.llama-2-70b") == pytest.approx(0.93, rel=1e-6)
     assert rep["C6"].ev("claim_verdict") == "contradicted"
@@ -485,7 +553,9 @@ def test_interpolation_error_against_direct_machine_calls():
         for _ in range(12):
             b = int(rng.integers(1, svc.max_batch + 1))
             ln = int(rng.integers(8, 513))
-            t = machine.simulate(chip, workloads.step("bert-base", [ln] * b), **_on_chip(chip)).time_s
+            t = machine.simulate(
+                chip, workloads.step("bert-base", [ln] * b), **_on_chip(chip)
+            ).time_s
             errs.append(svc.service.table[b, ln] / t - 1)
         errs = np.abs(errs)
         assert errs.mean() <= 0.10 and errs.max() <= 0.20, (chip, errs.mean(), errs.max())
@@ -502,10 +572,16 @@ def test_cost_reason_weighs_capacity_and_can_go_either_way(default_report):
     assert c4.data["minimal"]
     r = _cost_reason(default_report)
     assert "price ratio only" in r.text
-    assert r.weight == pytest.approx(max(-40, min(40, 100 * c4.data["saving_at_capacity"])), abs=0.06)
-    cheap = run_checklist(default_case(prices=Prices().with_prices({"gc200": 0.4})), show_progress=False)
+    assert r.weight == pytest.approx(
+        max(-40, min(40, 100 * c4.data["saving_at_capacity"])), abs=0.06
+    )
+    cheap = run_checklist(
+        default_case(prices=Prices().with_prices({"gc200": 0.4})), show_progress=False
+    )
     assert cheap["C4"].data["saving_at_capacity"] > 0 and _cost_reason(cheap).weight > 0
-    dear = run_checklist(default_case(prices=Prices().with_prices({"gc200": 4.0})), show_progress=False)
+    dear = run_checklist(
+        default_case(prices=Prices().with_prices({"gc200": 4.0})), show_progress=False
+    )
     assert dear["C4"].data["saving_at_capacity"] < 0 and _cost_reason(dear).weight < 0
 
 
@@ -558,7 +634,9 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
     from ipusim import machine, placement
     from ipusim.checklist import Context
 
-    deep = workloads.model("bert-large").replace(name="bert-large x2 depth", layers=48, published_params=0.0)
+    deep = workloads.model("bert-large").replace(
+        name="bert-large x2 depth", layers=48, published_params=0.0
+    )
     case = Case(model=deep, rate_per_s=100, slo_p99_s=0.2, candidates=(Candidate("gc200", 2),))
     ctx = Context(case)
     cand = case.candidates[0]
@@ -569,15 +647,25 @@ def test_every_grid_point_fits_for_spread_and_streamed_placements():
         model = tables.stage_model(case.model, pl.chips)
         for b in svc.b_grid:
             for ln in svc.l_grid:
-                if pl.kind == "placed":  # a tensor/pipeline placement: its own fit, on the whole model
-                    a = placement.assess(cand.chip, workloads.step(case.model, [int(ln)] * int(b)),
-                                         tensor=pl.placed.tensor, pipeline=pl.placed.pipeline)
+                if (
+                    pl.kind == "placed"
+                ):  # a tensor/pipeline placement: its own fit, on the whole model
+                    a = placement.assess(
+                        cand.chip,
+                        workloads.step(case.model, [int(ln)] * int(b)),
+                        tensor=pl.placed.tensor,
+                        pipeline=pl.placed.pipeline,
+                    )
                     assert a.fit != "does_not_fit", (pl.kind, int(b), int(ln))
                 else:
                     s = workloads.step(model, [int(ln)] * int(b))
-                    r = machine.simulate(cand.chip, s, weights="stream" if pl.streaming else "on_chip")
+                    r = machine.simulate(
+                        cand.chip, s, weights="stream" if pl.streaming else "on_chip"
+                    )
                     assert r.fits, (pl.kind, int(b), int(ln))
-                assert math.isfinite(svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)])
+                assert math.isfinite(
+                    svc.grid()[list(svc.b_grid).index(b), list(svc.l_grid).index(ln)]
+                )
     # the model needs two chips, so the placement search's tensor/pipeline replica is served too
     assert kinds == {"spread", "streaming", "placed"}
 
@@ -586,7 +674,9 @@ def test_parity_price_at_capacity_equalises_the_cost(default_report):
     c4 = default_report["C4"]
     price = c4.data["parity_price_at_capacity"]
     assert price > 0
-    again = run_checklist(default_case(prices=Prices().with_prices({"gc200": price})), show_progress=False)
+    again = run_checklist(
+        default_case(prices=Prices().with_prices({"gc200": price})), show_progress=False
+    )
     assert again["C4"].data["saving_at_capacity"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -619,16 +709,25 @@ def test_cost_check_shows_both_views_and_says_which_the_verdict_weighs(default_r
     tile, gpu = c4.data["tile"], c4.data["gpu"]
     from ipusim.checklist.checks import fmt
 
-    for v in (tile["usd_per_million"], gpu["usd_per_million"], tile["usd_per_million_at_capacity"],
-              gpu["usd_per_million_at_capacity"]):
+    for v in (
+        tile["usd_per_million"],
+        gpu["usd_per_million"],
+        tile["usd_per_million_at_capacity"],
+        gpu["usd_per_million_at_capacity"],
+    ):
         assert fmt(v, "USD") in c4.summary  # both views, both kinds, as printed
     assert "at the offered rate" in c4.summary and "with the chips at capacity" in c4.summary
-    expected = c4.data["saving_at_capacity"] if c4.data["minimal"] else \
-        (c4.data["saving"] + c4.data["saving_at_capacity"]) / 2
+    expected = (
+        c4.data["saving_at_capacity"]
+        if c4.data["minimal"]
+        else (c4.data["saving"] + c4.data["saving_at_capacity"]) / 2
+    )
     assert c4.data["weighed_saving"] == pytest.approx(expected)
     assert ("cost at capacity" if c4.data["minimal"] else "mean of both") in c4.data["weighed_view"]
     reason = _cost_reason(default_report)
-    assert reason.text.startswith("with the chips at capacity" if c4.data["minimal"] else "the mean of two views")
+    assert reason.text.startswith(
+        "with the chips at capacity" if c4.data["minimal"] else "the mean of two views"
+    )
 
 
 def test_cost_figure_draws_both_views(default_report):
@@ -642,8 +741,12 @@ def test_cost_figure_draws_both_views(default_report):
     ax = views.plot_cost(default_report)
     rows = [r for r in default_report["C4"].tables["cost"] if math.isfinite(r["usd_per_million"])]
     heights = sorted(round(p.get_height(), 9) for p in ax.patches)
-    want = sorted(round(r[k], 9) for r in rows for k in ("usd_per_million", "usd_per_million_at_capacity"))
+    want = sorted(
+        round(r[k], 9) for r in rows for k in ("usd_per_million", "usd_per_million_at_capacity")
+    )
     assert heights == want
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sum("weighed by the verdict" in t for t in labels) == (1 if default_report["C4"].data["minimal"] else 2)
+    assert sum("weighed by the verdict" in t for t in labels) == (
+        1 if default_report["C4"].data["minimal"] else 2
+    )
     plt.close("all")

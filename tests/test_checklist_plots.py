@@ -15,7 +15,9 @@ def report():
     from ipusim.checklist import Training, default_case, run_checklist
 
     try:
-        return run_checklist(default_case(training=Training(models=("llama-2-7b",))), show_progress=False)
+        return run_checklist(
+            default_case(training=Training(models=("llama-2-7b",))), show_progress=False
+        )
     finally:
         if old is None:
             del os.environ["IPUSIM_QUICK"]
@@ -23,8 +25,17 @@ def report():
             os.environ["IPUSIM_QUICK"] = old
 
 
-@pytest.mark.parametrize("name", ["plot_capacity", "plot_cost", "plot_padding", "plot_rate_sensitivity",
-                                  "plot_long_share", "plot_training"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "plot_capacity",
+        "plot_cost",
+        "plot_padding",
+        "plot_rate_sensitivity",
+        "plot_long_share",
+        "plot_training",
+    ],
+)
 def test_plot_draws_labelled_axes(report, name):
     import matplotlib.pyplot as plt
 

@@ -28,7 +28,9 @@ def _same_summary(a, b):
     sa, sb = a.summary(), b.summary()
     assert sa.keys() == sb.keys()
     for k in sa:
-        assert sa[k] == sb[k] or (isinstance(sa[k], float) and math.isnan(sa[k]) and math.isnan(sb[k])), k
+        assert sa[k] == sb[k] or (
+            isinstance(sa[k], float) and math.isnan(sa[k]) and math.isnan(sb[k])
+        ), k
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +53,19 @@ def test_capacity_search_is_the_plain_bisection(setups, mode, slo):
     lens = search.traffic_lengths(default_case(), 2000)
     caps = []
     for pol in _policies(default_case(), su):
-        top = search.rate_bound(lens, su, pol, 2.0 * pol.max_batch / su.time_at(pol.max_batch, 200.0))
+        top = search.rate_bound(
+            lens, su, pol, 2.0 * pol.max_batch / su.time_at(pol.max_batch, 200.0)
+        )
         want, r_want = plain_capacity(lens, su, pol, slo, top)
         got, r_got = search.capacity_search(lens, su, pol, slo, top, iters=7).run()
         assert got == want, pol.label
         _same_summary(r_got, r_want)
         caps.append(got)
-        for above in (want * 0.999, want, want * 1.001):  # stopped early only when it cannot beat `above`
+        for above in (
+            want * 0.999,
+            want,
+            want * 1.001,
+        ):  # stopped early only when it cannot beat `above`
             c, _ = search.capacity_search(lens, su, pol, slo, top, iters=7).run(above)
             assert (c is None and want <= above) or c == want
     assert any(c > 0 for c in caps) or slo < 0.005
@@ -94,6 +102,7 @@ def test_head_start_never_reports_less_and_its_check_catches_a_failing_low_rate(
     """Rates pass below 900 req/s except in a hole: the plain bisection lands in or below the
     hole when it probes there; the head start skips those probes, reports at least as much, and
     ``verify`` runs them and says the answer cannot be trusted."""
+
     def rule(r):
         return r < 900.0 and not hole[0] <= r <= hole[1]
 
@@ -106,7 +115,9 @@ def test_head_start_never_reports_less_and_its_check_catches_a_failing_low_rate(
 def test_head_start_is_taken_only_when_the_guess_passes():
     fast = _search(lambda r: r < 100.0)
     fast.run(guess=True)
-    assert fast.assumed == [] and fast.verify()  # the guess (0.56 x 1000) failed: the plain path ran
+    assert (
+        fast.assumed == [] and fast.verify()
+    )  # the guess (0.56 x 1000) failed: the plain path ran
 
 
 def test_best_policy_is_the_plain_searchs_choice(monkeypatch):
@@ -124,7 +135,9 @@ def test_best_policy_is_the_plain_searchs_choice(monkeypatch):
         dep = ctx.best_policy(cand, pl, mode, svc, lens)
         assert (dep.policy, dep.capacity_per_replica) == best
         with monkeypatch.context() as m:
-            m.setattr(capacity.CapacitySearch, "verify", lambda self: not self.assumed)  # a head start fails
+            m.setattr(
+                capacity.CapacitySearch, "verify", lambda self: not self.assumed
+            )  # a head start fails
             again = Context(case).best_policy(cand, pl, mode, svc, lens)
         assert (again.policy, again.capacity_per_replica) == best
 

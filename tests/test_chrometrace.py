@@ -37,7 +37,9 @@ def _lane(xs, pid, tid):
     return lane
 
 
-@pytest.mark.parametrize("chip, model, batch, seq", [("gc200", "bert-base", 8, 128), ("gc200", "gpt2", 4, 256)])
+@pytest.mark.parametrize(
+    "chip, model, batch, seq", [("gc200", "bert-base", 8, 128), ("gc200", "gpt2", 4, 256)]
+)
 def test_tile_step_trace_adds_up_to_the_steps_time(chip, model, batch, seq):
     s = workloads.step(model, [seq] * batch, pad_to=seq)
     r = machine.simulate(chip, s)
@@ -75,8 +77,12 @@ def test_gpu_and_placed_traces_add_up():
 def test_serving_trace_has_batches_per_device_and_bounded_request_spans():
     rng = np.random.default_rng(0)
     arr = np.cumsum(rng.exponential(1e-3, 3000))
-    res = serving.simulate(arr, np.full(3000, 128), policies.make("dynamic", max_batch=16, max_delay_s=2e-3),
-                           serving.fixed_service(5e-3, max_batch=16))
+    res = serving.simulate(
+        arr,
+        np.full(3000, 128),
+        policies.make("dynamic", max_batch=16, max_delay_s=2e-3),
+        serving.fixed_service(5e-3, max_batch=16),
+    )
     doc = chrometrace.serving_trace(res, max_requests=50)
     xs = _check_format(doc)
     batches = _lane(xs, 0, 0)
@@ -91,9 +97,39 @@ def test_serving_trace_has_batches_per_device_and_bounded_request_spans():
 def test_cli_writes_trace_files(tmp_path):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert cli.main(["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "2", "--seq-len",
-                         "64", "--trace-out", str(tmp_path / "s.json")]) == 0
-        assert cli.main(["serve", "--service", "fixed", "--rate", "100", "--requests", "300",
-                         "--trace-out", str(tmp_path / "v.json")]) == 0
+        assert (
+            cli.main(
+                [
+                    "simulate",
+                    "--chip",
+                    "gc200",
+                    "--model",
+                    "bert-base",
+                    "--batch",
+                    "2",
+                    "--seq-len",
+                    "64",
+                    "--trace-out",
+                    str(tmp_path / "s.json"),
+                ]
+            )
+            == 0
+        )
+        assert (
+            cli.main(
+                [
+                    "serve",
+                    "--service",
+                    "fixed",
+                    "--rate",
+                    "100",
+                    "--requests",
+                    "300",
+                    "--trace-out",
+                    str(tmp_path / "v.json"),
+                ]
+            )
+            == 0
+        )
     for f in ("s.json", "v.json"):
         _check_format(json.loads((tmp_path / f).read_text()))

@@ -33,7 +33,9 @@ def test_scoreboard_has_every_claim_of_the_docs_with_a_valid_state(board):
     for n, v in board.items():
         assert v.state in claims.STATES, (n, v.state)
         assert v.rule and v.summary and v.numbers and v.assumptions
-        assert (v.state == claims.DEPENDS) == bool(v.break_even), n  # break-even stated exactly when it depends
+        assert (v.state == claims.DEPENDS) == bool(v.break_even), (
+            n
+        )  # break-even stated exactly when it depends
         assert claims.CLAIMS[n].__name__ == v.function.rsplit(".", 1)[1]
         d = json.loads(json.dumps(v.to_dict()))  # plain JSON
         assert d["state"] == v.state and d["claim"] == n
@@ -89,14 +91,20 @@ def test_energy_saving_agrees_with_the_two_simulations(board):
     t, g = machine.simulate(TILE, s), machine.simulate(GPU, s)
     data = lambda r: sum(j for k, j in r.energy_split.items() if k != "flops")  # noqa: E731 (every level but FLOPs)
     assert v.numbers["data_saving_on_chip"] == pytest.approx(1 - data(t) / data(g), rel=1e-9)
-    assert v.numbers["fit_on_chip_step"] == "on_chip" and v.numbers["fit_streaming_step"] == "streams"
-    assert v.state == rules.energy(v.numbers["data_saving_on_chip"], v.numbers["data_saving_streams"])
+    assert (
+        v.numbers["fit_on_chip_step"] == "on_chip" and v.numbers["fit_streaming_step"] == "streams"
+    )
+    assert v.state == rules.energy(
+        v.numbers["data_saving_on_chip"], v.numbers["data_saving_streams"]
+    )
     # what notebook 01 teaches beside it: on chip the saving is positive but below the compulsory-bytes
     # estimate (the simulators move more bytes than a step must read); streaming weights it is negative
     from ipusim import roofline
 
     compulsory = 1 - roofline.step_energy(TILE, s).data_j / roofline.step_energy(GPU, s).data_j
-    assert 0 < v.numbers["data_saving_on_chip"] < compulsory and v.numbers["data_saving_streams"] < 0
+    assert (
+        0 < v.numbers["data_saving_on_chip"] < compulsory and v.numbers["data_saving_streams"] < 0
+    )
 
 
 def test_fine_grained_speedups_agree_with_per_op_times(board):
@@ -110,9 +118,13 @@ def test_fine_grained_speedups_agree_with_per_op_times(board):
 def test_variable_length_cut_and_its_break_even(board):
     v = board[8]
     h = lengths.long_text_mix(0.4, resolution=100_000)
-    assert v.numbers["flops_cut_40pct_long"] == pytest.approx(packing.pack(h, 512, "pad").flops()["wasted_fraction"])
+    assert v.numbers["flops_cut_40pct_long"] == pytest.approx(
+        packing.pack(h, 512, "pad").flops()["wasted_fraction"]
+    )
     # at the stated break-even long share the cut is the claimed 30% (bisection to 1e-6 of the share)
-    at = lengths.long_text_mix(v.numbers["long_share_where_cut_falls_below_30pct"], resolution=100_000)
+    at = lengths.long_text_mix(
+        v.numbers["long_share_where_cut_falls_below_30pct"], resolution=100_000
+    )
     assert packing.pack(at, 512, "pad").flops()["wasted_fraction"] == pytest.approx(0.30, abs=2e-3)
 
 
@@ -123,8 +135,10 @@ def test_hardware_cost_break_even_gives_the_claimed_saving_at_given_prices(board
     s = workloads.step("bert-base", [128] * 32, pad_to=128)
     thr = {c: 32 / machine.step_time_s(c, s) for c in (TILE, GPU)}
     p = Prices()
-    cost = {c: (price + hardware.chip(c).power_w / 1e3 * p.usd_per_kwh) / thr[c]
-            for c, price in ((TILE, even), (GPU, p.chip_hour(GPU)))}
+    cost = {
+        c: (price + hardware.chip(c).power_w / 1e3 * p.usd_per_kwh) / thr[c]
+        for c, price in ((TILE, even), (GPU, p.chip_hour(GPU)))
+    }
     assert 1 - cost[TILE] / cost[GPU] == pytest.approx(0.20, rel=1e-9)
     # every price given: decided by the same rule on either side of the break-even
     for factor, state in ((0.99, claims.SUPPORTED), (1.01, claims.CONTRADICTED)):
@@ -134,7 +148,9 @@ def test_hardware_cost_break_even_gives_the_claimed_saving_at_given_prices(board
 
 def test_training_cost_break_even_gives_15_percent(board):
     v = board[11]
-    name = min(("gpt-3-175b", "llama-2-70b"), key=lambda n: v.numbers[f"break_even_usd_per_chip_hour_{n}"])
+    name = min(
+        ("gpt-3-175b", "llama-2-70b"), key=lambda n: v.numbers[f"break_even_usd_per_chip_hour_{n}"]
+    )
     even = v.numbers[f"break_even_usd_per_chip_hour_{name}"]
     tokens = {"gpt-3-175b": 3e11, "llama-2-70b": 2e12}[name]
     t = training.best_placement(name, TILE, 1024, explain=False).run(tokens, usd_per_chip_hour=even)
@@ -145,10 +161,15 @@ def test_training_cost_break_even_gives_15_percent(board):
 
 def test_memory_wall_and_bottleneck_read_the_placements(board):
     t = training.best_placement("gpt-3-175b", TILE, 1024, explain=False)
-    assert board[12].numbers["tile_fit"] == t.fit and board[12].numbers["tile_mfu"] == pytest.approx(t.mfu)
+    assert board[12].numbers["tile_fit"] == t.fit and board[12].numbers[
+        "tile_mfu"
+    ] == pytest.approx(t.mfu)
     pl = machine.place(TILE, workloads.step("llama-2-7b", [1024] * 8, phase="decode"), chips=32)
     v = board[15]
-    assert v.numbers["tile_chips_llama_2_7b"] == pl.chips_used and v.numbers["tile_fit_llama_2_7b"] == pl.fit
+    assert (
+        v.numbers["tile_chips_llama_2_7b"] == pl.chips_used
+        and v.numbers["tile_fit_llama_2_7b"] == pl.fit
+    )
 
 
 def test_per_watt_and_dlrm_ratios_agree_with_direct_calls(board):
@@ -157,30 +178,45 @@ def test_per_watt_and_dlrm_ratios_agree_with_direct_calls(board):
 
     medium = embeddings.preset("medium")
     tile = efficiency.per_watt(embeddings.simulate(TILE, medium))["per_w"]
-    best_gpu = max(efficiency.per_watt(embeddings.simulate(c, medium))["per_w"] for c in (GPU, "h100-sxm"))
-    assert board[14].numbers["per_w_ratio_embeddings_in_sram_x"] == pytest.approx(tile / best_gpu, rel=1e-9)
+    best_gpu = max(
+        efficiency.per_watt(embeddings.simulate(c, medium))["per_w"] for c in (GPU, "h100-sxm")
+    )
+    assert board[14].numbers["per_w_ratio_embeddings_in_sram_x"] == pytest.approx(
+        tile / best_gpu, rel=1e-9
+    )
     dl = embeddings.preset("dlrm-mlperf", batch=16384, training=True)
     t, g = dlrm.training_step(TILE, dl, chips=4), dlrm.training_step("h100-sxm", dl, chips=2)
-    assert board[13].numbers["best_gpu_over_best_tile_per_w_x"] >= g.samples_per_s_per_w / t.samples_per_s_per_w * (1 - 1e-9)
+    assert board[13].numbers[
+        "best_gpu_over_best_tile_per_w_x"
+    ] >= g.samples_per_s_per_w / t.samples_per_s_per_w * (1 - 1e-9)
 
 
 def test_dynamic_batching_growth_is_measured(board):
     v = board[6]
-    assert v.numbers["growth_x"] == pytest.approx(v.numbers["mean_batch_90pct_load"] / v.numbers["mean_batch_10pct_load"])
+    assert v.numbers["growth_x"] == pytest.approx(
+        v.numbers["mean_batch_90pct_load"] / v.numbers["mean_batch_10pct_load"]
+    )
     assert 1 <= v.numbers["mean_batch_10pct_load"] < v.numbers["mean_batch_90pct_load"] <= 32
 
 
 def test_every_verdict_follows_its_rule_from_its_own_numbers(board):
     n = {k: v.numbers for k, v in board.items()}
     assert board[5].state == rules.latency(n[5]["latency_cut_vs_gpu_shared"])
-    assert board[3].state == rules.fine_grained(n[3]["gather_speedup_x"], n[3]["attention_speedup_x"])
+    assert board[3].state == rules.fine_grained(
+        n[3]["gather_speedup_x"], n[3]["attention_speedup_x"]
+    )
     assert board[4].state == rules.dynamic_graph(n[4]["ops_repartitioned"])
     assert board[6].state == rules.batching(n[6]["growth_x"])
-    assert board[8].state == rules.variable_length(n[8]["flops_cut_0pct_long"], n[8]["flops_cut_40pct_long"])
-    assert board[13].state == rules.irreplaceable(n[13]["gpu_fits"], n[13]["best_gpu_over_best_tile_per_w_x"])
+    assert board[8].state == rules.variable_length(
+        n[8]["flops_cut_0pct_long"], n[8]["flops_cut_40pct_long"]
+    )
+    assert board[13].state == rules.irreplaceable(
+        n[13]["gpu_fits"], n[13]["best_gpu_over_best_tile_per_w_x"]
+    )
     assert board[14].state == rules.equal_power(n[14])
-    assert board[15].state == rules.memory_bottleneck(n[15]["advantage_llama_2_7b_decode_x"],
-                                                      n[15]["advantage_bert_base_x"])
+    assert board[15].state == rules.memory_bottleneck(
+        n[15]["advantage_llama_2_7b_decode_x"], n[15]["advantage_bert_base_x"]
+    )
 
 
 # ---- the comparators, on synthetic inputs ------------------------------------------------
@@ -192,24 +228,41 @@ def test_bandwidth_rule_flips_at_5_tb_per_s():
     assert rules.bandwidth(6e12, 6e12) == C  # not above the HBM it is compared with
 
 
-@pytest.mark.parametrize("on_chip, streams, state", [(0.40, 0.40, S), (0.399, 0.399, C), (0.40, -1.0, D),
-                                                     (0.9, 0.39, D), (-0.5, 0.41, D)])
+@pytest.mark.parametrize(
+    "on_chip, streams, state",
+    [(0.40, 0.40, S), (0.399, 0.399, C), (0.40, -1.0, D), (0.9, 0.39, D), (-0.5, 0.41, D)],
+)
 def test_energy_rule_flips_at_40_percent(on_chip, streams, state):
     assert rules.energy(on_chip, streams) == state
 
 
 def test_two_part_rules_flip_at_their_thresholds():
-    assert (rules.fine_grained(1.01, 1.01), rules.fine_grained(1.0, 1.0), rules.fine_grained(2, 0.5)) == (S, C, D)
-    assert (rules.variable_length(0.30, 0.30), rules.variable_length(0.29, 0.29),
-            rules.variable_length(0.5, 0.29)) == (S, C, D)
-    assert (rules.hybrid(1.1, 1.0, 0.99), rules.hybrid(1.0, 1.0, 1.0), rules.hybrid(1.1, 1.0, 1.0)) == (S, C, D)
+    assert (
+        rules.fine_grained(1.01, 1.01),
+        rules.fine_grained(1.0, 1.0),
+        rules.fine_grained(2, 0.5),
+    ) == (S, C, D)
+    assert (
+        rules.variable_length(0.30, 0.30),
+        rules.variable_length(0.29, 0.29),
+        rules.variable_length(0.5, 0.29),
+    ) == (S, C, D)
+    assert (
+        rules.hybrid(1.1, 1.0, 0.99),
+        rules.hybrid(1.0, 1.0, 1.0),
+        rules.hybrid(1.1, 1.0, 1.0),
+    ) == (S, C, D)
 
 
 def test_one_threshold_rules_flip():
     assert (rules.dynamic_graph(0), rules.dynamic_graph(1)) == (S, C)
     assert (rules.latency(0.601), rules.latency(0.60)) == (S, C)
     assert (rules.batching(1.5), rules.batching(1.49)) == (S, C)
-    assert (rules.irreplaceable(True, 0.49), rules.irreplaceable(True, 0.5), rules.irreplaceable(False, 9)) == (S, C, S)
+    assert (
+        rules.irreplaceable(True, 0.49),
+        rules.irreplaceable(True, 0.5),
+        rules.irreplaceable(False, 9),
+    ) == (S, C, S)
     assert (rules.memory_bottleneck(0.6, 0.5), rules.memory_bottleneck(0.5, 0.5)) == (S, C)
 
 
@@ -236,7 +289,11 @@ def test_memory_wall_and_equal_power_rules():
     assert rules.memory_wall("does_not_fit", "does_not_fit", 0, 0) == D
     assert rules.equal_power({"a": 1.5, "b": 2}) == S and rules.equal_power({"a": 1.49}) == C
     assert rules.equal_power({"a": 1.5, "b": 0.5}) == D
-    assert [rules.equal_power_case(x) for x in (1.5, 1.2, 1.0)] == ["holds", "higher, not markedly", "contradicted"]
+    assert [rules.equal_power_case(x) for x in (1.5, 1.2, 1.0)] == [
+        "holds",
+        "higher, not markedly",
+        "contradicted",
+    ]
 
 
 # ---- the command line --------------------------------------------------------------------
@@ -264,8 +321,13 @@ def test_cli_json_parses(board, capsys):
 def test_cli_bad_arguments_exit_2_with_one_line(capsys):
     from ipusim import cli
 
-    out = subprocess.run([sys.executable, "-m", "ipusim", "claims", "--claim", "0"], capture_output=True, text=True,
-                         timeout=120, check=False)  # as a user runs it
+    out = subprocess.run(
+        [sys.executable, "-m", "ipusim", "claims", "--claim", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )  # as a user runs it
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     for args in (["claims", "--claim", "x"], ["claims", "--bogus"]):
         with pytest.raises(SystemExit) as e:

@@ -10,12 +10,19 @@ import pytest
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "ipusim", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ipusim", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_roofline_prints_per_op_and_total_bounds():
-    out = _run("roofline", "--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "128")
+    out = _run(
+        "roofline", "--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "128"
+    )
     assert out.returncode == 0, out.stderr
     text = out.stdout
     for op in ("qkv", "attn_scores", "softmax", "ffn_up", "ffn_down", "pooler"):
@@ -25,8 +32,20 @@ def test_roofline_prints_per_op_and_total_bounds():
 
 
 def test_roofline_json_is_one_object_with_consistent_totals():
-    out = _run("roofline", "--chip", "a100-80gb", "--model", "llama-2-7b", "--batch", "4",
-               "--seq-len", "1024", "--phase", "decode", "--json")
+    out = _run(
+        "roofline",
+        "--chip",
+        "a100-80gb",
+        "--model",
+        "llama-2-7b",
+        "--batch",
+        "4",
+        "--seq-len",
+        "1024",
+        "--phase",
+        "decode",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)  # fails unless stdout is exactly one JSON document
     assert d["chip"] == "a100-80gb" and d["model"] == "llama-2-7b" and d["phase"] == "decode"
@@ -37,7 +56,18 @@ def test_roofline_json_is_one_object_with_consistent_totals():
 
 
 def test_roofline_reports_a_model_that_does_not_fit():
-    out = _run("roofline", "--chip", "gc200", "--model", "llama-2-7b", "--batch", "1", "--seq-len", "256", "--json")
+    out = _run(
+        "roofline",
+        "--chip",
+        "gc200",
+        "--model",
+        "llama-2-7b",
+        "--batch",
+        "1",
+        "--seq-len",
+        "256",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["fits"] is False and d["weights_in"] == "streaming DRAM"
@@ -48,24 +78,80 @@ def test_roofline_fused_bound_and_kv_from_dram():
     """--fused gives the fused-kernel bound, below the unfused one (BERT-large 32 x 512 on
     H100: 12.4 vs 22.1 ms, see tests/test_roofline.py); GPT-2 decode 256 x 1024 on GC200
     reads weights and KV cache from off-chip DRAM."""
-    base = ["--chip", "h100-sxm", "--model", "bert-large", "--batch", "32", "--seq-len", "512", "--json"]
-    unf, fus = json.loads(_run("roofline", *base).stdout), json.loads(_run("roofline", *base, "--fused").stdout)
+    base = [
+        "--chip",
+        "h100-sxm",
+        "--model",
+        "bert-large",
+        "--batch",
+        "32",
+        "--seq-len",
+        "512",
+        "--json",
+    ]
+    unf, fus = (
+        json.loads(_run("roofline", *base).stdout),
+        json.loads(_run("roofline", *base, "--fused").stdout),
+    )
     assert fus["fused"] is True and unf["fused"] is False
     assert fus["time_s"] < 0.6 * unf["time_s"]
-    kv = _run("roofline", "--chip", "gc200", "--model", "gpt2", "--batch", "256", "--seq-len", "1024",
-              "--phase", "decode")
+    kv = _run(
+        "roofline",
+        "--chip",
+        "gc200",
+        "--model",
+        "gpt2",
+        "--batch",
+        "256",
+        "--seq-len",
+        "1024",
+        "--phase",
+        "decode",
+    )
     assert kv.returncode == 0 and "from off-chip DRAM: weights, kv" in kv.stdout
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--chip", "tpu", "--model", "bert-base", "--batch", "8", "--seq-len", "128"], "unknown chip preset 'tpu'"),
-    (["--chip", "gc200", "--model", "bert", "--batch", "8", "--seq-len", "128"], "unknown model preset"),
-    (["--chip", "gc200", "--model", "bert-base", "--batch", "0", "--seq-len", "128"], "--batch must be >= 1"),
-    (["--chip", "gc200", "--model", "bert-base", "--batch", "x", "--seq-len", "128"], "invalid int value"),
-    (["--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "1000"], "max_positions 512"),
-    (["--chip", "gc200", "--model", "bert-base", "--batch", "8"], "required: --seq-len"),
-    (["--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "8", "--phase", "x"], "unknown phase"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["--chip", "tpu", "--model", "bert-base", "--batch", "8", "--seq-len", "128"],
+            "unknown chip preset 'tpu'",
+        ),
+        (
+            ["--chip", "gc200", "--model", "bert", "--batch", "8", "--seq-len", "128"],
+            "unknown model preset",
+        ),
+        (
+            ["--chip", "gc200", "--model", "bert-base", "--batch", "0", "--seq-len", "128"],
+            "--batch must be >= 1",
+        ),
+        (
+            ["--chip", "gc200", "--model", "bert-base", "--batch", "x", "--seq-len", "128"],
+            "invalid int value",
+        ),
+        (
+            ["--chip", "gc200", "--model", "bert-base", "--batch", "8", "--seq-len", "1000"],
+            "max_positions 512",
+        ),
+        (["--chip", "gc200", "--model", "bert-base", "--batch", "8"], "required: --seq-len"),
+        (
+            [
+                "--chip",
+                "gc200",
+                "--model",
+                "bert-base",
+                "--batch",
+                "8",
+                "--seq-len",
+                "8",
+                "--phase",
+                "x",
+            ],
+            "unknown phase",
+        ),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(args, needle):
     out = _run("roofline", *args)
     assert out.returncode == 2
@@ -126,20 +212,50 @@ def test_csv_written_by_the_command_line_is_complete(tmp_path):
 
 def test_a_reader_that_goes_away_ends_the_command_quietly():
     """``ipusim presets | head -0``: no 'Broken pipe' error line, status 141 (128 + SIGPIPE) as Unix tools give."""
-    p = subprocess.Popen([sys.executable, "-m", "ipusim", "presets", "--sources"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ipusim", "presets", "--sources"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     p.stdout.close()  # before the child has printed anything: its first write finds no reader
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141, err
     assert err == ""
 
 
-@pytest.mark.parametrize("argv", [
-    ["serve", "--rate", "10"],
-    ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "2", "--seq-len", "64", "--lengths", "squad"],
-    ["embed", "--chip", "gc200", "--tables", "2", "--rows", "100", "--dim", "8", "--batch", "4"],
-    ["checklist"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--rate", "10"],
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--model",
+            "bert-base",
+            "--batch",
+            "2",
+            "--seq-len",
+            "64",
+            "--lengths",
+            "squad",
+        ],
+        [
+            "embed",
+            "--chip",
+            "gc200",
+            "--tables",
+            "2",
+            "--rows",
+            "100",
+            "--dim",
+            "8",
+            "--batch",
+            "4",
+        ],
+        ["checklist"],
+    ],
+)
 @pytest.mark.parametrize("bad", ["-1", "x", "1.5"])
 def test_every_seed_option_names_itself_when_refused(capsys, argv, bad):
     from ipusim import cli

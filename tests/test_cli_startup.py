@@ -14,14 +14,30 @@ import sys
 import textwrap
 
 # never needed to parse arguments, nor to run serve or checklist with cached tables
-HEAVY = ("matplotlib", "pandas", "pyarrow", "pydantic", "ipywidgets", "IPython", "dask", "distributed",
-         "simpy", "asyncio", "tomllib", "ipusim.plots", "ipusim.widgets", "ipusim.sweep")
+HEAVY = (
+    "matplotlib",
+    "pandas",
+    "pyarrow",
+    "pydantic",
+    "ipywidgets",
+    "IPython",
+    "dask",
+    "distributed",
+    "simpy",
+    "asyncio",
+    "tomllib",
+    "ipusim.plots",
+    "ipusim.widgets",
+    "ipusim.sweep",
+)
 
 
 def _modules_after(code: str) -> set[str]:
     """Names in ``sys.modules`` after ``code`` ran in a fresh interpreter."""
     script = textwrap.dedent(code) + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -36,14 +52,26 @@ def test_serve_and_checklist_commands_import_no_heavy_package_nor_machine_model(
             cli.build_parser(name)
         import ipusim.commands.serve, ipusim.commands.checklist, ipusim.serving
     """)
-    assert "ipusim.commands.serve" in mods  # the check looked at a process that imported the command
+    assert (
+        "ipusim.commands.serve" in mods
+    )  # the check looked at a process that imported the command
     bad = [m for m in HEAVY if _loaded(mods, m)]
     assert not bad, f"importing the serve/checklist commands loaded {bad}"
     assert "tqdm" not in mods  # the progress bar is imported when a run shows one
     # with its table cached, serve reads seconds from the table: the machine models (tile
     # simulator, placement, GPU model) are imported only when a table is built
-    bad = [m for m in ("ipusim.machine", "ipusim.tiles", "ipusim.gpu", "ipusim.placement", "ipusim.tileplan",
-                       "ipusim.energy") if _loaded(mods, m)]
+    bad = [
+        m
+        for m in (
+            "ipusim.machine",
+            "ipusim.tiles",
+            "ipusim.gpu",
+            "ipusim.placement",
+            "ipusim.tileplan",
+            "ipusim.energy",
+        )
+        if _loaded(mods, m)
+    ]
     assert not bad, f"importing serve loaded the machine model: {bad}"
 
 
@@ -58,7 +86,9 @@ def test_progress_bar_off_imports_nothing_and_on_skips_asyncio():
         bar = progress(total=2, desc="x", disable=False, file=io.StringIO())
         bar.update(2); bar.close()
     """)
-    assert "tqdm" in mods and "asyncio" not in mods  # tqdm.std in a terminal; tqdm.auto only in Jupyter
+    assert (
+        "tqdm" in mods and "asyncio" not in mods
+    )  # tqdm.std in a terminal; tqdm.auto only in Jupyter
 
 
 def test_service_time_of_one_batch_is_the_kernels_answer():
@@ -76,17 +106,36 @@ def test_service_time_of_one_batch_is_the_kernels_answer():
     tab[0] = 0.0
     tab[:, 0] = 0.0
     tab[7:, 4] = np.inf  # long and many: does not fit
-    devs = [ServiceModel("padded", tab, 128), ServiceModel("packed", tab[:, :2].copy(), 512, packed=True, pack_len=512),
-            fixed_service(0.004, per_request_s=1e-4, max_batch=6)]
+    devs = [
+        ServiceModel("padded", tab, 128),
+        ServiceModel("packed", tab[:, :2].copy(), 512, packed=True, pack_len=512),
+        fixed_service(0.004, per_request_s=1e-4, max_batch=6),
+    ]
     for dev in devs:
         for _ in range(60):
             lens = rng.integers(1, min(dev.max_len, 512) + 1, int(rng.integers(1, 25)))
             rows = None if rng.random() < 0.7 else int(rng.integers(1, 30))
-            r, j, _ = batch_shape(dev.len_step, dev.packed, dev.pack_len, lens.size if rows is None else rows,
-                                  int(lens.max()), int(lens.sum()))
+            r, j, _ = batch_shape(
+                dev.len_step,
+                dev.packed,
+                dev.pack_len,
+                lens.size if rows is None else rows,
+                int(lens.max()),
+                int(lens.sum()),
+            )
             if dev.packed:
-                r = packing.first_fit_rows(np.sort(lens)[::-1].copy(), dev.pack_len, dev.pack_len,
-                                           np.empty(lens.size, np.int64))
+                r = packing.first_fit_rows(
+                    np.sort(lens)[::-1].copy(),
+                    dev.pack_len,
+                    dev.pack_len,
+                    np.empty(lens.size, np.int64),
+                )
             want = float(lookup_s(dev.table, r, j))
             got = dev.time_s(lens, rows=rows)
-            assert got == want or (np.isinf(got) and np.isinf(want)), (dev.name, lens, rows, got, want)
+            assert got == want or (np.isinf(got) and np.isinf(want)), (
+                dev.name,
+                lens,
+                rows,
+                got,
+                want,
+            )

@@ -18,18 +18,31 @@ LINK = col.Link("test", 100e9, 1e-6)  # beta = 100 GB/s, alpha = 1 us
 @pytest.mark.parametrize("n", [0.0, 1.0, 4096.0, 1e6, 3.3e9])
 def test_closed_forms(p, n):
     bw, a = 100e9, 1e-6
-    assert col.ring_all_reduce_s(n, p, LINK) == pytest.approx(2 * (p - 1) / p * n / bw + 2 * (p - 1) * a, rel=REL)
-    assert col.reduce_scatter_s(n, p, LINK) == pytest.approx((p - 1) / p * n / bw + (p - 1) * a, rel=REL)
-    assert col.all_gather_s(n, p, LINK) == pytest.approx((p - 1) / p * n / bw + (p - 1) * a, rel=REL)
+    assert col.ring_all_reduce_s(n, p, LINK) == pytest.approx(
+        2 * (p - 1) / p * n / bw + 2 * (p - 1) * a, rel=REL
+    )
+    assert col.reduce_scatter_s(n, p, LINK) == pytest.approx(
+        (p - 1) / p * n / bw + (p - 1) * a, rel=REL
+    )
+    assert col.all_gather_s(n, p, LINK) == pytest.approx(
+        (p - 1) / p * n / bw + (p - 1) * a, rel=REL
+    )
     steps = {2: 1, 3: 2, 4: 2, 8: 3, 17: 5, 64: 6}[p]  # ceil(log2 p), typed in
     assert col.tree_all_reduce_s(n, p, LINK) == pytest.approx(2 * n / bw + 2 * steps * a, rel=REL)
     # ring all-reduce = reduce-scatter + all-gather (the ring's two halves)
     assert col.ring_all_reduce_s(n, p, LINK) == pytest.approx(
-        col.reduce_scatter_s(n, p, LINK) + col.all_gather_s(n, p, LINK), rel=REL)
+        col.reduce_scatter_s(n, p, LINK) + col.all_gather_s(n, p, LINK), rel=REL
+    )
 
 
 def test_one_chip_costs_nothing():
-    for f in (col.ring_all_reduce_s, col.reduce_scatter_s, col.all_gather_s, col.tree_all_reduce_s, col.all_reduce_s):
+    for f in (
+        col.ring_all_reduce_s,
+        col.reduce_scatter_s,
+        col.all_gather_s,
+        col.tree_all_reduce_s,
+        col.all_reduce_s,
+    ):
         assert f(1e9, 1, LINK) == 0.0
     assert col.point_to_point_s(0, LINK) == 0.0
     assert col.point_to_point_s(1e9, LINK) == pytest.approx(1e9 / 100e9 + 1e-6, rel=REL)
@@ -45,9 +58,13 @@ def test_link_bytes_are_what_every_chip_sends(g, m):
     n, p = 3.3e6, g * m
     ring = col.ring_all_reduce_s(n, p, zero) * zero.bandwidth_bytes_per_s * p
     assert col.all_reduce_bytes(n, p) == pytest.approx(ring, rel=REL)
-    assert col.all_gather_bytes(n, p) == pytest.approx(col.all_gather_s(n, p, zero) * 100e9 * p, rel=REL)
-    hier = (p * (col.reduce_scatter_s(n, g, zero) + col.all_gather_s(n, g, zero))
-            + p * col.ring_all_reduce_s(n / g, m, zero)) * 100e9
+    assert col.all_gather_bytes(n, p) == pytest.approx(
+        col.all_gather_s(n, p, zero) * 100e9 * p, rel=REL
+    )
+    hier = (
+        p * (col.reduce_scatter_s(n, g, zero) + col.all_gather_s(n, g, zero))
+        + p * col.ring_all_reduce_s(n / g, m, zero)
+    ) * 100e9
     assert col.all_reduce_bytes(n, p) == pytest.approx(hier, rel=REL)
     with pytest.raises(ValueError, match="nbytes"):
         col.all_reduce_bytes(-1.0, 2)
@@ -84,14 +101,19 @@ def test_hierarchical_limits_and_closed_form():
     n = 64e6
     # one node: the in-node ring all-reduce
     assert col.hierarchical_all_reduce_s(n, 4, 1, intra, inter) == pytest.approx(
-        col.ring_all_reduce_s(n, 4, intra), rel=REL)
+        col.ring_all_reduce_s(n, 4, intra), rel=REL
+    )
     # one chip per node: an all-reduce on the inter-node link
     assert col.hierarchical_all_reduce_s(n, 1, 8, intra, inter) == pytest.approx(
-        col.all_reduce_s(n, 8, inter), rel=REL)
+        col.all_reduce_s(n, 8, inter), rel=REL
+    )
     # 4 x 16: typed-in closed form (n large, so the ring is taken across nodes)
     g, m = 4, 16
-    expect = (2 * ((g - 1) / g * n / 150e9 + (g - 1) * 1e-6)
-              + 2 * (m - 1) / m * (n / g) / 40e9 + 2 * (m - 1) * 2e-6)
+    expect = (
+        2 * ((g - 1) / g * n / 150e9 + (g - 1) * 1e-6)
+        + 2 * (m - 1) / m * (n / g) / 40e9
+        + 2 * (m - 1) * 2e-6
+    )
     assert col.hierarchical_all_reduce_s(n, g, m, intra, inter) == pytest.approx(expect, rel=REL)
 
 
@@ -101,21 +123,28 @@ def test_fabric_presets_and_groups():
     # CBLAKE: 320 GB/s over 10 IPU-Links, both directions -> 160 GB/s one way, x JIA-FT's measured
     # 55 of a nominal 96 GB/s on GC2 -> 91.7 GB/s; JIA-FT 0.52-0.78 us
     assert f.intra.bandwidth_bytes_per_s == pytest.approx(160e9 * 55 / 96, rel=REL)
-    assert col.fabric("gc2", 2).intra.bandwidth_bytes_per_s == pytest.approx(55e9, rel=REL)  # as measured
+    assert col.fabric("gc2", 2).intra.bandwidth_bytes_per_s == pytest.approx(
+        55e9, rel=REL
+    )  # as measured
     assert 0.52e-6 <= f.intra.latency_s <= 0.78e-6
     # GC-BOW2000 / GC-POD64: GW-Links 2 x 100 Gb/s per 4-chip machine, full duplex -> 6.25 GB/s per chip
     assert f.inter.bandwidth_bytes_per_s == pytest.approx(2 * 100e9 / 8 / 4, rel=REL)
     a = col.fabric("a100-80gb", 16)
     assert a.chips_per_node == 8
-    assert a.intra.bandwidth_bytes_per_s == pytest.approx(300e9, rel=REL)  # NVLink 600 GB/s both ways
-    assert a.inter.bandwidth_bytes_per_s == pytest.approx(200e9 / 8, rel=REL)  # 8 x 200 Gb/s HDR per node
+    assert a.intra.bandwidth_bytes_per_s == pytest.approx(
+        300e9, rel=REL
+    )  # NVLink 600 GB/s both ways
+    assert a.inter.bandwidth_bytes_per_s == pytest.approx(
+        200e9 / 8, rel=REL
+    )  # 8 x 200 Gb/s HDR per node
     h = col.fabric("h100-sxm", 16)
     assert h.intra.bandwidth_bytes_per_s == pytest.approx(450e9, rel=REL)
     assert h.inter.bandwidth_bytes_per_s == pytest.approx(400e9 / 8, rel=REL)  # 8 x 400 Gb/s NDR
     # within a node vs across nodes
     assert f.all_reduce_s(1e6, 16) == col.all_reduce_s(1e6, 16, f.intra)  # a Pod16 is on IPU-Links
     assert f.all_reduce_s(1e6, 128) == pytest.approx(
-        col.hierarchical_all_reduce_s(1e6, 64, 2, f.intra, f.inter), rel=REL)
+        col.hierarchical_all_reduce_s(1e6, 64, 2, f.intra, f.inter), rel=REL
+    )
     assert f.all_reduce_s(1e6, 128) > f.all_reduce_s(1e6, 64)
     assert f.all_gather_s(1e6, 1) == 0.0
     assert f.point_to_point_s(1e6, cross_node=True) > f.point_to_point_s(1e6, cross_node=False)
@@ -130,19 +159,22 @@ def test_every_preset_has_a_fabric():
         assert math.isfinite(f.all_reduce_s(1e6, 2))
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: col.ring_all_reduce_s(-1, 4, LINK), "nbytes"),
-    (lambda: col.ring_all_reduce_s(1e6, 0, LINK), "p"),
-    (lambda: col.all_gather_s(1e6, 2.5, LINK), "whole"),
-    (lambda: col.tree_all_reduce_s(float("nan"), 4, LINK), "finite"),
-    (lambda: col.point_to_point_s(1e6, "nvlink"), "Link"),
-    (lambda: col.Link("x", 0.0, 1e-6), "bandwidth"),
-    (lambda: col.Link("x", 1e9, -1.0), "latency"),
-    (lambda: col.fabric("gc200", 0), "chips"),
-    (lambda: col.fabric("gc200", 8).all_reduce_s(1e6, 16), "does not fit"),
-    (lambda: col.fabric("gc200", 256).all_reduce_s(1e6, 96), "whole nodes"),
-    (lambda: col.fabric("gc200", 4, chips_per_node=0), "chips_per_node"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: col.ring_all_reduce_s(-1, 4, LINK), "nbytes"),
+        (lambda: col.ring_all_reduce_s(1e6, 0, LINK), "p"),
+        (lambda: col.all_gather_s(1e6, 2.5, LINK), "whole"),
+        (lambda: col.tree_all_reduce_s(float("nan"), 4, LINK), "finite"),
+        (lambda: col.point_to_point_s(1e6, "nvlink"), "Link"),
+        (lambda: col.Link("x", 0.0, 1e-6), "bandwidth"),
+        (lambda: col.Link("x", 1e9, -1.0), "latency"),
+        (lambda: col.fabric("gc200", 0), "chips"),
+        (lambda: col.fabric("gc200", 8).all_reduce_s(1e6, 16), "does not fit"),
+        (lambda: col.fabric("gc200", 256).all_reduce_s(1e6, 96), "whole nodes"),
+        (lambda: col.fabric("gc200", 4, chips_per_node=0), "chips_per_node"),
+    ],
+)
 def test_bad_input_is_a_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()

@@ -39,11 +39,16 @@ def test_memory_hierarchy_writes_the_presets_numbers():
     s = texts(ax)
     t, g = hardware.chip("gc200"), hardware.chip("a100-80gb")
     # the numbers a reader checks, formatted here from the presets
-    assert f"{t.tiles:,} x {t.sram_per_tile_bytes // 1024} KiB = {round(t.sram_bytes / 2**20)} MiB" in s
+    assert (
+        f"{t.tiles:,} x {t.sram_per_tile_bytes // 1024} KiB = {round(t.sram_bytes / 2**20)} MiB"
+        in s
+    )
     assert f"{t.sram_bandwidth_bytes_per_s / 1e12:.3g} TB/s" in s
     assert f"{t.exchange_bandwidth_bytes_per_s / 1e12:.3g} TB/s" in s
     assert f"{t.offchip_bytes / 1e9:.3g} GB" in s and "64 GB/s (ASSUMPTION" in s
-    assert f"{g.hbm_bytes / 1e9:.3g} GB" in s and f"{g.hbm_bandwidth_bytes_per_s / 1e12:.3g} TB/s" in s
+    assert (
+        f"{g.hbm_bytes / 1e9:.3g} GB" in s and f"{g.hbm_bandwidth_bytes_per_s / 1e12:.3g} TB/s" in s
+    )
     assert f"{g.sms} SMs" in s and f"{g.l2_bytes // 2**20} MiB" in s
 
 
@@ -76,10 +81,15 @@ def test_bsp_superstep_phases_from_the_chip():
     assert len(ax.get_yticks()) == 3
 
 
-@pytest.mark.parametrize("kw", [{"compute_cycles": (1, 2), "exchange_bytes": (1, 2, 3)},
-                                {"compute_cycles": (1, -2), "exchange_bytes": (1, 2)},
-                                {"compute_cycles": (1,), "exchange_bytes": (1,)},
-                                {"chip": "a100-80gb"}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"compute_cycles": (1, 2), "exchange_bytes": (1, 2, 3)},
+        {"compute_cycles": (1, -2), "exchange_bytes": (1, 2)},
+        {"compute_cycles": (1,), "exchange_bytes": (1,)},
+        {"chip": "a100-80gb"},
+    ],
+)
 def test_bsp_superstep_bad_input(kw):
     with pytest.raises(ValueError):
         D.bsp_superstep(**kw)
@@ -96,7 +106,9 @@ def test_batching_timelines_one_panel_per_policy():
     assert isinstance(D.batching_timelines(ax=plt.gca()), Axes)  # the queue picture alone
 
 
-@pytest.mark.parametrize("kw", [{"n_requests": 1}, {"n_requests": 2.5}, {"rate_per_s": 0}, {"rate_per_s": np.nan}])
+@pytest.mark.parametrize(
+    "kw", [{"n_requests": 1}, {"n_requests": 2.5}, {"rate_per_s": 0}, {"rate_per_s": np.nan}]
+)
 def test_batching_timelines_bad_input(kw):
     with pytest.raises(ValueError):
         D.batching_timelines(**kw)
@@ -126,8 +138,10 @@ def test_check_names_are_the_checks_own():
     import ipusim.checklist as pkg
 
     # every module of the checklist (each check lives in its own module; report.py adds C1-C5 skipped)
-    src = "".join(inspect.getsource(importlib.import_module(f"ipusim.checklist.{m.name}"))
-                  for m in pkgutil.iter_modules(pkg.__path__))
+    src = "".join(
+        inspect.getsource(importlib.import_module(f"ipusim.checklist.{m.name}"))
+        for m in pkgutil.iter_modules(pkg.__path__)
+    )
     for cid, name in checks.CHECK_NAMES.items():
         assert f'"{cid}", "{name}"' in src, (cid, name)
     assert list(checks.CHECK_NAMES) == [f"C{i}" for i in range(1, 9)]
@@ -192,9 +206,24 @@ def test_sweep_grid():
 
 
 GLOSSARY = NOTEBOOKS.parent / "docs" / "glossary.md"
-TERMS = ("TTFT", "TBT", "ridge point", "arithmetic intensity", "superstep", "always-live", "SPFHP", "NNLSHP", "MFU",
-         "fit states", "static batching", "dynamic batching", "token-budget batching", "length-bucket batching",
-         "adaptive batching", "continuous batching")
+TERMS = (
+    "TTFT",
+    "TBT",
+    "ridge point",
+    "arithmetic intensity",
+    "superstep",
+    "always-live",
+    "SPFHP",
+    "NNLSHP",
+    "MFU",
+    "fit states",
+    "static batching",
+    "dynamic batching",
+    "token-budget batching",
+    "length-bucket batching",
+    "adaptive batching",
+    "continuous batching",
+)
 
 
 def test_glossary_defines_the_series_terms():
@@ -215,13 +244,18 @@ def test_notebook_opens_with_one_learning_list_strip_and_glossary(path):
     assert "**fit state**" in head[0] and "](../docs/glossary.md)" in head[0]
     assert f"diagrams.series_strip({int(path.name[:2])})" in head[1]
     # and a concept diagram further down, drawn by this module
-    assert any("diagrams." in "".join(c["source"]) and "series_strip" not in "".join(c["source"])
-               for c in cells if c["cell_type"] == "code")
+    assert any(
+        "diagrams." in "".join(c["source"]) and "series_strip" not in "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code"
+    )
 
 
 def _markdown(name):
     nb = json.loads(next(NOTEBOOKS.glob(f"{name}*.ipynb")).read_text())
-    return " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return " ".join(
+        " ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown"
+    )
 
 
 def test_notebook_prose_matches_the_diagrams_defaults():
@@ -230,7 +264,12 @@ def test_notebook_prose_matches_the_diagrams_defaults():
 
     n = _inspect.signature(D.batching_timelines).parameters["n_requests"].default
     assert f"the same {n} arrivals" in _markdown("03")
-    assert f"{D._TOY_FIXED_S * 1e3:g} ms per batch plus {D._TOY_PER_TOKEN_S * 1e6:g} µs per token slot" in _markdown("03")
+    assert (
+        f"{D._TOY_FIXED_S * 1e3:g} ms per batch plus {D._TOY_PER_TOKEN_S * 1e6:g} µs per token slot"
+        in _markdown("03")
+    )
     words = {10: "Ten"}
-    assert f"{words[D.ROWS_SAMPLE['n']]} requests drawn from a {D.ROWS_SAMPLE['long_fraction']:.0%}-long mix" \
+    assert (
+        f"{words[D.ROWS_SAMPLE['n']]} requests drawn from a {D.ROWS_SAMPLE['long_fraction']:.0%}-long mix"
         in _markdown("04")
+    )

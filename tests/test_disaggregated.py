@@ -31,8 +31,16 @@ def _decode_s(dec, rows, mean_ctx):
 def test_one_request(pools):
     pre, dec = pools
     p, o, link = 200, 5, 12.5e9
-    res, info = D.simulate_disaggregated([0.5], [p], [o], prefill=pre, decode=dec, kv_bytes_per_token=KVB,
-                                         kv_link_bytes_per_s=link, max_batch=8)
+    res, info = D.simulate_disaggregated(
+        [0.5],
+        [p],
+        [o],
+        prefill=pre,
+        decode=dec,
+        kv_bytes_per_token=KVB,
+        kv_link_bytes_per_s=link,
+        max_batch=8,
+    )
     ttft = _prefill_s(pre, 1, p)
     kv = p * KVB / link  # 200 tokens x 36,864 B = 7.37 MB over 12.5 GB/s = 0.59 ms
     decode = sum(_decode_s(dec, 1, p + k) for k in range(1, o))  # tokens 2..5 attend over p+1..p+4
@@ -54,8 +62,16 @@ def test_two_requests_share_a_prefill_batch_the_link_and_decode_steps(pools):
     # a link slow enough that the second cache lands about a quarter of the way through the
     # first's decode, whatever the decode chip's step time
     link = pb * KVB / (0.25 * oa * _decode_s(dec, 1, pa + 1))
-    res, _ = D.simulate_disaggregated([0.0, 0.0], [pa, pb], [oa, ob], prefill=pre, decode=dec,
-                                      kv_bytes_per_token=KVB, kv_link_bytes_per_s=link, max_batch=8)
+    res, _ = D.simulate_disaggregated(
+        [0.0, 0.0],
+        [pa, pb],
+        [oa, ob],
+        prefill=pre,
+        decode=dec,
+        kv_bytes_per_token=KVB,
+        kv_link_bytes_per_s=link,
+        max_batch=8,
+    )
     first = _prefill_s(pre, 2, pb)
     np.testing.assert_allclose(res.first_token_s, [first, first], rtol=1e-12)
     ready_a = first + pa * KVB / link
@@ -81,7 +97,11 @@ def test_two_requests_share_a_prefill_batch_the_link_and_decode_steps(pools):
             kb += 1
             if kb == ob:
                 fin["b"] = t
-    assert fin["b"] < fin["a"]  # B joined A's running batch and left it first: shared decode steps ran
+    assert (
+        fin["b"] < fin["a"]
+    )  # B joined A's running batch and left it first: shared decode steps ran
     np.testing.assert_allclose(res.finish_s, [fin["a"], fin["b"]], rtol=1e-12)
     tpot = llm_metrics.per_request(res)["tpot"]
-    np.testing.assert_allclose(tpot, [(fin["a"] - first) / (oa - 1), (fin["b"] - first) / (ob - 1)], rtol=1e-12)
+    np.testing.assert_allclose(
+        tpot, [(fin["a"] - first) / (oa - 1), (fin["b"] - first) / (ob - 1)], rtol=1e-12
+    )

@@ -16,7 +16,9 @@ from ipusim.embeddings.workload import Table, Workload
 
 
 def _w(n_tables=3, rows=1000, dim=16, pooling=2, batch=64, zipf=0.0, **kw):
-    return Workload("t", embeddings.uniform_tables(n_tables, rows, dim, pooling), batch, 4, zipf, **kw)
+    return Workload(
+        "t", embeddings.uniform_tables(n_tables, rows, dim, pooling), batch, 4, zipf, **kw
+    )
 
 
 def _mixed(batch=50, zipf=1.1):
@@ -27,12 +29,15 @@ def _mixed(batch=50, zipf=1.1):
 # --- the hot path: kernel vs reference, conservation -------------------------------------
 
 
-@pytest.mark.parametrize("w, units, per, seed", [
-    (_w(), 16, 16, 0),
-    (_w(zipf=1.05, batch=200), 64, 16, 1),
-    (_mixed(), 12, 4, 2),
-    (_mixed(batch=7, zipf=0.0), 5, 5, 3),
-])
+@pytest.mark.parametrize(
+    "w, units, per, seed",
+    [
+        (_w(), 16, 16, 0),
+        (_w(zipf=1.05, batch=200), 64, 16, 1),
+        (_mixed(), 12, 4, 2),
+        (_mixed(batch=7, zipf=0.0), 5, 5, 3),
+    ],
+)
 def test_tally_kernel_matches_reference(w, units, per, seed):
     cached = access.cache_rows(w, 2000.0, [t.dim * 4 for t in w.tables])
     a = access.tally(w, units, units_per_chip=per, cached=cached, seed=seed)
@@ -78,12 +83,19 @@ def test_rows_are_sharded_evenly_and_completely():
 @pytest.mark.parametrize("s", [0.5, 1.0, 1.05, 1.5])
 def test_harmonic_matches_the_direct_sum(s):
     n = 300_000
-    direct = math.fsum(k ** -s for k in range(1, n + 1))
+    direct = math.fsum(k**-s for k in range(1, n + 1))
     assert access.harmonic(n, s) == pytest.approx(direct, rel=1e-10)
 
 
-@pytest.mark.parametrize("rows, s, cache_rows_", [(1_000_000, 1.05, 10_000), (40_000_000, 1.05, 1_000_000),
-                                                  (200_000, 0.8, 50_000), (300_000, 0.0, 30_000)])
+@pytest.mark.parametrize(
+    "rows, s, cache_rows_",
+    [
+        (1_000_000, 1.05, 10_000),
+        (40_000_000, 1.05, 1_000_000),
+        (200_000, 0.8, 50_000),
+        (300_000, 0.0, 30_000),
+    ],
+)
 def test_zipf_hit_rate_matches_a_direct_simulation(rows, s, cache_rows_):
     # Tolerance, stated before comparing: 4 binomial standard deviations of the simulated share.
     n = 200_000
@@ -130,7 +142,9 @@ def test_uniform_gpu_gather_is_near_bytes_over_hbm_bandwidth():
 def test_granules_of_misaligned_rows():
     assert em.granules(512, 32) == 16
     assert em.granules(40, 32) == pytest.approx(2.0)  # offsets 0, 8, 16, 24: 2, 2, 2, 2
-    assert em.granules(400, 64) == pytest.approx(np.mean([-(-(o + 400) // 64) for o in range(0, 64, 16)]))
+    assert em.granules(400, 64) == pytest.approx(
+        np.mean([-(-(o + 400) // 64) for o in range(0, 64, 16)])
+    )
 
 
 # --- fit states -----------------------------------------------------------------------------
@@ -191,9 +205,19 @@ def test_dlrm_step_against_torchrec_on_8_a100():
     assert r.fit == "on_chip"
     assert abs(r.time_s / published_s - 1) <= TORCHREC_TOLERANCE
     # the step holds every part of the published run
-    assert set(r.split) == {"embedding", "all_to_all", "dense", "interaction", "allreduce", "optimizer", "host"}
+    assert set(r.split) == {
+        "embedding",
+        "all_to_all",
+        "dense",
+        "interaction",
+        "allreduce",
+        "optimizer",
+        "host",
+    }
     assert all(v > 0 for v in r.split.values())
-    assert r.time_s == pytest.approx(sum(r.split.values())) and r.device_s == pytest.approx(r.time_s - r.host_s)
+    assert r.time_s == pytest.approx(sum(r.split.values())) and r.device_s == pytest.approx(
+        r.time_s - r.host_s
+    )
 
 
 def test_dlrm_every_torchrec_row_within_25_percent_and_host_rule():
@@ -201,16 +225,22 @@ def test_dlrm_every_torchrec_row_within_25_percent_and_host_rule():
     assert [r["sample"] for r in rows].count("in") == 1 and len(rows) == 4
     for r in rows:
         assert abs(r["ratio"] - 1) <= TORCHREC_TOLERANCE, r
-    assert dlrm.fit_host_step_s() == pytest.approx(dlrm.HOST_STEP_S, abs=1e-8)  # the stated rule gives it
+    assert dlrm.fit_host_step_s() == pytest.approx(
+        dlrm.HOST_STEP_S, abs=1e-8
+    )  # the stated rule gives it
 
 
 def test_dlrm_parts_scale_with_batch():
-    a, b = (dlrm.training_step("a100-40gb", embeddings.preset("torchrec-criteo", batch=8 * n), chips=8)
-            for n in (2048, 8192))
+    a, b = (
+        dlrm.training_step("a100-40gb", embeddings.preset("torchrec-criteo", batch=8 * n), chips=8)
+        for n in (2048, 8192)
+    )
     for k in ("dense", "interaction", "all_to_all"):
         assert b.split[k] > a.split[k]
     assert b.split["optimizer"] == pytest.approx(a.split["optimizer"]) and b.host_s == a.host_s
-    none = dlrm.training_step("a100-40gb", embeddings.preset("torchrec-criteo", batch=65536), chips=8, host_step_s=0)
+    none = dlrm.training_step(
+        "a100-40gb", embeddings.preset("torchrec-criteo", batch=65536), chips=8, host_step_s=0
+    )
     assert none.host_s == 0 and none.time_s < b.time_s
     with pytest.raises(ValueError, match="host_step_s"):
         dlrm.training_step("a100-40gb", embeddings.preset("small"), host_step_s=-1)
@@ -248,18 +278,21 @@ def test_per_watt_for_steps_and_embeddings():
 # --- bad input ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda: Table(0, 8), "Table.rows"),
-    (lambda: Table(10, 8, weights=[1.0] * 9), "Table.weights"),
-    (lambda: Workload("x", (), 4), "non-empty sequence"),
-    (lambda: _w(zipf=-1), "zipf"),
-    (lambda: _w(batch=0), "batch"),
-    (lambda: embeddings.simulate("gc200", _w(), chips=0), "chips"),
-    (lambda: embeddings.simulate("gc200", "tables"), "Workload"),
-    (lambda: embeddings.preset("dlrm-v9"), "embedding preset"),
-    (lambda: access.tally(_w(), 10, units_per_chip=3), "multiple"),
-    (lambda: embeddings.power_law_degrees(10, 5.0, exponent=2.0), "exponent"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Table(0, 8), "Table.rows"),
+        (lambda: Table(10, 8, weights=[1.0] * 9), "Table.weights"),
+        (lambda: Workload("x", (), 4), "non-empty sequence"),
+        (lambda: _w(zipf=-1), "zipf"),
+        (lambda: _w(batch=0), "batch"),
+        (lambda: embeddings.simulate("gc200", _w(), chips=0), "chips"),
+        (lambda: embeddings.simulate("gc200", "tables"), "Workload"),
+        (lambda: embeddings.preset("dlrm-v9"), "embedding preset"),
+        (lambda: access.tally(_w(), 10, units_per_chip=3), "multiple"),
+        (lambda: embeddings.power_law_degrees(10, 5.0, exponent=2.0), "exponent"),
+    ],
+)
 def test_bad_input_is_a_clear_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
@@ -270,11 +303,17 @@ def test_link_time_uses_the_collectives_fabric():
 
     assert em.link_time_s("gc200", 1, 1e9) == 0.0
     near = collectives.intra_node_link("gc200")
-    assert em.link_time_s("gc200", 4, 1e9) == pytest.approx(1e9 / near.bandwidth_bytes_per_s + near.latency_s)
+    assert em.link_time_s("gc200", 4, 1e9) == pytest.approx(
+        1e9 / near.bandwidth_bytes_per_s + near.latency_s
+    )
     far = collectives.inter_node_link("gc200")
     node = collectives.fabric("gc200", 1).chips_per_node
     n = 2 * node  # two nodes
-    share = (n - node) / (n - 1)  # destinations spread evenly; node of the n - 1 peers sit in the other node
-    expect = max(1e9 * (1 - share) / near.bandwidth_bytes_per_s + near.latency_s,
-                 1e9 * share / far.bandwidth_bytes_per_s + far.latency_s)
+    share = (n - node) / (
+        n - 1
+    )  # destinations spread evenly; node of the n - 1 peers sit in the other node
+    expect = max(
+        1e9 * (1 - share) / near.bandwidth_bytes_per_s + near.latency_s,
+        1e9 * share / far.bandwidth_bytes_per_s + far.latency_s,
+    )
     assert em.link_time_s("gc200", n, 1e9) == pytest.approx(expect)

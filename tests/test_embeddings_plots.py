@@ -19,8 +19,10 @@ def test_plots_draw_and_return_their_axes():
     assert crossover_bytes(rows, "gc200", "a100-80gb") > 0
     ax2 = pe.hit_rate_vs_skew([0.0, 1.0], [0.1, 0.5], [0.1, 0.49])
     assert len(ax2.get_lines()) == 2
-    table = [{"case": "x", "chip": "gc200", "kind": "tile", "per_w": 2.0},
-             {"case": "x", "chip": "a100-80gb", "kind": "gpu", "per_w": 1.0}]
+    table = [
+        {"case": "x", "chip": "gc200", "kind": "tile", "per_w": 2.0},
+        {"case": "x", "chip": "a100-80gb", "kind": "gpu", "per_w": 1.0},
+    ]
     ax3 = pe.per_watt_bars(table)
     assert [p.get_height() for p in ax3.patches] == [2.0, 1.0]
     plt.close("all")
@@ -39,8 +41,13 @@ def test_explorer_widget_reacts_to_its_controls():
 
 
 def test_crossover_compares_single_chips_unless_told():
-    rows = [{"chip": "gc200", "chips": 1, "table_bytes": b, "lookups_per_s": v} for b, v in ((1, 9), (2, 1))]
+    rows = [
+        {"chip": "gc200", "chips": 1, "table_bytes": b, "lookups_per_s": v}
+        for b, v in ((1, 9), (2, 1))
+    ]
     rows += [{"chip": "gc200", "chips": 4, "table_bytes": b, "lookups_per_s": 9} for b in (1, 2)]
-    rows += [{"chip": "a100-80gb", "chips": 1, "table_bytes": b, "lookups_per_s": 5} for b in (1, 2)]
+    rows += [
+        {"chip": "a100-80gb", "chips": 1, "table_bytes": b, "lookups_per_s": 5} for b in (1, 2)
+    ]
     assert crossover_bytes(rows, "gc200", "a100-80gb") == 1
     assert crossover_bytes(rows, "gc200", "a100-80gb", tile_chips=4) == 2

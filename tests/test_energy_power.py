@@ -11,14 +11,20 @@ from hypothesis import strategies as st
 from ipusim import energy, hardware, machine, workloads
 
 # Workloads of the property: each model with its phases, and batches x lengths that fit.
-WORKLOADS = {"bert-base": ("forward",), "bert-large": ("forward",), "gpt2": ("prefill", "decode"),
-             "llama-2-7b": ("prefill", "decode")}
+WORKLOADS = {
+    "bert-base": ("forward",),
+    "bert-large": ("forward",),
+    "gpt2": ("prefill", "decode"),
+    "llama-2-7b": ("prefill", "decode"),
+}
 SHAPES = ((1, 128), (8, 128), (32, 384))
 
 
 def _power_ratio(chip: str, model: str, phase: str, batch: int, length: int) -> float:
     """Implied average power (energy_j / time_s) over board power; nan when the step does not fit."""
-    s = workloads.step(model, [length] * batch, phase=phase, pad_to=length if phase == "forward" else None)
+    s = workloads.step(
+        model, [length] * batch, phase=phase, pad_to=length if phase == "forward" else None
+    )
     r = machine.simulate(chip, s)
     if not r.fits:
         return math.nan
@@ -26,8 +32,12 @@ def _power_ratio(chip: str, model: str, phase: str, batch: int, length: int) -> 
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(chip=st.sampled_from(hardware.PRESETS), model=st.sampled_from(sorted(WORKLOADS)),
-       shape=st.sampled_from(SHAPES), data=st.data())
+@given(
+    chip=st.sampled_from(hardware.PRESETS),
+    model=st.sampled_from(sorted(WORKLOADS)),
+    shape=st.sampled_from(SHAPES),
+    data=st.data(),
+)
 def test_implied_power_stays_within_board_power(chip, model, shape, data):
     """Every preset, model, phase and shape that fits: energy / time <= board power (no tolerance:
     the dynamic energy must not exceed what the board can draw)."""

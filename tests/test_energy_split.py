@@ -39,8 +39,14 @@ def test_one_tile_exchanges_nothing_and_pays_no_exchange_energy():
     assert r.energy_split["exchange"] == 0.0 and r.energy_split["flops"] > 0
 
 
-@pytest.mark.parametrize("model, lens, phase", [
-    ("bert-base", [128] * 8, "forward"), ("gpt2", [512] * 4, "decode"), ("bert-large", [128] * 8, "forward")])
+@pytest.mark.parametrize(
+    "model, lens, phase",
+    [
+        ("bert-base", [128] * 8, "forward"),
+        ("gpt2", [512] * 4, "decode"),
+        ("bert-large", [128] * 8, "forward"),
+    ],
+)
 def test_every_tile_step_that_exchanges_pays_exchange_energy(model, lens, phase):
     prof = tiles.profile("gc200", workloads.step(model, lens, phase=phase))
     received = sum(float(ph.recv.sum()) for ph in prof.program.phases)
@@ -65,8 +71,12 @@ def test_gpu_split_prices_the_kernels_bytes():
     r = gpu.simulate("a100-80gb", workloads.step("bert-base", [128] * 8, pad_to=128))
     ks = r.extra["kernels"]
     assert set(r.energy_split) == set(energy.GPU_LEVELS)
-    assert r.energy_split["hbm"] == pytest.approx(sum(k["hbm_bytes"] for k in ks) * 3.9 * 8 * PJ, rel=1e-12)
-    assert r.energy_split["l2"] == pytest.approx(sum(k["l2_bytes"] for k in ks) * 12.5 * PJ, rel=1e-12)
+    assert r.energy_split["hbm"] == pytest.approx(
+        sum(k["hbm_bytes"] for k in ks) * 3.9 * 8 * PJ, rel=1e-12
+    )
+    assert r.energy_split["l2"] == pytest.approx(
+        sum(k["l2_bytes"] for k in ks) * 12.5 * PJ, rel=1e-12
+    )
     staged = sum(k["l2_bytes"] for k in ks if k["tile"] != "elementwise")
     assert r.energy_split["smem"] == pytest.approx(staged * 3 * 2.5 * PJ, rel=1e-12)
     assert r.energy_j == pytest.approx(sum(r.energy_split.values()), rel=1e-12)
@@ -86,21 +96,33 @@ def test_energy_j_and_board_energy():
         r = machine.simulate(name, s)
         c = hardware.chip(name)
         assert r.board_energy_j == pytest.approx(c.power_w * r.time_s, rel=1e-12)
-        assert 0 < r.energy_j < r.board_energy_j  # the dynamic estimate sits below the board-power bound
+        assert (
+            0 < r.energy_j < r.board_energy_j
+        )  # the dynamic estimate sits below the board-power bound
         d = r.to_dict()
         assert d["energy_j"] == r.energy_j and d["board_energy_j"] == r.board_energy_j
         assert d["energy_split"] == r.energy_split
     oom = machine.simulate("gc200", workloads.step("llama-2-7b", [1024] * 8, phase="decode"))
-    assert oom.fit == "does_not_fit" and oom.energy_j == oom.board_energy_j == oom.data_energy_j == math.inf
+    assert (
+        oom.fit == "does_not_fit"
+        and oom.energy_j == oom.board_energy_j == oom.data_energy_j == math.inf
+    )
     assert oom.energy_split["exchange"] > 0  # the as-if-unlimited estimate, like split
 
 
 def test_energy_split_validation():
     with pytest.raises(ValueError, match="exchange_sent_bytes"):
-        energy.tile_split(amp_flops=0, vector_flops=0, sram_read_bytes=0, exchange_sent_bytes=-1,
-                          exchange_received_bytes=0)
+        energy.tile_split(
+            amp_flops=0,
+            vector_flops=0,
+            sram_read_bytes=0,
+            exchange_sent_bytes=-1,
+            exchange_received_bytes=0,
+        )
     with pytest.raises(ValueError, match="hbm_bytes"):
-        energy.gpu_split(tensor_flops=0, simt_flops=0, hbm_bytes=float("nan"), l2_bytes=0, smem_staged_bytes=0)
+        energy.gpu_split(
+            tensor_flops=0, simt_flops=0, hbm_bytes=float("nan"), l2_bytes=0, smem_staged_bytes=0
+        )
     with pytest.raises(ValueError, match="tile chip and a GPU"):
         machine.energy_comparison(workloads.step("bert-base", [128]), tile="a100-80gb", gpu="gc200")
 
@@ -140,7 +162,11 @@ def test_tile_calibration_rows_within_their_stated_tolerance():
 
 def test_one_sram_rule_for_every_tile_preset():
     for name in hardware.TILE_PRESETS:
-        assert hardware.chip(name).sram_bytes_per_cycle_per_tile == hardware.SRAM_BYTES_PER_CYCLE_PER_TILE == 16.0
+        assert (
+            hardware.chip(name).sram_bytes_per_cycle_per_tile
+            == hardware.SRAM_BYTES_PER_CYCLE_PER_TILE
+            == 16.0
+        )
     # the rule reproduces JIA-FT's measured GC2 read bandwidth (30.70 TB/s) within 2 %
     assert hardware.chip("gc2").sram_bandwidth_bytes_per_s == pytest.approx(30.70e12, rel=0.02)
 

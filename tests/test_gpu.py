@@ -30,21 +30,34 @@ def _random_kernels(rng, n_kernels, max_groups, max_count):
     return starts, count, comp, l2, hbm, bps
 
 
-@pytest.mark.parametrize("seed,n_kernels,max_groups,max_count,sms", [
-    (0, 1, 1, 5, 4), (1, 3, 4, 300, 108), (2, 10, 6, 2000, 132), (3, 25, 3, 50, 7),
-])
+@pytest.mark.parametrize(
+    "seed,n_kernels,max_groups,max_count,sms",
+    [
+        (0, 1, 1, 5, 4),
+        (1, 3, 4, 300, 108),
+        (2, 10, 6, 2000, 132),
+        (3, 25, 3, 50, 7),
+    ],
+)
 def test_wave_kernel_matches_reference(seed, n_kernels, max_groups, max_count, sms):
     rng = np.random.default_rng(seed)
     args = (*_random_kernels(rng, n_kernels, max_groups, max_count), sms, 1.3e12, 9e10, 7e-7)
     ref = gpu_reference.waves(*args)
-    out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
-           np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
+    out = (
+        np.zeros(n_kernels),
+        np.zeros(n_kernels),
+        np.zeros(n_kernels),
+        np.zeros(n_kernels, dtype=np.int64),
+        np.zeros((n_kernels, sms)),
+    )
     gpu.waves._waves(*args, *out)
     for got, want in zip(out, ref, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
 
 
-@pytest.mark.parametrize("lengths,pad", [([128] * 4, 128), ([37, 200, 90], None), ([384] * 16, 384)])
+@pytest.mark.parametrize(
+    "lengths,pad", [([128] * 4, 128), ([37, 200, 90], None), ([384] * 16, 384)]
+)
 def test_simulate_kernel_and_reference_paths_agree(lengths, pad):
     s = step("bert-base", lengths, pad_to=pad)
     a = gpu.simulate(A100, s)
@@ -100,11 +113,16 @@ def test_machine_front_door_dispatches_to_gpu():
 
 
 @pytest.mark.parametrize("chip", hardware.GPU_PRESETS)
-@pytest.mark.parametrize("model,lengths,phase", [
-    ("bert-base", [128] * 32, "forward"), ("bert-large", [384, 100, 7], "forward"),
-    ("gpt2", [1024] * 2, "prefill"), ("llama-2-7b", [2000] * 16, "decode"),
-    ("gpt2", [256] * 4, "train"),
-])
+@pytest.mark.parametrize(
+    "model,lengths,phase",
+    [
+        ("bert-base", [128] * 32, "forward"),
+        ("bert-large", [384, 100, 7], "forward"),
+        ("gpt2", [1024] * 2, "prefill"),
+        ("llama-2-7b", [2000] * 16, "decode"),
+        ("gpt2", [256] * 4, "train"),
+    ],
+)
 @pytest.mark.parametrize("fusion", gpu.FUSIONS)
 def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
     """The roofline (peak FLOP/s, full HBM bandwidth, no overheads) is a lower bound.
@@ -127,10 +145,16 @@ def test_never_faster_than_roofline(chip, model, lengths, phase, fusion):
 
 def test_monotone_in_batch_and_length():
     for L in (64, 128, 384):
-        times = [gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s for b in (1, 2, 8, 32, 64)]
+        times = [
+            gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s
+            for b in (1, 2, 8, 32, 64)
+        ]
         assert all(a < b for a, b in zip(times[:-1], times[1:], strict=True)), times
     for b in (1, 16):
-        times = [gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s for L in (32, 128, 256, 512)]
+        times = [
+            gpu.simulate(A100, step("bert-base", [L] * b, pad_to=L)).time_s
+            for L in (32, 128, 256, 512)
+        ]
         assert all(a < b for a, b in zip(times[:-1], times[1:], strict=True)), times
 
 
@@ -190,7 +214,8 @@ def test_calibration_follows_its_rule():
     assert all(hardware.chip(n).kernel_launch_s == KERNEL_LAUNCH_S for n in hardware.GPU_PRESETS)
     rows = gpu.calibration_table()
     assert [(r["seq"], r["batch"]) for r in rows if r["sample"] == "in"] == [
-        (s, b) for s in (128, 384) for b in (1, 8, 32, 128)]
+        (s, b) for s in (128, 384) for b in (1, 8, 32, 128)
+    ]
 
 
 def test_calibration_tensorrt_bert_base_every_row_within_15_percent():
@@ -223,7 +248,9 @@ def test_calibration_table_options():
     assert len(both) == 14
     on_h100 = gpu.calibration_table("h100-sxm")
     assert {r["chip"] for r in on_h100} == {"h100-sxm"}
-    assert all(h["simulated_ms"] < a["simulated_ms"] for h, a in zip(on_h100, both[:8], strict=True))
+    assert all(
+        h["simulated_ms"] < a["simulated_ms"] for h, a in zip(on_h100, both[:8], strict=True)
+    )
     with pytest.raises(ValueError, match="sources"):
         gpu.calibration_table(sources="MLPERF")
     with pytest.raises(ValueError, match="tensor_efficiency"):
@@ -250,16 +277,24 @@ assert gpu.PADDING_REMOVED_TOLERANCE == PADDING_REMOVED_TOLERANCE
 def test_padding_removed_fastertransformer_guide_rows_within_25_percent():
     """FT-GUIDE's EFF-FT latencies at batch 8 and 32 (TF+XLA and TorchScript; A100 80GB, FP16),
     out of sample, within 25% of the padding-removed model."""
-    rows = [r for r in gpu.padding_removed_table() if r["source"].startswith("FT-GUIDE") and r["batch"] >= 8]
+    rows = [
+        r
+        for r in gpu.padding_removed_table()
+        if r["source"].startswith("FT-GUIDE") and r["batch"] >= 8
+    ]
     assert len(rows) == 5
     for r in rows:
         assert abs(r["ratio"] - 1) <= PADDING_REMOVED_TOLERANCE, r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap: FT-GUIDE's batch-1 row (framework time the model lacks) and the BT-README rows "
-    "(the same testbed's padded FT is 1.45-1.7x slower than the padded model and 1.1-1.3x slower than "
-    "FT-GUIDE's padded FT at the same shapes, so most of the gap is not padding removal) are 0.46-0.69 of published"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known gap: FT-GUIDE's batch-1 row (framework time the model lacks) and the BT-README rows "
+        "(the same testbed's padded FT is 1.45-1.7x slower than the padded model and 1.1-1.3x slower than "
+        "FT-GUIDE's padded FT at the same shapes, so most of the gap is not padding removal) are 0.46-0.69 of published"
+    ),
+)
 def test_padding_removed_every_row_within_25_percent():
     """Every facts §4.2 padding-removed row (FT-GUIDE, BT-README FT and ByteTransformer) within 25%."""
     for r in gpu.padding_removed_table():
@@ -280,12 +315,16 @@ def test_remove_padding_costs():
     base = gpu.simulate("a100-80gb", step("bert-base", lens))
     ft = gpu.remove_padding("a100-80gb", lens, 384, "fastertransformer")
     bt = gpu.remove_padding("a100-80gb", lens, 384, "bytetransformer")
-    assert base.time_s < ft.time_s < bt.time_s  # BT's benchmark pays offsets, sync, compress, restore per layer
+    assert (
+        base.time_s < ft.time_s < bt.time_s
+    )  # BT's benchmark pays offsets, sync, compress, restore per layer
     fe, be = ft.extra["padding_removal"], bt.extra["padding_removal"]
     assert fe["padded_attention_s"] == 0.0  # 384 <= FT's fused MHA limit
     assert be["offsets_and_sync_s"] == pytest.approx(12 * fe["offsets_and_sync_s"])
     assert ft.time_s == pytest.approx(base.time_s + ft.split["padding_removal"])
-    long = gpu.remove_padding("a100-80gb", gpu.spread_lengths(16, 512, 0.6), 512, "fastertransformer")
+    long = gpu.remove_padding(
+        "a100-80gb", gpu.spread_lengths(16, 512, 0.6), 512, "fastertransformer"
+    )
     assert long.extra["padding_removal"]["padded_attention_s"] > 0  # beyond 384: unfused, padded
     with pytest.raises(ValueError, match="input_len"):
         gpu.remove_padding("a100-80gb", [100, 200], 150)
@@ -303,8 +342,10 @@ def test_fit_message_when_hbm_is_too_small():
     ok = gpu.simulate(A100, step("bert-base", [128] * 4, pad_to=128))
     assert ok.fits and ok.fit_message == ""
     assert ok.extra["time_if_unlimited_s"] == ok.time_s and np.isfinite(ok.time_s)
-    big = gpu.simulate(hardware.chip("a100-40gb").replace(hbm_bytes=2e9),
-                       step("llama-2-7b", [128] * 64, phase="prefill"))
+    big = gpu.simulate(
+        hardware.chip("a100-40gb").replace(hbm_bytes=2e9),
+        step("llama-2-7b", [128] * 64, phase="prefill"),
+    )
     assert not big.fits
 
 
@@ -349,14 +390,17 @@ def test_result_repr_and_dict():
     assert d["kind"] == "gpu" and d["kernels"][0]["kernel"] == "embedding"
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"fusion": "xla"}, "fusion"),
-    ({"tensor_efficiency": 0.0}, "tensor_efficiency"),
-    ({"tensor_efficiency": 1.5}, "tensor_efficiency"),
-    ({"hbm_efficiency": -1}, "hbm_efficiency"),
-    ({"launch_s": -1e-6}, "launch_s"),
-    ({"warp_size": 32}, "unknown option"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"fusion": "xla"}, "fusion"),
+        ({"tensor_efficiency": 0.0}, "tensor_efficiency"),
+        ({"tensor_efficiency": 1.5}, "tensor_efficiency"),
+        ({"hbm_efficiency": -1}, "hbm_efficiency"),
+        ({"launch_s": -1e-6}, "launch_s"),
+        ({"warp_size": 32}, "unknown option"),
+    ],
+)
 def test_bad_options_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         gpu.simulate(A100, step("bert-base", [128], pad_to=128), **kwargs)
@@ -411,8 +455,17 @@ def test_plots_draw_and_return_axes():
 def test_format_rows():
     text = gpu.format_rows(gpu.calibration_table())
     lines = text.splitlines()
-    assert lines[0].split() == ["source", "chip", "seq", "batch", "published_ms", "simulated_ms",
-                                "rel_error", "sample", "tolerance"]
+    assert lines[0].split() == [
+        "source",
+        "chip",
+        "seq",
+        "batch",
+        "published_ms",
+        "simulated_ms",
+        "rel_error",
+        "sample",
+        "tolerance",
+    ]
     assert len(lines) == 9 and lines[1].strip().endswith("%")
     assert lines[1].split()[-3].endswith("%") and lines[1].split()[-2] == "in"
 
@@ -428,8 +481,13 @@ def test_wave_kernel_properties(seed, n_kernels, sms):
     starts, count, comp, l2, hbm, bps = _random_kernels(rng, n_kernels, 4, 400)
     hbm_bw, sm_bw, fill = 1.5e12, 6e10, 5e-7
     args = (starts, count, comp, l2, hbm, bps, sms, hbm_bw, sm_bw, fill)
-    out = (np.zeros(n_kernels), np.zeros(n_kernels), np.zeros(n_kernels),
-           np.zeros(n_kernels, dtype=np.int64), np.zeros((n_kernels, sms)))
+    out = (
+        np.zeros(n_kernels),
+        np.zeros(n_kernels),
+        np.zeros(n_kernels),
+        np.zeros(n_kernels, dtype=np.int64),
+        np.zeros((n_kernels, sms)),
+    )
     gpu.waves._waves(*args, *out)
     for got, want in zip(out, gpu_reference.waves(*args), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)

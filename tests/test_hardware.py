@@ -31,7 +31,15 @@ PUBLISHED_PEAK = [
 
 
 def test_preset_names_are_complete_and_listed():
-    assert set(hardware.PRESETS) == {"gc2", "gc200", "bow", "a100-40gb", "a100-80gb", "h100-sxm", "h200"}
+    assert set(hardware.PRESETS) == {
+        "gc2",
+        "gc200",
+        "bow",
+        "a100-40gb",
+        "a100-80gb",
+        "h100-sxm",
+        "h200",
+    }
     assert [c.name for c in hardware.all_chips()] == list(hardware.PRESETS)
     assert all(isinstance(hardware.chip(n), TileChip) for n in hardware.TILE_PRESETS)
     assert all(isinstance(hardware.chip(n), GpuChip) for n in hardware.GPU_PRESETS)
@@ -58,7 +66,9 @@ def test_aggregate_bandwidths_match_published():
     # One rule, 16 B/cycle/tile (a 128-bit load): GC2 31.1 TB/s theoretical (LOUW §IV), GC200
     # 16 x 1,472 x 1.325 GHz = 31.2 TB/s (not the vendor's unmeasured 47.5 TB/s)
     assert hardware.chip("gc2").sram_bandwidth_bytes_per_s == pytest.approx(31.1e12, rel=0.005)
-    assert hardware.chip("gc200").sram_bandwidth_bytes_per_s == pytest.approx(16 * 1472 * 1.325e9, rel=1e-12)
+    assert hardware.chip("gc200").sram_bandwidth_bytes_per_s == pytest.approx(
+        16 * 1472 * 1.325e9, rel=1e-12
+    )
     # exchange 8 TB/s on GC2 and GC200 (LOUW, CBLAKE)
     for n in ("gc2", "gc200"):
         assert hardware.chip(n).exchange_bandwidth_bytes_per_s == pytest.approx(8e12, rel=1e-9)
@@ -90,7 +100,9 @@ def test_every_preset_number_names_its_source(name):
     for f in _numeric_fields(c):
         src = c.sources.get(f, "")
         assert src.strip(), f"{name}.{f} has no source"
-        assert key_like.search(src), f"{name}.{f}: source {src!r} names no source key and no ASSUMPTION"
+        assert key_like.search(src), (
+            f"{name}.{f}: source {src!r} names no source key and no ASSUMPTION"
+        )
     text = hardware.describe_sources(c)
     assert "(user value)" not in text
     for f in _numeric_fields(c):
@@ -122,7 +134,10 @@ def test_unknown_preset_lists_the_valid_names():
 def _bad_values(field_name, c):
     """Values each numeric field must reject (zero only where zero is not allowed)."""
     zero_ok = {
-        "offchip_bytes", "offchip_bandwidth_bytes_per_s", "link_bandwidth_bytes_per_s", "kernel_launch_s",
+        "offchip_bytes",
+        "offchip_bandwidth_bytes_per_s",
+        "link_bandwidth_bytes_per_s",
+        "kernel_launch_s",
     }
     vals = [-1, -0.5, math.nan, math.inf, -math.inf, "3", None]
     if field_name not in zero_ok:
@@ -142,10 +157,17 @@ def test_invalid_values_raise_naming_the_field(name):
     assert checked > 50
 
 
-@pytest.mark.parametrize(("name", "field"), [
-    ("gc200", "tiles"), ("gc200", "sram_per_tile_bytes"), ("gc200", "code_bytes_per_tile"),
-    ("a100-80gb", "sms"), ("a100-80gb", "l2_bytes"), ("a100-80gb", "smem_per_sm_bytes"),
-])
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("gc200", "tiles"),
+        ("gc200", "sram_per_tile_bytes"),
+        ("gc200", "code_bytes_per_tile"),
+        ("a100-80gb", "sms"),
+        ("a100-80gb", "l2_bytes"),
+        ("a100-80gb", "smem_per_sm_bytes"),
+    ],
+)
 def test_counts_must_be_whole(name, field):
     c = hardware.chip(name)
     with pytest.raises(ValueError, match=f"{field} must be a whole number"):

@@ -75,7 +75,10 @@ def files(tmp_path_factory):
     w("cfg_case5.toml", "case = 5\n")
     w("cfg_prices_null.json", json.dumps({"prices": None}))
     w("cfg_deep.json", "[" * 5000 + "]" * 5000)
-    w("cfg_deep_obj.json", json.dumps({"case": {"name": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}}))
+    w(
+        "cfg_deep_obj.json",
+        json.dumps({"case": {"name": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}}),
+    )
     w("cfg_inference_no.toml", '[case]\ninference = "no"\n')
     w("cfg_seed_frac.toml", "[case]\nseed = 1.5\n")
     w("cfg_arrivals_5.toml", "[traffic]\narrivals = 5\n")
@@ -175,9 +178,27 @@ OPTION_CASES = [
     (CHECK, "--seed", ["-1", "1.5", *NONNUMBER, *HUGE_INT]),
     (CHECK, "--model", ["", "bert-giant"]),
     (CHECK, "--task", ["", "translate"]),
-    (CHECK, "--candidates", ["", ",", "gc200:x", "gc200:0", "gc200:-2", "gc200:100000000", "tpu:1",
-                             "gc200:1:sideways", "gc200:1:packed:extra", "gc200:1e3"]),
-    (CHECK, "--price", ["gc200", "gc200=", "gc200=abc", "gc200=-1", "gc200=nan", "gc200=inf", "gc200=1e300"]),
+    (
+        CHECK,
+        "--candidates",
+        [
+            "",
+            ",",
+            "gc200:x",
+            "gc200:0",
+            "gc200:-2",
+            "gc200:100000000",
+            "tpu:1",
+            "gc200:1:sideways",
+            "gc200:1:packed:extra",
+            "gc200:1e3",
+        ],
+    ),
+    (
+        CHECK,
+        "--price",
+        ["gc200", "gc200=", "gc200=abc", "gc200=-1", "gc200=nan", "gc200=inf", "gc200=1e300"],
+    ),
     (CHECK, "--answer", ["custom_ops", "custom_ops=lots", "vibes=good"]),
     (CHECK, "--lengths", ["", "/no/such/file.csv", "encyclopaedia"]),
     (CHECK, "--arrivals", ["", "/no/such/trace.txt"]),
@@ -186,13 +207,14 @@ OPTION_CASES = [
 OPTION_PARAMS = [(base, opt, v) for base, opt, vals in OPTION_CASES for v in vals]
 
 
-@pytest.mark.parametrize("base, opt, value", OPTION_PARAMS,
-                         ids=[f"{b[0]}{o}={v!r}" for b, o, v in OPTION_PARAMS])
+@pytest.mark.parametrize(
+    "base, opt, value", OPTION_PARAMS, ids=[f"{b[0]}{o}={v!r}" for b, o, v in OPTION_PARAMS]
+)
 def test_bad_option_value_is_one_line_exit_2(base, opt, value, capsys):
     argv = list(base)
     if opt in argv:  # replace the base's value
         i = argv.index(opt)
-        del argv[i:i + 2]
+        del argv[i : i + 2]
     argv.append(f"{opt}={value}")  # the = form: values such as "-1" or "--" stay values
     if opt == "--slack":
         argv += ["--strategy", "nnlshp"]
@@ -270,8 +292,10 @@ def _file_cases(f):
         (CHECK + ["--config", f["cfg_deep_obj.json"]], "nested"),
         (CHECK + ["--config", f["cfg_inference_no.toml"]], "case.inference"),
         (CHECK + ["--config", f["cfg_seed_frac.toml"]], "case.seed"),
-        (CHECK + ["--config", f["cfg_arrivals_5.toml"]],
-         "traffic.arrivals: expected a list of times (s) or a file name, got 5"),
+        (
+            CHECK + ["--config", f["cfg_arrivals_5.toml"]],
+            "traffic.arrivals: expected a list of times (s) or a file name, got 5",
+        ),
         (CHECK + ["--config", f["cfg_both_slo.toml"]], "traffic.slo_p99_s: unknown key"),
         (CHECK + ["--config", f["cfg_old_rate.toml"]], "renamed: use rate_per_s"),
         (CHECK + ["--config", f["cfg_rate_str.toml"]], "traffic.rate_per_s"),
@@ -295,10 +319,34 @@ def _file_cases(f):
         (CHECK + ["--config", f["cfg_lengths_5.toml"]], "traffic.lengths"),
         (CHECK + ["--config", f["cfg_lengths_bad_list.toml"]], "traffic.lengths"),
         (CHECK + ["--config", f["cfg_output_tokens_huge.toml"]], "output_tokens"),
-        (["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "1000000000", "--seq-len", "128"],
-         "over the limit"),
-        (["roofline", "--chip", "gc200", "--model", "bert-base", "--batch", "1000000000", "--seq-len", "128"],
-         "over the limit"),
+        (
+            [
+                "simulate",
+                "--chip",
+                "gc200",
+                "--model",
+                "bert-base",
+                "--batch",
+                "1000000000",
+                "--seq-len",
+                "128",
+            ],
+            "over the limit",
+        ),
+        (
+            [
+                "roofline",
+                "--chip",
+                "gc200",
+                "--model",
+                "bert-base",
+                "--batch",
+                "1000000000",
+                "--seq-len",
+                "128",
+            ],
+            "over the limit",
+        ),
         (SIM + ["--max-memory", "1M", "--batch", "100000"], "memory budget"),
         (SIM + ["--max-memory", "lots"], "not a size"),
         (SIM + ["--max-memory", "0"], "between"),
@@ -357,7 +405,9 @@ def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys):
 def test_max_memory_env_and_flag(monkeypatch, capsys):
     monkeypatch.setenv(limits.ENV_MAX_MEMORY, "2M")
     assert limits.max_memory_bytes() == 2 * 2**20
-    _bad_cli(SIM[:-4] + ["--batch", "100000", "--seq-len", "128"], capsys, "memory budget of 2.1 MB")
+    _bad_cli(
+        SIM[:-4] + ["--batch", "100000", "--seq-len", "128"], capsys, "memory budget of 2.1 MB"
+    )
     monkeypatch.setenv(limits.ENV_MAX_MEMORY, "many")
     with pytest.raises(ValueError, match=limits.ENV_MAX_MEMORY):
         limits.max_memory_bytes()
@@ -430,22 +480,48 @@ LIB_CASES = [
     (lambda: workloads.step("bert-base", [513]), "513"),
     (lambda: workloads.step("bert-base", [128], phase="sideways"), "phase"),
     (lambda: workloads.step("bert-base", [128], pad_to=10**9), "pad_to"),
-    (lambda: workloads.TransformerConfig("x", "encoder", 2, 64, 2, 256, 1000, 10**9), "max_positions"),
+    (
+        lambda: workloads.TransformerConfig("x", "encoder", 2, 64, 2, 256, 1000, 10**9),
+        "max_positions",
+    ),
     (lambda: workloads.TransformerConfig("x", "encoder", 10**15, 64, 2, 256, 1000, 64), "layers"),
-    (lambda: machine.simulate("gc200", workloads.step("bert-base", np.full(100_000, 512))), "over the limit"),
+    (
+        lambda: machine.simulate("gc200", workloads.step("bert-base", np.full(100_000, 512))),
+        "over the limit",
+    ),
     (lambda: machine.simulate("gc200", "not a step"), "Step"),
     (lambda: serving.chip_service("gc200", "bert-base", max_batch=5000), "max_batch"),
     (lambda: serving.fixed_service(1e300), "seconds"),
     (lambda: serving.fixed_service(float("nan")), "seconds"),
     (lambda: serving.exponential_service(-1.0), "mean_s"),
-    (lambda: serving.simulate([0.0, 1.0], [8, 8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01),
-                              latency_target_s=1e300), "latency_target_s"),
-    (lambda: serving.simulate([0.0, float("nan")], [8, 8], policies.Dynamic(4, 0.0),
-                              serving.fixed_service(0.01)), "finite"),
-    (lambda: serving.simulate([1.0, 0.0], [8, 8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01)),
-     "sorted"),
-    (lambda: serving.simulate([0.0, 1.0], [8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01)),
-     "one length per request"),
+    (
+        lambda: serving.simulate(
+            [0.0, 1.0],
+            [8, 8],
+            policies.Dynamic(4, 0.0),
+            serving.fixed_service(0.01),
+            latency_target_s=1e300,
+        ),
+        "latency_target_s",
+    ),
+    (
+        lambda: serving.simulate(
+            [0.0, float("nan")], [8, 8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01)
+        ),
+        "finite",
+    ),
+    (
+        lambda: serving.simulate(
+            [1.0, 0.0], [8, 8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01)
+        ),
+        "sorted",
+    ),
+    (
+        lambda: serving.simulate(
+            [0.0, 1.0], [8], policies.Dynamic(4, 0.0), serving.fixed_service(0.01)
+        ),
+        "one length per request",
+    ),
     (lambda: lengths.sample_long_text_mix(10, 1.5), "long_fraction"),
     (lambda: policies.Dynamic(32, float("nan")), "max_delay_s"),
     (lambda: policies.Dynamic(32, -1.0), "max_delay_s"),
@@ -471,9 +547,14 @@ LIB_CASES = [
     (lambda: C.Training(seq_len=10**9), "seq_len"),
     (lambda: C.case_from_dict({"case": 5}), "case"),
     (lambda: C.case_from_dict({"prices": None}), "prices"),
-    (lambda: C.case_from_dict({"traffic": {"arrivals": 5}}),
-     r"traffic\.arrivals: expected a list of times \(s\) or a file name, got 5"),
-    (lambda: C.case_from_dict({"traffic": {"slo_p99_ms": 50, "slo_p99_s": 0.05}}), "slo_p99_s: unknown key"),
+    (
+        lambda: C.case_from_dict({"traffic": {"arrivals": 5}}),
+        r"traffic\.arrivals: expected a list of times \(s\) or a file name, got 5",
+    ),
+    (
+        lambda: C.case_from_dict({"traffic": {"slo_p99_ms": 50, "slo_p99_s": 0.05}}),
+        "slo_p99_s: unknown key",
+    ),
     (lambda: C.case_from_dict({"case": {"inference": "no"}}), "case.inference"),
     (lambda: C.case_from_dict({"case": {"seed": 1.5}}), "case.seed"),
     (lambda: C.case_from_dict({"a": {"b": {"c": {"d": {"e": {"f": {"g": {}}}}}}}}), "nested"),
@@ -514,16 +595,46 @@ def _limit_memory():
 def _cli_subprocess(args, **kw):
     env = {**os.environ, "IPUSIM_QUICK": "1", "MPLBACKEND": "Agg"}
     env.update(kw.pop("env", {}))
-    return subprocess.run([sys.executable, "-m", "ipusim", *args], capture_output=True, text=True,
-                          env=env, timeout=300, preexec_fn=_limit_memory, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "ipusim", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        preexec_fn=_limit_memory,
+        **kw,
+    )
 
 
-@pytest.mark.parametrize("args", [
-    ["simulate", "--chip", "gc200", "--model", "bert-base", "--batch", "1000000000", "--seq-len", "128"],
-    ["pack", "--dataset", "squad-384", "--max-len", "100000", "--strategy", "spfhp"],
-    ["pack", "--dataset", "squad-384", "--max-len", "384", "--strategy", "bucket", "--buckets", "1000000000"],
-    ["checklist", "--candidates", "gc200:100000000", "--no-progress"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--model",
+            "bert-base",
+            "--batch",
+            "1000000000",
+            "--seq-len",
+            "128",
+        ],
+        ["pack", "--dataset", "squad-384", "--max-len", "100000", "--strategy", "spfhp"],
+        [
+            "pack",
+            "--dataset",
+            "squad-384",
+            "--max-len",
+            "384",
+            "--strategy",
+            "bucket",
+            "--buckets",
+            "1000000000",
+        ],
+        ["checklist", "--candidates", "gc200:100000000", "--no-progress"],
+    ],
+)
 def test_issue_examples_under_a_memory_limit(args):
     r = _cli_subprocess(args)
     assert r.returncode == 2, r.stderr[-500:]
@@ -540,8 +651,14 @@ def _readonly_runner(pkg: Path, home: Path):
     probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
     if probe.returncode != 0:
         return None
-    return ["unshare", "-m", "sh", "-c",
-            f'mount --bind -o ro "{pkg}" "{pkg}" && mount --bind -o ro "{home}" "{home}" && exec "$@"', "sh"]
+    return [
+        "unshare",
+        "-m",
+        "sh",
+        "-c",
+        f'mount --bind -o ro "{pkg}" "{pkg}" && mount --bind -o ro "{home}" "{home}" && exec "$@"',
+        "sh",
+    ]
 
 
 def test_cli_runs_without_a_writable_cache(tmp_path):
@@ -565,8 +682,14 @@ def test_cli_runs_without_a_writable_cache(tmp_path):
     env.update(HOME=str(home), PYTHONPATH=str(pkg.parent), IPUSIM_QUICK="1", TMPDIR=str(tmp_path))
     try:
         for args in (["--help"], ["pack", "--dataset", "squad-384", "--max-len", "384", "--json"]):
-            r = subprocess.run([*prefix, sys.executable, "-m", "ipusim", *args], capture_output=True,
-                               text=True, env=env, timeout=600, cwd=tmp_path)
+            r = subprocess.run(
+                [*prefix, sys.executable, "-m", "ipusim", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+                cwd=tmp_path,
+            )
             assert r.returncode == 0, r.stderr[-800:]
             assert "Traceback" not in r.stderr
             assert r.stderr.count("Numba cache") <= 1 and r.stderr.count("\n") <= 1, r.stderr
@@ -585,8 +708,11 @@ SETTINGS = hypothesis.settings(max_examples=25, deadline=None, derandomize=True)
 
 
 @SETTINGS
-@hypothesis.given(lens=st.lists(st.integers(1, 64), min_size=1, max_size=200),
-                  strategy=st.sampled_from(packing.STRATEGIES), extra=st.integers(0, 64))
+@hypothesis.given(
+    lens=st.lists(st.integers(1, 64), min_size=1, max_size=200),
+    strategy=st.sampled_from(packing.STRATEGIES),
+    extra=st.integers(0, 64),
+)
 def test_packing_conserves_sequences_and_tokens(lens, strategy, extra):
     max_len = max(lens) + extra
     r = packing.pack(lens, max_len, strategy)
@@ -606,14 +732,31 @@ def test_histogram_totals_are_exact_and_non_negative(counts):
 
 
 @SETTINGS
-@hypothesis.given(n=st.integers(1, 300), rate=st.floats(0.5, 1e4), service_ms=st.floats(0.1, 50),
-                  max_batch=st.integers(1, 64), delay_ms=st.floats(0, 100), seed=st.integers(0, 2**32),
-                  kind=st.sampled_from(["poisson", "bursty"]))
-def test_serving_conserves_requests_and_tokens(n, rate, service_ms, max_batch, delay_ms, seed, kind):
-    arr = arrivals.poisson(rate, n, seed=seed) if kind == "poisson" else arrivals.on_off(2 * rate, n, seed=seed)
+@hypothesis.given(
+    n=st.integers(1, 300),
+    rate=st.floats(0.5, 1e4),
+    service_ms=st.floats(0.1, 50),
+    max_batch=st.integers(1, 64),
+    delay_ms=st.floats(0, 100),
+    seed=st.integers(0, 2**32),
+    kind=st.sampled_from(["poisson", "bursty"]),
+)
+def test_serving_conserves_requests_and_tokens(
+    n, rate, service_ms, max_batch, delay_ms, seed, kind
+):
+    arr = (
+        arrivals.poisson(rate, n, seed=seed)
+        if kind == "poisson"
+        else arrivals.on_off(2 * rate, n, seed=seed)
+    )
     lens = lengths.sample_long_text_mix(n, 0.3, seed=seed + 1)
-    r = serving.simulate(arr, lens, policies.Dynamic(max_batch, delay_ms / 1e3),
-                         serving.fixed_service(service_ms / 1e3, max_batch=max_batch), max_waiting=None)
+    r = serving.simulate(
+        arr,
+        lens,
+        policies.Dynamic(max_batch, delay_ms / 1e3),
+        serving.fixed_service(service_ms / 1e3, max_batch=max_batch),
+        max_waiting=None,
+    )
     assert r.finish_s.size == n and np.all(np.isfinite(r.finish_s))
     assert np.all(r.finish_s >= r.arrival_s) and np.all(r.start_s >= r.arrival_s)
     assert int(np.sum(r.device_real_tokens)) == int(lens.sum())
@@ -625,11 +768,17 @@ def test_serving_conserves_requests_and_tokens(n, rate, service_ms, max_batch, d
 
 
 @SETTINGS
-@hypothesis.given(batch=st.integers(1, 64), seq=st.integers(1, 512),
-                  chip=st.sampled_from(["gc200", "a100-80gb"]), phase=st.sampled_from(["forward", "decode"]))
+@hypothesis.given(
+    batch=st.integers(1, 64),
+    seq=st.integers(1, 512),
+    chip=st.sampled_from(["gc200", "a100-80gb"]),
+    phase=st.sampled_from(["forward", "decode"]),
+)
 def test_one_step_is_finite_and_positive(batch, seq, chip, phase):
-    r = machine.simulate(chip, workloads.step("bert-base" if phase == "forward" else "gpt2", [seq] * batch,
-                                              phase=phase))
+    r = machine.simulate(
+        chip,
+        workloads.step("bert-base" if phase == "forward" else "gpt2", [seq] * batch, phase=phase),
+    )
     # the fit rule: a step fits exactly when its state is not does_not_fit and it has a finite time
     assert r.fit in machine.FIT_STATES
     assert bool(r.fits) == (r.fit != machine.DOES_NOT_FIT) == math.isfinite(r.time_s)
@@ -638,16 +787,69 @@ def test_one_step_is_finite_and_positive(batch, seq, chip, phase):
     assert all(math.isfinite(v) and v >= 0 for v in r.split.values())
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["train", "--model", "gpt-3-175b", "--chip", "a100-80gb", "--chips", "100000000", "--tokens", "3e11"],
-     "chips = 100,000,000 is over the limit"),
-    (["embed", "--chip", "gc200", "--tables", "100000000", "--rows", "1000", "--dim", "128", "--pooling", "1",
-      "--batch", "2048"], "tables = 100,000,000 is over the limit"),
-    (["sweep", "--chip", "gc200", "--vary", "tiles=1:1e12:100000000", "--model", "bert-base"],
-     "the number of values = 100,000,000 is over the limit"),
-    (["sweep", "--chip", "gc200", "--vary", "tiles=1:10000:10000", "--vary", "sram_per_tile_bytes=1:10000:10000",
-      "--model", "bert-base"], "grid points = 100,000,000 is over the limit"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            [
+                "train",
+                "--model",
+                "gpt-3-175b",
+                "--chip",
+                "a100-80gb",
+                "--chips",
+                "100000000",
+                "--tokens",
+                "3e11",
+            ],
+            "chips = 100,000,000 is over the limit",
+        ),
+        (
+            [
+                "embed",
+                "--chip",
+                "gc200",
+                "--tables",
+                "100000000",
+                "--rows",
+                "1000",
+                "--dim",
+                "128",
+                "--pooling",
+                "1",
+                "--batch",
+                "2048",
+            ],
+            "tables = 100,000,000 is over the limit",
+        ),
+        (
+            [
+                "sweep",
+                "--chip",
+                "gc200",
+                "--vary",
+                "tiles=1:1e12:100000000",
+                "--model",
+                "bert-base",
+            ],
+            "the number of values = 100,000,000 is over the limit",
+        ),
+        (
+            [
+                "sweep",
+                "--chip",
+                "gc200",
+                "--vary",
+                "tiles=1:10000:10000",
+                "--vary",
+                "sram_per_tile_bytes=1:10000:10000",
+                "--model",
+                "bert-base",
+            ],
+            "grid points = 100,000,000 is over the limit",
+        ),
+    ],
+)
 def test_new_commands_bound_their_sizes(argv, words, capsys):
     """Held-out sizes on train, embed and sweep: refused in one line before any work."""
     from ipusim import cli

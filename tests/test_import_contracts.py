@@ -20,12 +20,18 @@ LINT = Path(sys.executable).parent / "lint-imports"
 
 def _lint(cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(cwd)}
-    return subprocess.run([str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _contract_names() -> list[str]:
-    return [c["name"] for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]]
+    return [
+        c["name"]
+        for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+            "contracts"
+        ]
+    ]
 
 
 def test_the_import_contracts_hold():
@@ -40,14 +46,20 @@ def test_the_import_contracts_hold():
 
 
 def test_a_forbidden_import_inside_a_function_breaks_the_contracts(tmp_path):
-    shutil.copytree(ROOT / "ipusim", tmp_path / "ipusim", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "ipusim", tmp_path / "ipusim", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     step = tmp_path / "ipusim" / "training" / "step.py"
-    step.write_text(step.read_text() + "\n\ndef _prices_from_the_checklist():\n"
-                    "    from ..checklist import case\n\n    return case\n")
+    step.write_text(
+        step.read_text() + "\n\ndef _prices_from_the_checklist():\n"
+        "    from ..checklist import case\n\n    return case\n"
+    )
     r = _lint(tmp_path)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
-    assert "Training and the claims do not import the checklist BROKEN" in " ".join(out.split()), out
+    assert "Training and the claims do not import the checklist BROKEN" in " ".join(out.split()), (
+        out
+    )
     assert "ipusim.training is not allowed to import ipusim.checklist" in out, out
     assert "ipusim.training.step -> ipusim.checklist" in out, out

@@ -51,7 +51,9 @@ def import_graph(root: Path = ROOT, package: str = PACKAGE) -> dict[str, set[str
                 if where.split(".")[0] != package:
                     continue
                 for a in node.names:  # ``from pkg import mod`` imports the module pkg.mod
-                    targets.add(known(f"{where}.{a.name}") if f"{where}.{a.name}" in mods else known(where))
+                    targets.add(
+                        known(f"{where}.{a.name}") if f"{where}.{a.name}" in mods else known(where)
+                    )
         for t in list(targets):  # importing a.b.c runs a.b's __init__ first
             if t:
                 parts = t.split(".")
@@ -105,7 +107,9 @@ def test_the_package_has_no_import_cycle():
     assert len(graph) > 100
     assert "ipusim.placement" in graph["ipusim.machine"]  # an import inside machine.simulate
     found = cycles(graph)
-    assert not found, "import cycles (edges inside each): " + " | ".join(_describe(c, graph) for c in found)
+    assert not found, "import cycles (edges inside each): " + " | ".join(
+        _describe(c, graph) for c in found
+    )
 
 
 def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
@@ -121,4 +125,6 @@ def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
     assert graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"}
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
     (pkg / "sub" / "__init__.py").write_text("from .. import d\n")  # a cycle through an __init__
-    assert cycles(import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.b", "pkg.d", "pkg.sub", "pkg.sub.c"]]
+    assert cycles(import_graph(tmp_path, "pkg")) == [
+        ["pkg.a", "pkg.b", "pkg.d", "pkg.sub", "pkg.sub.c"]
+    ]

@@ -17,8 +17,21 @@ from ipusim.checklist import case as C
 from ipusim.serving import table_cache, tables
 
 # The cheapest serve that builds a chip table (an A100 at two rows: ~1,000 GPU steps).
-SERVE = [sys.executable, "-m", "ipusim", "serve", "--chip", "a100-80gb", "--max-batch", "2", "--requests", "200",
-         "--rate", "50", "--json"]
+SERVE = [
+    sys.executable,
+    "-m",
+    "ipusim",
+    "serve",
+    "--chip",
+    "a100-80gb",
+    "--max-batch",
+    "2",
+    "--requests",
+    "200",
+    "--rate",
+    "50",
+    "--json",
+]
 
 
 def _serve(cache_dir, timeout=300):
@@ -61,7 +74,17 @@ def _corrupt(kind, path, good: bytes, key: str):
         path.mkdir()
 
 
-KINDS = ["truncated", "empty", "wrong shape", "zeros", "negated", "random bytes", "flipped byte", "fifo", "directory"]
+KINDS = [
+    "truncated",
+    "empty",
+    "wrong shape",
+    "zeros",
+    "negated",
+    "random bytes",
+    "flipped byte",
+    "fifo",
+    "directory",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -122,7 +145,9 @@ def test_decode_refuses_another_key_and_a_padded_entry():
 
 
 def test_leftovers_of_dead_writers_are_removed_and_a_live_writers_kept(tmp_path, monkeypatch):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pid = int(dead.stdout)
     host = _files._host()
     gone = tmp_path / f".{'k' * 32}.tab~{host}~{pid}~abc123.tmp"
@@ -163,7 +188,9 @@ def test_atomic_write_leaves_the_target_untouched_on_an_error(tmp_path):
     assert p.read_text() == "old\n" and sorted(x.name for x in tmp_path.iterdir()) == ["out.csv"]
     with _files.atomic_write(p) as f:
         f.write("new\n")
-    assert p.read_text() == "new\n" and (os.stat(p).st_mode & 0o777) == 0o640  # the target's permissions kept
+    assert (
+        p.read_text() == "new\n" and (os.stat(p).st_mode & 0o777) == 0o640
+    )  # the target's permissions kept
 
 
 def test_atomic_write_through_a_link_and_into_a_stream(tmp_path):
@@ -233,7 +260,14 @@ def test_a_sweep_stopped_by_a_write_error_keeps_its_chunks(tmp_path, monkeypatch
         return real(path, *a, **k)
 
     monkeypatch.setattr(output._files, "atomic_write", failing)
-    kw = dict(vary={"x": list(range(20))}, mode="serial", out=out, chunk_rows=5, batch_size=5, show_progress=False)
+    kw = dict(
+        vary={"x": list(range(20))},
+        mode="serial",
+        out=out,
+        chunk_rows=5,
+        batch_size=5,
+        show_progress=False,
+    )
     with pytest.raises(OSError, match="No space"):
         sweep.run("flaky", **kw)
     monkeypatch.setattr(output._files, "atomic_write", real)
@@ -250,6 +284,7 @@ def test_a_sweep_stopped_by_a_write_error_keeps_its_chunks(tmp_path, monkeypatch
 @pytest.fixture
 def alarm():
     """Fail instead of hanging if a reader blocks on a FIFO."""
+
     def boom(*_):
         raise TimeoutError("a reader blocked")
 
@@ -260,7 +295,9 @@ def alarm():
     signal.signal(signal.SIGALRM, old)
 
 
-@pytest.mark.parametrize("reader", ["lengths", "trace", "arrivals", "config", "config lengths", "config arrivals"])
+@pytest.mark.parametrize(
+    "reader", ["lengths", "trace", "arrivals", "config", "config lengths", "config arrivals"]
+)
 @pytest.mark.parametrize("special", ["fifo", "directory", "device"])
 def test_every_reader_refuses_what_is_not_a_regular_file(reader, special, tmp_path, alarm):
     from ipusim import arrivals, lengths
@@ -278,9 +315,14 @@ def test_every_reader_refuses_what_is_not_a_regular_file(reader, special, tmp_pa
         config.write_text(f'[traffic]\nlengths = "{target}"\n')
     elif reader == "config arrivals":
         config.write_text(f'[traffic]\narrivals = "{target}"\n')
-    call = {"lengths": lambda: lengths.source(str(target)), "trace": lambda: arrivals.load_trace(target),
-            "arrivals": lambda: C.read_arrivals(target), "config": lambda: C.load_case(target),
-            "config lengths": lambda: C.load_case(config), "config arrivals": lambda: C.load_case(config)}[reader]
+    call = {
+        "lengths": lambda: lengths.source(str(target)),
+        "trace": lambda: arrivals.load_trace(target),
+        "arrivals": lambda: C.read_arrivals(target),
+        "config": lambda: C.load_case(target),
+        "config lengths": lambda: C.load_case(config),
+        "config arrivals": lambda: C.load_case(config),
+    }[reader]
     with pytest.raises(ValueError, match=what):
         call()
 
@@ -296,8 +338,13 @@ def test_a_chip_or_model_named_like_a_preset_it_is_not_is_refused():
     one_layer = dataclasses.replace(workloads.model("bert-base"), layers=1)
     with pytest.raises(ValueError, match=r"model name 'bert-base'.*differs in layers"):
         C.Case(model=one_layer)
-    assert C.Candidate(hardware.chip("gc200")).chip is hardware.chip("gc200")  # the preset itself: fine
-    assert C.Candidate(hardware.chip("gc200").replace(name="my-chip", tiles=736)).chip.name == "my-chip"
+    assert C.Candidate(hardware.chip("gc200")).chip is hardware.chip(
+        "gc200"
+    )  # the preset itself: fine
+    assert (
+        C.Candidate(hardware.chip("gc200").replace(name="my-chip", tiles=736)).chip.name
+        == "my-chip"
+    )
 
 
 def test_a_config_chip_based_on_a_preset_is_renamed_and_priced_on_its_own():
@@ -305,7 +352,10 @@ def test_a_config_chip_based_on_a_preset_is_renamed_and_priced_on_its_own():
     with pytest.raises(ValueError, match=r"no price per chip-hour for chip 'gc200\*'"):
         C.case_from_dict(d)
     case = C.case_from_dict(d, prices={"gc200*": 1.0})
-    assert case.candidates[0].chip.name == "gc200*" and case.prices.chip_hour(case.candidates[0].chip) == 1.0
+    assert (
+        case.candidates[0].chip.name == "gc200*"
+        and case.prices.chip_hour(case.candidates[0].chip) == 1.0
+    )
     named = {"candidates": [{"chip": {"base": "gc200", "name": "a100-80gb"}}]}
     with pytest.raises(ValueError, match=r"candidates\[0\]: chip name 'a100-80gb'"):
         C.case_from_dict(named)
@@ -314,16 +364,26 @@ def test_a_config_chip_based_on_a_preset_is_renamed_and_priced_on_its_own():
 def test_a_corrupt_numba_cache_entry_is_compiled_afresh(tmp_path):
     """Numba's own cache: an index file of random bytes is read as a miss (one line), not a
     crash, and written anew."""
-    (tmp_path / "kern.py").write_text("from numba import njit\n\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
-    (tmp_path / "run.py").write_text(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport ipusim, kern\n"
-                                     "print(kern.twice(21))\n")
+    (tmp_path / "kern.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n"
+    )
+    (tmp_path / "run.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport ipusim, kern\n"
+        "print(kern.twice(21))\n"
+    )
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "nb")}
-    first = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    first = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True
+    )
     (index,) = (tmp_path / "nb").rglob("*.nbi")
     index.write_bytes(np.random.default_rng(1).bytes(300))
-    again = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True
+    )
     assert first.stdout == again.stdout == "42\n" and first.stderr == ""
     notes = again.stderr.splitlines()
     assert len(notes) == 1 and "could not be read" in notes[0], again.stderr
-    third = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True)
+    third = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True
+    )
     assert third.stdout == "42\n" and third.stderr == ""  # the index was written anew

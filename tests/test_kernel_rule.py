@@ -20,7 +20,10 @@ def _violations(source: str, rel: str) -> list:
     """(module, function, what) of every reference function and every switch parameter."""
     out = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (rel, node.name) not in KNOWN:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (rel, node.name) not in KNOWN
+        ):
             a = node.args
             names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
             if node.name.endswith("_reference"):
@@ -31,12 +34,17 @@ def _violations(source: str, rel: str) -> list:
 
 
 def test_no_reference_and_no_switch_in_the_package():
-    found = [v for path in sorted(PKG.rglob("*.py"))
-             for v in _violations(path.read_text(), path.relative_to(PKG).as_posix())]
+    found = [
+        v
+        for path in sorted(PKG.rglob("*.py"))
+        for v in _violations(path.read_text(), path.relative_to(PKG).as_posix())
+    ]
     assert not found, found
 
 
 def test_the_check_finds_a_switch_and_a_reference():
     src = "def run(x, *, engine='numba'):\n    pass\n\ndef run_reference(x):\n    pass\n"
-    assert _violations(src, "m.py") == [("m.py", "run", "switch ['engine']"),
-                                        ("m.py", "run_reference", "reference")]
+    assert _violations(src, "m.py") == [
+        ("m.py", "run", "switch ['engine']"),
+        ("m.py", "run_reference", "reference"),
+    ]

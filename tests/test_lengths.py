@@ -41,14 +41,17 @@ def test_csv_round_trip_with_and_without_header(tmp_path):
     assert list(lengths.load_histogram(g, max_len=8).counts) == [0, 0, 2, 0, 1, 0, 0, 0]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("length,count\n3,-1\n", "negative count"),
-    ("length,count\n3,1.5\n", "whole numbers"),
-    ("length,count\n0,1\n", ">= 1"),
-    ("length,count\n3,1\n3,2\n", "more than one row"),
-    ("length,count\n", "no length,count rows"),
-    ("length,count\n3,0\n", "empty"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("length,count\n3,-1\n", "negative count"),
+        ("length,count\n3,1.5\n", "whole numbers"),
+        ("length,count\n0,1\n", ">= 1"),
+        ("length,count\n3,1\n3,2\n", "more than one row"),
+        ("length,count\n", "no length,count rows"),
+        ("length,count\n3,0\n", "empty"),
+    ],
+)
 def test_bad_histogram_files_name_the_problem(tmp_path, text, words):
     f = tmp_path / "bad.csv"
     f.write_text(text)
@@ -92,7 +95,9 @@ def test_long_text_mix_mean_is_the_closed_form(p):
 @pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
 def test_sampled_mix_is_seeded_and_matches_the_expected_mix(p):
     a = lengths.sample_long_text_mix(50_000, p, seed=7)
-    assert a.dtype == np.int64 and np.array_equal(a, lengths.sample_long_text_mix(50_000, p, seed=7))
+    assert a.dtype == np.int64 and np.array_equal(
+        a, lengths.sample_long_text_mix(50_000, p, seed=7)
+    )
     short, long = a[a < 256], a[a >= 256]
     assert short.size + long.size == a.size
     assert (short.min() if short.size else 16) >= 16 and (short.max() if short.size else 128) <= 128
@@ -139,7 +144,9 @@ def test_truncate_keeps_every_sequence():
 def test_source_reads_every_kind_of_length_source(tmp_path):
     """``lengths.source``: what --lengths means in serve, simulate and checklist."""
     squad = lengths.source("squad")  # a short name and the full one are the same histogram
-    assert squad.name == "squad-384" and np.array_equal(squad.counts, lengths.source("SQuAD-384").counts)
+    assert squad.name == "squad-384" and np.array_equal(
+        squad.counts, lengths.source("SQuAD-384").counts
+    )
     csv_file = tmp_path / "h.csv"
     csv_file.write_text("# a comment\nlength,count\n3,2\n5,1\n")
     h = lengths.source(csv_file)
@@ -158,14 +165,23 @@ def test_source_reads_every_kind_of_length_source(tmp_path):
         lengths.load_file(tmp_path / "bad.csv")
 
 
-@pytest.mark.parametrize(("text", "got"), [
-    ("3,2,1\n", [3, 2, 1]),  # a list on one line, separated by commas (as pack has always read it)
-    ("5\n7, 9\n", [5, 7, 9]),
-    ("100\n200\n300,\n", [100, 200, 300]),
-    ("1 2 3\n", [1, 2, 3]),
-    ("7,9\n8,1\n", "histogram"),  # two or more rows of two fields: length,count without a header
-    ("# made by hand\nlength,count\n7,9\n", "histogram"),
-])
+@pytest.mark.parametrize(
+    ("text", "got"),
+    [
+        (
+            "3,2,1\n",
+            [3, 2, 1],
+        ),  # a list on one line, separated by commas (as pack has always read it)
+        ("5\n7, 9\n", [5, 7, 9]),
+        ("100\n200\n300,\n", [100, 200, 300]),
+        ("1 2 3\n", [1, 2, 3]),
+        (
+            "7,9\n8,1\n",
+            "histogram",
+        ),  # two or more rows of two fields: length,count without a header
+        ("# made by hand\nlength,count\n7,9\n", "histogram"),
+    ],
+)
 def test_load_file_tells_a_list_from_a_histogram(tmp_path, text, got):
     f = tmp_path / "f.txt"
     f.write_text(text)

@@ -19,7 +19,9 @@ NON_MONOTONE = 0.01
 
 def _direct(d, r, L):
     """The machine model's step: ``r`` prompts of ``L`` tokens and ``d`` one-token rows, s."""
-    return machine.simulate(_CHIP, workloads.step(_MODEL, [L] * r + [1] * d, phase="prefill")).time_s
+    return machine.simulate(
+        _CHIP, workloads.step(_MODEL, [L] * r + [1] * d, phase="prefill")
+    ).time_s
 
 
 _CHIP, _MODEL = hardware.chip(CHIP), workloads.model(MODEL)
@@ -99,16 +101,23 @@ def test_one_rule_for_serve_and_the_checklist(tab):
     """The same table whatever the grid of the other tables, and in the checklist's setup: the
     checklist's 128 rows get a mixed table too (no row cap)."""
     fine = S.generation_model(CHIP, MODEL, max_batch=ROWS, max_prompt=PROMPT, prompt_step=STEP)
-    coarse = S.generation_model(CHIP, MODEL, max_batch=ROWS, max_prompt=PROMPT, prompt_step=STEP, grid="coarse")
-    assert np.array_equal(fine.mixed, tab, equal_nan=True) and np.array_equal(coarse.mixed, tab, equal_nan=True)
+    coarse = S.generation_model(
+        CHIP, MODEL, max_batch=ROWS, max_prompt=PROMPT, prompt_step=STEP, grid="coarse"
+    )
+    assert np.array_equal(fine.mixed, tab, equal_nan=True) and np.array_equal(
+        coarse.mixed, tab, equal_nan=True
+    )
     m = workloads.model(MODEL)
-    su = search.setup(hardware.chip(CHIP), m, "padded", max_batch=ROWS, output_tokens=m.max_positions - PROMPT)
+    su = search.setup(
+        hardware.chip(CHIP), m, "padded", max_batch=ROWS, output_tokens=m.max_positions - PROMPT
+    )
     assert np.array_equal(su.service.mixed, tab, equal_nan=True)
 
 
 def test_no_row_cap(monkeypatch):
     """The checklist's 128 rows (and more) get a mixed table: ``generation_model`` asks for one of
     ``max_batch`` rows first, before any other table is built (stopped here by a sentinel)."""
+
     class Asked(Exception):
         pass
 

@@ -40,11 +40,22 @@ def run_nbconvert(name: str, out_dir: Path) -> list[str]:
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # the default backend a reader gets: inline
     env["IPUSIM_QUICK"] = "1"
-    cmd = [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-           f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S}", "--output-dir", str(out_dir),
-           str(NOTEBOOK_DIR / name)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=NOTEBOOK_DIR,
-                          timeout=CELL_TIMEOUT_S * 10)
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "nbconvert",
+        "--to",
+        "notebook",
+        "--execute",
+        f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S}",
+        "--output-dir",
+        str(out_dir),
+        str(NOTEBOOK_DIR / name),
+    ]
+    proc = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, cwd=NOTEBOOK_DIR, timeout=CELL_TIMEOUT_S * 10
+    )
     ended = dt.datetime.now(dt.timezone.utc)
     if proc.returncode != 0:
         return [f"{name}: nbconvert exited {proc.returncode}: {proc.stderr[-2000:]}"]
@@ -60,8 +71,10 @@ def run_nbconvert(name: str, out_dir: Path) -> list[str]:
     for (i, cell), start in zip(code, starts, strict=True):
         wait_s = (start - _when(cell.metadata["execution"]["shell.execute_reply"])).total_seconds()
         if wait_s >= STALL_FRACTION * CELL_TIMEOUT_S:
-            problems.append(f"{name} cell {i}: the run waited {wait_s:.0f} s after the cell's reply "
-                            f"(cell timeout {CELL_TIMEOUT_S} s): the nbclient stall")
+            problems.append(
+                f"{name} cell {i}: the run waited {wait_s:.0f} s after the cell's reply "
+                f"(cell timeout {CELL_TIMEOUT_S} s): the nbclient stall"
+            )
     return problems
 
 

@@ -34,7 +34,9 @@ def test_02_compute_phase_never_beats_peak_and_uncalibrated_is_within_a_quarter(
     m, k, n = 32 * 128, 768, 3072
     bound = 2 * m * k * n / gc200.peak_flops
     big = tiles.matmul(gc200, m, k, n).result
-    with cal.overrides(AMP_PHASE_OVERHEAD_CYCLES=0, EXCHANGE_EFFICIENCY=1, REARRANGE_BYTES_PER_CYCLE=math.inf):
+    with cal.overrides(
+        AMP_PHASE_OVERHEAD_CYCLES=0, EXCHANGE_EFFICIENCY=1, REARRANGE_BYTES_PER_CYCLE=math.inf
+    ):
         raw = tiles.matmul(gc200, m, k, n).result
     assert 1.0 <= raw.split["compute"] / bound < 1.25
     assert big.split["compute"] >= raw.split["compute"]
@@ -48,10 +50,14 @@ def test_02_exchange_matmul_fits_from_a_few_tiles_and_exchange_grows_in_share():
     runs = [tiles.matmul(gc200.replace(tiles=t), 512, 768, 768).result for t in counts]
     assert runs[0].fit == "does_not_fit" and runs[0].time_s == math.inf
     first = next(i for i, r in enumerate(runs) if r.fits)
-    assert 0 < first < len(runs) - 1 and all(r.fits for r in runs[first:])  # fitting is monotone in the tiles
+    assert 0 < first < len(runs) - 1 and all(
+        r.fits for r in runs[first:]
+    )  # fitting is monotone in the tiles
     share = [r.split["exchange"] / r.time_s for r in runs[first:]]
     assert share[-1] > share[0]
-    assert runs[-1].time_s < runs[first].time_s * counts[first] / 1472 * 50  # sped up, far from ideal
+    assert (
+        runs[-1].time_s < runs[first].time_s * counts[first] / 1472 * 50
+    )  # sped up, far from ideal
     assert runs[first].time_s / runs[-1].time_s < 1472 / counts[first]
 
 
@@ -74,7 +80,9 @@ def test_02_exercise_batch_limit_is_the_librarys():
     s = workloads.step("bert-base", [128] * 512, pad_to=128)
     b = tiles.tile_memory_batch_limit("gc200", s)
     assert stated == b
-    over = tiles.simulate("gc200", workloads.step("bert-base", [128] * (b + 1), pad_to=128), weights="on_chip")
+    over = tiles.simulate(
+        "gc200", workloads.step("bert-base", [128] * (b + 1), pad_to=128), weights="on_chip"
+    )
     excess = int(re.search(r"\(([\d,]+) over", over.fit_message).group(1).replace(",", ""))
     assert over.fit == "does_not_fit" and 1024 <= excess <= 10 * 1024  # "a few KiB over"
 
@@ -84,8 +92,12 @@ def test_04_a_fixed_shape_engine_does_not_care_about_lengths():
     """Section 3: padded to 512, the A100's requests/s is the same for both mixes (within 1%)."""
     from ipusim import lengths, serving
 
-    rps = [serving.encoder_throughput("a100-40gb", lengths.long_text_mix(p).sample(256, seed=1), "pad",
-                                      batch=64, max_len=512).requests_per_s for p in (0.0, 0.4)]
+    rps = [
+        serving.encoder_throughput(
+            "a100-40gb", lengths.long_text_mix(p).sample(256, seed=1), "pad", batch=64, max_len=512
+        ).requests_per_s
+        for p in (0.0, 0.4)
+    ]
     assert abs(rps[1] / rps[0] - 1) < 0.01
 
 

@@ -27,7 +27,9 @@ def test_notebook_is_stripped_and_uses_python3(path):
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "code":
             assert not cell.get("outputs"), f"{path.name} cell {i} has outputs: strip them"
-            assert cell.get("execution_count") is None, f"{path.name} cell {i} has an execution count"
+            assert cell.get("execution_count") is None, (
+                f"{path.name} cell {i} has an execution count"
+            )
         src = "".join(cell["source"])
         assert "sys.path" not in src, f"{path.name} cell {i} edits sys.path; import ipusim instead"
 
@@ -35,7 +37,9 @@ def test_notebook_is_stripped_and_uses_python3(path):
 def _execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()  # raises CellExecutionError, naming the cell, on any error or failed assert
@@ -46,13 +50,23 @@ def _execute(path: Path) -> None:
 def test_a_printed_runtime_warning_is_a_problem():
     """The check both notebook runners apply (here and tests/test_browser.py) finds a warning
     line in a cell's stderr, and nothing in clean output."""
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text="p99 1.2 ms\n")]),
-        nbformat.v4.new_markdown_cell("RuntimeWarning in prose is not an output"),
-        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
-            "stream", name="stderr",
-            text="/x/ipusim/serving/sim.py:12: RuntimeWarning: Mean of empty slice\n  m = a.mean()\n")]),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                outputs=[nbformat.v4.new_output("stream", name="stdout", text="p99 1.2 ms\n")]
+            ),
+            nbformat.v4.new_markdown_cell("RuntimeWarning in prose is not an output"),
+            nbformat.v4.new_code_cell(
+                outputs=[
+                    nbformat.v4.new_output(
+                        "stream",
+                        name="stderr",
+                        text="/x/ipusim/serving/sim.py:12: RuntimeWarning: Mean of empty slice\n  m = a.mean()\n",
+                    )
+                ]
+            ),
+        ]
+    )
     found = runtime_warnings("nb.ipynb", stream_outputs(nb))
     assert len(found) == 1 and "code cell 1" in found[0] and "Mean of empty slice" in found[0]
     assert runtime_warnings("nb.ipynb", stream_outputs(nb)[:1]) == []

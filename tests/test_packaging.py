@@ -55,7 +55,7 @@ def test_environment_yml_mirrors_pyproject():
         f"only in environment.yml: {sorted(conda - _pyproject_requirements())}; "
         f"only in pyproject.toml: {sorted(_pyproject_requirements() - conda)}"
     )
-    assert any(p.replace('"', '').replace("'", '') == '-e .[dev]' for p in pip), pip
+    assert any(p.replace('"', "").replace("'", "") == "-e .[dev]" for p in pip), pip
 
 
 def test_ci_runs_the_readme_test_command():

@@ -17,25 +17,40 @@ def _published(row_id):  # the figure as the registry (ipusim/data/published.csv
     return validation.row(row_id)["value"]
 
 
-@pytest.mark.parametrize("ds, L, published", [("wikipedia-512", 512, _published("krell-pad-wikipedia-512")),
-                                              ("squad-384", 384, _published("krell-pad-squad-384"))])
+@pytest.mark.parametrize(
+    "ds, L, published",
+    [
+        ("wikipedia-512", 512, _published("krell-pad-wikipedia-512")),
+        ("squad-384", 384, _published("krell-pad-squad-384")),
+    ],
+)
 def test_padding_waste_matches_published(ds, L, published):
     p = packing.pack(ds, L, "pad")
     assert p.padding_fraction == pytest.approx(published, abs=0.0005)  # published to 0.1 pt
 
 
-@pytest.mark.parametrize("ds, L, k, published, tol", [
-    ("wikipedia-512", 512, 3, _published("krell-spfhp-wikipedia-512-k3"), 0.001),  # rerun of the published code
-    ("squad-384", 384, 3, _published("krell-spfhp-squad-384-k3"), 0.001),
-    ("wikipedia-512", 512, 16, _published("krell-spfhp-wikipedia-512-k16"), 0.001),
-])
+@pytest.mark.parametrize(
+    "ds, L, k, published, tol",
+    [
+        (
+            "wikipedia-512",
+            512,
+            3,
+            _published("krell-spfhp-wikipedia-512-k3"),
+            0.001,
+        ),  # rerun of the published code
+        ("squad-384", 384, 3, _published("krell-spfhp-squad-384-k3"), 0.001),
+        ("wikipedia-512", 512, 16, _published("krell-spfhp-wikipedia-512-k16"), 0.001),
+    ],
+)
 def test_spfhp_matches_published(ds, L, k, published, tol):
     p = packing.pack(ds, L, "spfhp", max_per_row=k)
     assert p.efficiency == pytest.approx(published, abs=tol)
 
 
-@pytest.mark.parametrize("ds, L, k", [("wikipedia-512", 512, 3), ("wikipedia-512", 512, 16),
-                                      ("squad-384", 384, 3)])
+@pytest.mark.parametrize(
+    "ds, L, k", [("wikipedia-512", 512, 3), ("wikipedia-512", 512, 16), ("squad-384", 384, 3)]
+)
 def test_better_methods_at_or_above_spfhp(ds, L, k):
     sp = packing.pack(ds, L, "spfhp", max_per_row=k)
     for better in ("bfhp", "nnlshp"):
@@ -198,8 +213,11 @@ def test_histogram_counts_conserved(strategy):
 def test_bucket_rows_use_smallest_boundary():
     p = packing.pack([10, 60, 64, 65, 200], 256, "bucket", buckets=[64, 128])
     assert sorted(p.row_lengths().tolist()) == [64, 64, 64, 128, 256]
-    assert packing.pack("squad-384", 384, "pad").efficiency < packing.pack(
-        "squad-384", 384, "bucket").efficiency < 1
+    assert (
+        packing.pack("squad-384", 384, "pad").efficiency
+        < packing.pack("squad-384", 384, "bucket").efficiency
+        < 1
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +228,9 @@ def test_bucket_rows_use_smallest_boundary():
 def test_padded_flops_equal_a_padded_step():
     x = [30, 100, 7, 128, 64]
     f = packing.pack(x, 128, "pad").flops("bert-base")
-    assert f["computed_flops"] == pytest.approx(workloads.step("bert-base", x, pad_to=128).flops, rel=1e-12)
+    assert f["computed_flops"] == pytest.approx(
+        workloads.step("bert-base", x, pad_to=128).flops, rel=1e-12
+    )
     assert f["useful_flops"] == pytest.approx(workloads.step("bert-base", x).flops, rel=1e-12)
 
 
@@ -237,14 +257,17 @@ def test_packing_wastes_less_than_padding_on_wikipedia():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source, L, words", [
-    ([10, 600], 512, "600 tokens is longer than the row"),
-    ([10, 0], 512, ">= 1 token"),
-    ([10, -3], 512, ">= 1 token"),
-    ([10, 2.5], 512, "whole numbers"),
-    ([], 512, "empty"),
-    ("squad-384", 256, "longer than the row"),
-])
+@pytest.mark.parametrize(
+    "source, L, words",
+    [
+        ([10, 600], 512, "600 tokens is longer than the row"),
+        ([10, 0], 512, ">= 1 token"),
+        ([10, -3], 512, ">= 1 token"),
+        ([10, 2.5], 512, "whole numbers"),
+        ([], 512, "empty"),
+        ("squad-384", 256, "longer than the row"),
+    ],
+)
 def test_bad_input_names_the_problem(source, L, words):
     with pytest.raises(ValueError, match=words):
         packing.pack(source, L, "spfhp")

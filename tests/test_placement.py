@@ -38,14 +38,22 @@ def test_pipeline_stages_conserve_flops_and_parameters(model):
     s = workloads.step(cfg, [100, 37, 64], phase="prefill" if cfg.kind == "decoder" else "forward")
     for p in (1, 2, 3, 5):
         layers = placement.stage_layers(cfg.layers, p)
-        parts = [workloads.shard(cfg, layers=n, first=i == 0, last=i == p - 1) for i, n in enumerate(layers)]
+        parts = [
+            workloads.shard(cfg, layers=n, first=i == 0, last=i == p - 1)
+            for i, n in enumerate(layers)
+        ]
         flops = sum(workloads.step(c, [100, 37, 64], phase=s.phase).flops for c in parts)
         assert flops == pytest.approx(s.flops, rel=REL)
         assert sum(c.params for c in parts) == cfg.params + (
-            (p > 1) * cfg.vocab * cfg.d_model if (cfg.tied_embeddings and cfg.kind == "decoder") else 0)
+            (p > 1) * cfg.vocab * cfg.d_model
+            if (cfg.tied_embeddings and cfg.kind == "decoder")
+            else 0
+        )
 
 
-@pytest.mark.parametrize(("model", "t"), [("llama-2-7b", 4), ("llama-2-70b", 16), ("gpt2", 3), ("bert-base", 2)])
+@pytest.mark.parametrize(
+    ("model", "t"), [("llama-2-7b", 4), ("llama-2-70b", 16), ("gpt2", 3), ("bert-base", 2)]
+)
 def test_tensor_shards_split_the_matmuls_exactly(model, t):
     cfg = workloads.model(model)
     sh = workloads.shard(cfg, tensor=t)
@@ -85,8 +93,12 @@ def test_gqa_shard_holds_its_own_query_width():
 def test_shard_of_everything_is_the_model_and_bad_shards_are_value_errors():
     cfg = workloads.model("llama-2-7b")
     assert workloads.shard(cfg) is cfg
-    for kwargs, match in [({"tensor": 3}, "divide"), ({"tensor": 0}, "tensor"), ({"layers": 33}, "exceeds"),
-                          ({"layers": 0}, "layers")]:
+    for kwargs, match in [
+        ({"tensor": 3}, "divide"),
+        ({"tensor": 0}, "tensor"),
+        ({"layers": 33}, "exceeds"),
+        ({"layers": 0}, "layers"),
+    ]:
         with pytest.raises(ValueError, match=match):
             workloads.shard(cfg, **kwargs)
     with pytest.raises(ValueError, match="key/value"):
@@ -103,10 +115,13 @@ def test_stage_layers_closed_form():
 # --- the search ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("chip", "step"), [
-    ("gc200", workloads.step("bert-base", [128] * 4, pad_to=128)),
-    ("a100-80gb", _decode("llama-2-7b", 4, 512)),
-])
+@pytest.mark.parametrize(
+    ("chip", "step"),
+    [
+        ("gc200", workloads.step("bert-base", [128] * 4, pad_to=128)),
+        ("a100-80gb", _decode("llama-2-7b", 4, 512)),
+    ],
+)
 def test_one_chip_equals_plain_simulate(chip, step):
     plain = machine.simulate(chip, step)
     pl = placement.place(chip, step, chips=1)
@@ -136,8 +151,15 @@ def test_llama_7b_decode_fits_on_32_and_64_gc200s():
         assert pl.time_s == pytest.approx(sum(st) + (pl.micro_batches - 1) * max(st), rel=REL)
         assert pl.bubble_s == pytest.approx(sum(st) - max(st), rel=REL)
         d = pl.to_dict()
-        assert {"tensor", "pipeline", "data", "micro_batches", "stage_time_s", "communication_s",
-                "bubble_s"} <= set(d)
+        assert {
+            "tensor",
+            "pipeline",
+            "data",
+            "micro_batches",
+            "stage_time_s",
+            "communication_s",
+            "bubble_s",
+        } <= set(d)
         assert f"t={pl.tensor}" in repr(pl)
 
 
@@ -162,13 +184,18 @@ def test_link_energy_is_every_link_byte_at_the_link_price():
     expect = _link_bytes_closed_form(s, t, p)
     assert pl.link_bytes == pytest.approx(expect, rel=tol)
     assert pl.energy_split["link"] == pytest.approx(expect * energy.LINK.pj * 1e-12, rel=tol)
-    assert pl.energy_split["link"] > 0 and pl.energy_j == pytest.approx(sum(pl.energy_split.values()), rel=tol)
+    assert pl.energy_split["link"] > 0 and pl.energy_j == pytest.approx(
+        sum(pl.energy_split.values()), rel=tol
+    )
     r = machine.simulate("gc200", s, chips=64)
-    assert r.energy_split["link"] == pl.energy_split["link"] and r.energy_j == pytest.approx(pl.energy_j, rel=tol)
+    assert r.energy_split["link"] == pl.energy_split["link"] and r.energy_j == pytest.approx(
+        pl.energy_j, rel=tol
+    )
     # NVLink on GPUs alike; one chip moves nothing over links
     g = placement.assess("a100-80gb", _decode("gpt2", 4, 256), tensor=2, pipeline=2)
     assert g.energy_split["link"] == pytest.approx(
-        _link_bytes_closed_form(_decode("gpt2", 4, 256), 2, 2) * energy.LINK.pj * 1e-12, rel=tol)
+        _link_bytes_closed_form(_decode("gpt2", 4, 256), 2, 2) * energy.LINK.pj * 1e-12, rel=tol
+    )
     one = workloads.step("bert-base", [128] * 4, pad_to=128)
     assert machine.simulate("gc200", one).energy_split["link"] == 0.0
     assert placement.place("gc200", one, chips=1).energy_split["link"] == 0.0
@@ -197,7 +224,12 @@ def test_a_model_that_fits_one_chip_is_not_slowed_down():
 def test_nothing_fits_says_where_by_how_much_and_what_would_help():
     pl = placement.place("gc200", _decode("llama-2-70b"), chips=4)
     assert pl.fit == DOES_NOT_FIT and pl.time_s == math.inf
-    assert "tile" in pl.reason and "short by" in pl.reason and "chips" in pl.reason and pl.short_bytes > 0
+    assert (
+        "tile" in pl.reason
+        and "short by" in pl.reason
+        and "chips" in pl.reason
+        and pl.short_bytes > 0
+    )
     assert all(a.fit == DOES_NOT_FIT and a.reason for a in pl.alternatives)
     g = placement.place("a100-80gb", _decode("llama-2-70b"), chips=1)
     assert g.fit == DOES_NOT_FIT and "HBM" in g.reason and g.short_bytes > 50e9
@@ -214,10 +246,13 @@ def test_machine_simulate_on_n_chips_carries_the_placement():
     assert f.nodes == 1
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"chips": 0}, "chips"),
-    ({"chips": 2.5}, "whole"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"chips": 0}, "chips"),
+        ({"chips": 2.5}, "whole"),
+    ],
+)
 def test_bad_input_is_a_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         placement.place("gc200", _decode("gpt2", 2, 64), **kwargs)
@@ -231,8 +266,24 @@ def test_bad_input_is_a_value_error(kwargs, match):
 
 
 def test_cli_places_llama_7b_on_64_gc200s(capsys):
-    code = cli.main(["simulate", "--chip", "gc200", "--chips", "64", "--model", "llama-2-7b", "--phase", "decode",
-                     "--batch", "8", "--seq-len", "1024", "--json"])
+    code = cli.main(
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--chips",
+            "64",
+            "--model",
+            "llama-2-7b",
+            "--phase",
+            "decode",
+            "--batch",
+            "8",
+            "--seq-len",
+            "1024",
+            "--json",
+        ]
+    )
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["fit"] == ON_CHIP and d["time_s"] > 0 and d["chips"] == 64
     p = d["placement"]
@@ -241,12 +292,41 @@ def test_cli_places_llama_7b_on_64_gc200s(capsys):
 
 
 def test_cli_text_and_bad_chip_count(capsys):
-    code = cli.main(["simulate", "--chip", "gc200", "--chips", "4", "--model", "llama-2-70b", "--phase", "decode",
-                     "--batch", "8", "--seq-len", "1024"])
+    code = cli.main(
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--chips",
+            "4",
+            "--model",
+            "llama-2-70b",
+            "--phase",
+            "decode",
+            "--batch",
+            "8",
+            "--seq-len",
+            "1024",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "DOES NOT FIT" in out and "why not the others" in out and "short by" in out
     assert "inf" not in out and "nan" not in out
-    code = cli.main(["simulate", "--chip", "gc200", "--chips", "0", "--model", "gpt2", "--batch", "1", "--seq-len", "8"])
+    code = cli.main(
+        [
+            "simulate",
+            "--chip",
+            "gc200",
+            "--chips",
+            "0",
+            "--model",
+            "gpt2",
+            "--batch",
+            "1",
+            "--seq-len",
+            "8",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--chips" in err and len(err.strip().splitlines()) == 1
 
@@ -262,12 +342,22 @@ def test_llama_70b_decode_fits_on_256_gc200s():
 def test_assess_times_the_placement_the_search_picked_and_checks_its_input():
     s = _decode("gpt2", 4, 256)
     best = placement.place("gc200", s, chips=8)
-    same = placement.assess("gc200", s, chips=8, tensor=best.tensor, pipeline=best.pipeline, data=best.data,
-                            micro_batches=best.micro_batches)
+    same = placement.assess(
+        "gc200",
+        s,
+        chips=8,
+        tensor=best.tensor,
+        pipeline=best.pipeline,
+        data=best.data,
+        micro_batches=best.micro_batches,
+    )
     assert same.time_s == pytest.approx(best.time_s, rel=REL) and same.fit == best.fit
-    for kwargs, match in [({"tensor": 5, "pipeline": 1}, "divide"), ({"tensor": 2, "pipeline": 2, "chips": 2}, "exceeds"),
-                          ({"tensor": 1, "pipeline": 1, "data": 5}, "batch"),
-                          ({"tensor": 1, "pipeline": 2, "micro_batches": 5}, "micro_batches")]:
+    for kwargs, match in [
+        ({"tensor": 5, "pipeline": 1}, "divide"),
+        ({"tensor": 2, "pipeline": 2, "chips": 2}, "exceeds"),
+        ({"tensor": 1, "pipeline": 1, "data": 5}, "batch"),
+        ({"tensor": 1, "pipeline": 2, "micro_batches": 5}, "micro_batches"),
+    ]:
         with pytest.raises(ValueError, match=match):
             placement.assess("gc200", s, **kwargs)
 
@@ -279,9 +369,12 @@ def test_link_time_is_the_collectives_closed_form():
     cfg, f = s.model, collectives.fabric("gc200", 4)
     act = 4 * cfg.d_model * 2  # 4 new tokens x d_model x FP16
     tp = placement.assess("gc200", s, tensor=4, pipeline=1)
-    expect = (2 * cfg.layers + 1) * collectives.all_reduce_s(act, 4, f.intra) + collectives.all_gather_s(
-        4 * cfg.vocab * 2, 4, f.intra)
+    expect = (2 * cfg.layers + 1) * collectives.all_reduce_s(
+        act, 4, f.intra
+    ) + collectives.all_gather_s(4 * cfg.vocab * 2, 4, f.intra)
     assert tp.communication_s == pytest.approx(expect, rel=REL)
     pp = placement.assess("gc200", s, tensor=1, pipeline=2)
     assert pp.communication_s == pytest.approx(collectives.point_to_point_s(act, f.intra), rel=REL)
-    assert pp.bubble_s == pytest.approx(min(pp.stage_time_s), rel=REL)  # two stages, m = 1: the fill is one stage
+    assert pp.bubble_s == pytest.approx(
+        min(pp.stage_time_s), rel=REL
+    )  # two stages, m = 1: the fill is one stage

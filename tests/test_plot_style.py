@@ -44,7 +44,9 @@ def test_no_plot_module_draws_hollow_markers_of_its_own():
 def test_label_colour_finds_the_chip_in_a_label():
     assert style.label_color("GC200 (IPU)") == style.chip_color("gc200")
     assert style.label_color("A100 40GB (GPU)") == style.chip_color("a100-40gb")
-    assert style.label_color("A100, padding removed") == style.chip_color("a100-40gb")  # family: first preset
+    assert style.label_color("A100, padding removed") == style.chip_color(
+        "a100-40gb"
+    )  # family: first preset
     assert style.label_color("static 16, timeout 5 ms", "k") == "k"
 
 
@@ -53,14 +55,18 @@ def test_unstable_runs_are_marked_not_plotted_at_a_latency():
 
     from ipusim.plots import serving as sp
 
-    rows = [{"throughput_rps": 10.0, "latency_p99_s": 0.01, "stable": True},
-            {"throughput_rps": 20.0, "latency_p99_s": 0.02, "stable": True},
-            {"throughput_rps": 25.0, "latency_p99_s": 900.0, "stable": False}]
+    rows = [
+        {"throughput_rps": 10.0, "latency_p99_s": 0.01, "stable": True},
+        {"throughput_rps": 20.0, "latency_p99_s": 0.02, "stable": True},
+        {"throughput_rps": 25.0, "latency_p99_s": 900.0, "stable": False},
+    ]
     ax = sp.latency_throughput({"GC200 (IPU)": rows})
     line = ax.lines[0]
     assert list(line.get_ydata()) == [10.0, 20.0] and line.get_color() == style.chip_color("gc200")
     marks = [ln for ln in ax.lines if ln.get_label() == style.UNSTABLE_LABEL]
-    assert len(marks) == 1 and marks[0].get_ydata()[0] < 900e3  # at the top band, not at the 900 s p99
+    assert (
+        len(marks) == 1 and marks[0].get_ydata()[0] < 900e3
+    )  # at the top band, not at the 900 s p99
     assert marks[0].get_ydata()[0] > 20.0
     plt.close("all")
 

@@ -14,10 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_readme_script_example_output_matches():
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Without Jupyter"):]
+    section = text[text.index("## Without Jupyter") :]
     code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
     shown = re.search(r"prints\n\n```\n(.*?)```", section, flags=re.S).group(1)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == shown.strip()
 
@@ -38,7 +40,9 @@ def _cli_examples() -> list[list[str]]:
 def test_readme_cli_entry_point_runs():
     """``python -m ipusim`` itself, in a fresh interpreter, on the first example."""
     cmd = _cli_examples()[0]
-    out = subprocess.run([sys.executable, *cmd[1:]], capture_output=True, text=True, timeout=600, check=False)
+    out = subprocess.run(
+        [sys.executable, *cmd[1:]], capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.returncode == 0, f"{' '.join(cmd)}\n{out.stderr}"
     assert out.stdout.strip()
 
@@ -53,7 +57,7 @@ def test_readme_cli_examples_run(capsys):
         argv = cmd[3:]
         if argv[0] == "sweep" and "--workers" in argv:
             i = argv.index("--workers")
-            argv = [*argv[:i], "--serial", *argv[i + 2:]]
+            argv = [*argv[:i], "--serial", *argv[i + 2 :]]
         rc = main(argv)
         out = capsys.readouterr()
         assert rc == 0, f"{' '.join(cmd)}\n{out.err}"
@@ -64,6 +68,8 @@ def test_readme_cli_examples_run(capsys):
 def test_readme_sweep_example_starts_its_own_cluster():
     for cmd in _cli_examples():
         if cmd[3] == "sweep":
-            out = subprocess.run([sys.executable, *cmd[1:]], capture_output=True, text=True, timeout=600, check=False)
+            out = subprocess.run(
+                [sys.executable, *cmd[1:]], capture_output=True, text=True, timeout=600, check=False
+            )
             assert out.returncode == 0, f"{' '.join(cmd)}\n{out.stderr}"
             assert "dask on" in out.stdout

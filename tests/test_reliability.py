@@ -26,21 +26,40 @@ def ns(tmp_path_factory):
     """Run a shell script in a private mount namespace: ``ns(script, mount=DIR)`` mounts a
     64 KiB tmpfs on DIR first (``mount`` None: none). Skips the module where this cannot work."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("needs root and unshare (a private mount namespace) to make a read-only root or a tiny disk")
+        pytest.skip(
+            "needs root and unshare (a private mount namespace) to make a read-only root or a tiny disk"
+        )
     if shutil.which("unshare") is None:
         pytest.skip("needs unshare (util-linux) for a private mount namespace")
     probe_dir = tmp_path_factory.mktemp("probe")
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --make-rprivate / && mount -t tmpfs -o size={SMALL} "
-                            f"tmpfs {probe_dir}"], capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --make-rprivate / && mount -t tmpfs -o size={SMALL} tmpfs {probe_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if probe.returncode != 0:
-        pytest.skip(f"unshare -m / mount refused here ({probe.stderr.strip()[:120]}): needs CAP_SYS_ADMIN")
+        pytest.skip(
+            f"unshare -m / mount refused here ({probe.stderr.strip()[:120]}): needs CAP_SYS_ADMIN"
+        )
 
     def run(script, *, mount=None, size=SMALL, env=None, timeout=300):
         pre = "mount --make-rprivate / && "
         if mount is not None:
             pre += f"mount -t tmpfs -o size={size} tmpfs {mount} && "
-        return subprocess.run(["unshare", "-m", "sh", "-c", pre + script], capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **(env or {})})
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", pre + script],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
 
     return run
 
@@ -61,23 +80,34 @@ def test_a_read_only_root_runs_every_cache_off_with_one_line_each(ns, tmp_path):
     """No Numba cache, no table cache, no temp dir: simulate and serve still run (output as a
     normal run's), saying so; the user's --csv there is the only error: exit 2, one line, no file."""
     env = {"IPUSIM_CACHE_DIR": str(tmp_path / "tables")}
-    want_sim = subprocess.run(SIMULATE.split(), capture_output=True, text=True, env={**os.environ, **env})
-    want_serve = subprocess.run(SERVE.split(), capture_output=True, text=True,
-                                env={**os.environ, "IPUSIM_CACHE_DIR": "off"})
+    want_sim = subprocess.run(
+        SIMULATE.split(), capture_output=True, text=True, env={**os.environ, **env}
+    )
+    want_serve = subprocess.run(
+        SERVE.split(), capture_output=True, text=True, env={**os.environ, "IPUSIM_CACHE_DIR": "off"}
+    )
     assert want_sim.returncode == 0 and want_serve.returncode == 0
     ro = "mount -o remount,bind,ro / && "
     got = ns(ro + SIMULATE, env=env)
     assert got.returncode == 0 and got.stdout == want_sim.stdout, got.stderr
     notes = _notes(got.stderr)
-    assert len(notes) == 1 and "Numba" in notes[0] and "cached beside the package are read" in notes[0]
+    assert (
+        len(notes) == 1 and "Numba" in notes[0] and "cached beside the package are read" in notes[0]
+    )
     got = ns(ro + SERVE, env=env)
     assert got.returncode == 0 and got.stdout == want_serve.stdout, got.stderr
     notes = _notes(got.stderr)
-    assert len(notes) == 2 and "cannot write the table cache" in notes[1] and "Read-only" in notes[1]
+    assert (
+        len(notes) == 2 and "cannot write the table cache" in notes[1] and "Read-only" in notes[1]
+    )
     out = tmp_path / "r.csv"
     got = ns(ro + FIXED + f" --csv {out}")
     notes = _notes(got.stderr)
-    assert got.returncode == 2 and notes[-1].startswith("ipusim serve: error:") and str(out) in notes[-1]
+    assert (
+        got.returncode == 2
+        and notes[-1].startswith("ipusim serve: error:")
+        and str(out) in notes[-1]
+    )
     assert not out.exists()
 
 
@@ -85,15 +115,19 @@ def test_a_full_disk_for_the_numba_cache_runs_uncached(ns, tmp_path):
     """A kernel compiled where its cache cannot be saved (ENOSPC): it runs, said once."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+    (tmp_path / "kern.py").write_text(
+        textwrap.dedent("""
         from numba import njit
 
         @njit(cache=True)
         def twice(x):
             return 2 * x
-    """))
-    (tmp_path / "run.py").write_text(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport ipusim, kern\n"
-                                     "print(kern.twice(21))\n")
+    """)
+    )
+    (tmp_path / "run.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport ipusim, kern\n"
+        "print(kern.twice(21))\n"
+    )
     fill = f"dd if=/dev/zero of={disk}/fill bs=1k count=64 2>/dev/null; "
     got = ns(fill + f"{PY} {tmp_path}/run.py", mount=disk, env={"NUMBA_CACHE_DIR": str(disk)})
     assert got.returncode == 0 and got.stdout.strip() == "42", got.stderr
@@ -104,12 +138,24 @@ def test_a_full_disk_for_the_numba_cache_runs_uncached(ns, tmp_path):
 def test_a_full_disk_for_the_table_cache_runs_uncached(ns, tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
-    want = subprocess.run(SERVE.split(), capture_output=True, text=True, env={**os.environ, "IPUSIM_CACHE_DIR": "off"})
+    want = subprocess.run(
+        SERVE.split(), capture_output=True, text=True, env={**os.environ, "IPUSIM_CACHE_DIR": "off"}
+    )
     fill = f"mkdir {disk}/tables && dd if=/dev/zero of={disk}/fill bs=1k count=64 2>/dev/null; "
-    got = ns(fill + SERVE + f"; ls -A {disk}/tables", mount=disk, env={"IPUSIM_CACHE_DIR": f"{disk}/tables"})
-    assert got.returncode == 0 and got.stdout == want.stdout, got.stderr  # ls lists nothing: no entry, no temporary
+    got = ns(
+        fill + SERVE + f"; ls -A {disk}/tables",
+        mount=disk,
+        env={"IPUSIM_CACHE_DIR": f"{disk}/tables"},
+    )
+    assert got.returncode == 0 and got.stdout == want.stdout, (
+        got.stderr
+    )  # ls lists nothing: no entry, no temporary
     notes = _notes(got.stderr)
-    assert len(notes) == 1 and "cannot write the table cache" in notes[0] and "No space left" in notes[0]
+    assert (
+        len(notes) == 1
+        and "cannot write the table cache" in notes[0]
+        and "No space left" in notes[0]
+    )
 
 
 def test_no_output_is_left_half_written_on_a_small_disk(ns, tmp_path):
@@ -118,7 +164,8 @@ def test_no_output_is_left_half_written_on_a_small_disk(ns, tmp_path):
     was, nothing else on the disk."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    (tmp_path / "ck.py").write_text(textwrap.dedent("""
+    (tmp_path / "ck.py").write_text(
+        textwrap.dedent("""
         import sys, types
         import ipusim.checklist as ck
         from ipusim import cli
@@ -131,14 +178,17 @@ def test_no_output_is_left_half_written_on_a_small_disk(ns, tmp_path):
 
         ck.run_checklist = lambda case, show_progress=True: Report()
         sys.exit(cli.main(["checklist", "--out", sys.argv[1], "--no-progress"]))
-    """))
-    script = (f"echo old > {disk}/old.csv; "
-              f"{PY} {tmp_path}/ck.py {disk}/report.md; echo rc=$?; "
-              f"{FIXED} --csv {disk}/new.csv; echo rc=$?; "
-              f"{FIXED} --csv {disk}/old.csv; echo rc=$?; "
-              f"{PY} -m ipusim sweep --task spin --vary rep=0:1999:2000 --set seconds=0 --serial --json "
-              f"--out {disk}/s.csv >/dev/null; echo rc=$?; "
-              f"cat {disk}/old.csv; ls -A {disk}; ls -A {disk}/s.csv.parts")
+    """)
+    )
+    script = (
+        f"echo old > {disk}/old.csv; "
+        f"{PY} {tmp_path}/ck.py {disk}/report.md; echo rc=$?; "
+        f"{FIXED} --csv {disk}/new.csv; echo rc=$?; "
+        f"{FIXED} --csv {disk}/old.csv; echo rc=$?; "
+        f"{PY} -m ipusim sweep --task spin --vary rep=0:1999:2000 --set seconds=0 --serial --json "
+        f"--out {disk}/s.csv >/dev/null; echo rc=$?; "
+        f"cat {disk}/old.csv; ls -A {disk}; ls -A {disk}/s.csv.parts"
+    )
     got = ns(script, mount=disk)
     lines = got.stdout.split()
     assert lines[:4] == ["rc=2", "rc=2", "rc=2", "rc=2"], (got.stdout, got.stderr)
@@ -170,8 +220,11 @@ def test_a_sweep_stopped_by_a_full_disk_resumes_from_its_last_chunk(ns, tmp_path
                           "rows": len(sweep.read_table(out))}}))
     """)
     (tmp_path / "run.py").write_text(code)
-    got = ns(f"dd if=/dev/zero of={disk}/fill bs=1k count=240 2>/dev/null; {PY} {tmp_path}/run.py", mount=disk,
-             size="256k")
+    got = ns(
+        f"dd if=/dev/zero of={disk}/fill bs=1k count=240 2>/dev/null; {PY} {tmp_path}/run.py",
+        mount=disk,
+        size="256k",
+    )
     assert got.returncode == 0, got.stderr
     r = json.loads(got.stdout)
     kept = len(r["parts"])

@@ -8,9 +8,15 @@ import ipusim
 from ipusim import machine, result
 
 
-@pytest.mark.parametrize("fits, streamed, state", [
-    (True, False, "on_chip"), (True, True, "streams"), (False, False, "does_not_fit"), (False, True, "does_not_fit"),
-])
+@pytest.mark.parametrize(
+    "fits, streamed, state",
+    [
+        (True, False, "on_chip"),
+        (True, True, "streams"),
+        (False, False, "does_not_fit"),
+        (False, True, "does_not_fit"),
+    ],
+)
 def test_fit_state(fits, streamed, state):
     assert result.fit_state(fits, streamed) == state
     assert state in result.FIT_STATES

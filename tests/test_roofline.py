@@ -21,7 +21,12 @@ CHIPS = list(hardware.PRESETS)
 
 
 def test_memory_levels_of_each_kind():
-    assert list(roofline.memory_levels("gc200")) == ["tile SRAM", "exchange", "streaming DRAM", "chip-to-chip link"]
+    assert list(roofline.memory_levels("gc200")) == [
+        "tile SRAM",
+        "exchange",
+        "streaming DRAM",
+        "chip-to-chip link",
+    ]
     assert list(roofline.memory_levels("gc2")) == ["tile SRAM", "exchange", "chip-to-chip link"]
     assert list(roofline.memory_levels("h100-sxm")) == ["HBM", "chip-to-chip link"]
     assert roofline.memory_levels("h100-sxm")["HBM"] == 3.35e12  # HPCTECH
@@ -42,7 +47,10 @@ def test_attainable_flops_closed_form(name):
     c = hardware.chip(name)
     for lvl, bw in roofline.memory_levels(c).items():
         ridge = c.peak_flops / bw
-        lo, hi = roofline.attainable_flops_by_level(c, ridge / 10)[lvl], roofline.attainable_flops_by_level(c, ridge * 10)[lvl]
+        lo, hi = (
+            roofline.attainable_flops_by_level(c, ridge / 10)[lvl],
+            roofline.attainable_flops_by_level(c, ridge * 10)[lvl],
+        )
         assert lo == pytest.approx(ridge / 10 * bw, rel=1e-12)
         assert hi == c.peak_flops
         assert roofline.attainable_flops(c, ridge, bw) == pytest.approx(c.peak_flops, rel=1e-12)
@@ -64,7 +72,9 @@ step_st = st.tuples(
     st.sampled_from(["bert-base", "gpt2", "llama-2-7b", "llama-2-70b"]),
     st.lists(st.integers(1, 512), min_size=1, max_size=16),
     st.sampled_from(["forward", "prefill", "decode", "train"]),
-).filter(lambda s: not (s[2] in ("prefill", "decode") and s[0] == "bert-base"))  # an encoder has no KV cache
+).filter(
+    lambda s: not (s[2] in ("prefill", "decode") and s[0] == "bert-base")
+)  # an encoder has no KV cache
 
 
 @settings(max_examples=60, deadline=None)
@@ -112,7 +122,10 @@ def test_decode_of_7b_is_weight_streaming_bound():
     assert roofline.step_time_s("gc200", s) == pytest.approx(2 * 6.74e9 / 64e9, rel=0.02)
     assert roofline.analyze("gc200", s).where == "streaming DRAM"
     # forcing the weights on chip (e.g. sharded over many IPUs) brings it back to SRAM speed
-    assert roofline.step_time_s("gc200", s, weights_on_chip=True) < roofline.step_time_s("gc200", s) / 100
+    assert (
+        roofline.step_time_s("gc200", s, weights_on_chip=True)
+        < roofline.step_time_s("gc200", s) / 100
+    )
 
 
 def test_large_batch_bert_matmuls_are_compute_bound_softmax_is_not():
@@ -169,7 +182,9 @@ def test_capacity_inference_where_models_fit():
     assert roofline.capacity("gc2", "llama-2-7b", seq_len=16).home is None
 
 
-@pytest.mark.parametrize(("model", "params"), [("llama-2-7b", 6.74e9), ("llama-2-70b", 68.98e9), ("gpt-3-175b", 175e9)])
+@pytest.mark.parametrize(
+    ("model", "params"), [("llama-2-7b", 6.74e9), ("llama-2-70b", 68.98e9), ("gpt-3-175b", 175e9)]
+)
 @pytest.mark.parametrize("name", ["gc200", "a100-80gb", "h100-sxm", "h200"])
 def test_chips_needed_at_least_weights_over_capacity(model, params, name):
     """Inference needs >= 2 bytes/param; training >= 16 bytes/param (weights, grads, Adam;
@@ -218,7 +233,11 @@ def test_capacity_validates():
 def test_energy_table_is_cited():
     for row in energy.table():
         assert row["pj"] > 0 and row["source"]
-        assert "GIST-HOROWITZ" in row["source"] or "FGDRAM" in row["source"] or "ASSUMPTION" in row["source"]
+        assert (
+            "GIST-HOROWITZ" in row["source"]
+            or "FGDRAM" in row["source"]
+            or "ASSUMPTION" in row["source"]
+        )
 
 
 def test_step_energy_closed_form():
@@ -244,7 +263,10 @@ def test_energy_table_vs_published_power(name, tdp):
     fastest-level bandwidth x pJ/byte lands within a factor of 2 of the board power."""
     c = hardware.chip(name)
     lvl = "tile SRAM" if c.kind == "tile" else "HBM"
-    watts = c.peak_flops * energy.FLOP_FP16.pj * 1e-12 + roofline.memory_levels(c)[lvl] * energy.BYTE[lvl].pj * 1e-12
+    watts = (
+        c.peak_flops * energy.FLOP_FP16.pj * 1e-12
+        + roofline.memory_levels(c)[lvl] * energy.BYTE[lvl].pj * 1e-12
+    )
     assert tdp / 2 < watts < tdp * 2
 
 
@@ -259,8 +281,15 @@ def test_energy_rejects_unpriced_levels():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize(("model", "phase"), [("bert-base", "forward"), ("gpt2", "decode"),
-                                              ("llama-2-7b", "prefill"), ("llama-2-70b", "train")])
+@pytest.mark.parametrize(
+    ("model", "phase"),
+    [
+        ("bert-base", "forward"),
+        ("gpt2", "decode"),
+        ("llama-2-7b", "prefill"),
+        ("llama-2-70b", "train"),
+    ],
+)
 def test_sweep_kernel_matches_reference(seed, model, phase):
     rng = np.random.default_rng(seed)
     n_b, n_l = [(1, 1), (3, 5), (8, 6)][seed]
@@ -298,7 +327,9 @@ def test_kv_cache_that_does_not_fit_is_read_from_dram():
     assert kv_read == pytest.approx(9.66e9, rel=1e-3)
     place = roofline.placement(c, s)
     assert place == {"weights": False, "kv": False, "activations": True}
-    closed = (m.weight_bytes(2) - m.vocab * m.d_model * 2 + kv_read) / c.offchip_bandwidth_bytes_per_s
+    closed = (
+        m.weight_bytes(2) - m.vocab * m.d_model * 2 + kv_read
+    ) / c.offchip_bandwidth_bytes_per_s
     t = roofline.step_time_s(c, s)
     assert t >= closed * (1 - 1e-12) and t < closed * 1.10
     r = roofline.analyze(c, s)
@@ -310,7 +341,11 @@ def test_kv_cache_that_does_not_fit_is_read_from_dram():
     assert g.time_s[0, -1, 0] == pytest.approx(t, rel=1e-9)
     # a batch whose KV cache fits beside the activations keeps it in SRAM (weights still stream)
     s8 = workloads.step("gpt2", [1024] * 8, phase="decode")
-    assert roofline.placement(c, s8) == {"weights": True, "kv": True, "activations": True}  # fits outright
+    assert roofline.placement(c, s8) == {
+        "weights": True,
+        "kv": True,
+        "activations": True,
+    }  # fits outright
     s_big = workloads.step("llama-2-7b", [512], phase="decode")
     assert roofline.placement(c, s_big) == {"weights": False, "kv": True, "activations": True}
 
@@ -332,18 +367,28 @@ def _fused_closed_form(c, s):
     whose l x l scores never reach HBM, GELU in ffn_up's epilogue, everything else as is."""
     ops = {o.name: o for o in s.ops}
     bw, peak = c.hbm_bandwidth_bytes_per_s, c.peak_flops
-    scores = ops["attn_scores"].count * s.model.heads * float(np.sum(s.lengths.astype(float) ** 2)) * s.dtype_bytes
+    scores = (
+        ops["attn_scores"].count
+        * s.model.heads
+        * float(np.sum(s.lengths.astype(float) ** 2))
+        * s.dtype_bytes
+    )
     att_f = sum(ops[n].flops for n in ("attn_scores", "softmax", "attn_context"))
     att_b = ops["attn_scores"].bytes + ops["attn_context"].bytes - 2 * scores
     ffn_f = ops["ffn_up"].flops + ops["activation"].flops
-    rest = sum(max(o.flops / peak, o.bytes / bw) for o in s.ops
-               if o.name not in ("attn_scores", "softmax", "attn_context", "ffn_up", "activation"))
+    rest = sum(
+        max(o.flops / peak, o.bytes / bw)
+        for o in s.ops
+        if o.name not in ("attn_scores", "softmax", "attn_context", "ffn_up", "activation")
+    )
     return max(att_f / peak, att_b / bw) + max(ffn_f / peak, ops["ffn_up"].bytes / bw) + rest
 
 
 @pytest.mark.parametrize("name", ["a100-40gb", "h100-sxm", "h200"])
-@pytest.mark.parametrize(("model", "L", "phase"), [("bert-large", 512, "forward"), ("gpt2", 512, "prefill"),
-                                                   ("bert-base", 128, "forward")])
+@pytest.mark.parametrize(
+    ("model", "L", "phase"),
+    [("bert-large", 512, "forward"), ("gpt2", 512, "prefill"), ("bert-base", 128, "forward")],
+)
 def test_fused_bound_closed_form_and_below_the_unfused_one(name, model, L, phase):
     """fused=True equals the hand-written fused bound (rel 1e-12) and never exceeds the
     unfused bound; BERT-large 32 x 512 on H100: 12.4 ms fused vs 22.1 ms unfused."""
@@ -363,7 +408,9 @@ def test_fused_bound_never_exceeds_unfused(spec, name):
     model, lens, phase = spec
     s = workloads.step(model, lens, phase=phase)
     assert roofline.step_time_s(name, s, fused=True) <= roofline.step_time_s(name, s) * (1 + 1e-12)
-    assert roofline.step_time_s(name, s, fused=True) >= s.flops / hardware.chip(name).peak_flops * (1 - 1e-12)
+    assert roofline.step_time_s(name, s, fused=True) >= s.flops / hardware.chip(name).peak_flops * (
+        1 - 1e-12
+    )
 
 
 def test_attainable_flops_rejects_nan_and_negative():
@@ -385,11 +432,18 @@ def test_sweep_result_helpers():
     assert "bert-base" in repr(g)
 
 
-@pytest.mark.parametrize(("kw", "msg"), [
-    (dict(chips=[]), "chips is empty"), (dict(batches=[0]), "batches"), (dict(seq_lens=[1.5]), "seq_lens"),
-    (dict(seq_lens=[1024]), "max_positions"), (dict(batches=[]), "batches"), (dict(chips=["tpu"]), "unknown chip"),
-    (dict(phase="serve"), "phase"),
-])
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        (dict(chips=[]), "chips is empty"),
+        (dict(batches=[0]), "batches"),
+        (dict(seq_lens=[1.5]), "seq_lens"),
+        (dict(seq_lens=[1024]), "max_positions"),
+        (dict(batches=[]), "batches"),
+        (dict(chips=["tpu"]), "unknown chip"),
+        (dict(phase="serve"), "phase"),
+    ],
+)
 def test_sweep_validates(kw, msg):
     args = dict(chips=["gc200"], model_or_name="bert-base", batches=[1], seq_lens=[128])
     args.update(kw)
@@ -406,15 +460,28 @@ def test_placement_overrides():
     s = workloads.step("gpt-3-175b", [2048], phase="train")
     assert roofline.placement(c, s) == {"weights": False, "kv": True, "activations": False}
     forced = roofline.step_time_s(c, s, weights_on_chip=False, activations_on_chip=True)
-    want = sum(max(o.flops / c.peak_flops, o.weight_bytes / c.offchip_bandwidth_bytes_per_s,
-                   (o.bytes - o.weight_bytes) / c.sram_bandwidth_bytes_per_s) for o in s.ops)
+    want = sum(
+        max(
+            o.flops / c.peak_flops,
+            o.weight_bytes / c.offchip_bandwidth_bytes_per_s,
+            (o.bytes - o.weight_bytes) / c.sram_bandwidth_bytes_per_s,
+        )
+        for o in s.ops
+    )
     assert forced == pytest.approx(want, rel=1e-12)
     assert forced < roofline.step_time_s(c, s)
 
 
 @pytest.mark.parametrize("name", ["a100-40gb", "a100-80gb", "h100-sxm", "h200"])
-@pytest.mark.parametrize(("model", "L", "phase"), [("bert-large", 512, "forward"), ("gpt2", 512, "prefill"),
-                                                   ("bert-base", 128, "forward"), ("gpt2", 1024, "decode")])
+@pytest.mark.parametrize(
+    ("model", "L", "phase"),
+    [
+        ("bert-large", 512, "forward"),
+        ("gpt2", 512, "prefill"),
+        ("bert-base", 128, "forward"),
+        ("gpt2", 1024, "decode"),
+    ],
+)
 def test_fused_gpu_simulator_never_beats_the_fused_bound(name, model, L, phase):
     """The default (fused) GPU simulator is below the unfused bound on some steps (BERT-large
     32 x 512 on H100); the fused bound is the one it must respect (>=, rel 1e-9)."""
@@ -434,8 +501,14 @@ def test_byte_count_is_necessary_for_the_tile_rule():
     from ipusim import machine
 
     c = hardware.chip("gc200")
-    cases = [("bert-base", 128, "forward", 356), ("bert-base", 384, "forward", 118), ("bert-base", 512, "forward", 89),
-             ("bert-large", 512, "forward", 16), ("gpt2", 1024, "prefill", 8), ("gpt2", 1024, "decode", 8)]
+    cases = [
+        ("bert-base", 128, "forward", 356),
+        ("bert-base", 384, "forward", 118),
+        ("bert-base", 512, "forward", 89),
+        ("bert-large", 512, "forward", 16),
+        ("gpt2", 1024, "prefill", 8),
+        ("gpt2", 1024, "decode", 8),
+    ]
     on_chip = 0
     for model, L, phase, b in cases:
         s = workloads.step(model, [L] * b, phase=phase)
@@ -444,5 +517,7 @@ def test_byte_count_is_necessary_for_the_tile_rule():
             assert roofline.fits_on_chip(c, s), (model, L, phase, b, roofline.step_need_bytes(s))
     assert on_chip >= 3  # the check is not vacuous
     s = workloads.step("bert-base", [384] * 118)
-    whole = s.model.weight_bytes(2) + max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
+    whole = s.model.weight_bytes(2) + max(
+        (o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops
+    )
     assert whole > c.data_bytes and roofline.fits_on_chip(c, s)

@@ -48,8 +48,15 @@ def _reference(arr, lens, pol, devs, router=None, seed=0):
 
 
 def _same(a, b):
-    return all(np.array_equal(x, y, equal_nan=True) for x, y in (
-        (a.start_s, b.start_s), (a.finish_s, b.finish_s), (a.device, b.device), (a.batch_id, b.batch_id)))
+    return all(
+        np.array_equal(x, y, equal_nan=True)
+        for x, y in (
+            (a.start_s, b.start_s),
+            (a.finish_s, b.finish_s),
+            (a.device, b.device),
+            (a.batch_id, b.batch_id),
+        )
+    )
 
 
 @pytest.mark.parametrize("n", [1, 7, 300, 3000])
@@ -65,7 +72,9 @@ def test_kernel_matches_reference_every_policy(svc, n, rate):
         assert a.batches == b.batches, name
 
 
-@pytest.mark.parametrize("pol", [P.Dynamic(16, 0.002), P.Dynamic(8, 0.0), P.Dynamic(16, 0.003, (4, 8))])
+@pytest.mark.parametrize(
+    "pol", [P.Dynamic(16, 0.002), P.Dynamic(8, 0.0), P.Dynamic(16, 0.003, (4, 8))]
+)
 def test_kernel_matches_simpy_model(svc, pol):
     arr = A.poisson(2000, 5000, seed=1)
     lens = lengths.sample(5000, long_fraction=0.3, seed=1)
@@ -78,7 +87,14 @@ def test_kernel_matches_simpy_model(svc, pol):
 
 # Replications of 10^6 requests each; more where the estimator is noisier (M/M/1 at 0.9
 # has a relative standard error of about 2% per 10^6 requests).
-THEORY = [(0.3, "mm1", 1), (0.6, "mm1", 2), (0.9, "mm1", 16), (0.3, "md1", 1), (0.6, "md1", 1), (0.9, "md1", 4)]
+THEORY = [
+    (0.3, "mm1", 1),
+    (0.6, "mm1", 2),
+    (0.9, "mm1", 16),
+    (0.3, "md1", 1),
+    (0.6, "md1", 1),
+    (0.9, "md1", 4),
+]
 
 
 @pytest.mark.parametrize("rho,kind,reps", THEORY)
@@ -120,8 +136,13 @@ def test_batching_raises_capacity(svc):
 
 
 @settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 400), rate=st.floats(50, 20_000), seed=st.integers(0, 2**16),
-       which=st.integers(0, 7), long_fraction=st.floats(0, 1))
+@given(
+    n=st.integers(1, 400),
+    rate=st.floats(50, 20_000),
+    seed=st.integers(0, 2**16),
+    which=st.integers(0, 7),
+    long_fraction=st.floats(0, 1),
+)
 def test_properties(svc, n, rate, seed, which, long_fraction):
     arr = A.poisson(rate, n, seed=seed)
     lens = lengths.sample(n, long_fraction=long_fraction, seed=seed)
@@ -163,16 +184,24 @@ def test_preferred_sizes_are_respected():
     r = S.simulate(arr, 1, pol, S.fixed_service(0.002, per_request_s=1e-4, max_batch=16))
     sizes = np.bincount(r.batch_id)
     # batches sent before the delay expired have a preferred size or the maximum
-    early = [s for b, s in enumerate(sizes) if r.start_s[r.batch_id == b][0] < r.arrival_s[r.batch_id == b][0] + 0.01]
+    early = [
+        s
+        for b, s in enumerate(sizes)
+        if r.start_s[r.batch_id == b][0] < r.arrival_s[r.batch_id == b][0] + 0.01
+    ]
     assert early and set(early) <= {4, 8, 16}
     # and the preferred sizes are used: without them the same traffic runs (almost) only full batches
-    plain = S.simulate(arr, 1, P.Dynamic(16, 0.01), S.fixed_service(0.002, per_request_s=1e-4, max_batch=16))
+    plain = S.simulate(
+        arr, 1, P.Dynamic(16, 0.01), S.fixed_service(0.002, per_request_s=1e-4, max_batch=16)
+    )
     assert {4, 8} <= set(early)
     assert r.batches > plain.batches and np.mean(sizes) < np.mean(np.bincount(plain.batch_id))
 
 
 def test_static_pads_to_the_compiled_batch(svc):
-    arr = A.poisson(100, 500, seed=2)  # low load: most static batches leave on timeout, partly empty
+    arr = A.poisson(
+        100, 500, seed=2
+    )  # low load: most static batches leave on timeout, partly empty
     r = S.simulate(arr, 128, P.Static(16, 0.005), svc["gc200"])
     assert r.mean_batch < 16
     assert r.padded_token_waste > 0.3  # empty rows of the fixed shape count as waste
@@ -205,7 +234,9 @@ def _same_gaps(res, gaps, out, steps=None):
     assert int(res.gap_weight.sum()) == int((out - 1).sum()) == len(gaps)
     if steps is not None:
         dt, w = np.array([s[0] for s in steps]), np.array([s[1] for s in steps], dtype=np.int64)
-        assert np.array_equal(np.sort(np.repeat(res.gap_s, res.gap_weight)), np.sort(np.repeat(dt, w)))
+        assert np.array_equal(
+            np.sort(np.repeat(res.gap_s, res.gap_weight)), np.sort(np.repeat(dt, w))
+        )
         if w.sum():
             assert res.summary()["tbt_mean_s"] == pytest.approx(np.dot(dt, w) / w.sum(), rel=1e-12)
     s = res.summary()
@@ -222,12 +253,17 @@ def test_continuous_matches_reference_and_kv_limit():
     for n in (1, 50, 800):
         arr, pr, out = _generation_requests(n, 30)
         # Continuous(40, ...) runs more sequences than the 16-row tables: whole tables in series
-        for pol in (P.Continuous(16, 100_000), P.Continuous(16, 1500), P.Continuous(1, 5000),
-                    P.Continuous(40, 100_000)):
+        for pol in (
+            P.Continuous(16, 100_000),
+            P.Continuous(16, 1500),
+            P.Continuous(1, 5000),
+            P.Continuous(40, 100_000),
+        ):
             a = S.simulate_generation(arr, pr, out, pol, g)
             steps = []
-            st_, first, fin, iters, gaps = R.continuous_reference(arr, pr, out, g, pol.max_batch,
-                                                                  pol.kv_capacity_tokens, steps)
+            st_, first, fin, iters, gaps = R.continuous_reference(
+                arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens, steps
+            )
             assert np.array_equal(a.finish_s, fin) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.start_s, st_) and a.batches == iters
             _same_gaps(a, gaps, out, steps)
@@ -273,7 +309,14 @@ def test_lengths_mix_and_histogram(tmp_path):
 def test_result_repr_and_dict(svc):
     r = S.simulate(A.poisson(500, 1000), 128, P.Dynamic(), svc["gc200"])
     d = r.to_dict()
-    for k in ("throughput_rps", "latency_p50_s", "latency_p99_s", "utilization", "stable", "goodput_rps"):
+    for k in (
+        "throughput_rps",
+        "latency_p50_s",
+        "latency_p99_s",
+        "utilization",
+        "stable",
+        "goodput_rps",
+    ):
         assert k in d
     assert "req/s" in repr(r) and "<table>" in r._repr_html_()
 
@@ -289,7 +332,9 @@ def test_ten_million_requests_stay_within_100_bytes_each():
     tracemalloc.start()
     arr = A.poisson(2000.0, n, seed=0)
     lens = lengths.sample(n, long_fraction=0.3, seed=1)
-    r = S.simulate(arr, lens, P.Dynamic(S.largest_batch(dev, 512), 0.002), dev, max_waiting=None)  # 32 does not fit
+    r = S.simulate(
+        arr, lens, P.Dynamic(S.largest_batch(dev, 512), 0.002), dev, max_waiting=None
+    )  # 32 does not fit
     s = r.summary()
     per_request = (r.start_s, r.finish_s, r.device)
     peak = tracemalloc.get_traced_memory()[1]
@@ -311,8 +356,10 @@ def test_adaptive_batches_grow_with_load_and_stay_small_when_quiet():
 
 def test_daily_ramp_and_bursts_run_through_the_simulator():
     dev = S.fixed_service(0.001, per_request_s=0.0001, max_batch=16)
-    for arr in (A.on_off(800, 4000, mean_on_s=0.05, mean_off_s=0.05, seed=3),
-                A.daily_ramp(300, 4000, period_s=10.0, seed=3)):
+    for arr in (
+        A.on_off(800, 4000, mean_on_s=0.05, mean_off_s=0.05, seed=3),
+        A.daily_ramp(300, 4000, period_s=10.0, seed=3),
+    ):
         r = S.simulate(arr, 1, P.Dynamic(16, 0.001), dev)
         assert r.served == 4000 and np.all(r.start_s >= r.arrival_s)
 
@@ -330,13 +377,21 @@ def test_short_overloaded_run_is_unstable():
     """838k req/s offered to a 100 req/s server is unstable even with 99 requests."""
     arr = A.poisson(1e6, 99, seed=0)
     r = S.simulate(arr, 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
-    assert r.offered_rps > 100 * r.capacity_rps and not r.stable and "exceeds its capacity" in r.unstable_reason
+    assert (
+        r.offered_rps > 100 * r.capacity_rps
+        and not r.stable
+        and "exceeds its capacity" in r.unstable_reason
+    )
     for n in (5, 20, 99):  # and at any length, a load below capacity stays stable
         ok = S.simulate(A.poisson(10.0, n, seed=1), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))
         assert ok.stable, ok.unstable_reason
-    one = S.simulate([0.0], 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))  # one request: no rate to exceed
+    one = S.simulate(
+        [0.0], 1, P.Dynamic(1, 0.0), S.fixed_service(0.01)
+    )  # one request: no rate to exceed
     assert one.stable and math.isnan(one.offered_rps) and one.served == 1, one.unstable_reason
-    burst = S.simulate(np.zeros(99), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01))  # 99 at once: unbounded rate
+    burst = S.simulate(
+        np.zeros(99), 1, P.Dynamic(1, 0.0), S.fixed_service(0.01)
+    )  # 99 at once: unbounded rate
     assert burst.offered_rps == math.inf and not burst.stable
 
 
@@ -347,13 +402,19 @@ def test_a_batch_that_does_not_fit_is_refused():
     limit (weights streamed when that is what fits) below the table's 32 rows, taken from the
     tile model itself; one row more does not fit."""
     from ipusim import hardware, machine, tiles, workloads
+
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
-    dev = S.chip_service(chip, "bert-base", max_batch=32, len_step=128)  # coarse columns: fast to build
-    limit = tiles.tile_memory_batch_limit(chip, workloads.step("bert-base", [512] * 32, pad_to=512),
-                                          weights_on_chip=False)
+    dev = S.chip_service(
+        chip, "bert-base", max_batch=32, len_step=128
+    )  # coarse columns: fast to build
+    limit = tiles.tile_memory_batch_limit(
+        chip, workloads.step("bert-base", [512] * 32, pad_to=512), weights_on_chip=False
+    )
     assert 1 <= limit < 32
     assert S.largest_batch(dev, 512) == limit and S.largest_batch(dev, 128) == 32
-    assert not np.isfinite(dev.time_s([512] * (limit + 1))) and np.isfinite(dev.time_s([512] * limit))
+    assert not np.isfinite(dev.time_s([512] * (limit + 1))) and np.isfinite(
+        dev.time_s([512] * limit)
+    )
     with pytest.raises(ValueError, match=f"largest batch that fits at 512 tokens: {limit}"):
         S.simulate([0.0, 0.001], [512, 512], P.Dynamic(32, 0.002), dev)
     with pytest.raises(ValueError, match="largest batch that fits"):
@@ -377,6 +438,7 @@ def test_table_is_honest_at_the_weight_streaming_cliff(svc):
     never lower, and at most 15 tokens more, whose time grows at most quadratically in the
     length (attention): ratio < (1 + 15 / L)^2 (6.3% at 482; 482 -> 496 is 4.1% over)."""
     from ipusim import machine, workloads
+
     dev = svc["gc200"]
     for L in range(480, 513, 2):
         direct = machine.step_time_s("gc200", workloads.step("bert-base", [L] * 12, pad_to=L))
@@ -388,11 +450,14 @@ def test_packed_batches_use_a_real_packing(svc):
     """A packed batch runs the rows first-fit decreasing needs (ipusim.packing's FFD and
     the tests' plain first fit agree), never fewer than ceil(tokens / pack_len)."""
     from ipusim import packing
+
     dev = svc["packed"]
     rng = np.random.default_rng(3)
     for _ in range(20):
         lens = rng.integers(100, 400, rng.integers(2, 30))
-        rows = R._first_fit_rows(lens.tolist(), dev.pack_len)  # plain Python, shares no code with the kernel
+        rows = R._first_fit_rows(
+            lens.tolist(), dev.pack_len
+        )  # plain Python, shares no code with the kernel
         assert rows == packing.pack(lens, dev.pack_len, "ffd").rows
         assert rows >= -(-int(lens.sum()) // dev.pack_len)
         assert dev.time_s(lens) == service.lookup_s(dev.table, rows, 1)
@@ -406,7 +471,9 @@ def test_packed_batches_use_a_real_packing(svc):
     for b in np.unique(r.batch_id)[:100]:
         idx = np.flatnonzero(r.batch_id == b)
         rows = R._first_fit_rows(r.lengths[idx].tolist(), dev.pack_len)
-        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(service.lookup_s(dev.table, rows, 1), rel=1e-12)
+        assert r.finish_s[idx[0]] - r.start_s[idx[0]] == pytest.approx(
+            service.lookup_s(dev.table, rows, 1), rel=1e-12
+        )
 
 
 def test_one_overloaded_pool_makes_the_run_unstable(svc):
@@ -415,10 +482,18 @@ def test_one_overloaded_pool_makes_the_run_unstable(svc):
     fast = S.fixed_service(0.001, max_batch=4)
     slow = S.fixed_service(0.010, max_batch=4)  # 400 req/s at batch 4
     arr = A.poisson(2000.0, 99, seed=3)
-    lens = np.where(np.arange(99) % 2 == 0, 64, 300)  # half go to the slow device: ~1000 req/s > 400
+    lens = np.where(
+        np.arange(99) % 2 == 0, 64, 300
+    )  # half go to the slow device: ~1000 req/s > 400
     r = S.simulate(arr, lens, P.Dynamic(4, 0.0), [fast, slow], router=S.Router(128, (0,), (1,)))
     assert not r.stable and "fixed 10 ms" in r.unstable_reason
-    ok = S.simulate(A.poisson(200.0, 99, seed=3), lens, P.Dynamic(4, 0.0), [fast, slow], router=S.Router(128, (0,), (1,)))
+    ok = S.simulate(
+        A.poisson(200.0, 99, seed=3),
+        lens,
+        P.Dynamic(4, 0.0),
+        [fast, slow],
+        router=S.Router(128, (0,), (1,)),
+    )
     assert ok.stable, ok.unstable_reason
 
 
@@ -427,6 +502,7 @@ def test_generation_prefill_table_uses_the_prefill_phase():
     check). GPT-2, 32 prompts of 256 tokens on a quarter of a GC200 (368 tiles): a forward pass
     fits (streaming its weights), a prefill does not."""
     from ipusim import hardware, machine, workloads
+
     chip = hardware.chip("gc200").replace(name="gc200-quarter", tiles=368)
     gen = S.generation_model(chip, "gpt2", max_batch=32, max_ctx=256, mixed=False)
     for rows, L in ((32, 256), (8, 256), (4, 128)):
@@ -441,7 +517,9 @@ def test_generation_prefill_table_uses_the_prefill_phase():
     # an iteration that lands on such a cell is refused, not timed
     n = 64
     with pytest.raises(ValueError, match="does not fit"):
-        S.simulate_generation(np.zeros(n), np.full(n, 200), np.full(n, 8), P.Continuous(32, 10**6), gen)
+        S.simulate_generation(
+            np.zeros(n), np.full(n, 200), np.full(n, 8), P.Continuous(32, 10**6), gen
+        )
 
 
 def test_gc200_table_is_monotone_where_it_fits(svc):
@@ -453,7 +531,9 @@ def test_gc200_table_is_monotone_where_it_fits(svc):
     for (a, b), tol in (((t[:-1], t[1:]), 0.0), ((t[:, :-1], t[:, 1:]), 0.01)):
         both = np.isfinite(a) & np.isfinite(b)
         assert both.sum() > 5000 and np.all(b[both] >= a[both] * (1 - tol))
-        assert not np.any(np.isinf(a) & np.isfinite(b))  # once a step does not fit, a bigger one does not either
+        assert not np.any(
+            np.isinf(a) & np.isfinite(b)
+        )  # once a step does not fit, a bigger one does not either
 
 
 def test_static_generation_matches_reference_and_continuous_wins_on_latency():
@@ -507,7 +587,9 @@ def test_generation_replicas_deal_requests_in_turn():
     pr, out = np.full(n, 64), np.full(n, 32)
     two = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), g, replicas=2)
     one = S.simulate_generation(arr[1::2], pr[1::2], out[1::2], P.Continuous(8, 10**6), g)
-    assert np.array_equal(two.finish_s[1::2], one.finish_s) and np.array_equal(two.device[1::2], np.ones(150))
+    assert np.array_equal(two.finish_s[1::2], one.finish_s) and np.array_equal(
+        two.device[1::2], np.ones(150)
+    )
     assert two.device_busy_s.size == 2
 
 
@@ -526,7 +608,9 @@ def test_tables_cache_on_disk_and_without_a_writable_folder(tmp_path, monkeypatc
     monkeypatch.setattr(tables, "_memory", {})  # a new process: memory empty, disk holds the table
     b = tables.cached(build, "test", 1)
     assert np.array_equal(a, b) and len(calls) == 1 and not a.flags.writeable
-    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".tab"]  # no temporary left behind
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [
+        ".tab"
+    ]  # no temporary left behind
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     monkeypatch.setenv("IPUSIM_CACHE_DIR", str(blocked / "cache"))
@@ -540,8 +624,10 @@ def test_two_processes_building_one_table_at_once(tmp_path):
     import subprocess
     import sys
 
-    code = ("from ipusim.serving import tables; import numpy as np; "
-            "tables.cached(lambda: np.full((200, 300), 7.0), 'race', 1)")
+    code = (
+        "from ipusim.serving import tables; import numpy as np; "
+        "tables.cached(lambda: np.full((200, 300), 7.0), 'race', 1)"
+    )
     env = {**__import__("os").environ, "IPUSIM_CACHE_DIR": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(2)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
@@ -572,20 +658,33 @@ def test_service_on_a_placement_is_timed_by_placement_assess(monkeypatch):
     monkeypatch.setenv("IPUSIM_CACHE_DIR", "off")
     pl = placement.assess("gc200", workloads.step("bert-base", [128]), tensor=2, pipeline=2)
     svc = S.chip_service("gc200", "bert-base", placement=pl, grid="coarse", max_batch=2)
-    want = placement.assess("gc200", workloads.step("bert-base", [128] * 2), tensor=2, pipeline=2).time_s
+    want = placement.assess(
+        "gc200", workloads.step("bert-base", [128] * 2), tensor=2, pipeline=2
+    ).time_s
     assert svc.table[2, 128] == pytest.approx(want, rel=1e-12)
     assert "t=2 p=2" in svc.name and "ipusim.placement" in svc.source
     rep = tables.replica("gc200", "bert-base", placement=pl)
     assert (rep.chips, rep.tensor, rep.pipeline) == (4, 2, 2)
-    for kwargs, match in [({"placement": "bogus"}, "placement must be"),
-                          ({"placement": pl, "streaming": True}, "streaming"),
-                          ({"placement": placement.assess("a100-80gb", workloads.step("bert-base", [128]),
-                                                          tensor=2, pipeline=1)}, "chip")]:
+    for kwargs, match in [
+        ({"placement": "bogus"}, "placement must be"),
+        ({"placement": pl, "streaming": True}, "streaming"),
+        (
+            {
+                "placement": placement.assess(
+                    "a100-80gb", workloads.step("bert-base", [128]), tensor=2, pipeline=1
+                )
+            },
+            "chip",
+        ),
+    ]:
         with pytest.raises(ValueError, match=match):
             tables.replica("gc200", "bert-base", **kwargs)
     m = workloads.model("bert-base")
-    for kwargs, match in [({"chips": 6, "tensor": 4}, "multiple"), ({"chips": 5, "tensor": 5}, "divide"),
-                          ({"chips": 26, "tensor": 2}, "stages exceed")]:
+    for kwargs, match in [
+        ({"chips": 6, "tensor": 4}, "multiple"),
+        ({"chips": 5, "tensor": 5}, "divide"),
+        ({"chips": 26, "tensor": 2}, "stages exceed"),
+    ]:
         with pytest.raises(ValueError, match=match):
             tables.Replica(hardware.chip("gc200"), m, **kwargs)
 
@@ -596,9 +695,12 @@ def test_mixed_prefill_and_decode_is_one_step():
     row per decoding sequence; it costs less than the prefill step plus the decode step; with
     no decodes the iteration is the prefill step, with no prompts the decode step."""
     from ipusim import machine, workloads
+
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for d, r, L in ((1, 1, 32), (4, 4, 128), (8, 8, 256), (2, 12, 512)):
-        direct = machine.simulate("a100-80gb", workloads.step("gpt2", [L] * r + [1] * d, phase="prefill")).time_s
+        direct = machine.simulate(
+            "a100-80gb", workloads.step("gpt2", [L] * r + [1] * d, phase="prefill")
+        ).time_s
         assert g.mixed[d, r, L // g.mixed_step] == pytest.approx(direct, rel=1e-12)
         # decodes at the first context column: no attention beyond what the mixed step holds
         assert g.mixed_s(d, r, L, 1) == g.mixed[d, r, L // g.mixed_step]
@@ -626,22 +728,30 @@ def test_a_mixed_cell_the_table_cannot_price_runs_as_two_steps():
 
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     mix = g.mixed.copy()
-    mix[:, 2:, :] = np.where(np.isnan(mix[:, 2:, :]), np.nan, np.inf)  # two prompts or more: unpriced
+    mix[:, 2:, :] = np.where(
+        np.isnan(mix[:, 2:, :]), np.nan, np.inf
+    )  # two prompts or more: unpriced
     h = dataclasses.replace(g, mixed=mix)
     assert h.mixed_s(4, 4, 128, 1) == g.prefill.table[4, 128] + g.decode[4, 1]
     assert h.mixed_s(4, 1, 128, 1) == g.mixed_s(4, 1, 128, 1)
     arr, pr, out = _generation_requests(800, 60)
-    for pol, ref in ((P.Continuous(16, 100_000), R.continuous_reference),
-                     (P.Continuous(16, 100_000, chunk_tokens=256), R.chunked_reference)):
+    for pol, ref in (
+        (P.Continuous(16, 100_000), R.continuous_reference),
+        (P.Continuous(16, 100_000, chunk_tokens=256), R.chunked_reference),
+    ):
         a = S.simulate_generation(arr, pr, out, pol, h)
         steps = []
-        args = (pol.max_batch, pol.kv_capacity_tokens) + ((pol.chunk_tokens,) if pol.chunk_tokens else ())
+        args = (pol.max_batch, pol.kv_capacity_tokens) + (
+            (pol.chunk_tokens,) if pol.chunk_tokens else ()
+        )
         st_, first, fin, iters, gaps = ref(arr, pr, out, h, *args, steps)
         assert np.all(np.isfinite(a.finish_s)) and np.array_equal(a.finish_s, fin)
         assert np.array_equal(a.first_token_s, first) and a.batches == iters
         _same_gaps(a, gaps, out, steps)
         base = S.simulate_generation(arr, pr, out, pol, g)
-        assert not np.array_equal(base.finish_s, a.finish_s)  # some iterations did reach the unpriced cells
+        assert not np.array_equal(
+            base.finish_s, a.finish_s
+        )  # some iterations did reach the unpriced cells
 
 
 def test_gap_table_too_large_lists_mixed_steps_with_the_same_gaps(monkeypatch):
@@ -661,8 +771,10 @@ def test_gap_table_too_large_lists_mixed_steps_with_the_same_gaps(monkeypatch):
         assert listed.gap_s.size > counted.gap_s.size  # the mixed steps were listed, not counted
         assert np.array_equal(listed.finish_s, counted.finish_s)
         assert np.array_equal(listed.first_token_s, counted.first_token_s)
-        assert np.array_equal(np.sort(np.repeat(listed.gap_s, listed.gap_weight)),
-                              np.sort(np.repeat(counted.gap_s, counted.gap_weight)))
+        assert np.array_equal(
+            np.sort(np.repeat(listed.gap_s, listed.gap_weight)),
+            np.sort(np.repeat(counted.gap_s, counted.gap_weight)),
+        )
         a, b = listed.summary(), counted.summary()
         assert a["tbt_p50_s"] == b["tbt_p50_s"] and a["tbt_p99_s"] == b["tbt_p99_s"]
         assert a["tbt_mean_s"] == pytest.approx(b["tbt_mean_s"], rel=1e-12)
@@ -676,19 +788,26 @@ def test_chunked_prefill_matches_reference_and_closed_forms():
     g = S.generation_model("a100-80gb", "gpt2", max_batch=16)
     for n in (1, 60, 300):
         arr, pr, out = _generation_requests(n, 30)
-        for pol in (P.Continuous(16, 100_000, chunk_tokens=64), P.Continuous(16, 3000, chunk_tokens=256),
-                    P.Continuous(4, 100_000, chunk_tokens=8), P.Continuous(24, 100_000, chunk_tokens=512)):
+        for pol in (
+            P.Continuous(16, 100_000, chunk_tokens=64),
+            P.Continuous(16, 3000, chunk_tokens=256),
+            P.Continuous(4, 100_000, chunk_tokens=8),
+            P.Continuous(24, 100_000, chunk_tokens=512),
+        ):
             a = S.simulate_generation(arr, pr, out, pol, g)
             steps = []
-            st_, first, fin, iters, gaps = R.chunked_reference(arr, pr, out, g, pol.max_batch,
-                                                               pol.kv_capacity_tokens, pol.chunk_tokens, steps)
+            st_, first, fin, iters, gaps = R.chunked_reference(
+                arr, pr, out, g, pol.max_batch, pol.kv_capacity_tokens, pol.chunk_tokens, steps
+            )
             assert np.array_equal(a.start_s, st_) and np.array_equal(a.first_token_s, first)
             assert np.array_equal(a.finish_s, fin) and a.batches == iters
             _same_gaps(a, gaps, out, steps)  # token conservation: one gap per token after the first
         # chunks larger than every iteration's tokens: exactly the unchunked run
         big = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=10**9), g)
         off = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g)
-        assert np.array_equal(big.finish_s, off.finish_s) and np.array_equal(big.first_token_s, off.first_token_s)
+        assert np.array_equal(big.finish_s, off.finish_s) and np.array_equal(
+            big.first_token_s, off.first_token_s
+        )
     # one request alone: its prompt in pieces of 100 tokens, each a prefill step of one prompt
     P_, C, n_out = 350, 100, 5
     one = S.simulate_generation([0.0], [P_], [n_out], P.Continuous(4, 10**6, chunk_tokens=C), g)
@@ -712,7 +831,9 @@ def test_chunked_prefill_trades_ttft_for_time_between_tokens():
     rng = np.random.default_rng(9)
     pr, out = rng.integers(600, 900, n), rng.integers(20, 120, n)
     whole = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6), g).summary()
-    chunked = S.simulate_generation(arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=128), g).summary()
+    chunked = S.simulate_generation(
+        arr, pr, out, P.Continuous(16, 10**6, chunk_tokens=128), g
+    ).summary()
     assert whole["stable"] and chunked["stable"]
     assert chunked["tbt_p99_s"] < whole["tbt_p99_s"]
     assert chunked["ttft_p50_s"] > whole["ttft_p50_s"]
@@ -729,5 +850,9 @@ def test_queues_by_length_are_a_stable_sort_by_bucket():
         qoff, qidx, qmax = _queues(lens, e)
         k = np.searchsorted(e, lens, side="left")
         assert np.array_equal(qidx, np.argsort(k, kind="stable"))
-        assert np.array_equal(qoff, np.concatenate([[0], np.cumsum(np.bincount(k, minlength=len(e)))]))
-        assert np.array_equal(qmax, [lens[k == q].max() if np.any(k == q) else 0 for q in range(len(e))])
+        assert np.array_equal(
+            qoff, np.concatenate([[0], np.cumsum(np.bincount(k, minlength=len(e)))])
+        )
+        assert np.array_equal(
+            qmax, [lens[k == q].max() if np.any(k == q) else 0 for q in range(len(e))]
+        )

@@ -19,20 +19,40 @@ from ipusim import serving
 from ipusim.serving import capacity
 
 
-def plain_capacity_at(target_s, lengths, policy, devices, *, top, iters=10, seed=0, max_waiting=None,
-                      latency_target_s=1.0):
+def plain_capacity_at(
+    target_s,
+    lengths,
+    policy,
+    devices,
+    *,
+    top,
+    iters=10,
+    seed=0,
+    max_waiting=None,
+    latency_target_s=1.0,
+):
     """(capacity req/s, ServingResult there): bisection in log rate between top / 1e4 and top."""
     n = len(lengths)
     unit = np.cumsum(np.random.default_rng(seed).exponential(1.0, n))
     unit *= n / unit[-1]
 
     def run(rate):
-        return serving.simulate(unit / rate, lengths, policy, devices, latency_target_s=latency_target_s,
-                                max_waiting=max_waiting)
+        return serving.simulate(
+            unit / rate,
+            lengths,
+            policy,
+            devices,
+            latency_target_s=latency_target_s,
+            max_waiting=max_waiting,
+        )
 
     def ok(r):
         s = r.summary()
-        return s["stable"] and s["latency_p99_s"] <= target_s and s["utilization"] < capacity.MAX_UTILIZATION
+        return (
+            s["stable"]
+            and s["latency_p99_s"] <= target_s
+            and s["utilization"] < capacity.MAX_UTILIZATION
+        )
 
     lo, hi = top / 1e4, top
     r_lo = run(lo)
@@ -56,7 +76,9 @@ def _same_summary(a, b):
     sa, sb = a.summary(), b.summary()
     assert sa.keys() == sb.keys()
     for k in sa:
-        assert sa[k] == sb[k] or (isinstance(sa[k], float) and math.isnan(sa[k]) and math.isnan(sb[k])), k
+        assert sa[k] == sb[k] or (
+            isinstance(sa[k], float) and math.isnan(sa[k]) and math.isnan(sb[k])
+        ), k
 
 
 def _lengths(n=1500, seed=3):
@@ -66,10 +88,24 @@ def _lengths(n=1500, seed=3):
 CASES = {
     # name: (devices, policy, target s, top req/s)
     "one server, batch 1": ([serving.fixed_service(0.002)], P.Dynamic(1, 0.0), 0.02, 1000.0),
-    "dynamic batch 8, per-request cost": ([serving.fixed_service(0.004, per_request_s=0.001, max_batch=8)],
-                                          P.Dynamic(8, 0.002), 0.03, 2000.0),
-    "two servers, dynamic 4": ([serving.fixed_service(0.003, max_batch=4)] * 2, P.Dynamic(4, 0.005), 0.05, 5000.0),
-    "target below one service time": ([serving.fixed_service(0.01)], P.Dynamic(1, 0.0), 0.005, 100.0),
+    "dynamic batch 8, per-request cost": (
+        [serving.fixed_service(0.004, per_request_s=0.001, max_batch=8)],
+        P.Dynamic(8, 0.002),
+        0.03,
+        2000.0,
+    ),
+    "two servers, dynamic 4": (
+        [serving.fixed_service(0.003, max_batch=4)] * 2,
+        P.Dynamic(4, 0.005),
+        0.05,
+        5000.0,
+    ),
+    "target below one service time": (
+        [serving.fixed_service(0.01)],
+        P.Dynamic(1, 0.0),
+        0.005,
+        100.0,
+    ),
     "top passes": ([serving.fixed_service(0.001)], P.Dynamic(1, 0.0), 1.0, 50.0),
     "exponential service": ([serving.exponential_service(0.002)], P.Dynamic(1, 0.0), 0.03, 1000.0),
 }
@@ -79,17 +115,26 @@ CASES = {
 def test_capacity_at_is_the_plain_bisection(name):
     devices, policy, target, top = CASES[name]
     lens = _lengths()
-    want, r_want = plain_capacity_at(target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000)
-    got, r_got = capacity.capacity_at(target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000)
+    want, r_want = plain_capacity_at(
+        target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000
+    )
+    got, r_got = capacity.capacity_at(
+        target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000
+    )
     assert got == want
     _same_summary(r_got, r_want)
     if name == "target below one service time":
         assert got == 0.0
     if name == "top passes":
         assert got == top
-    for above in (want * 0.999, want, want * 1.001):  # stopped early only when it cannot beat `above`
-        c, _ = capacity.capacity_at(target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000,
-                                    above=above)
+    for above in (
+        want * 0.999,
+        want,
+        want * 1.001,
+    ):  # stopped early only when it cannot beat `above`
+        c, _ = capacity.capacity_at(
+            target, lens, policy, devices, top=top, iters=8, seed=1, max_waiting=1000, above=above
+        )
         assert (c is None and want <= above) or c == want
 
 
@@ -100,13 +145,24 @@ def test_capacity_is_within_its_stated_bracket():
     cap, r = capacity.capacity_at(target, _lengths(), policy, devices, top=top, iters=12)
     assert 0 < cap < 1 / 0.002 * capacity.MAX_UTILIZATION * 1.01
     s = r.summary()
-    assert s["stable"] and s["latency_p99_s"] <= target and s["utilization"] < capacity.MAX_UTILIZATION
+    assert (
+        s["stable"] and s["latency_p99_s"] <= target and s["utilization"] < capacity.MAX_UTILIZATION
+    )
 
 
 def test_largest_batch_reads_a_service_table_and_refuses_other_devices():
     table = np.zeros((9, 3))
     table[1:, 1] = 0.001 * np.arange(1, 9)  # every row fits at the first length column
-    table[1:, 2] = [0.002, 0.004, 0.006, np.inf, np.inf, np.inf, np.inf, np.inf]  # 3 rows fit the second
+    table[1:, 2] = [
+        0.002,
+        0.004,
+        0.006,
+        np.inf,
+        np.inf,
+        np.inf,
+        np.inf,
+        np.inf,
+    ]  # 3 rows fit the second
     svc = serving.ServiceModel("t", table, 128)
     assert capacity.largest_batch(svc, 100) == 8
     assert capacity.largest_batch(svc, 256) == 3

@@ -32,8 +32,12 @@ def test_summary_percentiles_are_numpys(case, pick, monkeypatch):
     s = r.summary()
     ok = ~np.isnan(r.finish_s)
     lat, wait = (r.finish_s - r.arrival_s)[ok], (r.start_s - r.arrival_s)[ok]
-    assert [s["latency_p50_s"], s["latency_p90_s"], s["latency_p99_s"], s["latency_p999_s"]] == list(
-        np.percentile(lat, [50, 90, 99, 99.9]))
+    assert [
+        s["latency_p50_s"],
+        s["latency_p90_s"],
+        s["latency_p99_s"],
+        s["latency_p999_s"],
+    ] == list(np.percentile(lat, [50, 90, 99, 99.9]))
     assert s["queueing_p99_s"] == np.percentile(wait, 99)
     assert s["latency_mean_s"] == np.cumsum(lat)[-1] / lat.size  # summed in request order
     assert s["served"] == lat.size and (case != "overload" or not s["stable"])
@@ -58,16 +62,30 @@ def test_summary_percentiles_when_the_sample_misleads(case, by_batch):
         wait = lat * rng.random(n)
     times = (arr + wait, arr + lat, np.zeros(n, dtype=np.int16))
     if by_batch:  # each request its own batch, read through batch_id (and the entry after the last)
-        times = tuple(np.append(t, np.nan if t.dtype.kind == "f" else -1).astype(t.dtype) for t in times)
+        times = tuple(
+            np.append(t, np.nan if t.dtype.kind == "f" else -1).astype(t.dtype) for t in times
+        )
     r = result.ServingResult(
-        policy="synthetic", devices=("d",), arrival_s=arr, lengths=np.ones(n, dtype=np.int64), times=times,
-        by_batch=by_batch, batch_id=np.arange(n, dtype=np.int32),
-        device_busy_s=np.array([lat.sum()]), device_real_tokens=np.array([n]), device_computed_tokens=np.array([n]),
-        batches=n)
+        policy="synthetic",
+        devices=("d",),
+        arrival_s=arr,
+        lengths=np.ones(n, dtype=np.int64),
+        times=times,
+        by_batch=by_batch,
+        batch_id=np.arange(n, dtype=np.int32),
+        device_busy_s=np.array([lat.sum()]),
+        device_real_tokens=np.array([n]),
+        device_computed_tokens=np.array([n]),
+        batches=n,
+    )
     s = r.summary()
     lat_r, wait_r = r.finish_s - arr, r.start_s - arr
-    assert [s["latency_p50_s"], s["latency_p90_s"], s["latency_p99_s"], s["latency_p999_s"]] == list(
-        np.percentile(lat_r, [50, 90, 99, 99.9]))
+    assert [
+        s["latency_p50_s"],
+        s["latency_p90_s"],
+        s["latency_p99_s"],
+        s["latency_p999_s"],
+    ] == list(np.percentile(lat_r, [50, 90, 99, 99.9]))
     assert s["queueing_p99_s"] == np.percentile(wait_r, 99)
 
 
@@ -82,7 +100,9 @@ def test_quantiles_count_a_repeated_value_before_gathering():
     assert np.array_equal(S.quantiles(x, None, q), np.percentile(x[~np.isnan(x)], q))
 
 
-@pytest.mark.parametrize("m", [1, 7, 5000, weighted._WEIGHTED_NUMPY_MAX + 1])  # the last: the kernel
+@pytest.mark.parametrize(
+    "m", [1, 7, 5000, weighted._WEIGHTED_NUMPY_MAX + 1]
+)  # the last: the kernel
 def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
     rng = np.random.default_rng(m)
     v = np.round(rng.exponential(1.0, m), 2)  # ties
@@ -99,7 +119,11 @@ def test_weighted_quantiles_are_numpys_percentiles_of_the_repeated_values(m):
 def test_quantiles_are_numpys_percentiles(n):
     rng = np.random.default_rng(n)
     q = (0, 1, 50, 90, 99, 99.9, 100)
-    for x in (rng.exponential(1, n), np.round(rng.random(n) * 4) / 4, np.where(rng.random(n) < 0.3, 2e-3, rng.random(n))):
+    for x in (
+        rng.exponential(1, n),
+        np.round(rng.random(n) * 4) / 4,
+        np.where(rng.random(n) < 0.3, 2e-3, rng.random(n)),
+    ):
         y = x.copy()
         y[rng.random(n) < 0.05] = np.nan
         ok = ~np.isnan(y)
@@ -118,12 +142,18 @@ def test_times_kept_per_batch_read_as_per_request(case):
     lens = lengths.sample(n, long_fraction=0.3, seed=6)
     chip = S.chip_service("gc200", "bert-base", max_batch=32)
     devs = [chip, chip] if case == "two devices" else chip
-    r = S.simulate(arr, lens, P.Dynamic(16, 0.002), devs, max_waiting=2000 if case == "stopped early" else None)
+    r = S.simulate(
+        arr, lens, P.Dynamic(16, 0.002), devs, max_waiting=2000 if case == "stopped early" else None
+    )
     start, finish, device = r.times
     assert r.by_batch and start.shape == finish.shape == device.shape == (r.batches + 1,)
     assert np.isnan(start[-1]) and np.isnan(finish[-1]) and device[-1] == -1
     served = r.batch_id >= 0
-    assert r.stopped_early == (case == "stopped early") and served.any() and (case != "stopped early" or not served.all())
+    assert (
+        r.stopped_early == (case == "stopped early")
+        and served.any()
+        and (case != "stopped early" or not served.all())
+    )
     assert np.array_equal(r.finish_s[served], finish[r.batch_id[served]])
     assert np.isnan(r.start_s[~served]).all() and (r.device[~served] == -1).all()
     per_request = dataclasses.replace(r, times=(r.start_s, r.finish_s, r.device), by_batch=False)
@@ -145,7 +175,9 @@ def test_result_pickles_and_copies():
             r.summary()
         for back in (pickle.loads(pickle.dumps(r)), copy.copy(r), copy.deepcopy(r)):
             assert back.summary() == r.summary() and np.array_equal(back.finish_s, r.finish_s)
-            assert back.by_batch and back.latency_p99_s == r.latency_p99_s  # a summary key as an attribute
+            assert (
+                back.by_batch and back.latency_p99_s == r.latency_p99_s
+            )  # a summary key as an attribute
     with pytest.raises(AttributeError):
         _ = r.no_such_key
 
@@ -157,12 +189,17 @@ def test_select_ranks_puts_the_sorted_value_at_each_rank(kind):
     after it, the same values overall (ranks given unsorted and repeated)."""
     rng = np.random.default_rng(5)
     n = 10_001
-    a = {"random": rng.random(n), "ties": np.round(rng.random(n), 1), "ascending": np.arange(n, dtype=float),
-         "descending": np.arange(n, 0, -1, dtype=float), "one value": np.full(n, 0.5)}[kind]
+    a = {
+        "random": rng.random(n),
+        "ties": np.round(rng.random(n), 1),
+        "ascending": np.arange(n, dtype=float),
+        "descending": np.arange(n, 0, -1, dtype=float),
+        "one value": np.full(n, 0.5),
+    }[kind]
     ks = np.array([n - 1, 0, n // 2, 1, n // 2, n - 2, 99 * n // 100], dtype=np.int64)
     b = a.copy()
     percentiles._select_ranks(b, ks.copy(), ks.size)
     srt = np.sort(a)
     for k in ks:
-        assert b[k] == srt[k] and (b[:k] <= b[k]).all() and (b[k + 1:] >= b[k]).all()
+        assert b[k] == srt[k] and (b[:k] <= b[k]).all() and (b[k + 1 :] >= b[k]).all()
     assert np.array_equal(np.sort(b), srt)

@@ -17,8 +17,14 @@ MEAN_S, RHO, REQUESTS, REPS = 0.01, 0.8, 50_000, 10
 
 
 def _mm1(seed):
-    r = batching.simulate(arrivals.poisson(RHO / MEAN_S, REQUESTS, seed=seed), 1, P.Dynamic(1, 0.0),
-                          S.exponential_service(MEAN_S), seed=seed + 1, max_waiting=None)
+    r = batching.simulate(
+        arrivals.poisson(RHO / MEAN_S, REQUESTS, seed=seed),
+        1,
+        P.Dynamic(1, 0.0),
+        S.exponential_service(MEAN_S),
+        seed=seed + 1,
+        max_waiting=None,
+    )
     return r.arrival_s, r.latency_s
 
 
@@ -55,8 +61,27 @@ def test_warmup_rule_and_interval_arithmetic():
 
 
 def test_serve_replications_json(capsys):
-    assert main(["serve", "--service", "exponential", "--service-ms", "10", "--rate", "50", "--max-batch", "1",
-                 "--requests", "5000", "--replications", "3", "--json"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--service",
+                "exponential",
+                "--service-ms",
+                "10",
+                "--rate",
+                "50",
+                "--max-batch",
+                "1",
+                "--requests",
+                "5000",
+                "--replications",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rep = json.loads(capsys.readouterr().out)["replications"]
     assert rep["replications"] == 3 and "warm-up" not in rep  # the rule is stated in warmup_rule
     for q in ("latency_p50_s", "latency_p99_s"):

@@ -38,7 +38,12 @@ def _runs(devs):
     for k, (pol, d) in enumerate(cases):
         for rate in (50.0, 800.0, 3000.0, 30000.0):
             n = 1500 + 37 * k
-            yield pol, d, A.poisson(rate, n, seed=k), lengths.sample(n, long_fraction=0.4, seed=k + 10)
+            yield (
+                pol,
+                d,
+                A.poisson(rate, n, seed=k),
+                lengths.sample(n, long_fraction=0.4, seed=k + 10),
+            )
 
 
 def _same(a, b):
@@ -51,14 +56,19 @@ def test_slo_view_is_the_summarys_numbers(devs):
     kinds = set()
     for pol, d, arr, ln in _runs(devs):
         fast = S.simulate(arr, ln, pol, d, max_waiting=500)
-        full = S.simulate(arr, ln, pol, d, max_waiting=500).summary()  # a separate result: no shared cache
+        full = S.simulate(
+            arr, ln, pol, d, max_waiting=500
+        ).summary()  # a separate result: no shared cache
         kinds.add(full["stable"])
         for q, key in ((99.0, "latency_p99_s"), (50.0, "latency_p50_s"), (99.9, "latency_p999_s")):
             v = fast.slo_view(q)
             assert _same(v["latency_q_s"], full[key]), (pol, q)
             assert v["stable"] == full["stable"] and _same(v["utilization"], full["utilization"])
-        assert fast.slo_view(99) == {"latency_q_s": full["latency_p99_s"], "stable": full["stable"],
-                                     "utilization": full["utilization"]}
+        assert fast.slo_view(99) == {
+            "latency_q_s": full["latency_p99_s"],
+            "stable": full["stable"],
+            "utilization": full["utilization"],
+        }
     assert kinds == {True, False}  # both sides of the stability rule were exercised
 
 
@@ -76,7 +86,11 @@ def test_slo_view_percentile_is_numpys_on_other_percentiles(devs):
 def test_slo_view_of_a_generation_run_is_its_summarys():
     gen = S.generation_model("a100-80gb", "gpt2", max_batch=8)
     rng = np.random.default_rng(1)
-    arr, pr, out = A.poisson(20.0, 400, seed=2), rng.integers(16, 128, 400), rng.integers(8, 64, 400)
+    arr, pr, out = (
+        A.poisson(20.0, 400, seed=2),
+        rng.integers(16, 128, 400),
+        rng.integers(8, 64, 400),
+    )
     r = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), gen)
     full = S.simulate_generation(arr, pr, out, P.Continuous(8, 10**6), gen).summary()
     v = r.slo_view(99)
@@ -108,13 +122,19 @@ def test_a_run_stopped_as_late_would_have_missed_its_target(devs):
         p99 = batching.result_of(plan, d, pol, whole, 1.0).slo_view(99)["latency_q_s"]
         n = arr.size
         for target in (0.005, 0.02, 0.1):
-            cut = batching.run_plan(plan, late_s=target, late_limit=n - result.percentile_rank(99.0, n))
+            cut = batching.run_plan(
+                plan, late_s=target, late_limit=n - result.percentile_rank(99.0, n)
+            )
             stopped = cut[-1][1] == 2
             outcomes.add(stopped)
             if stopped:
-                assert whole[-1][1] == 1 or p99 > target  # stopped by max_waiting anyway, or it misses
+                assert (
+                    whole[-1][1] == 1 or p99 > target
+                )  # stopped by max_waiting anyway, or it misses
             else:
-                assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(cut, whole, strict=True))
+                assert all(
+                    np.array_equal(a, b, equal_nan=True) for a, b in zip(cut, whole, strict=True)
+                )
     assert outcomes == {True, False}
 
 
@@ -176,4 +196,6 @@ def test_make_plan_one_pass_check_and_length_mean(case, devs):
         plan = make_plan(arr, given, pol, [devs["gc200"]])
         assert plan.length_mean == plan.lengths.mean()
         counted = batching.capacity_rps([devs["gc200"]], plan)
-        assert counted == batching.capacity_rps([devs["gc200"]], dataclasses.replace(plan, length_mean=math.nan))
+        assert counted == batching.capacity_rps(
+            [devs["gc200"]], dataclasses.replace(plan, length_mean=math.nan)
+        )

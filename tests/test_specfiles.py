@@ -40,15 +40,19 @@ def test_shipped_chip_file_is_the_gc200_preset():
     c = hardware.chip(str(ROOT / "examples" / "my_chip.toml"))
     assert c == hardware.chip("gc200"), (
         "examples/my_chip.toml differs from the gc200 preset; rewrite it with "
-        "specfiles.to_toml(specfiles.chip_to_dict(hardware.chip('gc200')))")
+        "specfiles.to_toml(specfiles.chip_to_dict(hardware.chip('gc200')))"
+    )
     assert dict(c.sources) == dict(hardware.chip("gc200").sources)
 
 
-@pytest.mark.parametrize("text, field", [
-    ('kind = "tile"\nname = "x"\ntiles = 1.5\n', "tiles: expected a valid integer"),
-    ('kind = "gpu"\nname = "x"\nsms = 10\n', "clock_hz: missing"),
-    ('kind = "tpu"\nname = "x"\n', "kind: expected 'tile' or 'gpu'"),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ('kind = "tile"\nname = "x"\ntiles = 1.5\n', "tiles: expected a valid integer"),
+        ('kind = "gpu"\nname = "x"\nsms = 10\n', "clock_hz: missing"),
+        ('kind = "tpu"\nname = "x"\n', "kind: expected 'tile' or 'gpu'"),
+    ],
+)
 def test_a_bad_chip_file_is_refused_naming_the_field(tmp_path, text, field):
     p = tmp_path / "bad.toml"
     p.write_text(text)
@@ -86,13 +90,36 @@ def _hf(tmp_path, cfg: dict) -> str:
 def test_hf_configs_of_published_shapes_give_the_presets_parameter_counts(tmp_path):
     """The keys of the public BERT-base, GPT-2 small and Llama-2-70B configs (shapes as in their
     papers) give the same parameter count as the presets built from those papers."""
-    bert = {"model_type": "bert", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
-            "num_attention_heads": 12, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
-    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_inner": None,
-            "n_positions": 1024, "vocab_size": 50257}
-    llama = {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
-             "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 32000,
-             "max_position_embeddings": 4096, "tie_word_embeddings": False}
+    bert = {
+        "model_type": "bert",
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "vocab_size": 30522,
+        "max_position_embeddings": 512,
+        "type_vocab_size": 2,
+    }
+    gpt2 = {
+        "model_type": "gpt2",
+        "n_embd": 768,
+        "n_head": 12,
+        "n_layer": 12,
+        "n_inner": None,
+        "n_positions": 1024,
+        "vocab_size": 50257,
+    }
+    llama = {
+        "model_type": "llama",
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": False,
+    }
     for cfg, preset in ((bert, "bert-base"), (gpt2, "gpt2"), (llama, "llama-2-70b")):
         m = workloads.model(_hf(tmp_path, cfg))
         assert m.params == workloads.model(preset).params, preset
@@ -108,24 +135,46 @@ def test_shipped_hf_configs_read_and_moe_is_refused():
         workloads.model(f"hf:{CONFIGS / 'mixtral_tiny' / 'config.json'}")
 
 
-@pytest.mark.parametrize("extra, match", [
-    ({"model_type": "t5"}, "model_type 't5' is not supported"),
-    ({"sliding_window": 1024}, "sliding_window = 1024 is not supported"),
-    ({"quantization_config": {"bits": 4}}, "quantization_config"),
-    ({"hidden_size": "big"}, "hidden_size: expected a whole number"),
-])
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        ({"model_type": "t5"}, "model_type 't5' is not supported"),
+        ({"sliding_window": 1024}, "sliding_window = 1024 is not supported"),
+        ({"quantization_config": {"bits": 4}}, "quantization_config"),
+        ({"hidden_size": "big"}, "hidden_size: expected a whole number"),
+    ],
+)
 def test_hf_configs_the_workloads_do_not_model_are_refused(tmp_path, extra, match):
-    cfg = {"model_type": "mistral", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 2,
-           "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
-           "max_position_embeddings": 4096, **extra}
+    cfg = {
+        "model_type": "mistral",
+        "hidden_size": 512,
+        "intermediate_size": 1408,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        **extra,
+    }
     with pytest.raises(ValueError, match=match):
         workloads.model(_hf(tmp_path, cfg))
 
 
 def test_simulate_runs_a_chip_file_with_an_hf_model():
-    rc, out = _main("simulate", "--chip", str(ROOT / "examples" / "my_chip.toml"), "--model",
-                    f"hf:{CONFIGS / 'llama_tiny' / 'config.json'}", "--batch", "2", "--seq-len", "128",
-                    "--phase", "prefill", "--json")
+    rc, out = _main(
+        "simulate",
+        "--chip",
+        str(ROOT / "examples" / "my_chip.toml"),
+        "--model",
+        f"hf:{CONFIGS / 'llama_tiny' / 'config.json'}",
+        "--batch",
+        "2",
+        "--seq-len",
+        "128",
+        "--phase",
+        "prefill",
+        "--json",
+    )
     assert rc == 0
     d = json.loads(out)
     assert d["model"] == "llama_tiny" and d["chip"] == "gc200" and d["time_s"] > 0

@@ -25,7 +25,11 @@ from ipusim.sweep import tasks
 # a grid with points on chip, streamed, and refused (SRAM below the 48 KiB code reserve)
 VARY = {"tiles": [736], "sram_per_tile_bytes": [32768, 262144, 1048576], "batch": [1, 8]}
 FIXED = {"chip": "gc200", "seq_len": 128}
-SMALL = {"tiles": [736], "sram_per_tile_bytes": [32768, 262144], "batch": [8]}  # one refused, one that runs
+SMALL = {
+    "tiles": [736],
+    "sram_per_tile_bytes": [32768, 262144],
+    "batch": [8],
+}  # one refused, one that runs
 META = ["point_key", "task"]
 
 
@@ -45,11 +49,15 @@ def serial_table():
 
 
 def _same(a, b, drop=()):
-    pd.testing.assert_frame_equal(a.drop(columns=list(drop)), b.drop(columns=list(drop)), check_exact=True)
+    pd.testing.assert_frame_equal(
+        a.drop(columns=list(drop)), b.drop(columns=list(drop)), check_exact=True
+    )
 
 
 def test_two_workers_give_the_serial_table_bit_for_bit(client, serial_table):
-    res = sweep.run("simulate", vary=VARY, fixed=FIXED, client=client, batch_size=2, show_progress=False)
+    res = sweep.run(
+        "simulate", vary=VARY, fixed=FIXED, client=client, batch_size=2, show_progress=False
+    )
     assert res.mode == "dask" and res.workers == 2
     refused = res.table[res.table["error"] != ""]
     assert (refused["sram_per_tile_bytes"] == 32768).all() and len(refused) == 2
@@ -58,9 +66,24 @@ def test_two_workers_give_the_serial_table_bit_for_bit(client, serial_table):
 
 
 def test_cli_sweep_on_a_scheduler_gives_the_serial_rows(client, capsys, tmp_path):
-    argv = ["sweep", "--chip", "gc200", "--vary", "sram_per_tile_bytes=32KiB,256KiB,1MiB", "--vary", "batch=1,8",
-            "--set", "tiles=736", "--seq-len", "128", "--json"]
-    assert main([*argv, "--scheduler", client.scheduler.address, "--out", str(tmp_path / "d.parquet")]) == 0
+    argv = [
+        "sweep",
+        "--chip",
+        "gc200",
+        "--vary",
+        "sram_per_tile_bytes=32KiB,256KiB,1MiB",
+        "--vary",
+        "batch=1,8",
+        "--set",
+        "tiles=736",
+        "--seq-len",
+        "128",
+        "--json",
+    ]
+    assert (
+        main([*argv, "--scheduler", client.scheduler.address, "--out", str(tmp_path / "d.parquet")])
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert d["mode"] == "dask" and d["workers"] == 2 and d["points"] == 6 and d["refused"] == 2
     assert main([*argv, "--serial", "--out", str(tmp_path / "s.parquet")]) == 0
@@ -97,13 +120,17 @@ def test_a_killed_worker_costs_only_its_tasks(client, serial_table):
 
     th = threading.Thread(target=kill_when_busy, daemon=True)
     th.start()
-    res = sweep.run("slow_simulate", vary=VARY, fixed=FIXED, client=client, batch_size=1, show_progress=False)
+    res = sweep.run(
+        "slow_simulate", vary=VARY, fixed=FIXED, client=client, batch_size=1, show_progress=False
+    )
     done = time.perf_counter()
     th.join(10)
     assert killed.is_set() and killed.at < done  # killed mid-sweep
     assert victim not in client.run(os.getpid).values()
     assert res.table["point"].tolist() == list(range(len(serial_table)))
-    _same(res.table, serial_table, drop=META)  # every point, and the retried ones equal the serial run
+    _same(
+        res.table, serial_table, drop=META
+    )  # every point, and the retried ones equal the serial run
 
 
 def _free_port() -> int:
@@ -118,17 +145,44 @@ def test_a_separately_started_scheduler_and_worker(tmp_path):
     addr = f"tcp://127.0.0.1:{port}"
     procs = []
     try:
-        procs.append(subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--nworkers", "1",
-                                       "--no-dashboard", "--host", "127.0.0.1"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
+        procs.append(
+            subprocess.Popen(
+                [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    dask,
+                    "worker",
+                    addr,
+                    "--nthreads",
+                    "1",
+                    "--nworkers",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=tmp_path,
+            )
+        )
         from distributed import Client
 
         with Client(addr, timeout="60s") as cl:
             cl.wait_for_workers(1, timeout=120)
-        res = sweep.run("simulate", vary=SMALL, fixed=FIXED, scheduler=addr, show_progress=False,
-                        out=tmp_path / "s.parquet")
+        res = sweep.run(
+            "simulate",
+            vary=SMALL,
+            fixed=FIXED,
+            scheduler=addr,
+            show_progress=False,
+            out=tmp_path / "s.parquet",
+        )
         assert res.mode == "dask" and res.workers == 1
         assert (res.table["error"] != "").sum() == 1  # a refused point comes back from it too
         _same(res.table, _serial(SMALL))
@@ -144,9 +198,13 @@ def test_a_separately_started_scheduler_and_worker(tmp_path):
 
 def test_an_unreachable_scheduler_fails_fast_with_one_line(capsys, monkeypatch):
     port = _free_port()  # nothing listens there
-    assert main(["sweep", "--vary", "tiles=736:1472:2", "--scheduler", f"tcp://127.0.0.1:{port}"]) == 2
+    assert (
+        main(["sweep", "--vary", "tiles=736:1472:2", "--scheduler", f"tcp://127.0.0.1:{port}"]) == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert "cannot reach a Dask scheduler within" not in err and "cannot reach a Dask scheduler" in err
+    assert (
+        "cannot reach a Dask scheduler within" not in err and "cannot reach a Dask scheduler" in err
+    )
     assert "\n" not in err
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "nonsense")
     assert main(["sweep", "--vary", "tiles=736:1472:2"]) == 2

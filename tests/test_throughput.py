@@ -9,13 +9,18 @@ from ipusim import lengths, machine, packing, serving, workloads
 def test_encoder_throughput_modes_add_up():
     lens = lengths.long_text_mix(0.4).sample(300, seed=5)
     pad = serving.encoder_throughput("a100-40gb", lens, "pad", batch=64)
-    batches = [lens[i:i + 64] for i in range(0, 300, 64)]
-    expect = sum(machine.step_time_s("a100-40gb", workloads.step("bert-base", b, pad_to=512)) for b in batches)
+    batches = [lens[i : i + 64] for i in range(0, 300, 64)]
+    expect = sum(
+        machine.step_time_s("a100-40gb", workloads.step("bert-base", b, pad_to=512))
+        for b in batches
+    )
     assert pad.time_s == pytest.approx(expect, rel=1e-12)
     assert pad.batches == 5 and pad.computed_tokens == 300 * 512
     un = serving.encoder_throughput("a100-40gb", lens, "unpadded", batch=64)
     # unpadded batches of 64 cost what the batches cost run unpadded, pooler and all
-    assert un.flops == pytest.approx(sum(workloads.step("bert-base", b).flops for b in batches), rel=1e-12)
+    assert un.flops == pytest.approx(
+        sum(workloads.step("bert-base", b).flops for b in batches), rel=1e-12
+    )
     assert un.computed_tokens == un.real_tokens == int(lens.sum())
     pk = serving.encoder_throughput("gc200", lens, "packed", batch=16, max_per_row=16)
     rows = packing.pack(lens, 512, "spfhp", max_per_row=16).rows
@@ -46,6 +51,12 @@ def test_unpadded_on_a_gpu_pays_bytetransformer_costs():
 
     lens = lengths.long_text_mix(0.4).sample(128, seed=5)
     un = serving.encoder_throughput("a100-40gb", lens, "unpadded", batch=64)
-    expect = sum(gpu.remove_padding("a100-40gb", lens[i:i + 64], 512, "bytetransformer").time_s for i in (0, 64))
-    bare = sum(machine.step_time_s("a100-40gb", workloads.step("bert-base", lens[i:i + 64])) for i in (0, 64))
+    expect = sum(
+        gpu.remove_padding("a100-40gb", lens[i : i + 64], 512, "bytetransformer").time_s
+        for i in (0, 64)
+    )
+    bare = sum(
+        machine.step_time_s("a100-40gb", workloads.step("bert-base", lens[i : i + 64]))
+        for i in (0, 64)
+    )
     assert un.time_s == pytest.approx(expect, rel=1e-12) and un.time_s > bare

@@ -62,7 +62,9 @@ def test_minimal_transfer_with_its_sync_takes_the_measured_time():
     """JIA-FT (facts §1.5): worst tile-to-tile latency on an idle GC2, 98 ns, the whole of a sync
     and a minimal exchange. The sync is set from this row (``hardware.SYNC_CYCLES``), so the
     tolerance is the in-sample one, 5 %."""
-    assert _minimal_transfer_s(hardware.chip("gc2")) == pytest.approx(hardware.JIA_FT_TILE_LATENCY_S, rel=0.05)
+    assert _minimal_transfer_s(hardware.chip("gc2")) == pytest.approx(
+        hardware.JIA_FT_TILE_LATENCY_S, rel=0.05
+    )
     for name in hardware.TILE_PRESETS:  # one rule for every tile preset
         assert hardware.chip(name).sync_cycles == hardware.SYNC_CYCLES
 
@@ -85,12 +87,19 @@ GEMM_FIT_TOLERANCE = 0.10  # the issue's bound: the largest square GEMM on one G
 
 def test_largest_fp32_gemm_on_gc2_matches_the_published_size():
     """JIA-FT (facts §1.5): the largest square FP32 GEMM that fits one GC2 is 2,944."""
-    assert _largest_square_gemm(hardware.chip("gc2"), 4) == pytest.approx(2944, rel=GEMM_FIT_TOLERANCE)
+    assert _largest_square_gemm(hardware.chip("gc2"), 4) == pytest.approx(
+        2944, rel=GEMM_FIT_TOLERANCE
+    )
 
 
-@pytest.mark.xfail(strict=True, reason="the largest mixed-precision GEMM on a GC2 comes out near 4,800 "
-                   "(JIA-FT: 2,688); no sourced memory term makes FP16 operands need more room per "
-                   "element than FP32 ones, as the published sizes imply")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the largest mixed-precision GEMM on a GC2 comes out near 4,800 "
+    "(JIA-FT: 2,688); no sourced memory term makes FP16 operands need more room per "
+    "element than FP32 ones, as the published sizes imply",
+)
 def test_largest_mixed_precision_gemm_on_gc2_matches_the_published_size():
     """JIA-FT (facts §1.5): the largest square FP16-in, FP32-accumulate GEMM on one GC2 is 2,688."""
-    assert _largest_square_gemm(hardware.chip("gc2"), 2) == pytest.approx(2688, rel=GEMM_FIT_TOLERANCE)
+    assert _largest_square_gemm(hardware.chip("gc2"), 2) == pytest.approx(
+        2688, rel=GEMM_FIT_TOLERANCE
+    )

@@ -30,7 +30,8 @@ def _bits(x):
     if hasattr(x, "__dataclass_fields__"):
         return (type(x).__name__,) + tuple(
             (k, x.op.name if k == "op" and not isinstance(x.op, str) else _bits(getattr(x, k)))
-            for k in x.__dataclass_fields__)
+            for k in x.__dataclass_fields__
+        )
     return x
 
 
@@ -77,13 +78,16 @@ def test_distribute_repeated_equals_distribute_of_the_repeated_table():
         assert a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("chip,model,phase,lengths,pad", [
-    ("gc200", "bert-base", "forward", [128] * 8, 128),
-    ("bow", "bert-large", "forward", [384] * 24, 384),
-    ("gc2", "gpt2", "prefill", [5, 77, 300, 1024], None),
-    ("gc200", "gpt2", "decode", [100] * 32, None),
-    ("gc2", "llama-2-7b", "prefill", [512] * 2, 512),
-])
+@pytest.mark.parametrize(
+    "chip,model,phase,lengths,pad",
+    [
+        ("gc200", "bert-base", "forward", [128] * 8, 128),
+        ("bow", "bert-large", "forward", [384] * 24, 384),
+        ("gc2", "gpt2", "prefill", [5, 77, 300, 1024], None),
+        ("gc200", "gpt2", "decode", [100] * 32, None),
+        ("gc2", "llama-2-7b", "prefill", [512] * 2, 512),
+    ],
+)
 def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengths, pad):
     """Every chunk count and key-block count the planner tries, cost and working set bit for bit."""
     c = hardware.chip(chip)
@@ -99,34 +103,57 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
 
 STEPS = [  # (chip, model, phase, batch, length, padded, unlimited)
     ("gc200", "bert-base", "forward", 1, 16, True, False),
-    ("gc200", "bert-base", "forward", 32, 384, True, False),   # serial passes and key blocks
+    ("gc200", "bert-base", "forward", 32, 384, True, False),  # serial passes and key blocks
     ("bow", "bert-large", "forward", 8, 512, True, False),
     ("gc2", "gpt2", "prefill", 3, 1000, False, False),
     ("gc200", "gpt2", "decode", 48, 700, False, False),
-    ("gc2", "llama-2-7b", "prefill", 1, 128, True, False),  # weights stream: budgets cut, plans redone
+    (
+        "gc2",
+        "llama-2-7b",
+        "prefill",
+        1,
+        128,
+        True,
+        False,
+    ),  # weights stream: budgets cut, plans redone
     ("bow", "bert-base", "forward", 16, 128, True, True),
 ]
-MORE_STEPS = [(ch, m, ph, b, L, pad, False) for ch in TILE_CHIPS
-              for m, ph, pad in (("bert-base", "forward", True), ("bert-large", "forward", True),
-                                 ("gpt2", "prefill", False), ("gpt2", "decode", False), ("llama-2-7b", "prefill", True))
-              for b in (1, 5, 24, 64) for L in (64, 200, 512)]
+MORE_STEPS = [
+    (ch, m, ph, b, L, pad, False)
+    for ch in TILE_CHIPS
+    for m, ph, pad in (
+        ("bert-base", "forward", True),
+        ("bert-large", "forward", True),
+        ("gpt2", "prefill", False),
+        ("gpt2", "decode", False),
+        ("llama-2-7b", "prefill", True),
+    )
+    for b in (1, 5, 24, 64)
+    for L in (64, 200, 512)
+]
 
 
 @pytest.mark.parametrize("chip,model,phase,batch,length,pad,unlimited", STEPS)
-def test_plan_step_equals_the_exhaustive_planner_bit_for_bit(chip, model, phase, batch, length, pad, unlimited):
+def test_plan_step_equals_the_exhaustive_planner_bit_for_bit(
+    chip, model, phase, batch, length, pad, unlimited
+):
     _same_plans(chip, model, phase, batch, length, pad, unlimited)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("chip,model,phase,batch,length,pad,unlimited", MORE_STEPS)
-def test_plan_step_equals_the_exhaustive_planner_more_steps(chip, model, phase, batch, length, pad, unlimited):
+def test_plan_step_equals_the_exhaustive_planner_more_steps(
+    chip, model, phase, batch, length, pad, unlimited
+):
     _same_plans(chip, model, phase, batch, length, pad, unlimited)
 
 
 def _same_plans(chip, model, phase, batch, length, pad, unlimited):
     c = hardware.chip(chip)
     lengths = [length] * batch if pad else [max(1, length - 37 * i) for i in range(batch)]
-    s = workloads.step(model, lengths, phase=phase, pad_to=length if pad and phase != "decode" else None)
+    s = workloads.step(
+        model, lengths, phase=phase, pad_to=length if pad and phase != "decode" else None
+    )
     tileplan.clear_plan_cache()
     fast = _bits(tileplan.plan_step(c, s, unlimited=unlimited))
     with tileplan_reference.plain():
@@ -146,4 +173,6 @@ def test_distinct_equals_unique():
     for n, size in ((1, 3), (2, 0), (30522, 1), (30522, 4096), (50257, 20_000)):
         idx = rng.integers(0, n, size=size)
         assert np.array_equal(tp_rows._distinct(idx, n), np.unique(idx))
-    assert np.array_equal(tp_rows._distinct(np.array([7, 3, 7]), 5), [3, 7])  # out of range: np.unique
+    assert np.array_equal(
+        tp_rows._distinct(np.array([7, 3, 7]), 5), [3, 7]
+    )  # out of range: np.unique

@@ -16,9 +16,15 @@ from ipusim.tileplan import matmul as tp_matmul
 
 PKG = Path(tileplan.__file__).parent
 # module -> the sibling modules it may import (base at the bottom, step on top)
-ALLOWED = {"base": set(), "search": set(), "matmul": {"base", "search"}, "attention": {"base", "search"},
-           "rows": {"base"}, "step": {"base", "matmul", "attention", "rows"},
-           "__init__": {"base", "search", "matmul", "attention", "rows", "step"}}
+ALLOWED = {
+    "base": set(),
+    "search": set(),
+    "matmul": {"base", "search"},
+    "attention": {"base", "search"},
+    "rows": {"base"},
+    "step": {"base", "matmul", "attention", "rows"},
+    "__init__": {"base", "search", "matmul", "attention", "rows", "step"},
+}
 
 
 def _sibling_imports(path: Path):
@@ -45,11 +51,20 @@ def test_plain_swaps_the_references_into_every_planner_module(monkeypatch):
         def wrapper(*args):
             calls[name] += 1
             return fn(*args)
+
         return wrapper
 
-    monkeypatch.setattr(tileplan_reference, "best_grid_numpy", counted("grid", tileplan_reference.best_grid_numpy))
-    monkeypatch.setattr(tileplan_reference, "attention_cost", counted("attention", tileplan_reference.attention_cost))
-    monkeypatch.setattr(tileplan_reference, "distribute", counted("deal", tileplan_reference.distribute))
+    monkeypatch.setattr(
+        tileplan_reference, "best_grid_numpy", counted("grid", tileplan_reference.best_grid_numpy)
+    )
+    monkeypatch.setattr(
+        tileplan_reference,
+        "attention_cost",
+        counted("attention", tileplan_reference.attention_cost),
+    )
+    monkeypatch.setattr(
+        tileplan_reference, "distribute", counted("deal", tileplan_reference.distribute)
+    )
     c, s = hardware.chip("gc200"), workloads.step("bert-base", [16], pad_to=16)
     kernels = (tp_matmul._best_grid, tp_attention._attention_cost, tp_base._distribute)
     tileplan.clear_plan_cache()

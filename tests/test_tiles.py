@@ -25,7 +25,10 @@ def _bert(batch=32, seq=128, padded=True):
 
 # -- kernels vs plain-Python references ---------------------------------------------------
 
-@pytest.mark.parametrize("pieces,tiles_,cols", [(1, 7, 1), (5, 16, 3), (100, 16, 6), (4096, 1472, 6)])
+
+@pytest.mark.parametrize(
+    "pieces,tiles_,cols", [(1, 7, 1), (5, 16, 3), (100, 16, 6), (4096, 1472, 6)]
+)
 def test_distribute_matches_reference(pieces, tiles_, cols):
     rng = np.random.default_rng(pieces)
     work = rng.random((pieces, cols))
@@ -46,7 +49,9 @@ def test_deal_same_equals_dealing_every_piece(P, tiles_):
     (tolerance 1e-12 relative: a product against a sum of P terms)."""
     row = np.array([3.5e6, 1.25e3, 0.0, 7.0, 1e-3, 42.0])
     got = tp_rows._deal_same(row, P, tiles_)
-    np.testing.assert_allclose(got, tileplan_reference.distribute(np.tile(row, (P, 1)), tiles_), rtol=1e-12)
+    np.testing.assert_allclose(
+        got, tileplan_reference.distribute(np.tile(row, (P, 1)), tiles_), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("S,T,bus", [(1, 3, 2), (4, 16, 2), (12, 100, 3), (30, 1472, 2)])
@@ -64,9 +69,15 @@ def test_superstep_kernel_matches_reference(S, T, bus):
     assert np.all(comp[arrs[2] == 0] == 0)  # a tile with no vertex does no compute
 
 
-@pytest.mark.parametrize("s", [_bert(8, 64), workloads.step("gpt2", [17, 90, 33], phase="prefill"),
-                               workloads.step("gpt2", [300, 12], phase="decode")],
-                         ids=["bert", "gpt2-prefill", "gpt2-decode"])
+@pytest.mark.parametrize(
+    "s",
+    [
+        _bert(8, 64),
+        workloads.step("gpt2", [17, 90, 33], phase="prefill"),
+        workloads.step("gpt2", [300, 12], phase="decode"),
+    ],
+    ids=["bert", "gpt2-prefill", "gpt2-decode"],
+)
 def test_plain_references_give_the_same_step(s):
     a = tiles.profile("gc200", s)
     with tiles_reference.plain():
@@ -78,10 +89,17 @@ def test_plain_references_give_the_same_step(s):
 
 # -- conservation and closed forms ---------------------------------------------------------
 
-@pytest.mark.parametrize("s", [_bert(), _bert(16, 200, padded=False),
-                               workloads.step("gpt2", [40, 500, 7, 129], phase="prefill"),
-                               workloads.step("gpt2", [400] * 6, phase="decode")],
-                         ids=["bert-padded", "bert-unpadded", "gpt2-prefill", "gpt2-decode"])
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        _bert(),
+        _bert(16, 200, padded=False),
+        workloads.step("gpt2", [40, 500, 7, 129], phase="prefill"),
+        workloads.step("gpt2", [400] * 6, phase="decode"),
+    ],
+    ids=["bert-padded", "bert-unpadded", "gpt2-prefill", "gpt2-decode"],
+)
 def test_mapping_conserves_flops(s):
     """Each op's per-tile FLOPs add up to the op's FLOPs per layer (workloads' count)."""
     for plan in tiles.map_step("gc200", s):
@@ -100,8 +118,12 @@ def test_matmul_compute_matches_closed_form_on_four_tiles():
     prof = tiles.matmul(c, m, k, n)
     assert prof.result.extra["partition"] == "m/4 x n/1 x k/1 on 4 tiles"
     received = (m // 4) * k * 2 * 3 / 4 + k * n * 2 * 3 / 4
-    expect = (c.vertex_overhead_cycles + 2 * m * k * n / (4 * c.fp16_flops_per_cycle_per_tile)
-              + cal.AMP_PHASE_OVERHEAD_CYCLES + received / cal.REARRANGE_BYTES_PER_CYCLE) / c.clock_hz
+    expect = (
+        c.vertex_overhead_cycles
+        + 2 * m * k * n / (4 * c.fp16_flops_per_cycle_per_tile)
+        + cal.AMP_PHASE_OVERHEAD_CYCLES
+        + received / cal.REARRANGE_BYTES_PER_CYCLE
+    ) / c.clock_hz
     assert prof.result.split["compute"] == pytest.approx(expect, rel=1e-12)
     assert prof.program.comp[0].min() == prof.program.comp[0].max()  # perfectly balanced
 
@@ -115,12 +137,16 @@ def test_slowest_tile_sets_the_pace():
     assert rows[i] == 1  # one superstep
     step_i = int(np.flatnonzero(prof.program.op_index == i)[0])
     d, dt, c = 768, 2, GC200
-    per_row = max(8 * d / c.fp32_flops_per_cycle_per_tile, 3 * d * dt / c.sram_bytes_per_cycle_per_tile)
+    per_row = max(
+        8 * d / c.fp32_flops_per_cycle_per_tile, 3 * d * dt / c.sram_bytes_per_cycle_per_tile
+    )
     ceil_rows = -(-s.tokens // c.tiles)
     expect = ceil_rows * (per_row + c.vertex_overhead_cycles)
     assert prof.program.slowest[step_i, 0] == pytest.approx(expect, rel=1e-12)
     comp = prof.program.comp[step_i]
-    assert comp.min() == pytest.approx((ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12)
+    assert comp.min() == pytest.approx(
+        (ceil_rows - 1) * (per_row + c.vertex_overhead_cycles), rel=1e-12
+    )
     # exchange: the tile with 3 rows receives 3 rows (less the 1/tiles it already holds)
     from ipusim.tile_params import EXCHANGE_EFFICIENCY
 
@@ -135,7 +161,9 @@ def test_superstep_time_is_sync_plus_slowest_exchange_plus_slowest_compute():
     test_simulated_time_never_beats_the_roofline_bound."""
     prof = tiles.profile("gc200", _bert())
     p = prof.program
-    expect = (p.count * (GC200.sync_cycles + p.comp.max(axis=1) + p.exch.max(axis=1))).sum() / GC200.clock_hz
+    expect = (
+        p.count * (GC200.sync_cycles + p.comp.max(axis=1) + p.exch.max(axis=1))
+    ).sum() / GC200.clock_hz
     r = prof.result
     assert r.time_s == pytest.approx(expect, rel=1e-12)
     assert sum(r.split.values()) == pytest.approx(r.time_s, rel=1e-12)
@@ -161,6 +189,7 @@ def test_reproducible_with_seed():
 
 # -- memory: hard limits, fit messages, streaming -----------------------------------------
 
+
 def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
     prof = tiles.profile("gc200", _bert())
     r = prof.result
@@ -171,8 +200,9 @@ def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
     m = workloads.model("bert-base")
     weights = m.weight_bytes(2)
     resid = 32 * 128 * m.d_model * 2
-    assert prof.always_live.sum() == pytest.approx(weights + GC200.tiles * GC200.code_bytes_per_tile + resid,
-                                                   rel=1e-9)
+    assert prof.always_live.sum() == pytest.approx(
+        weights + GC200.tiles * GC200.code_bytes_per_tile + resid, rel=1e-9
+    )
     # the bytes placed as weights, summed over tiles, are (closed form from the op list and the
     # model's shape) every matmul's weights plus the word, position and type tables; exact
     tables = (m.vocab + m.max_positions + m.type_vocab) * m.d_model * 2
@@ -180,9 +210,17 @@ def test_bert_base_fits_on_one_gc200_with_always_live_and_temporaries():
     assert prof.weight_bytes.sum() == pytest.approx(matmuls + tables, rel=1e-12)
     mb = prof.memory_breakdown()
     assert mb["code"]["max"] == GC200.code_bytes_per_tile
-    assert mb["weights"]["mean"] * GC200.tiles <= weights  # matrices and tables; the rest is "other"
-    assert mb["peak"]["max"] <= mb["code"]["max"] + mb["weights"]["max"] + mb["other_always_live"]["max"] \
-        + mb["temporary"]["max"] + 1e-6
+    assert (
+        mb["weights"]["mean"] * GC200.tiles <= weights
+    )  # matrices and tables; the rest is "other"
+    assert (
+        mb["peak"]["max"]
+        <= mb["code"]["max"]
+        + mb["weights"]["max"]
+        + mb["other_always_live"]["max"]
+        + mb["temporary"]["max"]
+        + 1e-6
+    )
     top = prof.fullest_tiles(5)
     assert len(top) == 5 and top[0]["bytes"] == pytest.approx(r.unit_memory_bytes.max())
 
@@ -198,7 +236,9 @@ def test_model_that_does_not_fit_is_reported_not_placed():
 
 
 def test_too_many_tokens_suggests_a_smaller_batch_that_does_fit():
-    s = workloads.step("bert-base", [128] * 400, pad_to=128)  # 51,200 tokens: beyond what serial passes rescue
+    s = workloads.step(
+        "bert-base", [128] * 400, pad_to=128
+    )  # 51,200 tokens: beyond what serial passes rescue
     r = tiles.simulate("gc200", s, weights="on_chip")
     best = tiles.tile_memory_batch_limit("gc200", s)
     assert not r.fits and f"Would fit with {best} sequences per batch" in r.fit_message
@@ -224,8 +264,12 @@ def test_streamed_weights_add_weight_bytes_over_dram_bandwidth():
 def test_input_checks():
     with pytest.raises(ValueError, match="tile chip"):
         tiles.simulate("a100-80gb", _bert(2, 16))
-    for fn, args in ((tiles.matmul, (64, 64, 64)), (tiles.tile_memory_batch_limit, (_bert(2, 16),)),
-                     (tiles.map_step, (_bert(2, 16),)), (tiles.profile, (_bert(2, 16),))):
+    for fn, args in (
+        (tiles.matmul, (64, 64, 64)),
+        (tiles.tile_memory_batch_limit, (_bert(2, 16),)),
+        (tiles.map_step, (_bert(2, 16),)),
+        (tiles.profile, (_bert(2, 16),)),
+    ):
         with pytest.raises(ValueError, match=r"needs a tile chip, got 'a100-80gb'"):
             fn("a100-80gb", *args)
     for bad in (0, -2, 1.5):
@@ -254,7 +298,9 @@ tile_step_st = st.tuples(
     st.lists(st.integers(1, 512), min_size=1, max_size=48),
     st.sampled_from(["forward", "prefill", "decode"]),
     st.sampled_from(["gc200", "gc2", "bow"]),
-).filter(lambda s: not (s[2] in ("prefill", "decode") and s[0].startswith("bert")))  # an encoder has no KV cache
+).filter(
+    lambda s: not (s[2] in ("prefill", "decode") and s[0].startswith("bert"))
+)  # an encoder has no KV cache
 
 
 def _same_mode_bound(c, s, r):
@@ -285,8 +331,9 @@ def test_simulated_time_never_beats_the_roofline_bound(spec):
     else:
         assert r.time_s == math.inf and r.energy_j == math.inf and r.throughput_tokens_per_s == 0
         assert r.board_energy_j == math.inf
-        assert r.fit_message.startswith("Out of memory") and ("Would fit with" in r.fit_message
-                                                            or "No batch" in r.fit_message)
+        assert r.fit_message.startswith("Out of memory") and (
+            "Would fit with" in r.fit_message or "No batch" in r.fit_message
+        )
         assert math.isfinite(r.extra["time_if_unlimited_s"]) and r.extra["time_if_unlimited_s"] > 0
         assert r.unit_memory_bytes.max() > c.sram_per_tile_bytes
 
@@ -316,34 +363,66 @@ def test_out_of_memory_steps_get_no_time():
 def test_matmul_that_does_not_fit_follows_the_fit_rule():
     small = tiles.matmul("gc200", 256, 256, 256)
     assert small.result.fits and math.isfinite(small.result.time_s)
-    assert small.result.board_energy_j == pytest.approx(GC200.power_w * small.result.time_s, rel=1e-12)
-    assert small.result.energy_j == pytest.approx(sum(small.result.energy_split.values()), rel=1e-12)
-    huge = tiles.matmul("gc200", 8192, 16384, 16384)  # 512 MiB of weights + 768 MiB of operands > 900 MB SRAM
-    assert not huge.result.fits and huge.result.time_s == math.inf and "Out of memory" in huge.result.fit_message
+    assert small.result.board_energy_j == pytest.approx(
+        GC200.power_w * small.result.time_s, rel=1e-12
+    )
+    assert small.result.energy_j == pytest.approx(
+        sum(small.result.energy_split.values()), rel=1e-12
+    )
+    huge = tiles.matmul(
+        "gc200", 8192, 16384, 16384
+    )  # 512 MiB of weights + 768 MiB of operands > 900 MB SRAM
+    assert (
+        not huge.result.fits
+        and huge.result.time_s == math.inf
+        and "Out of memory" in huge.result.fit_message
+    )
 
 
 # -- the planner: serial passes, online softmax, the fit limit -----------------------------
 
+
 def _mm_op(m, k, n, dt=2):
-    return workloads.Op("mm", "matmul", 1, flops=2.0 * m * k * n, weight_bytes=float(k * n * dt),
-                        act_read_bytes=float(m * k * dt), act_write_bytes=float(m * n * dt), m=m, k=k, n=n)
+    return workloads.Op(
+        "mm",
+        "matmul",
+        1,
+        flops=2.0 * m * k * n,
+        weight_bytes=float(k * n * dt),
+        act_read_bytes=float(m * k * dt),
+        act_write_bytes=float(m * n * dt),
+        m=m,
+        k=k,
+        n=n,
+    )
 
 
-@pytest.mark.parametrize("m,k,n,budget", [(4096, 3072, 768, 60e3), (12288, 768, 3072, 80e3),
-                                          (777, 1000, 333, 6e3), (512, 4096, 11008, 120e3)])
+@pytest.mark.parametrize(
+    "m,k,n,budget",
+    [
+        (4096, 3072, 768, 60e3),
+        (12288, 768, 3072, 80e3),
+        (777, 1000, 333, 6e3),
+        (512, 4096, 11008, 120e3),
+    ],
+)
 def test_serial_pass_plans_conserve_flops_and_keep_each_pass_within_the_budget(m, k, n, budget):
     """A budget too small for one pass forces serial passes; the passes' FLOPs add up to
     2mkn exactly (tolerance 1e-12 relative), every tile's working set (the largest pass, read
     from the dealt piece tables, not from the planner's estimate) is within the budget, and
     there are as many matmul supersteps as passes."""
     plan = tileplan.map_matmul(_mm_op(m, k, n), GC200, 2, False, budget=budget)
-    assert tileplan.plan_matmul(GC200, m, k, n, budget=1e9).passes == 1  # room for one pass: one pass
+    assert (
+        tileplan.plan_matmul(GC200, m, k, n, budget=1e9).passes == 1
+    )  # room for one pass: one pass
     assert plan.passes > 1
     mm = [p for p in plan.phases if p.label == "matmul"]
     assert len(mm) == plan.passes
     assert sum(p.flops.sum() for p in mm) == pytest.approx(2.0 * m * k * n, rel=1e-12)
     assert plan.working_set_bytes <= budget
-    assert plan.temp.max() >= plan.working_set_bytes  # passes over m or n also hold the finished output
+    assert (
+        plan.temp.max() >= plan.working_set_bytes
+    )  # passes over m or n also hold the finished output
     # weights are stored once: all tiles together hold the k x n matrix exactly
     assert plan.weights.sum() == pytest.approx(k * n * 2, rel=1e-12)
     reductions = sum(p.label == "reduce" for p in plan.phases)
@@ -376,9 +455,18 @@ def test_fit_is_monotone_in_the_batch_for_a_tight_on_chip_case():
     """BERT-large (12 layers, one stage of a 2-chip pipeline) at 256 tokens on one GC200: if
     a batch fits with weights on chip, every smaller batch does too (weights are stored
     evenly, so a small batch's few-tile grid does not concentrate them)."""
-    cfg = workloads.model("bert-large").replace(layers=12, vocab=2, type_vocab=0, learned_positions=False,
-                                                 tied_embeddings=True, published_params=0.0)
-    fits = [tiles.simulate("gc200", workloads.step(cfg, [256] * b), weights="on_chip").fits for b in (1, 2, 3, 4, 8)]
+    cfg = workloads.model("bert-large").replace(
+        layers=12,
+        vocab=2,
+        type_vocab=0,
+        learned_positions=False,
+        tied_embeddings=True,
+        published_params=0.0,
+    )
+    fits = [
+        tiles.simulate("gc200", workloads.step(cfg, [256] * b), weights="on_chip").fits
+        for b in (1, 2, 3, 4, 8)
+    ]
     assert fits == sorted(fits, reverse=True), fits  # True... then False...
     assert fits[0]
 
@@ -389,7 +477,10 @@ def test_time_is_monotone_in_passes_for_a_fixed_op(axis):
     P/2 (P doubling, dimensions divisible: any plan of 2P passes runs as P passes of twice
     the block at no more cost), with the temporaries unconstrained (budget 1 GB)."""
     m, k, n = 4096, 3072, 768
-    cyc = [tileplan.plan_matmul(GC200, m, k, n, passes=p, axis=axis, budget=1e9).cycles for p in (1, 2, 4, 8, 16)]
+    cyc = [
+        tileplan.plan_matmul(GC200, m, k, n, passes=p, axis=axis, budget=1e9).cycles
+        for p in (1, 2, 4, 8, 16)
+    ]
     assert all(b >= a * (1 - 1e-12) for a, b in zip(cyc, cyc[1:], strict=False)), cyc
 
 
@@ -419,7 +510,9 @@ def test_online_softmax_accounting_matches_its_closed_form(r, nb):
 
     assert total("attn_scores", 0) == pytest.approx(2 * B * h * hd * L * L, rel=1e-12)
     assert total("attn_context", 0) == pytest.approx(2 * B * h * hd * L * L, rel=1e-12)
-    assert total("softmax", 0) == pytest.approx(5 * B * h * L * L + (nb - 1) * B * h * L * (hd + 3), rel=1e-12)
+    assert total("softmax", 0) == pytest.approx(
+        5 * B * h * L * L + (nb - 1) * B * h * L * (hd + 3), rel=1e-12
+    )
     k_and_q = B * h * (r * L + L) * hd * dt * remote  # K once per chunk, query rows once
     assert total("attn_scores", 2) == pytest.approx(k_and_q, rel=1e-12)
     assert total("attn_context", 2) == pytest.approx(B * h * r * L * hd * dt * remote, rel=1e-12)
@@ -438,17 +531,22 @@ def test_long_attention_runs_over_key_blocks_and_fits():
     assert len({p.passes for p in att}) == 1 and att[0].passes > 1 and att[0].pass_axis == "keys"
     for p in att:
         assert len(p.phases) == p.passes and p.working_set_bytes <= p.budget_bytes
-    whole_scores = 384 / int(att[0].partition.split(" x ")[1].split(" ")[0]) * 384 * 2  # one chunk's scores
+    whole_scores = (
+        384 / int(att[0].partition.split(" x ")[1].split(" ")[0]) * 384 * 2
+    )  # one chunk's scores
     assert att[0].working_set_bytes < whole_scores + 2 * 384 * 64 * 2
     rows = {r["op"]: r for r in prof.op_table()}
     assert rows["attn_scores"]["passes"] == att[0].passes and rows["qkv"]["temp_bytes_max"] > 0
 
 
-@pytest.mark.parametrize("chip,model,L,cap,phase,modes", [
-    ("gc200", "bert-base", 384, 160, "forward", (True,)),
-    ("gc200", "gpt2", 1024, 32, "prefill", (True, False)),
-    ("gc2", "bert-base", 128, 64, "forward", (True,)),
-])
+@pytest.mark.parametrize(
+    "chip,model,L,cap,phase,modes",
+    [
+        ("gc200", "bert-base", 384, 160, "forward", (True,)),
+        ("gc200", "gpt2", 1024, 32, "prefill", (True, False)),
+        ("gc2", "bert-base", 128, 64, "forward", (True,)),
+    ],
+)
 def test_largest_batch_fits_and_one_more_does_not(chip, model, L, cap, phase, modes):
     """``tile_memory_batch_limit`` agrees with ``simulate``: the limit fits, one more does
     not, with weights on chip (and, where given, with weights streamed)."""
@@ -456,8 +554,10 @@ def test_largest_batch_fits_and_one_more_does_not(chip, model, L, cap, phase, mo
     for on_chip, mode in ((m, "on_chip" if m else "stream") for m in modes):
         best = tiles.tile_memory_batch_limit(chip, s, weights_on_chip=on_chip)
         assert 0 < best < cap
-        sub = [workloads.step(model, [L] * b, phase=phase, pad_to=L if phase == "forward" else None)
-               for b in (best, best + 1)]
+        sub = [
+            workloads.step(model, [L] * b, phase=phase, pad_to=L if phase == "forward" else None)
+            for b in (best, best + 1)
+        ]
         assert tiles.simulate(chip, sub[0], weights=mode).fits
         assert not tiles.simulate(chip, sub[1], weights=mode).fits
 
@@ -469,13 +569,22 @@ def test_one_llama_2_7b_layer_prefills_512_tokens_with_weights_streamed():
     assert r.unit_memory_bytes.max() <= GC200.sram_per_tile_bytes
 
 
-@pytest.mark.parametrize("m,k,n,axis,passes,budget", [(4096, 768, 3072, "", 1, 383e3), (12288, 3072, 768, "k", 3, 200e3),
-                                                      (777, 1000, 333, "m", 2, 5e3), (512, 4096, 11008, "n", 4, 9e9),
-                                                      (64, 64, 64, "", 1, 10.0)])
+@pytest.mark.parametrize(
+    "m,k,n,axis,passes,budget",
+    [
+        (4096, 768, 3072, "", 1, 383e3),
+        (12288, 3072, 768, "k", 3, 200e3),
+        (777, 1000, 333, "m", 2, 5e3),
+        (512, 4096, 11008, "n", 4, 9e9),
+        (64, 64, 64, "", 1, 10.0),
+    ],
+)
 def test_grid_search_matches_its_plain_python_reference(m, k, n, axis, passes, budget):
     """The vectorised candidate search picks the same grid, cycles and working set as the
     one-candidate-at-a-time reference (tolerance 1e-12 relative), feasible or not."""
     a = tp_matmul._best_grid(m, k, n, 2, GC200, axis, passes, budget)
     b = tileplan_reference.best_grid(m, k, n, 2, GC200, axis, passes, budget)
     assert a[:5] == b[:5] and a.fits == b.fits
-    assert a.cycles == pytest.approx(b.cycles, rel=1e-12) and a.temp_bytes == pytest.approx(b.temp_bytes, rel=1e-12)
+    assert a.cycles == pytest.approx(b.cycles, rel=1e-12) and a.temp_bytes == pytest.approx(
+        b.temp_bytes, rel=1e-12
+    )

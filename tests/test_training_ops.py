@@ -23,7 +23,9 @@ def test_backward_matmuls_are_the_two_gradients(name):
         assert (dx.m, dx.k, dx.n) == (o.m, o.n, o.k) and dx.weight_bytes == o.weight_bytes
         assert (dw.m, dw.k, dw.n) == (o.k, o.m, o.n) and dw.weight_bytes == 0.0
         assert dx.flops + dw.flops == pytest.approx(2 * o.flops, rel=1e-12)
-    assert not any(o.kind in ("attention", "softmax") for o in bwd.values())  # timed from the forward
+    assert not any(
+        o.kind in ("attention", "softmax") for o in bwd.values()
+    )  # timed from the forward
 
 
 @pytest.mark.parametrize("chip", ["gc200", "bow"])
@@ -35,8 +37,12 @@ def test_forward_equals_machine_simulate(model, chip):
 
 
 def test_gpu_forward_is_the_gpu_models_unfused_step():
-    ref = machine.simulate("a100-80gb", workloads.step("gpt2", [256] * 4), fusion=ops.GPU_FUSION).time_s
-    assert training.forward_time_s("gpt2", "a100-80gb", 256, 4) == pytest.approx(ref, rel=FORWARD_TOLERANCE)
+    ref = machine.simulate(
+        "a100-80gb", workloads.step("gpt2", [256] * 4), fusion=ops.GPU_FUSION
+    ).time_s
+    assert training.forward_time_s("gpt2", "a100-80gb", 256, 4) == pytest.approx(
+        ref, rel=FORWARD_TOLERANCE
+    )
 
 
 def test_training_state_on_the_tiles_never_speeds_a_layer_up():
@@ -57,9 +63,12 @@ def test_sharded_gradients_are_reduce_scattered_every_micro_batch():
     z1, z2 = tm.evaluate(*args, 1), tm.evaluate(*args, 2)
     m = float(np.ravel(z1["micro_batches"])[0])
     fab = collectives.fabric(a100, 16)  # two DGX nodes: a reduce-scatter in the node, then across
-    rs = (collectives.reduce_scatter_s(cfg.params * 2.0, 8, fab.intra)
-          + collectives.reduce_scatter_s(cfg.params * 2.0 / 8, 2, fab.inter))
-    extra = float(np.ravel(z2["split"]["data_parallel"])[0] - np.ravel(z1["split"]["data_parallel"])[0])
+    rs = collectives.reduce_scatter_s(
+        cfg.params * 2.0, 8, fab.intra
+    ) + collectives.reduce_scatter_s(cfg.params * 2.0 / 8, 2, fab.inter)
+    extra = float(
+        np.ravel(z2["split"]["data_parallel"])[0] - np.ravel(z1["split"]["data_parallel"])[0]
+    )
     assert m == 64 and extra == pytest.approx((m - 1) * rs, rel=1e-9)
 
 

@@ -7,9 +7,12 @@ from ipusim import training
 from ipusim.training import calibration as cal
 
 
-@pytest.mark.xfail(strict=True, reason="with every op timed by the GPU model (TENSOR_EFFICIENCY 0.70, set on "
-                   "TensorRT inference) the best placement reaches about 165 TFLOP/s per A100 against Megatron-LM's "
-                   "140 (+18%, band 15%); strict, so the test says when the GPU model's training GEMMs come into band")
+@pytest.mark.xfail(
+    strict=True,
+    reason="with every op timed by the GPU model (TENSOR_EFFICIENCY 0.70, set on "
+    "TensorRT inference) the best placement reaches about 165 TFLOP/s per A100 against Megatron-LM's "
+    "140 (+18%, band 15%); strict, so the test says when the GPU model's training GEMMs come into band",
+)
 def test_megatron_best_placement_tflops_per_gpu():
     r = training.best_placement("gpt-3-175b", "a100-80gb", 1024)
     assert r.hardware_flops_per_chip / 1e12 == pytest.approx(140.0, rel=cal.TOL_MEGATRON_TFLOPS)
@@ -17,7 +20,9 @@ def test_megatron_best_placement_tflops_per_gpu():
 
 def test_megatron_days_with_2021_options():
     r = training.best_placement("gpt-3-175b", "a100-80gb", 1024, recompute=("full",), sharding=(0,))
-    assert r.run(3e11).days == pytest.approx(cal.MEGATRON_175B["days_300b_tokens"], rel=cal.TOL_MEGATRON_DAYS)
+    assert r.run(3e11).days == pytest.approx(
+        cal.MEGATRON_175B["days_300b_tokens"], rel=cal.TOL_MEGATRON_DAYS
+    )
 
 
 @pytest.mark.parametrize("name", ["llama-2-7b", "llama-2-13b", "llama-2-70b"])
@@ -30,12 +35,20 @@ def test_llama2_gpu_hours(name):
 
 @pytest.mark.parametrize("row", cal.GRAPHCORE_ROWS, ids=lambda r: r["model"])
 def test_bow_pod16_published_throughput(row):
-    assert cal.graphcore_seq_per_s(row) == pytest.approx(row["seq_per_s"], rel=cal.TOL_BOW_SEQ_PER_S)
+    assert cal.graphcore_seq_per_s(row) == pytest.approx(
+        row["seq_per_s"], rel=cal.TOL_BOW_SEQ_PER_S
+    )
 
 
 def test_bow_pod16_bert_base_picks_pipelined_replicas():
     # facts §1.6: Graphcore's BERT configs run pipelined replicas (4 IPUs per replica, 4 replicas).
     ref = cal.BOW_POD16_BERT_BASE
-    r = training.best_placement(ref["model"], ref["chip"], ref["chips"], seq_len=ref["seq_len"],
-                                global_batch=ref["global_batch"], explain=False)
+    r = training.best_placement(
+        ref["model"],
+        ref["chip"],
+        ref["chips"],
+        seq_len=ref["seq_len"],
+        global_batch=ref["global_batch"],
+        explain=False,
+    )
     assert r.placement.pipeline > 1 and r.placement.data > 1

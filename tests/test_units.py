@@ -7,11 +7,25 @@ import pytest
 from ipusim import limits, sweep, units
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("4G", 4 * 2**30), ("4GiB", 4 * 2**30), ("4gib", 4 * 2**30), ("4GB", 4 * 10**9), ("4gb", 4 * 10**9),
-    ("512M", 512 * 2**20), ("512MB", 512 * 10**6), ("256KiB", 256 * 1024), ("256kB", 256_000),
-    ("1e9", 10**9), ("1.5T", int(1.5 * 2**40)), ("80GB", 80 * 10**9), ("100", 100), ("100B", 100),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("4G", 4 * 2**30),
+        ("4GiB", 4 * 2**30),
+        ("4gib", 4 * 2**30),
+        ("4GB", 4 * 10**9),
+        ("4gb", 4 * 10**9),
+        ("512M", 512 * 2**20),
+        ("512MB", 512 * 10**6),
+        ("256KiB", 256 * 1024),
+        ("256kB", 256_000),
+        ("1e9", 10**9),
+        ("1.5T", int(1.5 * 2**40)),
+        ("80GB", 80 * 10**9),
+        ("100", 100),
+        ("100B", 100),
+    ],
+)
 def test_one_rule(text, expect):
     assert units.parse_bytes(text) == expect
 

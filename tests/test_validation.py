@@ -53,8 +53,11 @@ def test_gpu_module_quotes_the_registry():
     from ipusim.gpu import calibration as g
 
     assert sorted(x[2] for x in g.TRT_BERT_BASE_A100_40GB_FP16_MS) == sorted(
-        r["value"] for r in V.rows(source="TRT-BERT") if r["model"] == "bert-base")
-    assert sorted(x[-1] for x in g.FT_BERT_BASE_A100_80GB_FP16_MS) == _values(source="FT-GUIDE", workload="gpu-padded")
+        r["value"] for r in V.rows(source="TRT-BERT") if r["model"] == "bert-base"
+    )
+    assert sorted(x[-1] for x in g.FT_BERT_BASE_A100_80GB_FP16_MS) == _values(
+        source="FT-GUIDE", workload="gpu-padded"
+    )
     assert sorted(x[-1] for x in g.PADDING_REMOVED_MS) == _values(workload="gpu-padding-removed")
     for r in V.rows(area="gpu"):
         if r["source"] == "TRT-BERT" and r["use"] == "calibration":
@@ -70,7 +73,11 @@ def test_embeddings_module_quotes_the_registry():
 
     rows = V.rows(source="TORCHREC-DLRM")
     assert sorted(x[2] for x in dlrm.TORCHREC_ROWS) == sorted(r["value"] for r in rows)
-    assert [x[3] for x in dlrm.TORCHREC_ROWS].count("in") == sum(r["use"] == "calibration" for r in rows) == 1
+    assert (
+        [x[3] for x in dlrm.TORCHREC_ROWS].count("in")
+        == sum(r["use"] == "calibration" for r in rows)
+        == 1
+    )
 
 
 def test_tile_module_quotes_the_registry():
@@ -79,18 +86,34 @@ def test_tile_module_quotes_the_registry():
     from ipusim import tile_calibration as tc
 
     tess = {r["batch"]: r for r in V.rows(source="TESS-PF")}
-    assert {n: tf for n, tf in tc.TESS_PF_BOW_FP16_TFLOPS} == {n: r["value"] for n, r in tess.items()}
-    assert V.row("jia-ft-exchange")["value"] * 1e12 == pytest.approx(tc.JIA_FT_EXCHANGE_BYTES_PER_S, rel=1e-12)
+    assert {n: tf for n, tf in tc.TESS_PF_BOW_FP16_TFLOPS} == {
+        n: r["value"] for n, r in tess.items()
+    }
+    assert V.row("jia-ft-exchange")["value"] * 1e12 == pytest.approx(
+        tc.JIA_FT_EXCHANGE_BYTES_PER_S, rel=1e-12
+    )
     gemm = V.row("jia-ft-gemm-2688")
-    assert (gemm["batch"], gemm["value"] * 1e12) == (tc.JIA_FT_GEMM[0], pytest.approx(tc.JIA_FT_GEMM[1], rel=1e-12))
+    assert (gemm["batch"], gemm["value"] * 1e12) == (
+        tc.JIA_FT_GEMM[0],
+        pytest.approx(tc.JIA_FT_GEMM[1], rel=1e-12),
+    )
     c600 = V.row("bytemlperf-c600-bert-base")
-    assert (c600["value"], c600["batch"]) == (tc.BYTEMLPERF_C600_SEQ_PER_S, tc.BYTEMLPERF_ROWS_PER_BATCH)
+    assert (c600["value"], c600["batch"]) == (
+        tc.BYTEMLPERF_C600_SEQ_PER_S,
+        tc.BYTEMLPERF_ROWS_PER_BATCH,
+    )
     from ipusim import hardware
 
-    assert V.row("jia-ft-tile-latency")["value"] * 1e-9 == pytest.approx(hardware.JIA_FT_TILE_LATENCY_S, rel=1e-12)
+    assert V.row("jia-ft-tile-latency")["value"] * 1e-9 == pytest.approx(
+        hardware.JIA_FT_TILE_LATENCY_S, rel=1e-12
+    )
     for r in V.rows(area="tile"):
-        if r["workload"] != "tile-largest-gemm":  # GEMM-fit rows: the 10 % (tests/test_tile_basics.py)
-            assert r["tolerance"] == (tc.IN_SAMPLE_TOLERANCE if r["use"] == "calibration" else tc.OUT_OF_SAMPLE_TOLERANCE)
+        if (
+            r["workload"] != "tile-largest-gemm"
+        ):  # GEMM-fit rows: the 10 % (tests/test_tile_basics.py)
+            assert r["tolerance"] == (
+                tc.IN_SAMPLE_TOLERANCE if r["use"] == "calibration" else tc.OUT_OF_SAMPLE_TOLERANCE
+            )
 
 
 def test_training_module_quotes_the_registry():
@@ -100,18 +123,32 @@ def test_training_module_quotes_the_registry():
 
     m = V.row("megatron-gpt3-175b-tflops")
     assert (m["value"], m["chips"], m["batch"], m["seq_len"]) == (
-        cal.MEGATRON_175B["tflops_per_gpu"], cal.MEGATRON_175B["chips"], cal.MEGATRON_175B["global_batch"],
-        cal.MEGATRON_175B["seq_len"])
+        cal.MEGATRON_175B["tflops_per_gpu"],
+        cal.MEGATRON_175B["chips"],
+        cal.MEGATRON_175B["global_batch"],
+        cal.MEGATRON_175B["seq_len"],
+    )
     assert m["tolerance"] == cal.TOL_MEGATRON_TFLOPS
     d = V.row("megatron-gpt3-175b-days")
-    assert (d["value"], d["tolerance"]) == (cal.MEGATRON_175B["days_300b_tokens"], cal.TOL_MEGATRON_DAYS)
+    assert (d["value"], d["tolerance"]) == (
+        cal.MEGATRON_175B["days_300b_tokens"],
+        cal.TOL_MEGATRON_DAYS,
+    )
     for name, hours in cal.LLAMA2_GPU_HOURS.items():
         r = V.row(f"{name}-gpu-hours")
-        assert (r["value"], r["chips"], r["tolerance"]) == (hours, cal.LLAMA2_CHIPS, cal.TOL_LLAMA2_GPU_HOURS)
+        assert (r["value"], r["chips"], r["tolerance"]) == (
+            hours,
+            cal.LLAMA2_CHIPS,
+            cal.TOL_LLAMA2_GPU_HOURS,
+        )
     bow = V.row("bow-pod16-bert-base-ph1")
     ref = cal.BOW_POD16_BERT_BASE
-    assert (bow["value"], bow["chips"], bow["seq_len"], bow["chip"]) == (ref["seq_per_s"], ref["chips"],
-                                                                         ref["seq_len"], ref["chip"])
+    assert (bow["value"], bow["chips"], bow["seq_len"], bow["chip"]) == (
+        ref["seq_per_s"],
+        ref["chips"],
+        ref["seq_len"],
+        ref["chip"],
+    )
 
 
 def test_packing_rows_are_the_published_efficiencies():
@@ -176,7 +213,9 @@ def test_cached_predictions_follow_tile_parameter_overrides():
 
     base = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
     with tc.overrides(EXCHANGE_EFFICIENCY=0.5):
-        inside = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
+        inside = {
+            r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"
+        }
     assert inside["jia-ft-exchange"] < base["jia-ft-exchange"]
     after = {r["id"]: r["predicted"] for r in V.validate("tile") if r["id"] == "jia-ft-exchange"}
     assert after == base

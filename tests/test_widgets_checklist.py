@@ -48,8 +48,12 @@ def test_form_default_prices_stay_assumed():
     from ipusim.checklist.case import DEFAULT_USD_PER_CHIP_HOUR, DEFAULT_USD_PER_KWH
     from ipusim.widgets.checklist import checklist_form
 
-    w = checklist_form(show_figure=False, tile_usd=DEFAULT_USD_PER_CHIP_HOUR["gc200"],
-                       gpu_usd=DEFAULT_USD_PER_CHIP_HOUR["a100-80gb"], usd_per_kwh=DEFAULT_USD_PER_KWH)
+    w = checklist_form(
+        show_figure=False,
+        tile_usd=DEFAULT_USD_PER_CHIP_HOUR["gc200"],
+        gpu_usd=DEFAULT_USD_PER_CHIP_HOUR["a100-80gb"],
+        usd_per_kwh=DEFAULT_USD_PER_KWH,
+    )
     w.update()
     p = w.result.case.prices
     assert p.is_assumed("gc200") and p.is_assumed("a100-80gb") and p.is_assumed("kwh")
@@ -65,8 +69,18 @@ def test_form_rejects_unknown_defaults():
 def test_run_form_called_directly_matches_the_form():
     from ipusim.widgets.checklist import checklist_form, run_form
 
-    direct = run_form("bert-base", 50.0, 20.0, 0.4, "gc200:1,a100-80gb:1", 1.6, 2.0, 0.15, False,
-                      show_figure=False)
+    direct = run_form(
+        "bert-base",
+        50.0,
+        20.0,
+        0.4,
+        "gc200:1,a100-80gb:1",
+        1.6,
+        2.0,
+        0.15,
+        False,
+        show_figure=False,
+    )
     w = checklist_form(show_figure=False, rate_per_s=50.0, slo_ms=20.0)
     w.update()
     assert direct.verdict.to_dict() == w.result.verdict.to_dict()
@@ -78,9 +92,9 @@ def test_form_reads_log_sliders_as_the_digits_they_show(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(wc, "run_form", lambda **kw: seen.update(kw))
-    wc._run_from_form(model="bert-base", rate_per_s=10 ** 2.477, slo_ms=10 ** 1.699, long_fraction=0.4)
+    wc._run_from_form(model="bert-base", rate_per_s=10**2.477, slo_ms=10**1.699, long_fraction=0.4)
     assert (seen["rate_per_s"], seen["slo_ms"]) == (300.0, 50.0)
-    assert 10 ** 2.477 != 300.0 and 10 ** 1.699 != 50.0
+    assert 10**2.477 != 300.0 and 10**1.699 != 50.0
     w = wc.checklist_form()
     names = [getattr(c, "description", None) for c in w.children]
     assert names[:3] == ["model", "rate (req/s)", "p99 target (ms)"]  # run_form's order

@@ -90,6 +90,7 @@ def test_error_line_without_a_message_is_the_type_name():
 def test_text_a_callback_prints_still_reaches_the_output_area(capsys):
     """Later calls hold printed text until the figures are shown (a blank-figure fix seen only in
     JupyterLab, checked by tests/test_browser.py); the text must still arrive, once."""
+
     def show(n):
         print(f"n is {n}")
         return n
@@ -106,7 +107,14 @@ def test_labels_are_shown_in_full_unless_a_width_is_set():
 
     from ipusim.widgets.explorer import interactive
 
-    w = interactive(lambda a, b: a + b, a=W.FloatSlider(value=2.0, description="max delay ms"),
-                    b=W.FloatSlider(value=1.0, description="b", style={"description_width": "90px"}))
-    widths = {c.description: c.style.description_width for c in w.children if getattr(c, "description", "")}
+    w = interactive(
+        lambda a, b: a + b,
+        a=W.FloatSlider(value=2.0, description="max delay ms"),
+        b=W.FloatSlider(value=1.0, description="b", style={"description_width": "90px"}),
+    )
+    widths = {
+        c.description: c.style.description_width
+        for c in w.children
+        if getattr(c, "description", "")
+    }
     assert widths["max delay ms"] == "initial" and widths["b"] == "90px"

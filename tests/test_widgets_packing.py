@@ -30,11 +30,19 @@ def test_explorer_truncates_to_the_row_and_mixes():
     ctl["lengths"].value = "long-text mix"
     ctl["long texts %"].value = 0
     ctl["row length"].value = 128
-    assert w.result.max_len == 128 and w.result.real_tokens == lengths.long_text_mix(
-        0, resolution=100_000).truncate(128).tokens
+    assert (
+        w.result.max_len == 128
+        and w.result.real_tokens
+        == lengths.long_text_mix(0, resolution=100_000).truncate(128).tokens
+    )
     ctl["strategy"].value = "ffd"
-    assert w.result.strategy == "ffd" and w.result.efficiency > packing.pack(
-        lengths.long_text_mix(0, resolution=100_000).truncate(128), 128, "pad").efficiency
+    assert (
+        w.result.strategy == "ffd"
+        and w.result.efficiency
+        > packing.pack(
+            lengths.long_text_mix(0, resolution=100_000).truncate(128), 128, "pad"
+        ).efficiency
+    )
 
 
 def test_plots_return_axes():

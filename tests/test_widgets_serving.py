@@ -8,7 +8,9 @@ matplotlib.use("Agg")
 from ipusim.widgets import serving as ws  # noqa: E402
 
 
-@pytest.mark.filterwarnings("error::UserWarning")  # e.g. a p99 label below an axis of 3 requests broke tight_layout
+@pytest.mark.filterwarnings(
+    "error::UserWarning"
+)  # e.g. a p99 label below an axis of 3 requests broke tight_layout
 def test_explorer_reacts_to_controls():
     w = ws.explore(n=500)
     kw = {c.description: c for c in w.kwargs_widgets}
@@ -30,7 +32,9 @@ def test_explorer_shows_a_refusal_instead_of_a_traceback(monkeypatch):
     kw = {c.description: c for c in w.kwargs_widgets}
 
     def refuse(*a, **k):
-        raise ValueError("dynamic max batch 64 does not fit gc200 bert-base: largest batch that fits at 512 tokens: 60")
+        raise ValueError(
+            "dynamic max batch 64 does not fit gc200 bert-base: largest batch that fits at 512 tokens: 60"
+        )
 
     monkeypatch.setattr(ws.serving, "simulate", refuse)
     kw["long share"].value = 1.0

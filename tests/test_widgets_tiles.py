@@ -51,7 +51,12 @@ def test_profiler_views_draw_what_they_say():
     ax = pt.memory_histogram(prof)
     assert any(abs(line.get_xdata()[0] - 624) < 1 for line in ax.lines)  # the limit, in KiB
     ax = pt.split_vs([1, 2], [prof.result, prof.result], xlabel="x")
-    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"compute", "sync", "exchange", "total"}
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {
+        "compute",
+        "sync",
+        "exchange",
+        "total",
+    }
     ax = pt.throughput_sweep([1, 2, 3], {"a": [1.0, 2.0, 3.0]}, fits={"a": [True, True, False]})
     assert "a: does not fit (time if it did)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert np.isnan(ax.lines[0].get_ydata()[2])  # a step that does not fit breaks the line

@@ -109,12 +109,18 @@ def _matmul_weight_bytes(s):
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(SMALL_MODELS), lens=lengths_st, k=st.integers(2, 5),
-       phase=st.sampled_from(["forward", "prefill", "decode", "train"]))
+@given(
+    name=st.sampled_from(SMALL_MODELS),
+    lens=lengths_st,
+    k=st.integers(2, 5),
+    phase=st.sampled_from(["forward", "prefill", "decode", "train"]),
+)
 def test_flops_and_activation_bytes_scale_linearly_with_batch(name, lens, k, phase):
     """Repeating the batch k times multiplies FLOPs and activation/KV bytes by k and leaves
     the matrix weights read once (relative tolerance 1e-12: float rounding only)."""
-    assume(not (phase in ("prefill", "decode") and workloads.model(name).kind == "encoder"))  # no KV cache
+    assume(
+        not (phase in ("prefill", "decode") and workloads.model(name).kind == "encoder")
+    )  # no KV cache
     one = workloads.step(name, lens, phase=phase)
     many = workloads.step(name, lens * k, phase=phase)
     assert many.flops == pytest.approx(k * one.flops, rel=1e-12)
@@ -166,8 +172,11 @@ def test_same_tokens_more_spread_costs_more_attention_only(a, b):
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(["gpt2", "llama-2-7b", "llama-2-70b"]),
-       ctx=st.lists(st.integers(1, 1000), min_size=1, max_size=8), grow=st.integers(1, 1000))
+@given(
+    name=st.sampled_from(["gpt2", "llama-2-7b", "llama-2-70b"]),
+    ctx=st.lists(st.integers(1, 1000), min_size=1, max_size=8),
+    grow=st.integers(1, 1000),
+)
 def test_decode_kv_bytes_grow_with_context(name, ctx, grow):
     """Decode reads every cached K and V and writes one new token's: kv bytes =
     bytes_per_token x (sum(ctx) + batch); longer contexts read more."""
@@ -216,7 +225,9 @@ def test_training_step_is_three_forward_passes(name):
     tr = workloads.step(name, [128, 64], phase="train")
     head_f = [o for o in fwd.ops if o.name != "lm_head"]
     head_t = [o for o in tr.ops if o.name != "lm_head"]
-    assert sum(o.flops for o in head_t) == pytest.approx(3 * sum(o.flops for o in head_f), rel=1e-12)
+    assert sum(o.flops for o in head_t) == pytest.approx(
+        3 * sum(o.flops for o in head_f), rel=1e-12
+    )
 
 
 def test_training_footprint_closed_forms():
@@ -225,14 +236,18 @@ def test_training_footprint_closed_forms():
     p = workloads.model("gpt-3-175b").params
     tf = workloads.training_footprint("gpt-3-175b", seq_len=2048, tokens_per_step=2048)
     assert tf.weight_bytes == 2 * p and tf.gradient_bytes == 2 * p and tf.optimizer_bytes == 12 * p
-    assert tf.weight_bytes + tf.gradient_bytes + tf.optimizer_bytes == pytest.approx(16 * 175e9, rel=0.01)
+    assert tf.weight_bytes + tf.gradient_bytes + tf.optimizer_bytes == pytest.approx(
+        16 * 175e9, rel=0.01
+    )
     per_layer_token = 12288 * (34 + 5 * 96 * 2048 / 12288)
     assert tf.activation_bytes == pytest.approx(per_layer_token * 96 * 2048, rel=1e-12)
     # FLOPs/token ~ 6 N + 12 L l d (3 x the forward closed form), 1 %
     closed = 3 * (2.0 * _blocks_matmul_params(96, 12288, 49152) + 4.0 * 96 * 2048 * 12288)
     assert tf.flops_per_token == pytest.approx(closed, rel=0.01)
     assert tf.flops_for(1e9) == pytest.approx(1e9 * tf.flops_per_token)
-    re = workloads.training_footprint("gpt-3-175b", seq_len=2048, tokens_per_step=2048, recompute=True)
+    re = workloads.training_footprint(
+        "gpt-3-175b", seq_len=2048, tokens_per_step=2048, recompute=True
+    )
     assert re.activation_bytes == pytest.approx(2 * 12288 * 96 * 2048, rel=1e-12)
     assert re.total_bytes < tf.total_bytes
     assert "GB" in repr(tf)
@@ -253,8 +268,19 @@ def test_training_activation_memory_scales_with_tokens(seq, tokens, k):
 
 
 def _tiny(**kw):
-    base = dict(name="tiny", kind="decoder", layers=2, d_model=64, heads=4, d_ff=256, vocab=1000,
-                max_positions=128, biases=False, learned_positions=False, tied_embeddings=False)
+    base = dict(
+        name="tiny",
+        kind="decoder",
+        layers=2,
+        d_model=64,
+        heads=4,
+        d_ff=256,
+        vocab=1000,
+        max_positions=128,
+        biases=False,
+        learned_positions=False,
+        tied_embeddings=False,
+    )
     base.update(kw)
     return TransformerConfig(**base)
 
@@ -280,18 +306,21 @@ def test_step_results_have_a_readable_face():
     assert one.count == 1 and one.flops == pytest.approx(s.ops[1].flops / s.ops[1].count)
 
 
-@pytest.mark.parametrize(("kwargs", "msg"), [
-    (dict(lengths=[]), "empty"),
-    (dict(lengths=[0, 3]), ">= 1"),
-    (dict(lengths=[1.5]), "whole"),
-    (dict(lengths=[600]), "longer than the maximum 512"),
-    (dict(lengths=[100], pad_to=64), "does not fit pad_to=64"),
-    (dict(lengths=[100], pad_to=1024), "exceeds"),
-    (dict(lengths=[100], phase="backward"), "unknown phase"),
-    (dict(lengths=[100], dtype_bytes=0), "dtype_bytes"),
-    (dict(lengths=[[1, 2]]), "one-dimensional"),
-    (dict(lengths=[np.nan]), "NaN"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "msg"),
+    [
+        (dict(lengths=[]), "empty"),
+        (dict(lengths=[0, 3]), ">= 1"),
+        (dict(lengths=[1.5]), "whole"),
+        (dict(lengths=[600]), "longer than the maximum 512"),
+        (dict(lengths=[100], pad_to=64), "does not fit pad_to=64"),
+        (dict(lengths=[100], pad_to=1024), "exceeds"),
+        (dict(lengths=[100], phase="backward"), "unknown phase"),
+        (dict(lengths=[100], dtype_bytes=0), "dtype_bytes"),
+        (dict(lengths=[[1, 2]]), "one-dimensional"),
+        (dict(lengths=[np.nan]), "NaN"),
+    ],
+)
 def test_bad_step_inputs_raise_clearly(kwargs, msg):
     lengths = kwargs.pop("lengths")
     with pytest.raises(ValueError, match=msg):
@@ -310,11 +339,19 @@ def test_unknown_model_lists_the_valid_names():
         assert n in str(err.value)
 
 
-@pytest.mark.parametrize(("kw", "field"), [
-    (dict(layers=0), "layers"), (dict(d_model=-64), "d_model"), (dict(heads=5), "divisible"),
-    (dict(kv_heads=3), "kv_heads"), (dict(kind="vision"), "kind"), (dict(name=""), "name"),
-    (dict(vocab=1.5), "vocab"), (dict(d_ff=float("nan")), "d_ff"),
-])
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        (dict(layers=0), "layers"),
+        (dict(d_model=-64), "d_model"),
+        (dict(heads=5), "divisible"),
+        (dict(kv_heads=3), "kv_heads"),
+        (dict(kind="vision"), "kind"),
+        (dict(name=""), "name"),
+        (dict(vocab=1.5), "vocab"),
+        (dict(d_ff=float("nan")), "d_ff"),
+    ],
+)
 def test_bad_configs_raise_naming_the_field(kw, field):
     with pytest.raises(ValueError, match=field):
         _tiny(**kw)

@@ -61,10 +61,17 @@ def grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
     out_b = np.where(red | acc, PARTIAL_BYTES, dt)
     recv = mb * kb * (dt * (T - 1) / T) + kb * nb * dt * _weight_remote(T, pm, pn, pk)
     part = (pk - 1) / pk * (mb * nb)
-    cycles = (c.vertex_overhead_cycles + (2.0 / c.amp_flops_per_cycle_per_tile(dt)) * (mb * kb) * nb
-              + _cal.AMP_PHASE_OVERHEAD_CYCLES + recv / _cal.REARRANGE_BYTES_PER_CYCLE
-              + recv / x + c.sync_cycles)
-    red_cycles = red * (c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile))
+    cycles = (
+        c.vertex_overhead_cycles
+        + (2.0 / c.amp_flops_per_cycle_per_tile(dt)) * (mb * kb) * nb
+        + _cal.AMP_PHASE_OVERHEAD_CYCLES
+        + recv / _cal.REARRANGE_BYTES_PER_CYCLE
+        + recv / x
+        + c.sync_cycles
+    )
+    red_cycles = red * (
+        c.sync_cycles + part * (PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
+    )
     temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + red * part * PARTIAL_BYTES
     return cycles, red_cycles, temp
 
@@ -88,8 +95,16 @@ def best_grid_numpy(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: fl
         temp = temp + m * n * dt / T  # output finished so far, spread over the tiles
     feasible = temp <= budget
     i = int(np.argmin(np.where(feasible, total, np.inf)) if feasible.any() else np.argmin(temp))
-    return MatmulPlan(int(pm[i]), int(pn[i]), int(pk[i]), axis if passes > 1 else "", passes,
-                      float(total[i]), float(temp[i]), bool(feasible.any()))
+    return MatmulPlan(
+        int(pm[i]),
+        int(pn[i]),
+        int(pk[i]),
+        axis if passes > 1 else "",
+        passes,
+        float(total[i]),
+        float(temp[i]),
+        bool(feasible.any()),
+    )
 
 
 def best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
@@ -117,42 +132,65 @@ def best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -
                 if least is None or temp < least[4]:
                     least = row
     pick = best or least
-    return MatmulPlan(pick[0], pick[1], pick[2], axis if passes > 1 else "", passes, pick[3], pick[4],
-                      best is not None)
+    return MatmulPlan(
+        pick[0],
+        pick[1],
+        pick[2],
+        axis if passes > 1 else "",
+        passes,
+        pick[3],
+        pick[4],
+        best is not None,
+    )
 
 
 def attention_phases(s, c, r, nb, which):
     """``_attention_phases`` from the whole tables: ``deal`` of ``attention_tables`` (every
     (head, chunk) row repeated), first key block and each later one."""
-    tables = [deal(t, c.tiles)
-              for t in _attention.attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)]
+    tables = [
+        deal(t, c.tiles)
+        for t in _attention.attention_tables(s, r, nb, which, c.tiles, first_only=nb == 1)
+    ]
     return tables[0], tables[-1]
 
 
 def attention_cost(s, c, r, nb):
     """``_attention_cost`` from the dealt per-tile tables (the cost kernel's reference)."""
     cyc, work = 0.0, np.zeros(c.tiles)
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # calibrated as in run_program
+    x = (
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY
+    )  # calibrated as in run_program
     for which in _attention._ATT_OPS:
         amp = which != "softmax"
-        rate = c.amp_flops_per_cycle_per_tile(s.dtype_bytes) if amp else c.fp32_flops_per_cycle_per_tile
+        rate = (
+            c.amp_flops_per_cycle_per_tile(s.dtype_bytes)
+            if amp
+            else c.fp32_flops_per_cycle_per_tile
+        )
         first, rest = attention_phases(s, c, r, nb, which)
         for per, times in ((first, 1), (rest, nb - 1)):
             if times:
-                comp = np.maximum(per[:, 0] / rate, per[:, 1] / c.sram_bytes_per_cycle_per_tile) \
+                comp = (
+                    np.maximum(per[:, 0] / rate, per[:, 1] / c.sram_bytes_per_cycle_per_tile)
                     + per[:, -1] * c.vertex_overhead_cycles
+                )
                 if amp:  # an AMP phase's calibrated overhead and rearranging (tile_calibration)
-                    comp = comp + np.where(per[:, -1] > 0, _cal.AMP_PHASE_OVERHEAD_CYCLES
-                                           + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0)
+                    comp = comp + np.where(
+                        per[:, -1] > 0,
+                        _cal.AMP_PHASE_OVERHEAD_CYCLES + per[:, 2] / _cal.REARRANGE_BYTES_PER_CYCLE,
+                        0.0,
+                    )
                 cyc += times * (c.sync_cycles + comp.max() + (per[:, 2] / x).max())
         work = np.maximum(work, np.maximum(first[:, 4], rest[:, 4]))
     return cyc, float(work.max())
 
 
 def _searches():
-    return {(_matmul, "_best_grid"): best_grid_numpy,
-            (_attention, "_attention_phases"): attention_phases,
-            (_attention, "_attention_cost"): attention_cost}
+    return {
+        (_matmul, "_best_grid"): best_grid_numpy,
+        (_attention, "_attention_phases"): attention_phases,
+        (_attention, "_attention_cost"): attention_cost,
+    }
 
 
 def exhaustive():
@@ -163,4 +201,6 @@ def exhaustive():
 
 def plain():
     """``exhaustive()`` with the plain ``distribute`` loop in place of the ``_distribute`` kernel."""
-    return swapped({**_searches(), (_base, "_distribute"): filling(distribute, 1)}, on_enter=clear_plan_cache)
+    return swapped(
+        {**_searches(), (_base, "_distribute"): filling(distribute, 1)}, on_enter=clear_plan_cache
+    )

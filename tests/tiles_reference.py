@@ -13,7 +13,9 @@ from kernel_swap import filling, swapped
 from ipusim import tiles as _tiles
 
 
-def superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x_rate, vertex_cycles, bus):
+def superstep_cycles(
+    flops, load, vertices, recv, send, flop_rate, sram_rate, x_rate, vertex_cycles, bus
+):
     """Plain-Python ``_superstep_cycles``; returns (comp, exch, max)."""
     S, T = flops.shape
     comp, exch, mx = np.zeros((S, T)), np.zeros((S, T)), np.zeros((S, 2))
@@ -21,7 +23,10 @@ def superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x_
         for t in range(T):
             c = 0.0
             if vertices[s][t] > 0:
-                c = max(flops[s][t] / flop_rate[s], load[s][t] / sram_rate) + vertices[s][t] * vertex_cycles
+                c = (
+                    max(flops[s][t] / flop_rate[s], load[s][t] / sram_rate)
+                    + vertices[s][t] * vertex_cycles
+                )
             b0 = (t // bus) * bus
             sent = sum(send[s][u] for u in range(b0, min(b0 + bus, T)))
             comp[s][t], exch[s][t] = c, max(recv[s][t], sent / (min(b0 + bus, T) - b0)) / x_rate
@@ -32,5 +37,8 @@ def superstep_cycles(flops, load, vertices, recv, send, flop_rate, sram_rate, x_
 @contextmanager
 def plain():
     """Run ``ipusim.tiles`` with every kernel replaced by its plain reference."""
-    with tileplan_reference.plain(), swapped({(_tiles, "_superstep_cycles"): filling(superstep_cycles, 3)}):
+    with (
+        tileplan_reference.plain(),
+        swapped({(_tiles, "_superstep_cycles"): filling(superstep_cycles, 3)}),
+    ):
         yield

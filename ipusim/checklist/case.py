@@ -31,26 +31,28 @@ ANSWERS = {
     "team_experience": ("unknown", "experienced", "some", "none"),
 }
 
-ASSUMPTIONS = MappingProxyType({
-    "prices": PRICE_ASSUMPTION,
-    "energy": "ASSUMPTION: each deployed chip draws its preset board power (sourced) all the time; "
-    "idle power, host, cooling and networking are not counted (PUE 1.0).",
-    "long_mix": "ASSUMPTION: the articles do not define 'long text'; a short text is 16-128 tokens "
-    "and a long one 256 to the model's maximum, each uniform (as ipusim.lengths.long_text_mix).",
-    "output_tokens": "ASSUMPTION: a chat reply is 128 new tokens unless the case says otherwise.",
-    "verdict_weights": "ASSUMPTION: the verdict thresholds and the points each reason carries are "
-    "this checklist's policy (a judgement), not measurements; they are listed in the report.",
-    "questionnaire_points": "ASSUMPTION: the risk points of each questionnaire answer are a "
-    "judgement; they rank answers, they are not measured.",
-    "training_model": "ASSUMPTION: training time comes from ipusim.training on 1,024 chips of each kind: "
-    "one GPU matmul efficiency set from Megatron-LM's GPT-3 175B run (in sample), one tile GEMM "
-    "efficiency from a measured GEMM (JIA-FT), an assumed Streaming Memory bandwidth (hardware "
-    "presets), collectives at published link rates, no overlap of communication with compute.",
-    "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip runs a stage of "
-    "ceil(layers / m) layers (simulated, embeddings and output head left to the first and last stage), "
-    "a batch takes m x the stage time plus the activation hops over the links, and m batches are in "
-    "flight at once.",
-})
+ASSUMPTIONS = MappingProxyType(
+    {
+        "prices": PRICE_ASSUMPTION,
+        "energy": "ASSUMPTION: each deployed chip draws its preset board power (sourced) all the time; "
+        "idle power, host, cooling and networking are not counted (PUE 1.0).",
+        "long_mix": "ASSUMPTION: the articles do not define 'long text'; a short text is 16-128 tokens "
+        "and a long one 256 to the model's maximum, each uniform (as ipusim.lengths.long_text_mix).",
+        "output_tokens": "ASSUMPTION: a chat reply is 128 new tokens unless the case says otherwise.",
+        "verdict_weights": "ASSUMPTION: the verdict thresholds and the points each reason carries are "
+        "this checklist's policy (a judgement), not measurements; they are listed in the report.",
+        "questionnaire_points": "ASSUMPTION: the risk points of each questionnaire answer are a "
+        "judgement; they rank answers, they are not measured.",
+        "training_model": "ASSUMPTION: training time comes from ipusim.training on 1,024 chips of each kind: "
+        "one GPU matmul efficiency set from Megatron-LM's GPT-3 175B run (in sample), one tile GEMM "
+        "efficiency from a measured GEMM (JIA-FT), an assumed Streaming Memory bandwidth (hardware "
+        "presets), collectives at published link rates, no overlap of communication with compute.",
+        "multi_chip": "ASSUMPTION: a replica spread over m chips is a pipeline: each chip runs a stage of "
+        "ceil(layers / m) layers (simulated, embeddings and output head left to the first and last stage), "
+        "a batch takes m x the stage time plus the activation hops over the links, and m batches are in "
+        "flight at once.",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,22 @@ class Candidate:
     policy: str = "auto"  # "static", "dynamic", or "auto" (search)
 
     def __post_init__(self):
-        object.__setattr__(self, "chip", own_name("chip", hardware.chip(self.chip), hardware.PRESETS, hardware.chip))
-        object.__setattr__(self, "count", positive(
-            "candidate count", self.count, integer=True, at_most=limits.MAX_CHIPS,
-            why="chips in one deployment; beyond the largest published systems"))
+        object.__setattr__(
+            self,
+            "chip",
+            own_name("chip", hardware.chip(self.chip), hardware.PRESETS, hardware.chip),
+        )
+        object.__setattr__(
+            self,
+            "count",
+            positive(
+                "candidate count",
+                self.count,
+                integer=True,
+                at_most=limits.MAX_CHIPS,
+                why="chips in one deployment; beyond the largest published systems",
+            ),
+        )
         choice("candidate mode", self.mode, MODES)
         choice("candidate policy", self.policy, POLICIES)
 
@@ -75,8 +89,13 @@ class Candidate:
         return f"{self.chip.name} x{self.count}"
 
     def to_dict(self) -> dict:
-        return {"chip": self.chip.name, "kind": self.chip.kind, "count": self.count,
-                "mode": self.mode, "policy": self.policy}
+        return {
+            "chip": self.chip.name,
+            "kind": self.chip.kind,
+            "count": self.count,
+            "mode": self.mode,
+            "policy": self.policy,
+        }
 
 
 @dataclass(frozen=True)
@@ -97,15 +116,25 @@ class Training:
         if not ms:
             raise ValueError("training.models is empty: name at least one model")
         object.__setattr__(self, "models", ms)
-        positive("training.token_budget", self.token_budget, at_most=1e16, why="tokens; 30,000x GPT-3's budget")
+        positive(
+            "training.token_budget",
+            self.token_budget,
+            at_most=1e16,
+            why="tokens; 30,000x GPT-3's budget",
+        )
         if self.token_budget < 1:
-            raise ValueError(f"training.token_budget must be at least 1 token, got {self.token_budget!r}")
+            raise ValueError(
+                f"training.token_budget must be at least 1 token, got {self.token_budget!r}"
+            )
         positive("training.seq_len", self.seq_len, integer=True)
         limits.check_sequence_length("training.seq_len", self.seq_len)
 
     def to_dict(self) -> dict:
-        return {"models": [m.name for m in self.models], "token_budget": self.token_budget,
-                "seq_len": self.seq_len}
+        return {
+            "models": [m.name for m in self.models],
+            "token_budget": self.token_budget,
+            "seq_len": self.seq_len,
+        }
 
 
 @dataclass(frozen=True)
@@ -137,16 +166,29 @@ class Case:
     def __post_init__(self):
         m = own_name("model", workloads.model(self.model), workloads.MODELS, workloads.model)
         object.__setattr__(self, "model", m)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, (int, np.integer))
+            or self.seed < 0
+        ):
             raise ValueError(f"seed must be a non-negative whole number, got {self.seed!r}")
         if self.arrivals is not None:
             if hasattr(self.arrivals, "__len__"):
-                limits.check_at_most("arrivals (requests in the trace)", len(self.arrivals), 20_000_000,
-                                     "requests the serving simulator takes in one run")
-            arr = finite_array("arrivals", self.arrivals) if not isinstance(self.arrivals, np.ndarray) \
+                limits.check_at_most(
+                    "arrivals (requests in the trace)",
+                    len(self.arrivals),
+                    20_000_000,
+                    "requests the serving simulator takes in one run",
+                )
+            arr = (
+                finite_array("arrivals", self.arrivals)
+                if not isinstance(self.arrivals, np.ndarray)
                 else np.asarray(self.arrivals, dtype=float)
+            )
             if arr.ndim != 1 or arr.size < 2 or not np.all(np.isfinite(arr)):
-                raise ValueError("arrival trace must be a 1-D list of at least 2 finite times (seconds)")
+                raise ValueError(
+                    "arrival trace must be a 1-D list of at least 2 finite times (seconds)"
+                )
             if np.any(np.diff(arr) < 0):
                 raise ValueError("arrival trace times must be sorted (non-decreasing)")
             span = float(arr[-1] - arr[0])
@@ -154,27 +196,50 @@ class Case:
                 raise ValueError("arrival trace spans zero time: give arrivals spread over time")
             object.__setattr__(self, "arrivals", arr - arr[0])
             object.__setattr__(self, "rate_per_s", (arr.size - 1) / span)
-        if isinstance(self.rate_per_s, (int, float)) and not isinstance(self.rate_per_s, bool) and self.rate_per_s == 0:
+        if (
+            isinstance(self.rate_per_s, (int, float))
+            and not isinstance(self.rate_per_s, bool)
+            and self.rate_per_s == 0
+        ):
             raise ValueError(
                 "rate_per_s is 0: with zero traffic there is nothing to serve and no cost per request; "
                 "give the expected mean arrival rate in requests/s (for a training-only case, set "
                 "inference = false)"
             )
-        object.__setattr__(self, "rate_per_s", positive(
-            "rate_per_s (requests/s)", self.rate_per_s, at_most=limits.MAX_RATE_PER_S,
-            why="the checklist simulates replicas to carry the rate; above this it would need millions"))
-        object.__setattr__(self, "slo_p99_s", positive("slo_p99_s (seconds)", self.slo_p99_s,
-                                                       at_most=limits.MAX_SECONDS, why="a latency target"))
+        object.__setattr__(
+            self,
+            "rate_per_s",
+            positive(
+                "rate_per_s (requests/s)",
+                self.rate_per_s,
+                at_most=limits.MAX_RATE_PER_S,
+                why="the checklist simulates replicas to carry the rate; above this it would need millions",
+            ),
+        )
+        object.__setattr__(
+            self,
+            "slo_p99_s",
+            positive(
+                "slo_p99_s (seconds)",
+                self.slo_p99_s,
+                at_most=limits.MAX_SECONDS,
+                why="a latency target",
+            ),
+        )
         task = choice("task", self.task, TASKS)
         if task == "auto":
             task = "classify" if m.kind == "encoder" else "generate"
         if task == "generate" and m.kind == "encoder":
             raise ValueError(f"task 'generate' needs a decoder model; {m.name} is an encoder")
         object.__setattr__(self, "task", task)
-        object.__setattr__(self, "output_tokens", positive("output_tokens", self.output_tokens, integer=True))
+        object.__setattr__(
+            self, "output_tokens", positive("output_tokens", self.output_tokens, integer=True)
+        )
         if task == "generate" and self.output_tokens >= m.max_positions:
-            raise ValueError(f"output_tokens = {self.output_tokens:,} leaves no room for a prompt in "
-                             f"{m.name}'s {m.max_positions:,} positions")
+            raise ValueError(
+                f"output_tokens = {self.output_tokens:,} leaves no room for a prompt in "
+                f"{m.name}'s {m.max_positions:,} positions"
+            )
         if self.lengths is not None:
             lens = self.lengths
             if isinstance(lens, dict):
@@ -210,7 +275,11 @@ class Case:
             answers[k] = choice(f"answer to {k}", str(v).lower(), ANSWERS[k])
         object.__setattr__(self, "answers", MappingProxyType(answers))
         if not self.name:
-            object.__setattr__(self, "name", f"{m.name} {task}, {self.rate_per_s:g} req/s, p99 <= {self.slo_p99_s * 1e3:g} ms")
+            object.__setattr__(
+                self,
+                "name",
+                f"{m.name} {task}, {self.rate_per_s:g} req/s, p99 <= {self.slo_p99_s * 1e3:g} ms",
+            )
 
     @property
     def max_len(self) -> int:
@@ -224,20 +293,32 @@ class Case:
 
     def to_dict(self) -> dict:
         if self.lengths is not None:
-            lens = {"source": self.length_source or "given", "n": int(self.lengths.size),
-                    "mean": float(self.lengths.mean()), "max": int(self.lengths.max())}
+            lens = {
+                "source": self.length_source or "given",
+                "n": int(self.lengths.size),
+                "mean": float(self.lengths.mean()),
+                "max": int(self.lengths.max()),
+            }
         else:
             lens = {"long_fraction": self.long_fraction}
         return {
-            "name": self.name, "model": self.model.name, "task": self.task,
-            "rate_per_s": self.rate_per_s, "arrivals": "trace" if self.arrivals is not None else "poisson",
-            "slo_p99_s": self.slo_p99_s, "lengths": lens,
+            "name": self.name,
+            "model": self.model.name,
+            "task": self.task,
+            "rate_per_s": self.rate_per_s,
+            "arrivals": "trace" if self.arrivals is not None else "poisson",
+            "slo_p99_s": self.slo_p99_s,
+            "lengths": lens,
             "output_tokens": self.output_tokens if self.task == "generate" else None,
             "candidates": [c.to_dict() for c in self.candidates],
-            "prices": {"usd_per_chip_hour": dict(self.prices.usd_per_chip_hour),
-                       "usd_per_kwh": self.prices.usd_per_kwh, "user_set": list(self.prices.user_set)},
+            "prices": {
+                "usd_per_chip_hour": dict(self.prices.usd_per_chip_hour),
+                "usd_per_kwh": self.prices.usd_per_kwh,
+                "user_set": list(self.prices.user_set),
+            },
             "training": self.training.to_dict() if self.training else None,
-            "inference": self.inference, "answers": dict(self.answers),
+            "inference": self.inference,
+            "answers": dict(self.answers),
             "seed": self.seed,
         }
 
@@ -246,15 +327,21 @@ def histogram_sample(hist: dict, n: int = 20_000, seed: int = 0) -> np.ndarray:
     """A seeded sample of ``n`` lengths from a ``{length: count}`` histogram (``lengths.Histogram.sample``)."""
     try:
         ls = [int(k) for k in hist]
-        if any(k > limits.MAX_SEQUENCE_TOKENS for k in ls):  # as Python ints: before int64 could overflow
+        if any(
+            k > limits.MAX_SEQUENCE_TOKENS for k in ls
+        ):  # as Python ints: before int64 could overflow
             big = max(ls)
-            raise ValueError(f"length histogram key {big:.3g} is over the limit of {limits.MAX_SEQUENCE_TOKENS:,} "
-                             "tokens per sequence")
+            raise ValueError(
+                f"length histogram key {big:.3g} is over the limit of {limits.MAX_SEQUENCE_TOKENS:,} "
+                "tokens per sequence"
+            )
         ls = np.array(ls, dtype=np.int64)
     except (TypeError, ValueError, OverflowError) as err:
         if "over the limit" in str(err):
             raise
-        raise ValueError(f"length histogram keys must be whole token lengths, got {list(hist)[:3]!r}") from None
+        raise ValueError(
+            f"length histogram keys must be whole token lengths, got {list(hist)[:3]!r}"
+        ) from None
     if ls.size == 0 or ls.min() < 1:
         raise ValueError("length histogram needs lengths >= 1")
     counts = np.zeros(int(ls.max()), dtype=float)
@@ -269,7 +356,13 @@ def read_lengths_file(path, seed: int = 0) -> np.ndarray:
     return got.sample(20_000, seed=seed) if isinstance(got, _lengths.Histogram) else got
 
 
-_DESCRIPTIVE = ("name", "source", "sources", "notes", "published_params")  # say where numbers come from; change no result
+_DESCRIPTIVE = (
+    "name",
+    "source",
+    "sources",
+    "notes",
+    "published_params",
+)  # say where numbers come from; change no result
 
 
 def own_name(what: str, obj, presets, preset):
@@ -284,13 +377,20 @@ def own_name(what: str, obj, presets, preset):
     if type(obj) is not type(p):
         diff = f"it is a {getattr(obj, 'kind', type(obj).__name__)} {what}, the preset a {getattr(p, 'kind', '')} one"
     else:
-        fields = [f.name for f in dataclasses.fields(obj) if f.compare and f.name not in _DESCRIPTIVE
-                  and getattr(obj, f.name) != getattr(p, f.name)]
+        fields = [
+            f.name
+            for f in dataclasses.fields(obj)
+            if f.compare
+            and f.name not in _DESCRIPTIVE
+            and getattr(obj, f.name) != getattr(p, f.name)
+        ]
         if not fields:  # the preset itself, written out: the preset (with its sources)
             return p
         diff = f"it differs in {', '.join(fields)}"
-    raise ValueError(f"{what} name {obj.name!r} is the name of a preset {what}, but {diff}; give it a name of "
-                     f"its own (a changed copy of a preset is named like {key + '*'!r})")
+    raise ValueError(
+        f"{what} name {obj.name!r} is the name of a preset {what}, but {diff}; give it a name of "
+        f"its own (a changed copy of a preset is named like {key + '*'!r})"
+    )
 
 
 def _chip_from(spec):
@@ -303,14 +403,18 @@ def _chip_from(spec):
         if base is not None:
             try:
                 c = hardware.chip(base)
-                if "name" not in d and c.replace(**d) != c:  # a changed preset: visibly not the preset
+                if (
+                    "name" not in d and c.replace(**d) != c
+                ):  # a changed preset: visibly not the preset
                     d["name"] = c.name + "*"
                 return c.replace(**d)
             except TypeError as err:
                 raise ValueError(f"custom chip based on {base!r}: {err}") from None
         cls = {"tile": hardware.TileChip, "gpu": hardware.GpuChip}.get(kind)
         if cls is None:
-            raise ValueError("a custom chip needs kind = 'tile' or 'gpu' (or base = a preset name to modify)")
+            raise ValueError(
+                "a custom chip needs kind = 'tile' or 'gpu' (or base = a preset name to modify)"
+            )
         try:
             return cls(**d)
         except TypeError as err:
@@ -325,7 +429,9 @@ def _candidate(spec) -> Candidate:
         d = dict(spec)
         unknown = set(d) - {"chip", "count", "mode", "policy"}
         if unknown:
-            raise ValueError(f"unknown candidate field(s) {sorted(unknown)}; valid: chip, count, mode, policy")
+            raise ValueError(
+                f"unknown candidate field(s) {sorted(unknown)}; valid: chip, count, mode, policy"
+            )
         if "chip" not in d:
             raise ValueError("each candidate needs a chip")
         d["chip"] = _chip_from(d["chip"])
@@ -359,7 +465,9 @@ def parse_prices(items) -> dict:
             raise ValueError(f"price {it!r}: use CHIP=USD_PER_CHIP_HOUR, e.g. gc200=1.5")
         k, v = it.split("=", 1)
         if not k.strip():
-            raise ValueError(f"price {it!r}: the chip name before '=' is empty; use CHIP=USD_PER_CHIP_HOUR")
+            raise ValueError(
+                f"price {it!r}: the chip name before '=' is empty; use CHIP=USD_PER_CHIP_HOUR"
+            )
         try:
             out[k.strip().lower()] = float(v)
         except ValueError:
@@ -375,8 +483,12 @@ def parse_prices(items) -> dict:
 # config is read (pydantic adds ~0.1 s to a checklist run that already imports Numba).
 # ---------------------------------------------------------------------------------------
 MAX_CONFIG_DEPTH = 6  # tables within tables: the deepest valid config has 4 ([[candidates]].chip)
-RENAMED = {"rate": "rate_per_s", "slo_ms": "slo_p99_ms", "slo_p99_s": "slo_p99_ms (milliseconds)",
-           "slo_s": "slo_p99_ms (milliseconds)"}
+RENAMED = {
+    "rate": "rate_per_s",
+    "slo_ms": "slo_p99_ms",
+    "slo_p99_s": "slo_p99_ms (milliseconds)",
+    "slo_s": "slo_p99_ms (milliseconds)",
+}
 _EXPECT = {  # what a field takes, for the one-line error
     "traffic.arrivals": "a list of times (s) or a file name",
     "traffic.lengths": "a list of lengths, a {length = count} table, a file name, or 'wikipedia'/'squad'",
@@ -429,7 +541,9 @@ def _schema():
 
     class TrainingSec(Strict):
         enabled: bool = True
-        models: list[str] = Field(default_factory=lambda: list(Training.models), min_length=1, max_length=64)
+        models: list[str] = Field(
+            default_factory=lambda: list(Training.models), min_length=1, max_length=64
+        )
         token_budget: Number = Field(Training.token_budget, ge=1, le=1e16)
         seq_len: int = Field(Training.seq_len, ge=1, le=1 << 20)
 
@@ -460,7 +574,9 @@ def _depth(x, limit: int, path: str = "") -> None:
     while stack:
         v, d, p = stack.pop()
         if d > limit:
-            raise ValueError(f"{p or 'config'}: nested {d} levels deep; at most {limit} (no valid config is deeper)")
+            raise ValueError(
+                f"{p or 'config'}: nested {d} levels deep; at most {limit} (no valid config is deeper)"
+            )
         if isinstance(v, dict):
             stack.extend((w, d + 1, f"{p}.{k}" if p else str(k)) for k, w in v.items())
         elif isinstance(v, list):
@@ -474,12 +590,34 @@ def _short(v) -> str:
 
 def _one_line(err) -> str:
     """The first problem of a pydantic ValidationError as ``path: what is wrong, got value``."""
+
     def clean(loc):  # drop pydantic's union-member tags ("str", "list[float]", model names)
-        return [x for x in loc if not (isinstance(x, str) and ("[" in x or x in (
-            "str", "int", "float", "bool", "list", "dict", "CandidateSec", "function-after")))]
+        return [
+            x
+            for x in loc
+            if not (
+                isinstance(x, str)
+                and (
+                    "[" in x
+                    or x
+                    in (
+                        "str",
+                        "int",
+                        "float",
+                        "bool",
+                        "list",
+                        "dict",
+                        "CandidateSec",
+                        "function-after",
+                    )
+                )
+            )
+        ]
 
     errors = err.errors(include_url=False)
-    e = max(errors, key=lambda x: len(clean(x["loc"])))  # the most specific: deepest path, first of equals
+    e = max(
+        errors, key=lambda x: len(clean(x["loc"]))
+    )  # the most specific: deepest path, first of equals
     loc = clean(e["loc"])
     parts = []
     for x in loc:
@@ -505,19 +643,28 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None, prices: dict | None
     from pydantic import ValidationError
 
     if not isinstance(d, dict):
-        raise ValueError(f"config: expected a table of sections (case, traffic, candidates, ...), "
-                         f"got {type(d).__name__} {_short(d)}")
+        raise ValueError(
+            f"config: expected a table of sections (case, traffic, candidates, ...), "
+            f"got {type(d).__name__} {_short(d)}"
+        )
     _depth(d, MAX_CONFIG_DEPTH)
     try:
         cfg = _schema().model_validate(d)
     except ValidationError as err:
         raise ValueError(_one_line(err)) from None
     c, t = cfg.case, cfg.traffic
-    kw = {"name": c.name, "task": c.task, "output_tokens": c.output_tokens, "seed": c.seed,
-          "inference": c.inference}
+    kw = {
+        "name": c.name,
+        "task": c.task,
+        "output_tokens": c.output_tokens,
+        "seed": c.seed,
+        "inference": c.inference,
+    }
     if c.model is not None and cfg.model is not None:
         raise ValueError("model: given both in [case] and as a [model] table; give it once")
-    model_spec = cfg.model if cfg.model is not None else (c.model if c.model is not None else "bert-base")
+    model_spec = (
+        cfg.model if cfg.model is not None else (c.model if c.model is not None else "bert-base")
+    )
     if isinstance(model_spec, dict):
         try:
             model_spec = workloads.TransformerConfig(**model_spec)
@@ -526,12 +673,16 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None, prices: dict | None
     kw["model"] = model_spec
     if t.rate_per_s is not None:
         if t.arrivals is not None:
-            raise ValueError("traffic: give rate_per_s or arrivals, not both (a trace sets its own rate)")
+            raise ValueError(
+                "traffic: give rate_per_s or arrivals, not both (a trace sets its own rate)"
+            )
         kw["rate_per_s"] = float(t.rate_per_s)
     if t.slo_p99_ms is not None:
         kw["slo_p99_s"] = float(t.slo_p99_ms) / 1e3
     if t.lengths is not None and t.long_fraction is not None:
-        raise ValueError("traffic: give long_fraction or lengths, not both (lengths would win silently)")
+        raise ValueError(
+            "traffic: give long_fraction or lengths, not both (lengths would win silently)"
+        )
     if t.long_fraction is not None:
         kw["long_fraction"] = float(t.long_fraction)
     seed = c.seed
@@ -542,8 +693,10 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None, prices: dict | None
         try:
             hist = {int(k): float(v) for k, v in lens.items()}
         except (TypeError, ValueError):
-            raise ValueError("traffic.lengths: histogram keys must be whole token lengths and values counts, "
-                             f"e.g. {{\"128\" = 10}}; got {dict(list(lens.items())[:3])!r}") from None
+            raise ValueError(
+                "traffic.lengths: histogram keys must be whole token lengths and values counts, "
+                f'e.g. {{"128" = 10}}; got {dict(list(lens.items())[:3])!r}'
+            ) from None
         kw["lengths"], kw["length_source"] = histogram_sample(hist, seed=seed), "histogram"
     elif isinstance(lens, list):
         kw["lengths"], kw["length_source"] = np.asarray(lens), "given"
@@ -559,7 +712,9 @@ def case_from_dict(d: dict, *, base_dir: Path | None = None, prices: dict | None
         except ValueError as err:
             raise ValueError(f"candidates[{i}]: {err}") from None
     kw["candidates"] = tuple(cands)
-    kw["prices"] = Prices().with_prices({**cfg.prices.usd_per_chip_hour, **(prices or {})}, cfg.prices.usd_per_kwh)
+    kw["prices"] = Prices().with_prices(
+        {**cfg.prices.usd_per_chip_hour, **(prices or {})}, cfg.prices.usd_per_kwh
+    )
     if cfg.training is not None and cfg.training.enabled:
         tr = cfg.training.model_dump(exclude={"enabled"})
         kw["training"] = Training(**{**tr, "models": tuple(tr["models"])})
@@ -573,8 +728,11 @@ def read_arrivals(path) -> np.ndarray:
     from .. import arrivals
 
     p = Path(path)
-    rows = [ln.strip() for ln in read_text_file("arrival trace file", p).splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    rows = [
+        ln.strip()
+        for ln in read_text_file("arrival trace file", p).splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     if rows and "," in rows[0]:
         return arrivals.load_trace(p)[0]
     try:
@@ -586,8 +744,10 @@ def read_arrivals(path) -> np.ndarray:
         try:
             out[i] = float(x)
         except ValueError:
-            raise ValueError(f"arrival trace {str(path)!r}: {x[:40]!r} is not a time in seconds; expected one "
-                             "time per line, or a CSV with a header 'arrival_s,length'") from None
+            raise ValueError(
+                f"arrival trace {str(path)!r}: {x[:40]!r} is not a time in seconds; expected one "
+                "time per line, or a CSV with a header 'arrival_s,length'"
+            ) from None
     return out
 
 
@@ -621,10 +781,14 @@ def load_case(path, *, prices: dict | None = None) -> Case:
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"config file {str(path)!r} is not valid {kind}: {err}") from None
     except RecursionError:
-        raise ValueError(f"config file {str(path)!r}: nested too deeply (at most {MAX_CONFIG_DEPTH} levels)") from None
+        raise ValueError(
+            f"config file {str(path)!r}: nested too deeply (at most {MAX_CONFIG_DEPTH} levels)"
+        ) from None
     if not isinstance(d, dict):
-        raise ValueError(f"config file {str(path)!r}: the top level must be an object/table of sections "
-                         f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}")
+        raise ValueError(
+            f"config file {str(path)!r}: the top level must be an object/table of sections "
+            f"(case, traffic, candidates, ...), got {type(d).__name__} {str(d)[:40]!r}"
+        )
     try:
         return case_from_dict(d, base_dir=p.parent, prices=prices)
     except ValueError as err:
@@ -638,8 +802,13 @@ def default_case(**changes) -> Case:
     280-320 req/s), p99 target 50 ms (ASSUMPTION: a common interactive budget), on one
     GC200 and one A100-80GB (the articles' "IPU of similar price").
     """
-    base = dict(model="bert-base", rate_per_s=300.0, slo_p99_s=0.050, long_fraction=0.4,
-                candidates=(Candidate("gc200", 1), Candidate("a100-80gb", 1)),
-                name="Default: BERT-base classification, 40% long texts, 300 req/s, p99 <= 50 ms")
+    base = dict(
+        model="bert-base",
+        rate_per_s=300.0,
+        slo_p99_s=0.050,
+        long_fraction=0.4,
+        candidates=(Candidate("gc200", 1), Candidate("a100-80gb", 1)),
+        name="Default: BERT-base classification, 40% long texts, 300 req/s, p99 <= 50 ms",
+    )
     base.update(changes)
     return Case(**base)

@@ -50,8 +50,11 @@ class ReplicaLayout:
     @property
     def label(self) -> str:
         if self.kind == "placed":
-            where = "weights streamed, KV cache in SRAM" if self.streaming else (
-                "on-chip SRAM" if self.tile else "HBM")
+            where = (
+                "weights streamed, KV cache in SRAM"
+                if self.streaming
+                else ("on-chip SRAM" if self.tile else "HBM")
+            )
             return f"{where} over {self.chips} chips, tensor {self.placed.tensor} x pipeline {self.placed.pipeline}"
         if self.kind == "spread":
             return f"{'on-chip SRAM' if self.tile else 'HBM'} over {self.chips} chips"
@@ -97,24 +100,50 @@ class Context:
         slo = self.case.slo_p99_s
         bs = sweep_size((1, 2, 4, 8, 16, 32, 64, 128), (1, 4, 16, 64))
         delays = sweep_size((0.0, slo / 10, slo / 4), (slo / 5,))
-        if self.case.task == "generate":  # continuous batching; none if one request's KV does not fit
+        if (
+            self.case.task == "generate"
+        ):  # continuous batching; none if one request's KV does not fit
             need = self.case.max_len + self.case.output_tokens
             kv = getattr(svc, "kv_tokens", 0)
-            return [search.Policy("continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv))
-                    for b in bs if b <= max_batch] if kv >= need else []
+            return (
+                [
+                    search.Policy(
+                        "continuous", b, 0.0, P.Continuous(max_batch=b, kv_capacity_tokens=kv)
+                    )
+                    for b in bs
+                    if b <= max_batch
+                ]
+                if kv >= need
+                else []
+            )
         out = []
         if cand.policy in ("auto", "dynamic"):
-            out += [search.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
-                    for b in bs if b <= max_batch for d in delays]
+            out += [
+                search.Policy("dynamic", b, d, P.Dynamic(max_batch=b, max_delay_s=d))
+                for b in bs
+                if b <= max_batch
+                for d in delays
+            ]
         if cand.policy in ("auto", "static"):
-            out += [search.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
-                    for b in sweep_size((8, 32), (16,)) if b <= max_batch]
+            out += [
+                search.Policy("static", b, slo / 2, P.Static(batch=b, timeout_s=slo / 2))
+                for b in sweep_size((8, 32), (16,))
+                if b <= max_batch
+            ]
         if cand.policy == "auto":
             # A budget never asks for more rows of the longest length than fit (C1).
             most = max_batch * self.case.model.max_positions
             budgets = sorted({min(t, most) for t in sweep_size((2048, 8192), (4096,))})
-            out += [search.Policy("token", max_batch, d, P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch))
-                    for t in budgets for d in delays[-1:]]
+            out += [
+                search.Policy(
+                    "token",
+                    max_batch,
+                    d,
+                    P.TokenBudget(max_tokens=t, max_delay_s=d, max_batch=max_batch),
+                )
+                for t in budgets
+                for d in delays[-1:]
+            ]
         return out or [search.Policy("dynamic", 1, 0.0, P.Dynamic(max_batch=1, max_delay_s=0.0))]
 
     # --- fit --------------------------------------------------------------------------
@@ -129,8 +158,14 @@ class Context:
         weights = m.weight_bytes(s.dtype_bytes)
         act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
         kv = m.kv_bytes_per_token(s.dtype_bytes) * batch * (ln + case.output_tokens) if gen else 0.0
-        return {"weights": weights, "activations": act, "kv": kv, "total": weights + act + kv,
-                "length": ln, "step": s}
+        return {
+            "weights": weights,
+            "activations": act,
+            "kv": kv,
+            "total": weights + act + kv,
+            "length": ln,
+            "step": s,
+        }
 
     def fit(self, cand) -> dict:
         key = (cand.chip, cand.count)
@@ -163,39 +198,64 @@ class Context:
                 room = m * cap - ws["weights"]
                 kv_tok = int((room - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * m * length) if kv_per_tok else 0
-                out["placements"].append(ReplicaLayout(kind, m, False, mb, c.kind == "tile", kv_tok))
+                out["placements"].append(
+                    ReplicaLayout(kind, m, False, mb, c.kind == "tile", kv_tok)
+                )
                 m_chips = m
                 break
         else:
             m_chips = max(m_chips, model.layers + 1)
-        if (c.kind == "tile" and (m_chips > 1 or not out["placements"]) and c.offchip_bytes > 0
-                and ws["weights"] <= c.offchip_bytes):
+        if (
+            c.kind == "tile"
+            and (m_chips > 1 or not out["placements"])
+            and c.offchip_bytes > 0
+            and ws["weights"] <= c.offchip_bytes
+        ):
             mb = capacity.largest_batch(tables.Replica(c, model, 1, True), length, phases)
             if mb >= 1:
                 kv_tok = int((cap - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
                 kv_tok = min(kv_tok, mb * length) if kv_per_tok else 0
                 out["placements"].append(ReplicaLayout("streaming", 1, True, mb, True, kv_tok))
             else:
-                out["notes"].append("streaming: one sequence's activations (and KV) do not fit the tiles")
+                out["notes"].append(
+                    "streaming: one sequence's activations (and KV) do not fit the tiles"
+                )
         out["given"] = [p for p in out["placements"] if p.chips <= cand.count]
         out["chips_on_chip"] = m_lower  # chip-wide bytes over memory per chip (a lower bound)
         on_chip = [p for p in out["placements"] if not p.streaming]
-        out["chips_fit_rule"] = on_chip[0].chips if on_chip else None  # fewest whose stages fit the tiles
+        out["chips_fit_rule"] = (
+            on_chip[0].chips if on_chip else None
+        )  # fewest whose stages fit the tiles
         # Multi-chip fit on the chips given: tensor, pipeline and data parallel (ipusim.placement).
-        out["placed"] = self.placed(c, cand.count, length, phases) if cand.count > 1 and link_ok else None
+        out["placed"] = (
+            self.placed(c, cand.count, length, phases) if cand.count > 1 and link_ok else None
+        )
         # A model that needs several chips is also served as replicas of that placement (its tensor x
         # pipeline chips; its data-parallel copies are serving replicas).
         pl = out["placed"]
         one_chip = any(p.chips == 1 and not p.streaming for p in out["placements"])
-        if pl is not None and pl.fit != "does_not_fit" and pl.tensor * pl.pipeline > 1 and not one_chip:
+        if (
+            pl is not None
+            and pl.fit != "does_not_fit"
+            and pl.tensor * pl.pipeline > 1
+            and not one_chip
+        ):
             n = pl.tensor * pl.pipeline
             rep = tables.Replica(c, model, n, None, pl.tensor)
             mb = capacity.largest_batch(rep, length, phases, cap=MAX_SERVING_BATCH)
             if mb >= 1:
-                held = 0.0 if pl.fit == "streams" else ws["weights"]  # streamed weights leave SRAM to the KV cache
-                kv_tok = int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                held = (
+                    0.0 if pl.fit == "streams" else ws["weights"]
+                )  # streamed weights leave SRAM to the KV cache
+                kv_tok = (
+                    int((n * cap - held - ws["activations"]) // kv_per_tok) if kv_per_tok else 0
+                )
                 kv_tok = min(kv_tok, mb * pl.pipeline * length) if kv_per_tok else 0
-                out["placements"].append(ReplicaLayout("placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl))
+                out["placements"].append(
+                    ReplicaLayout(
+                        "placed", n, pl.fit == "streams", mb, c.kind == "tile", kv_tok, pl
+                    )
+                )
         ws_w = ws["weights"]
         if c.kind == "tile" and c.offchip_bandwidth_bytes_per_s > 0:
             out["stream_s_per_pass"] = ws_w / c.offchip_bandwidth_bytes_per_s
@@ -209,7 +269,9 @@ class Context:
 
         out = None
         for ph in phases:
-            pl = placement.place(c, workloads.step(self.case.model, [int(length)], phase=ph), chips=chips)
+            pl = placement.place(
+                c, workloads.step(self.case.model, [int(length)], phase=ph), chips=chips
+            )
             if pl.fit == "does_not_fit":
                 return pl
             out = pl if out is None or pl.time_s > out.time_s else out
@@ -237,12 +299,26 @@ class Context:
 
     def service(self, cand, placement: ReplicaLayout, mode: str):
         if self.continuous():
-            return search.setup(cand.chip, self.case.model, mode, chips=placement.chips,
-                                streaming=placement.streaming, output_tokens=self.case.output_tokens,
-                                max_batch=min(MAX_SERVING_BATCH, placement.max_batch),
-                                kv_tokens=placement.kv_tokens // self.depth(placement), placement=placement.placed)
-        return search.setup(cand.chip, self.case.model, mode, chips=placement.chips, streaming=placement.streaming,
-                            max_batch=min(MAX_SERVING_BATCH, placement.max_batch), placement=placement.placed)
+            return search.setup(
+                cand.chip,
+                self.case.model,
+                mode,
+                chips=placement.chips,
+                streaming=placement.streaming,
+                output_tokens=self.case.output_tokens,
+                max_batch=min(MAX_SERVING_BATCH, placement.max_batch),
+                kv_tokens=placement.kv_tokens // self.depth(placement),
+                placement=placement.placed,
+            )
+        return search.setup(
+            cand.chip,
+            self.case.model,
+            mode,
+            chips=placement.chips,
+            streaming=placement.streaming,
+            max_batch=min(MAX_SERVING_BATCH, placement.max_batch),
+            placement=placement.placed,
+        )
 
     def search(self, cand, lengths=None, key_extra=None) -> list:
         """Every (placement, mode) of a candidate with its best policy (capacity at SLO)."""
@@ -260,7 +336,13 @@ class Context:
 
     def best_policy(self, cand, pl, mode, svc, lengths):
         """The policy with the highest capacity at the p99 target (the first listed of equals)."""
-        key = (cand, id(pl), mode, id(svc), hashlib.sha256(np.ascontiguousarray(lengths).tobytes()).hexdigest())
+        key = (
+            cand,
+            id(pl),
+            mode,
+            id(svc),
+            hashlib.sha256(np.ascontiguousarray(lengths).tobytes()).hexdigest(),
+        )
         if key not in self._policy_memo:  # C5 re-runs the case's own long share
             self._policy_memo[key] = (pl, svc, self._search_policies(cand, pl, mode, svc, lengths))
         return dataclasses.replace(self._policy_memo[key][2])
@@ -280,8 +362,12 @@ class Context:
             seen.add(same)
             b = pol.max_batch
             if (b, pol.kind == "continuous") not in tops:
-                upper = 2.0 * b * servers / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
-                tops[b, pol.kind == "continuous"] = search.rate_bound(lengths, svc, pol, upper, servers=servers)
+                upper = (
+                    2.0 * b * servers / max(svc.time_at(b, min(mean_len, svc.max_prompt)), 1e-12)
+                )
+                tops[b, pol.kind == "continuous"] = search.rate_bound(
+                    lengths, svc, pol, upper, servers=servers
+                )
             order.append((tops[b, pol.kind == "continuous"], i, pol))
         # The capacity never exceeds a policy's rate bound: try the highest bounds first, and stop
         # a search once it can no longer beat the best found. Each search starts at a guess
@@ -294,11 +380,22 @@ class Context:
                 if best is not None:
                     c = best.capacity_per_replica
                     above = c if best_i < i else math.nextafter(c, -math.inf)
-                cs = search.capacity_search(lengths, svc, pol, slo, top, seed=self.case.seed, servers=servers,
-                                            iters=self.quick_bisect)
+                cs = search.capacity_search(
+                    lengths,
+                    svc,
+                    pol,
+                    slo,
+                    top,
+                    seed=self.case.seed,
+                    servers=servers,
+                    iters=self.quick_bisect,
+                )
                 cap, res = cs.run(above, guess=guess)
-                if cap is not None and (best is None or cap > best.capacity_per_replica
-                                        or (cap == best.capacity_per_replica and i < best_i)):
+                if cap is not None and (
+                    best is None
+                    or cap > best.capacity_per_replica
+                    or (cap == best.capacity_per_replica and i < best_i)
+                ):
                     best, best_i, won = Deployment(pl, mode, pol, cap, svc, res), i, cs
             if won.verify():
                 return best
@@ -342,7 +439,9 @@ class Context:
         else:
             arr = arrivals.poisson(case.rate_per_s, n, seed=case.seed + 1)
             lens = self.lengths
-        return search.serve(arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement))
+        return search.serve(
+            arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement)
+        )
 
     def sources(self) -> str:
         srcs = set()

@@ -25,7 +25,6 @@ CHECK_NAMES = {
 """Each check's id and name, as its ``Check`` carries them (diagrams and tables name the checks from here)."""
 
 
-
 @dataclass(frozen=True)
 class Evidence:
     """One number a check rests on: ``value`` in ``unit``, with a note on where it comes from."""
@@ -63,9 +62,16 @@ class Check:
         raise KeyError(f"{self.id} has no evidence {key!r}")
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "status": self.status, "summary": self.summary,
-                "reason": self.reason, "evidence": [e.to_dict() for e in self.evidence],
-                "tables": self.tables, "source": self.source}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "summary": self.summary,
+            "reason": self.reason,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "tables": self.tables,
+            "source": self.source,
+        }
 
     def __repr__(self):
         return f"Check({self.id} {self.name}: {self.status.upper()} - {self.summary})"

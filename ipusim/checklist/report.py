@@ -34,7 +34,9 @@ def run_checklist(case: Case | None = None, *, show_progress: bool = True) -> Re
     steps = list(INFERENCE_CHECKS) if case.inference else []
     steps += [check_training, check_software]
     checks: dict[str, Check] = {}
-    kw = {} if show_progress else {"disable": True}  # else: shown unless IPUSIM_QUICK (config.progress)
+    kw = (
+        {} if show_progress else {"disable": True}
+    )  # else: shown unless IPUSIM_QUICK (config.progress)
     bar = progress(total=len(steps) + 1, desc="checklist", leave=False, **kw)
     try:
         for fn in steps:
@@ -47,9 +49,16 @@ def run_checklist(case: Case | None = None, *, show_progress: bool = True) -> Re
     finally:
         bar.close()
     if not case.inference:
-        for cid, name in (("C1", "Fit in on-chip memory"), ("C2", "Throughput at the latency target"),
-                          ("C3", "Padding and packing"), ("C4", "Cost and energy"), ("C5", "Sensitivity")):
-            checks[cid] = Check(cid, name, "skipped", "training-only case", "inference = false", [], {}, "")
+        for cid, name in (
+            ("C1", "Fit in on-chip memory"),
+            ("C2", "Throughput at the latency target"),
+            ("C3", "Padding and packing"),
+            ("C4", "Cost and energy"),
+            ("C5", "Sensitivity"),
+        ):
+            checks[cid] = Check(
+                cid, name, "skipped", "training-only case", "inference = false", [], {}, ""
+            )
     ordered = {k: checks[k] for k in sorted(checks)}
     return Report(case, ordered, decide(case, ordered))
 
@@ -73,8 +82,10 @@ def _md_table(rows: list[dict]) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
-    out = ["| " + " | ".join(c.replace("_", " ") for c in cols) + " |",
-           "| " + " | ".join("---" for _ in cols) + " |"]
+    out = [
+        "| " + " | ".join(c.replace("_", " ") for c in cols) + " |",
+        "| " + " | ".join("---" for _ in cols) + " |",
+    ]
     for r in rows:
         out.append("| " + " | ".join(_md_cell(_cell(r.get(c, ""))) for c in cols) + " |")
     return "\n".join(out)
@@ -86,8 +97,10 @@ def _html_table(rows: list[dict]) -> str:
     cols = list(rows[0])
     # Text columns left-aligned, numbers right-aligned; a status cell is coloured by its status.
     text_col = {c: any(isinstance(r.get(c), str) for r in rows) for c in cols}
-    head = "".join(f"<th class='{'txt' if text_col[c] else 'num'}'>{html.escape(c.replace('_', ' '))}</th>"
-                   for c in cols)
+    head = "".join(
+        f"<th class='{'txt' if text_col[c] else 'num'}'>{html.escape(c.replace('_', ' '))}</th>"
+        for c in cols
+    )
     marks = {m: k for k, m in STATUS_MARK.items()}
 
     def td(c, v):
@@ -129,9 +142,12 @@ class Report:
 
     # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
-        return {"case": self.case.to_dict(), "verdict": self.verdict.to_dict(),
-                "checks": [c.to_dict() for c in self.checks.values()],
-                "assumptions": dict(ASSUMPTIONS)}
+        return {
+            "case": self.case.to_dict(),
+            "verdict": self.verdict.to_dict(),
+            "checks": [c.to_dict() for c in self.checks.values()],
+            "assumptions": dict(ASSUMPTIONS),
+        }
 
     def to_json(self, indent: int = 2) -> str:
         from .._json import json_safe
@@ -140,7 +156,9 @@ class Report:
 
     def __repr__(self):
         lines = [f"Report({self.case.name}): {self.verdict.headline}"]
-        lines += [f"  {c.id} {c.name}: {c.status.upper()} - {c.summary}" for c in self.checks.values()]
+        lines += [
+            f"  {c.id} {c.name}: {c.status.upper()} - {c.summary}" for c in self.checks.values()
+        ]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ Markdown
@@ -148,22 +166,60 @@ class Report:
         v = self.verdict
         case = self.case
         out = [f"# POC migration checklist: {case.name}", ""]
-        out += [f"**Verdict: {v.decision.upper()}**" + (f" - {v.veto}" if v.veto else f" (score {v.score:+.1f} points; "
-                f"migrate at >= {POLICY['migrate_at']}, pilot at >= {POLICY['pilot_at']}; {v.margin})"), ""]
+        out += [
+            f"**Verdict: {v.decision.upper()}**"
+            + (
+                f" - {v.veto}"
+                if v.veto
+                else f" (score {v.score:+.1f} points; "
+                f"migrate at >= {POLICY['migrate_at']}, pilot at >= {POLICY['pilot_at']}; {v.margin})"
+            ),
+            "",
+        ]
         if v.reasons:
             out += ["Reasons, ranked by weight (points > 0 favour moving to the tile chip):", ""]
-            out += [f"{i}. ({r.weight:+.0f}) {r.text} [{', '.join(r.checks)}]" for i, r in enumerate(v.reasons, 1)]
+            out += [
+                f"{i}. ({r.weight:+.0f}) {r.text} [{', '.join(r.checks)}]"
+                for i, r in enumerate(v.reasons, 1)
+            ]
             out.append("")
         out += ["## The case", "", _md_table(_case_rows(case)), ""]
         if self.sources():
             out += [f"*Timing models:* {self.sources()}", ""]
-        out += ["## Checks", "", _md_table([{"check": f"{c.id} {c.name}", "status": STATUS_MARK[c.status],
-                                             "headline": c.summary} for c in self.checks.values()]), ""]
+        out += [
+            "## Checks",
+            "",
+            _md_table(
+                [
+                    {
+                        "check": f"{c.id} {c.name}",
+                        "status": STATUS_MARK[c.status],
+                        "headline": c.summary,
+                    }
+                    for c in self.checks.values()
+                ]
+            ),
+            "",
+        ]
         for c in self.checks.values():
-            out += [f"### {c.id} {c.name}: {STATUS_MARK[c.status]}", "", c.summary, "", f"*Why:* {c.reason}", ""]
+            out += [
+                f"### {c.id} {c.name}: {STATUS_MARK[c.status]}",
+                "",
+                c.summary,
+                "",
+                f"*Why:* {c.reason}",
+                "",
+            ]
             if c.evidence:
-                out += [_md_table([{"evidence": f"{c.id}.{e.key}", "value": e.text(), "note": e.note}
-                                   for e in c.evidence]), ""]
+                out += [
+                    _md_table(
+                        [
+                            {"evidence": f"{c.id}.{e.key}", "value": e.text(), "note": e.note}
+                            for e in c.evidence
+                        ]
+                    ),
+                    "",
+                ]
             for title, rows in c.tables.items():
                 out += [f"*{title.replace('_', ' ')}*", "", _md_table(rows), ""]
             if c.source:
@@ -183,10 +239,21 @@ class Report:
 
     def _price_rows(self):
         p = self.case.prices
-        rows = [{"item": f"{k} per chip-hour", "USD": v, "status": "ASSUMPTION" if p.is_assumed(k) else "user value"}
-                for k, v in p.usd_per_chip_hour.items()]
-        rows.append({"item": "energy per kWh", "USD": p.usd_per_kwh,
-                     "status": "ASSUMPTION" if p.is_assumed("kwh") else "user value"})
+        rows = [
+            {
+                "item": f"{k} per chip-hour",
+                "USD": v,
+                "status": "ASSUMPTION" if p.is_assumed(k) else "user value",
+            }
+            for k, v in p.usd_per_chip_hour.items()
+        ]
+        rows.append(
+            {
+                "item": "energy per kWh",
+                "USD": p.usd_per_kwh,
+                "status": "ASSUMPTION" if p.is_assumed("kwh") else "user value",
+            }
+        )
         return rows
 
     # ------------------------------------------------------------------ HTML
@@ -200,17 +267,39 @@ class Report:
         """One self-contained HTML page; figures embedded as base64 PNG."""
         v = self.verdict
         case = self.case
-        parts = [f"<h1>POC migration checklist</h1><p>{html.escape(case.name)}</p>",
-                 f"<div class='verdict {v.decision}'><b>Verdict: {v.decision.upper()}</b> "
-                 + (html.escape(f"- {v.veto}") if v.veto else f"(score {v.score:+.1f} points; migrate at &ge; "
-                    f"{POLICY['migrate_at']}, pilot at &ge; {POLICY['pilot_at']}; {html.escape(v.margin)})") + "</div>"]
+        parts = [
+            f"<h1>POC migration checklist</h1><p>{html.escape(case.name)}</p>",
+            f"<div class='verdict {v.decision}'><b>Verdict: {v.decision.upper()}</b> "
+            + (
+                html.escape(f"- {v.veto}")
+                if v.veto
+                else f"(score {v.score:+.1f} points; migrate at &ge; "
+                f"{POLICY['migrate_at']}, pilot at &ge; {POLICY['pilot_at']}; {html.escape(v.margin)})"
+            )
+            + "</div>",
+        ]
         if v.reasons:
-            parts.append("<p>Reasons, ranked by weight (points &gt; 0 favour moving to the tile chip):</p><ol>"
-                         + "".join(f"<li>({r.weight:+.0f}) {html.escape(r.text)} [{_links(r.checks)}]</li>"
-                                   for r in v.reasons) + "</ol>")
-        parts.append("<h2>Checks</h2>" + _html_table([
-            {"check": f"{c.id} {c.name}", "status": STATUS_MARK[c.status], "headline": c.summary}
-            for c in self.checks.values()]))
+            parts.append(
+                "<p>Reasons, ranked by weight (points &gt; 0 favour moving to the tile chip):</p><ol>"
+                + "".join(
+                    f"<li>({r.weight:+.0f}) {html.escape(r.text)} [{_links(r.checks)}]</li>"
+                    for r in v.reasons
+                )
+                + "</ol>"
+            )
+        parts.append(
+            "<h2>Checks</h2>"
+            + _html_table(
+                [
+                    {
+                        "check": f"{c.id} {c.name}",
+                        "status": STATUS_MARK[c.status],
+                        "headline": c.summary,
+                    }
+                    for c in self.checks.values()
+                ]
+            )
+        )
         imgs = self._figure_pngs() if figures else {}
         if "overview" in imgs:
             parts.append(f"<img alt='overview' src='data:image/png;base64,{imgs['overview']}'>")
@@ -218,25 +307,47 @@ class Report:
         if self.sources():
             parts.append(f"<p class='assume'>Timing models: {html.escape(self.sources())}</p>")
         for c in self.checks.values():
-            parts.append(f"<h3 id='{c.id}'>{c.id} {html.escape(c.name)} <span class='status {c.status}'>"
-                         f"{STATUS_MARK[c.status]}</span></h3><p>{html.escape(c.summary)}</p>"
-                         f"<p><i>Why:</i> {html.escape(c.reason)}</p>")
+            parts.append(
+                f"<h3 id='{c.id}'>{c.id} {html.escape(c.name)} <span class='status {c.status}'>"
+                f"{STATUS_MARK[c.status]}</span></h3><p>{html.escape(c.summary)}</p>"
+                f"<p><i>Why:</i> {html.escape(c.reason)}</p>"
+            )
             if c.evidence:
-                parts.append(_html_table([{"evidence": f"{c.id}.{e.key}", "value": e.text(), "note": e.note}
-                                          for e in c.evidence]))
+                parts.append(
+                    _html_table(
+                        [
+                            {"evidence": f"{c.id}.{e.key}", "value": e.text(), "note": e.note}
+                            for e in c.evidence
+                        ]
+                    )
+                )
             for title, rows in c.tables.items():
-                parts.append(f"<p><i>{html.escape(title.replace('_', ' '))}</i></p>" + _html_table(rows))
+                parts.append(
+                    f"<p><i>{html.escape(title.replace('_', ' '))}</i></p>" + _html_table(rows)
+                )
             if c.id in imgs:
                 parts.append(f"<img alt='{c.id}' src='data:image/png;base64,{imgs[c.id]}'>")
             if c.source:
-                parts.append(f"<p class='assume'>Source of the numbers: {html.escape(c.source)}</p>")
+                parts.append(
+                    f"<p class='assume'>Source of the numbers: {html.escape(c.source)}</p>"
+                )
         parts.append("<h2>Prices</h2>" + _html_table(self._price_rows()))
-        parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li class='assume'><b>{k}</b>: {html.escape(a)}</li>"
-                                                          for k, a in ASSUMPTIONS.items()) + "</ul>")
-        parts.append(f"<p class='assume'>Verdict policy (ASSUMPTION): {html.escape(json.dumps(POLICY))}</p>")
+        parts.append(
+            "<h2>Assumptions</h2><ul>"
+            + "".join(
+                f"<li class='assume'><b>{k}</b>: {html.escape(a)}</li>"
+                for k, a in ASSUMPTIONS.items()
+            )
+            + "</ul>"
+        )
+        parts.append(
+            f"<p class='assume'>Verdict policy (ASSUMPTION): {html.escape(json.dumps(POLICY))}</p>"
+        )
         body = "\n".join(parts)
-        return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>ipusim checklist: "
-                f"{html.escape(case.name)}</title><style>{_CSS}</style></head><body>{body}</body></html>")
+        return (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>ipusim checklist: "
+            f"{html.escape(case.name)}</title><style>{_CSS}</style></head><body>{body}</body></html>"
+        )
 
     def _figure_pngs(self) -> dict:
         import base64
@@ -259,26 +370,46 @@ class Report:
 def _case_rows(case) -> list[dict]:
     m = case.model
     if case.lengths is not None:
-        lens = (f"{case.length_source or 'given'}: {case.lengths.size:,} lengths, mean "
-                f"{case.lengths.mean():.0f}, max {int(case.lengths.max())} tokens")
+        lens = (
+            f"{case.length_source or 'given'}: {case.lengths.size:,} lengths, mean "
+            f"{case.lengths.mean():.0f}, max {int(case.lengths.max())} tokens"
+        )
     else:
         lens = f"{case.long_fraction:.0%} long texts (short 16-128, long 256-{m.max_positions} tokens, uniform; ASSUMPTION)"
     rows = [
         {"item": "model", "value": f"{m.name} ({m.kind}, {m.params / 1e6:,.1f}M parameters)"},
-        {"item": "task", "value": case.task + (f", {case.output_tokens} reply tokens" if case.task == "generate" else "")},
+        {
+            "item": "task",
+            "value": case.task
+            + (f", {case.output_tokens} reply tokens" if case.task == "generate" else ""),
+        },
     ]
     if case.inference:
         rows += [
-            {"item": "traffic", "value": f"{fmt(case.rate_per_s, 'req/s')}, "
-                                         + ("arrival trace" if case.arrivals is not None else "Poisson arrivals")},
+            {
+                "item": "traffic",
+                "value": f"{fmt(case.rate_per_s, 'req/s')}, "
+                + ("arrival trace" if case.arrivals is not None else "Poisson arrivals"),
+            },
             {"item": "lengths", "value": lens},
             {"item": "p99 target", "value": fmt(case.slo_p99_s * 1e3, "ms")},
-            {"item": "candidates", "value": "; ".join(f"{c.label} ({c.chip.kind}, mode {c.mode}, policy {c.policy})"
-                                                      for c in case.candidates)},
+            {
+                "item": "candidates",
+                "value": "; ".join(
+                    f"{c.label} ({c.chip.kind}, mode {c.mode}, policy {c.policy})"
+                    for c in case.candidates
+                ),
+            },
         ]
     tr = case.training
-    rows.append({"item": "training", "value": "not asked" if tr is None else
-                 f"{', '.join(x.name for x in tr.models)}; {tr.token_budget / 1e9:g}B tokens of {tr.seq_len}"})
+    rows.append(
+        {
+            "item": "training",
+            "value": "not asked"
+            if tr is None
+            else f"{', '.join(x.name for x in tr.models)}; {tr.token_budget / 1e9:g}B tokens of {tr.seq_len}",
+        }
+    )
     rows.append({"item": "questionnaire", "value": f"{len(case.answers)} of 5 answered"})
     rows.append({"item": "seed", "value": str(case.seed)})
     return rows

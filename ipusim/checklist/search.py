@@ -38,7 +38,9 @@ def mix_lengths(long_fraction: float, n: int, max_len: int, seed: int = 0) -> np
     return _lengths.sample_long_text_mix(n, long_fraction, short=short, long=long, seed=seed)
 
 
-def traffic_lengths(case, n: int, long_fraction: float | None = None, seed: int | None = None) -> np.ndarray:
+def traffic_lengths(
+    case, n: int, long_fraction: float | None = None, seed: int | None = None
+) -> np.ndarray:
     """``n`` request lengths for the case; ``long_fraction`` re-weights the long share."""
     seed = case.seed if seed is None else seed
     if case.lengths is None:
@@ -87,9 +89,12 @@ def pack_efficiency(lengths: np.ndarray, max_len: int) -> tuple[float, int, str]
     k = max_per_row(lengths, max_len)
     res = packing.pack(np.asarray(lengths), max_len, "spfhp", max_per_row=k)
     p10 = float(np.quantile(np.asarray(lengths), SHORT_QUANTILE))
-    return (float(res.efficiency), int(res.rows),
-            f"ipusim.packing SPFHP, at most {k} sequences a row ({max_len} tokens over the "
-            f"10th-percentile length {p10:.0f}, capped at {MAX_PER_ROW_CAP})")
+    return (
+        float(res.efficiency),
+        int(res.rows),
+        f"ipusim.packing SPFHP, at most {k} sequences a row ({max_len} tokens over the "
+        f"10th-percentile length {p10:.0f}, capped at {MAX_PER_ROW_CAP})",
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -106,11 +111,19 @@ class Policy:
 
     @property
     def label(self) -> str:
-        return self.obj.describe() if self.obj is not None else f"{self.kind}, max batch {self.max_batch}"
+        return (
+            self.obj.describe()
+            if self.obj is not None
+            else f"{self.kind}, max batch {self.max_batch}"
+        )
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "label": self.label, "max_batch": self.max_batch,
-                "max_delay_s": self.max_delay_s if math.isfinite(self.max_delay_s) else None}
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "max_batch": self.max_batch,
+            "max_delay_s": self.max_delay_s if math.isfinite(self.max_delay_s) else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,7 @@ class Setup:
     def time_at(self, b: float, ln: float) -> float:
         """Seconds for a batch of ``b`` sequences of ``ln`` tokens (interpolated); for
         generation, a static batch: the prompt pass plus every reply token at the mean context."""
+
         def at(phase, length):
             return float(tables.coarse_time_s(self.replica, phase, self.max_batch, b, length)[0, 0])
 
@@ -180,8 +194,18 @@ class Setup:
         return self.time_at(self.max_batch, min(ln, self.max_prompt)) * (b / self.max_batch)
 
 
-def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, max_batch: int = 128,
-          output_tokens: int = 0, kv_tokens: int = 0, placement=None) -> Setup:
+def setup(
+    chip,
+    model,
+    mode: str,
+    *,
+    chips: int = 1,
+    streaming: bool = False,
+    max_batch: int = 128,
+    output_tokens: int = 0,
+    kv_tokens: int = 0,
+    placement=None,
+) -> Setup:
     """The ``Setup`` of ``model`` on a replica of ``chips`` chips (or of a ``placement.PlacedStep``'s
     tensor x pipeline chips); generation when ``output_tokens`` > 0."""
     if placement is not None:
@@ -191,12 +215,27 @@ def setup(chip, model, mode: str, *, chips: int = 1, streaming: bool = False, ma
         rep = tables.Replica(chip, model, chips, bool(streaming))
         stream, n = bool(streaming), chips
     if output_tokens:
-        svc = serving.generation_model(chip, model, max_batch=max_batch, chips=n, streaming=stream,
-                                       max_prompt=max(8, model.max_positions - output_tokens), grid="coarse",
-                                       placement=placement)
+        svc = serving.generation_model(
+            chip,
+            model,
+            max_batch=max_batch,
+            chips=n,
+            streaming=stream,
+            max_prompt=max(8, model.max_positions - output_tokens),
+            grid="coarse",
+            placement=placement,
+        )
     else:
-        svc = serving.chip_service(chip, model, max_batch=max_batch, packed=mode == "packed", chips=n,
-                                   streaming=stream, grid="coarse", placement=placement)
+        svc = serving.chip_service(
+            chip,
+            model,
+            max_batch=max_batch,
+            packed=mode == "packed",
+            chips=n,
+            streaming=stream,
+            grid="coarse",
+            placement=placement,
+        )
     return Setup(rep, mode, max_batch, svc, output_tokens, kv_tokens)
 
 
@@ -208,10 +247,23 @@ def serve(arrivals, lengths, su: Setup, policy: Policy, servers: int) -> serving
     arrivals = np.asarray(arrivals, dtype=float)
     lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
     if su.generation:
-        return serving.simulate_generation(arrivals, lens, su.output_tokens, policy.obj, su.service,
-                                           latency_target_s=1.0, replicas=servers)
-    return serving.simulate(arrivals, lens, policy.obj, [su.service] * servers, latency_target_s=1.0,
-                            max_waiting=max(1000, lens.size // 4))
+        return serving.simulate_generation(
+            arrivals,
+            lens,
+            su.output_tokens,
+            policy.obj,
+            su.service,
+            latency_target_s=1.0,
+            replicas=servers,
+        )
+    return serving.simulate(
+        arrivals,
+        lens,
+        policy.obj,
+        [su.service] * servers,
+        latency_target_s=1.0,
+        max_waiting=max(1000, lens.size // 4),
+    )
 
 
 def p99_s(r: serving.ServingResult) -> float:
@@ -237,7 +289,9 @@ def saturation_rate(lengths, su: Setup, batch: int) -> float:
     groups = np.resize(lengths, (k, batch)) if lengths.size >= batch else lengths[None, :]
     b = groups.shape[1]
     ln = groups.max(axis=1) if su.mode == "padded" else -(-groups.sum(axis=1) // b)
-    t = tables.coarse_time_s(su.replica, "forward", su.max_batch, b, np.minimum(ln, su.max_prompt))[0]
+    t = tables.coarse_time_s(su.replica, "forward", su.max_batch, b, np.minimum(ln, su.max_prompt))[
+        0
+    ]
     return b / float(np.mean(t))
 
 
@@ -261,16 +315,35 @@ def same_runs(policy: Policy) -> tuple:
     return (policy.kind, repr(obj))
 
 
-def capacity_search(lengths, su: Setup, policy: Policy, slo_s: float, top: float, *, servers: int = 1,
-                    seed: int = 0, iters: int = 10) -> capacity.CapacitySearch:
+def capacity_search(
+    lengths,
+    su: Setup,
+    policy: Policy,
+    slo_s: float,
+    top: float,
+    *,
+    servers: int = 1,
+    seed: int = 0,
+    iters: int = 10,
+) -> capacity.CapacitySearch:
     """``serving.capacity``'s search of ``policy`` on ``servers`` replicas of ``su`` below ``top``
     (req/s), run as ``serve`` runs: the lengths cut at the tables' longest prompt, goodput at 1 s,
     at most ``max(1000, n // 4)`` requests waiting, generation through ``serve``."""
     lens = np.minimum(np.asarray(lengths, dtype=np.int64), su.max_prompt)
     run = None
     if su.generation:
+
         def run(arrivals):
             return serve(arrivals, lengths, su, policy, servers)
 
-    return capacity.capacity_search(slo_s, lens, policy.obj, [su.service] * servers, top=top, iters=iters,
-                                    seed=seed, max_waiting=max(1000, lens.size // 4), run=run)
+    return capacity.capacity_search(
+        slo_s,
+        lens,
+        policy.obj,
+        [su.service] * servers,
+        top=top,
+        iters=iters,
+        seed=seed,
+        max_waiting=max(1000, lens.size // 4),
+        run=run,
+    )

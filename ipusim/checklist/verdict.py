@@ -51,8 +51,16 @@ class MigrationVerdict:
         """How far the score is from the nearest threshold, in points."""
         if self.veto:
             return "decided by a veto"
-        up = [(POLICY[k], name) for k, name in (("pilot_at", "PILOT"), ("migrate_at", "MIGRATE")) if POLICY[k] > self.score]
-        down = [(POLICY[k], name) for k, name in (("pilot_at", "STAY"), ("migrate_at", "PILOT")) if POLICY[k] <= self.score]
+        up = [
+            (POLICY[k], name)
+            for k, name in (("pilot_at", "PILOT"), ("migrate_at", "MIGRATE"))
+            if POLICY[k] > self.score
+        ]
+        down = [
+            (POLICY[k], name)
+            for k, name in (("pilot_at", "STAY"), ("migrate_at", "PILOT"))
+            if POLICY[k] <= self.score
+        ]
         parts = []
         if up:
             t, name = min(up)
@@ -65,11 +73,21 @@ class MigrationVerdict:
     @property
     def headline(self) -> str:
         d = self.decision.upper()
-        return f"{d}: {self.veto}" if self.veto else f"{d} (score {self.score:+.1f} points; {self.margin})"
+        return (
+            f"{d}: {self.veto}"
+            if self.veto
+            else f"{d} (score {self.score:+.1f} points; {self.margin})"
+        )
 
     def to_dict(self) -> dict:
-        return {"decision": self.decision, "score": self.score, "veto": self.veto, "margin": self.margin,
-                "reasons": [r.to_dict() for r in self.reasons], "policy": dict(POLICY)}
+        return {
+            "decision": self.decision,
+            "score": self.score,
+            "veto": self.veto,
+            "margin": self.margin,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "policy": dict(POLICY),
+        }
 
 
 def decide(case, checks: dict) -> MigrationVerdict:
@@ -88,55 +106,99 @@ def decide(case, checks: dict) -> MigrationVerdict:
         elif has_tile_cand and tile is None:
             veto = "no tile-chip deployment meets the p99 target"
         elif tile is not None and gpu is None and has_gpu_cand:
-            reasons.append(Reason(POLICY["only_tile_points"],
-                                  f"only the tile chip ({tile['deployment']}) meets the p99 target", ("C2", "C4")))
+            reasons.append(
+                Reason(
+                    POLICY["only_tile_points"],
+                    f"only the tile chip ({tile['deployment']}) meets the p99 target",
+                    ("C2", "C4"),
+                )
+            )
         if "saving" in c4.data:
             s = c4.data["saving"]
             s_cap = c4.data.get("saving_at_capacity", s)
             minimal = c4.data.get("minimal", False)
-            weighed = c4.data.get("weighed_saving", s_cap if minimal else (s + s_cap) / 2)  # C4 says which view
-            w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * weighed * 100))
-            assumed = any(case.prices.is_assumed(n) for n in (tile['candidate'].split()[0], gpu['candidate'].split()[0]))
+            weighed = c4.data.get(
+                "weighed_saving", s_cap if minimal else (s + s_cap) / 2
+            )  # C4 says which view
+            w = max(
+                -POLICY["cost_cap"],
+                min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * weighed * 100),
+            )
+            assumed = any(
+                case.prices.is_assumed(n)
+                for n in (tile["candidate"].split()[0], gpu["candidate"].split()[0])
+            )
 
             def _change(x):
-                return f"saves {fmt(x * 100, '%')}" if x > 0 else f"costs {fmt(1 - x, 'x')} what the GPU costs"
+                return (
+                    f"saves {fmt(x * 100, '%')}"
+                    if x > 0
+                    else f"costs {fmt(1 - x, 'x')} what the GPU costs"
+                )
 
             parity = c4.data.get("parity_price_at_capacity", 0)
-            at_cap = (f"with the chips at capacity the tile chip {_change(s_cap)}"
-                      + (f" (equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]})" if parity > 0 else ""))
-            offered = (f"at the offered rate {tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million "
-                       f"requests vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)})")
+            at_cap = f"with the chips at capacity the tile chip {_change(s_cap)}" + (
+                f" (equal at {fmt(parity, 'USD')}/chip-hour for {tile['candidate'].split()[0]})"
+                if parity > 0
+                else ""
+            )
+            offered = (
+                f"at the offered rate {tile['deployment']} costs {fmt(tile['usd_per_million'], 'USD')} per million "
+                f"requests vs {fmt(gpu['usd_per_million'], 'USD')} on {gpu['deployment']} ({_change(s)})"
+            )
             if minimal:  # the weighed view first, so the reason reads the way it counts
-                text = (f"{at_cap}, the view weighed; {offered}, the price ratio only, since both are their "
-                        "smallest deployment")
+                text = (
+                    f"{at_cap}, the view weighed; {offered}, the price ratio only, since both are their "
+                    "smallest deployment"
+                )
             else:
                 text = f"the mean of two views is weighed: {offered}; {at_cap}"
             text += ", at ASSUMED prices" if assumed else ""
             reasons.append(Reason(round(w, 1), text, ("C2", "C4")))
         if c5 is not None and c5.data:
             if c5.data.get("fragile"):
-                reasons.append(Reason(POLICY["fragile_points"],
-                                      f"the cheaper kind flips at {fmt(c5.ev('price_crossover_factor'), 'x')} today's tile-chip price",
-                                      ("C5",)))
+                reasons.append(
+                    Reason(
+                        POLICY["fragile_points"],
+                        f"the cheaper kind flips at {fmt(c5.ev('price_crossover_factor'), 'x')} today's tile-chip price",
+                        ("C5",),
+                    )
+                )
             if c5.data.get("near_rate"):
-                reasons.append(Reason(POLICY["rate_points"],
-                                      f"the cheaper kind flips within 2x of the offered rate ({c5.ev('rate_crossovers')})",
-                                      ("C5",)))
+                reasons.append(
+                    Reason(
+                        POLICY["rate_points"],
+                        f"the cheaper kind flips within 2x of the offered rate ({c5.ev('rate_crossovers')})",
+                        ("C5",),
+                    )
+                )
         if not has_tile_cand:
             veto = "no tile-chip candidate was given"
     if c6 is not None and c6.data:
         big = c6.data["big"]
         r = c6.data["ratios"][big]
-        w = max(-POLICY["cost_cap"], min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * (1 - r) * 100))
-        reasons.append(Reason(round(w, 1),
-                              f"training {big} on the tile chip costs {fmt(r, 'x')} the GPU cost "
-                              f"(claim of 15-20% lower: {c6.data['verdict']})", ("C6",)))
+        w = max(
+            -POLICY["cost_cap"],
+            min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * (1 - r) * 100),
+        )
+        reasons.append(
+            Reason(
+                round(w, 1),
+                f"training {big} on the tile chip costs {fmt(r, 'x')} the GPU cost "
+                f"(claim of 15-20% lower: {c6.data['verdict']})",
+                ("C6",),
+            )
+        )
     if c7 is not None:
         pts = c7.data["points"]
         if pts:
-            reasons.append(Reason(round(POLICY["risk_factor"] * pts, 1),
-                                  f"software risk {c7.data['level']} ({pts} points): {c7.reason.split('.')[0]}",
-                                  ("C7",)))
+            reasons.append(
+                Reason(
+                    round(POLICY["risk_factor"] * pts, 1),
+                    f"software risk {c7.data['level']} ({pts} points): {c7.reason.split('.')[0]}",
+                    ("C7",),
+                )
+            )
     score = sum(r.weight for r in reasons)
     reasons.sort(key=lambda r: -abs(r.weight))
     if veto:

@@ -58,7 +58,9 @@ CLAIMS = {
 def judge(claim: int) -> ClaimVerdict:
     """The verdict on claim number ``claim`` (1-15, docs/claims.md)."""
     if isinstance(claim, bool) or not isinstance(claim, int) or claim not in CLAIMS:
-        raise ValueError(f"claim must be a claim number {min(CLAIMS)}-{max(CLAIMS)} (docs/claims.md), got {claim!r}")
+        raise ValueError(
+            f"claim must be a claim number {min(CLAIMS)}-{max(CLAIMS)} (docs/claims.md), got {claim!r}"
+        )
     return CLAIMS[claim]()
 
 
@@ -71,7 +73,9 @@ def scoreboard(claims=None) -> list[ClaimVerdict]:
 def scoreboard_markdown(verdicts: list[ClaimVerdict], *, links: bool = False) -> str:
     """A Markdown table: claim, verdict, the numbers in one line, the function that judges it;
     ``links`` adds a column of links to the notebooks that teach each claim (for a notebook)."""
-    head = "| # | claim | verdict | what the library computes | judged by |" + (" taught in |" if links else "")
+    head = "| # | claim | verdict | what the library computes | judged by |" + (
+        " taught in |" if links else ""
+    )
     rows = [head, "| --- " * (6 if links else 5) + "|"]
     for v in verdicts:
         be = f" Break-even: {v.break_even}." if v.break_even else ""
@@ -82,8 +86,31 @@ def scoreboard_markdown(verdicts: list[ClaimVerdict], *, links: bool = False) ->
     return "\n".join(rows)
 
 
-__all__ = ["CLAIMS", "CONTRADICTED", "DEPENDS", "STATES", "SUPPORTED", "ClaimVerdict", "bert_throughput", "clear_cache",
-           "data_movement_energy", "dynamic_batching", "dynamic_graphs", "equal_power", "fine_grained_parallelism",
-           "hardware_cost", "hybrid_deployment", "judge", "memory_bottleneck", "memory_wall_training",
-           "on_chip_bandwidth", "rules", "scoreboard", "scoreboard_markdown", "sparse_embeddings",
-           "tile_memory_latency", "training_cost", "variable_length"]
+__all__ = [
+    "CLAIMS",
+    "CONTRADICTED",
+    "DEPENDS",
+    "STATES",
+    "SUPPORTED",
+    "ClaimVerdict",
+    "bert_throughput",
+    "clear_cache",
+    "data_movement_energy",
+    "dynamic_batching",
+    "dynamic_graphs",
+    "equal_power",
+    "fine_grained_parallelism",
+    "hardware_cost",
+    "hybrid_deployment",
+    "judge",
+    "memory_bottleneck",
+    "memory_wall_training",
+    "on_chip_bandwidth",
+    "rules",
+    "scoreboard",
+    "scoreboard_markdown",
+    "sparse_embeddings",
+    "tile_memory_latency",
+    "training_cost",
+    "variable_length",
+]

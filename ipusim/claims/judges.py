@@ -20,14 +20,29 @@ from . import rules
 from .verdict import DEPENDS, ClaimVerdict
 
 # Figures the claims are judged on that are measurements, not presets (source keys, docs/facts.md).
-STREAM_OPTIMISED_BYTES_PER_S = 7.261e12  # bytes/s, STREAM Triad on a GC2, optimised Poplar code, LOUW (facts §1.3)
+STREAM_OPTIMISED_BYTES_PER_S = (
+    7.261e12  # bytes/s, STREAM Triad on a GC2, optimised Poplar code, LOUW (facts §1.3)
+)
 STREAM_NAIVE_BYTES_PER_S = 3.726e12  # bytes/s, the same with naive C++, LOUW (facts §1.3)
-VENDOR_SRAM_BYTES_PER_S = 47.5e12  # bytes/s, GC200 vendor aggregate, CBLAKE (facts §1.1): a peak, not used
-TILE_LOAD_NS, T4_SHARED_NS, T4_L1_NS = 3.75, 11.94, 20.13  # ns, measured load latencies, JIA-T (facts §1.3)
+VENDOR_SRAM_BYTES_PER_S = (
+    47.5e12  # bytes/s, GC200 vendor aggregate, CBLAKE (facts §1.1): a peak, not used
+)
+TILE_LOAD_NS, T4_SHARED_NS, T4_L1_NS = (
+    3.75,
+    11.94,
+    20.13,
+)  # ns, measured load latencies, JIA-T (facts §1.3)
 
-TILE, GPU = machine.ENERGY_COMPARATOR  # "gc200", "a100-80gb": the pair every chip-vs-chip claim uses
-CHIPS_TRAINING = 1024  # chips per training cluster (Megatron-LM's GPT-3 run, as notebook 06 and checklist C6)
-TRAINING_TOKENS = {"gpt-3-175b": 3e11, "llama-2-70b": 2e12}  # tokens each model was trained on (notebook 06)
+TILE, GPU = (
+    machine.ENERGY_COMPARATOR
+)  # "gc200", "a100-80gb": the pair every chip-vs-chip claim uses
+CHIPS_TRAINING = (
+    1024  # chips per training cluster (Megatron-LM's GPT-3 run, as notebook 06 and checklist C6)
+)
+TRAINING_TOKENS = {
+    "gpt-3-175b": 3e11,
+    "llama-2-70b": 2e12,
+}  # tokens each model was trained on (notebook 06)
 HOUR_S = 3600.0
 
 
@@ -38,7 +53,13 @@ def clear_cache() -> None:
 
 
 @functools.cache
-def _sim(chip: str, lengths: tuple, pad_to: int | None = None, phase: str = "forward", model: str = "bert-base"):
+def _sim(
+    chip: str,
+    lengths: tuple,
+    pad_to: int | None = None,
+    phase: str = "forward",
+    model: str = "bert-base",
+):
     return machine.simulate(chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase))
 
 
@@ -47,13 +68,21 @@ def _bert_short(chip):  # BERT-base, 32 requests of 128 tokens: the articles' sh
 
 
 @functools.cache
-def _scaled(chip: str, chips: int, lengths: tuple, pad_to: int | None = None, phase: str = "forward",
-            model: str = "bert-base"):
+def _scaled(
+    chip: str,
+    chips: int,
+    lengths: tuple,
+    pad_to: int | None = None,
+    phase: str = "forward",
+    model: str = "bert-base",
+):
     """The step placed on ``chips`` chips of ``chip`` by the library's one scale-out
     (``ipusim.scaleout.scale_out``): throughput, chips used, energy per sequence."""
     from .. import scaleout
 
-    return scaleout.scale_out(chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase), counts=(chips,))
+    return scaleout.scale_out(
+        chip, workloads.step(model, list(lengths), pad_to=pad_to, phase=phase), counts=(chips,)
+    )
 
 
 def _bert_short_scaled(chip):  # the same BERT-base step, one chip per replica
@@ -66,24 +95,43 @@ def _bert_long(chip):  # BERT-base, 8 requests of 512 tokens: long texts (8 rows
 
 @functools.cache
 def _energy(which: str) -> dict:
-    s = (workloads.step("bert-base", [128] * 32, pad_to=128) if which == "on_chip"
-         else workloads.step("llama-2-7b", [1024], phase="decode"))
+    s = (
+        workloads.step("bert-base", [128] * 32, pad_to=128)
+        if which == "on_chip"
+        else workloads.step("llama-2-7b", [1024], phase="decode")
+    )
     return machine.energy_comparison(s, TILE, GPU)
 
 
-def _verdict(claim, title, state, summary, rule, numbers, assumptions, function, notebooks, break_even=""):
-    return ClaimVerdict(claim, title, state, summary, rule, numbers, assumptions,
-                   break_even if state == DEPENDS else "", f"ipusim.claims.{function}", tuple(notebooks))
+def _verdict(
+    claim, title, state, summary, rule, numbers, assumptions, function, notebooks, break_even=""
+):
+    return ClaimVerdict(
+        claim,
+        title,
+        state,
+        summary,
+        rule,
+        numbers,
+        assumptions,
+        break_even if state == DEPENDS else "",
+        f"ipusim.claims.{function}",
+        tuple(notebooks),
+    )
 
 
 def _price_text(prices, *chips) -> tuple[str, bool]:
     assumed = any(prices.is_assumed(c) for c in chips) or prices.is_assumed("kwh")
     text = ", ".join(f"{c} {prices.chip_hour(c):.2f} USD/chip-hour" for c in chips)
-    return f"{text}, {prices.usd_per_kwh:.2f} USD/kWh" + (" (ASSUMED placeholders)" if assumed else " (given)"), assumed
+    return f"{text}, {prices.usd_per_kwh:.2f} USD/kWh" + (
+        " (ASSUMED placeholders)" if assumed else " (given)"
+    ), assumed
 
 
 def _preset(name):
-    if not isinstance(name, str):  # results are cached by preset name: a modified chip object would be mistaken
+    if not isinstance(
+        name, str
+    ):  # results are cached by preset name: a modified chip object would be mistaken
         raise ValueError(f"give a chip preset name, got {type(name).__name__}")
     return name
 
@@ -94,8 +142,10 @@ def _prices(prices):
 
         return Prices()
     if not hasattr(prices, "chip_hour") or not hasattr(prices, "is_assumed"):
-        raise ValueError(f"prices must be an ipusim.prices.Prices (or None for the assumed defaults), "
-                         f"got {type(prices).__name__}")
+        raise ValueError(
+            f"prices must be an ipusim.prices.Prices (or None for the assumed defaults), "
+            f"got {type(prices).__name__}"
+        )
     return prices
 
 
@@ -112,22 +162,41 @@ def on_chip_bandwidth() -> ClaimVerdict:
     softmax = next(o for o in workloads.step("bert-base", [512] * 8).ops if o.name == "softmax")
     t_h100 = roofline.op_bound(h100, softmax).time_s
     out = {}
-    for label, bw in (("optimised", STREAM_OPTIMISED_BYTES_PER_S), ("naive", STREAM_NAIVE_BYTES_PER_S)):
+    for label, bw in (
+        ("optimised", STREAM_OPTIMISED_BYTES_PER_S),
+        ("naive", STREAM_NAIVE_BYTES_PER_S),
+    ):
         derated = gc200.replace(sram_bytes_per_cycle_per_tile=bw / (gc200.tiles * gc200.clock_hz))
         out[label] = softmax.bytes / roofline.op_bound(derated, softmax).time_s
     hbm = h100.hbm_bandwidth_bytes_per_s
     state = rules.bandwidth(out["optimised"], hbm)
-    numbers = {"attained_tb_per_s": out["optimised"] / 1e12, "attained_naive_code_tb_per_s": out["naive"] / 1e12,
-               "h100_hbm_tb_per_s": hbm / 1e12, "speedup_over_h100_x": out["optimised"] / (softmax.bytes / t_h100),
-               "vendor_peak_tb_per_s_not_used": VENDOR_SRAM_BYTES_PER_S / 1e12}
-    summary = (f"at the measured {STREAM_OPTIMISED_BYTES_PER_S / 1e12:.2f} TB/s the softmax moves its bytes at "
-               f"{numbers['attained_tb_per_s']:.1f} TB/s, {numbers['speedup_over_h100_x']:.1f}x the H100's "
-               f"{numbers['h100_hbm_tb_per_s']:.2f} TB/s HBM; naive C++ reaches {numbers['attained_naive_code_tb_per_s']:.1f} TB/s")
-    return _verdict(1, "on-chip memory bandwidth", state, summary, rules.BANDWIDTH_RULE, numbers, {
-        "chips": "GC200 (tile memory at the GC2's measured STREAM Triad bandwidth, LOUW) vs H100 SXM (HBM peak)",
-        "op": "BERT-base softmax, 8 x 512 tokens, roofline.op_bound",
-        "bandwidth": "the measured one (notebook 01), not the vendor's 47.5 TB/s peak"},
-        "on_chip_bandwidth", ["01_memory_wall.ipynb"])
+    numbers = {
+        "attained_tb_per_s": out["optimised"] / 1e12,
+        "attained_naive_code_tb_per_s": out["naive"] / 1e12,
+        "h100_hbm_tb_per_s": hbm / 1e12,
+        "speedup_over_h100_x": out["optimised"] / (softmax.bytes / t_h100),
+        "vendor_peak_tb_per_s_not_used": VENDOR_SRAM_BYTES_PER_S / 1e12,
+    }
+    summary = (
+        f"at the measured {STREAM_OPTIMISED_BYTES_PER_S / 1e12:.2f} TB/s the softmax moves its bytes at "
+        f"{numbers['attained_tb_per_s']:.1f} TB/s, {numbers['speedup_over_h100_x']:.1f}x the H100's "
+        f"{numbers['h100_hbm_tb_per_s']:.2f} TB/s HBM; naive C++ reaches {numbers['attained_naive_code_tb_per_s']:.1f} TB/s"
+    )
+    return _verdict(
+        1,
+        "on-chip memory bandwidth",
+        state,
+        summary,
+        rules.BANDWIDTH_RULE,
+        numbers,
+        {
+            "chips": "GC200 (tile memory at the GC2's measured STREAM Triad bandwidth, LOUW) vs H100 SXM (HBM peak)",
+            "op": "BERT-base softmax, 8 x 512 tokens, roofline.op_bound",
+            "bandwidth": "the measured one (notebook 01), not the vendor's 47.5 TB/s peak",
+        },
+        "on_chip_bandwidth",
+        ["01_memory_wall.ipynb"],
+    )
 
 
 # 2 --------------------------------------------------------------------------------------
@@ -137,22 +206,38 @@ def data_movement_energy() -> ClaimVerdict:
     d_fit, d_stream = fit["data_saving"], stream["data_saving"]
     state = rules.energy(d_fit, d_stream)
     t = fit["tile"]
-    numbers = {"data_saving_on_chip": d_fit, "data_saving_streams": d_stream,
-               "total_saving_on_chip": fit["total_saving"],
-               "exchange_share_of_tile_data_energy": t.energy_split["exchange"] / t.data_energy_j,
-               "fit_on_chip_step": t.fit, "fit_streaming_step": stream["tile"].fit}
-    summary = (f"BERT-base 32 x 128 on chip: {d_fit:.0%} less data-movement energy than the {GPU} "
-               f"({fit['total_saving']:.0%} less in total); Llama-2-7B decode, weights streamed: "
-               f"{1 - d_stream:.1f}x the {GPU}'s")
-    return _verdict(2, "data-movement energy", state, summary, rules.ENERGY_RULE, numbers, {
-        "chips": f"{TILE} vs {GPU} (machine.ENERGY_COMPARATOR; both 7 nm parts of 2020)",
-        "steps": "BERT-base 32 x 128 tokens (fits on chip); Llama-2-7B decode, 1 x 1,024 tokens of context (streams)",
-        "energy": "simulated StepResult.energy_split: bytes priced with the 45 nm table of ipusim.energy, FLOPs "
-                  "scaled to each chip's process node (energy.flop_scale); the exchange "
-                  "is one SRAM read + write per byte (wires left out: an upper estimate of the on-chip saving)"},
-        "data_movement_energy", ["01_memory_wall.ipynb", "05_poc_checklist.ipynb"],
+    numbers = {
+        "data_saving_on_chip": d_fit,
+        "data_saving_streams": d_stream,
+        "total_saving_on_chip": fit["total_saving"],
+        "exchange_share_of_tile_data_energy": t.energy_split["exchange"] / t.data_energy_j,
+        "fit_on_chip_step": t.fit,
+        "fit_streaming_step": stream["tile"].fit,
+    }
+    summary = (
+        f"BERT-base 32 x 128 on chip: {d_fit:.0%} less data-movement energy than the {GPU} "
+        f"({fit['total_saving']:.0%} less in total); Llama-2-7B decode, weights streamed: "
+        f"{1 - d_stream:.1f}x the {GPU}'s"
+    )
+    return _verdict(
+        2,
+        "data-movement energy",
+        state,
+        summary,
+        rules.ENERGY_RULE,
+        numbers,
+        {
+            "chips": f"{TILE} vs {GPU} (machine.ENERGY_COMPARATOR; both 7 nm parts of 2020)",
+            "steps": "BERT-base 32 x 128 tokens (fits on chip); Llama-2-7B decode, 1 x 1,024 tokens of context (streams)",
+            "energy": "simulated StepResult.energy_split: bytes priced with the 45 nm table of ipusim.energy, FLOPs "
+            "scaled to each chip's process node (energy.flop_scale); the exchange "
+            "is one SRAM read + write per byte (wires left out: an upper estimate of the on-chip saving)",
+        },
+        "data_movement_energy",
+        ["01_memory_wall.ipynb", "05_poc_checklist.ipynb"],
         break_even=f"whether the model's weights fit in tile SRAM ({hardware.chip(TILE).data_bytes / 1e9:.2f} GB "
-                   f"per {TILE}): on chip the saving is {d_fit:.0%}, streamed {d_stream:+.0%}")
+        f"per {TILE}): on chip the saving is {d_fit:.0%}, streamed {d_stream:+.0%}",
+    )
 
 
 # 3 --------------------------------------------------------------------------------------
@@ -169,17 +254,33 @@ def fine_grained_parallelism() -> ClaimVerdict:
     mm_k = [k for k in kernels if any(kind[o] == "matmul" for o in k["ops"])]
     mm_gpu = sum(k["time_s"] for k in mm_k)
     mm_gc = sum(t_gc[o] for k in mm_k for o in k["ops"])
-    numbers = {"gather_speedup_x": emb_gpu / emb_gc, "attention_speedup_x": att_gpu / att_gc,
-               "matmul_kernels_speedup_x": mm_gpu / mm_gc}
+    numbers = {
+        "gather_speedup_x": emb_gpu / emb_gc,
+        "attention_speedup_x": att_gpu / att_gc,
+        "matmul_kernels_speedup_x": mm_gpu / mm_gc,
+    }
     state = rules.fine_grained(numbers["gather_speedup_x"], numbers["attention_speedup_x"])
-    summary = (f"{GPU} time / {TILE} time, BERT-base 32 x 128: embedding gather {numbers['gather_speedup_x']:.2f}x, "
-               f"attention {numbers['attention_speedup_x']:.2f}x, the matmul kernels {numbers['matmul_kernels_speedup_x']:.2f}x")
-    return _verdict(3, "thousands of cores for sparse work and attention", state, summary, rules.FINE_GRAINED_RULE,
-                    numbers, {"chips": f"{TILE} vs {GPU}", "step": "BERT-base, 32 x 128 tokens (on chip)",
-                              "times": "tile simulator per op (BSP supersteps) vs GPU simulator per fused kernel"},
-                    "fine_grained_parallelism", ["02_tile_local_compute.ipynb", "07_sparse_embeddings.ipynb"],
-                    break_even=f"the op: the gather runs {numbers['gather_speedup_x']:.2f}x and attention "
-                               f"{numbers['attention_speedup_x']:.2f}x the GPU's speed")
+    summary = (
+        f"{GPU} time / {TILE} time, BERT-base 32 x 128: embedding gather {numbers['gather_speedup_x']:.2f}x, "
+        f"attention {numbers['attention_speedup_x']:.2f}x, the matmul kernels {numbers['matmul_kernels_speedup_x']:.2f}x"
+    )
+    return _verdict(
+        3,
+        "thousands of cores for sparse work and attention",
+        state,
+        summary,
+        rules.FINE_GRAINED_RULE,
+        numbers,
+        {
+            "chips": f"{TILE} vs {GPU}",
+            "step": "BERT-base, 32 x 128 tokens (on chip)",
+            "times": "tile simulator per op (BSP supersteps) vs GPU simulator per fused kernel",
+        },
+        "fine_grained_parallelism",
+        ["02_tile_local_compute.ipynb", "07_sparse_embeddings.ipynb"],
+        break_even=f"the op: the gather runs {numbers['gather_speedup_x']:.2f}x and attention "
+        f"{numbers['attention_speedup_x']:.2f}x the GPU's speed",
+    )
 
 
 # 4 --------------------------------------------------------------------------------------
@@ -190,20 +291,40 @@ def dynamic_graphs() -> ClaimVerdict:
     gc200 = hardware.chip(TILE)
     s128 = workloads.step("bert-base", [128] * 8, pad_to=128)
     plan_128 = [p.partition for p in tiles.map_step(gc200, s128)]
-    plan_384 = [p.partition for p in tiles.map_step(gc200, workloads.step("bert-base", [384] * 8, pad_to=384))]
+    plan_384 = [
+        p.partition
+        for p in tiles.map_step(gc200, workloads.step("bert-base", [384] * 8, pad_to=384))
+    ]
     changed = [s128.ops[i].name for i in range(len(plan_128)) if plan_128[i] != plan_384[i]]
     exact, padded = _sim(TILE, (200,) * 8, 200), _sim(TILE, (200,) * 8, 384)
-    numbers = {"ops_repartitioned": len(changed), "ops": len(plan_128), "repartitioned": ", ".join(changed),
-               "padded_to_compiled_shape_time_x": padded.time_s / exact.time_s}
+    numbers = {
+        "ops_repartitioned": len(changed),
+        "ops": len(plan_128),
+        "repartitioned": ", ".join(changed),
+        "padded_to_compiled_shape_time_x": padded.time_s / exact.time_s,
+    }
     state = rules.dynamic_graph(len(changed))
-    summary = (f"{len(changed)} of {len(plan_128)} ops change their tile partition between 128 and 384 tokens; "
-               f"200-token requests on the program compiled for 384 take {numbers['padded_to_compiled_shape_time_x']:.2f}x "
-               "the time of a program compiled for 200")
-    return _verdict(4, "dynamic graphs without recompiling", state, summary, rules.DYNAMIC_GRAPH_RULE, numbers,
-                    {"chip": TILE, "steps": "BERT-base, 8 sequences of 128, 384 and 200 tokens",
-                     "compilation": "a program is the set of tile partitions tiles.map_step chooses (facts §1.4: "
-                                    "allocation and exchange are planned at compile time)"},
-                    "dynamic_graphs", ["02_tile_local_compute.ipynb"])
+    summary = (
+        f"{len(changed)} of {len(plan_128)} ops change their tile partition between 128 and 384 tokens; "
+        f"200-token requests on the program compiled for 384 take {numbers['padded_to_compiled_shape_time_x']:.2f}x "
+        "the time of a program compiled for 200"
+    )
+    return _verdict(
+        4,
+        "dynamic graphs without recompiling",
+        state,
+        summary,
+        rules.DYNAMIC_GRAPH_RULE,
+        numbers,
+        {
+            "chip": TILE,
+            "steps": "BERT-base, 8 sequences of 128, 384 and 200 tokens",
+            "compilation": "a program is the set of tile partitions tiles.map_step chooses (facts §1.4: "
+            "allocation and exchange are planned at compile time)",
+        },
+        "dynamic_graphs",
+        ["02_tile_local_compute.ipynb"],
+    )
 
 
 # 5 --------------------------------------------------------------------------------------
@@ -211,17 +332,33 @@ def tile_memory_latency() -> ClaimVerdict:
     """Claim 5: data kept in tile memory cuts memory-access latency by over 60% (JIA-T)."""
     cut = 1 - TILE_LOAD_NS / T4_SHARED_NS
     g, a = _bert_short(TILE), _bert_short(GPU)
-    numbers = {"latency_cut_vs_gpu_shared": cut, "latency_cut_vs_gpu_l1": 1 - TILE_LOAD_NS / T4_L1_NS,
-               "step_exchange_share": g.split["exchange"] / g.time_s, "step_time_vs_gpu_x": g.time_s / a.time_s}
+    numbers = {
+        "latency_cut_vs_gpu_shared": cut,
+        "latency_cut_vs_gpu_l1": 1 - TILE_LOAD_NS / T4_L1_NS,
+        "step_exchange_share": g.split["exchange"] / g.time_s,
+        "step_time_vs_gpu_x": g.time_s / a.time_s,
+    }
     state = rules.latency(cut)
-    summary = (f"measured load latency {TILE_LOAD_NS} ns on a tile vs {T4_SHARED_NS} ns for a T4's shared memory "
-               f"({cut:.0%} less); as a speed-up it does not carry over: the simulated BERT-base step spends "
-               f"{numbers['step_exchange_share']:.0%} of its time exchanging between tiles and takes "
-               f"{numbers['step_time_vs_gpu_x']:.2f}x the {GPU}'s time")
-    return _verdict(5, "tile-memory latency", state, summary, rules.LATENCY_RULE, numbers,
-                    {"latencies": "measured, GC2 vs NVIDIA T4 (JIA-T, facts §1.3; no A100 row exists)",
-                     "step": f"BERT-base 32 x 128 on {TILE} and {GPU} (context only, not in the rule)"},
-                    "tile_memory_latency", ["02_tile_local_compute.ipynb"])
+    summary = (
+        f"measured load latency {TILE_LOAD_NS} ns on a tile vs {T4_SHARED_NS} ns for a T4's shared memory "
+        f"({cut:.0%} less); as a speed-up it does not carry over: the simulated BERT-base step spends "
+        f"{numbers['step_exchange_share']:.0%} of its time exchanging between tiles and takes "
+        f"{numbers['step_time_vs_gpu_x']:.2f}x the {GPU}'s time"
+    )
+    return _verdict(
+        5,
+        "tile-memory latency",
+        state,
+        summary,
+        rules.LATENCY_RULE,
+        numbers,
+        {
+            "latencies": "measured, GC2 vs NVIDIA T4 (JIA-T, facts §1.3; no A100 row exists)",
+            "step": f"BERT-base 32 x 128 on {TILE} and {GPU} (context only, not in the rule)",
+        },
+        "tile_memory_latency",
+        ["02_tile_local_compute.ipynb"],
+    )
 
 
 # 6 --------------------------------------------------------------------------------------
@@ -231,21 +368,44 @@ def dynamic_batching(n_requests: int = 3000) -> ClaimVerdict:
 
     from .. import policies, serving
 
-    n_requests = positive("n_requests", n_requests, integer=True, at_most=1_000_000, why="requests per run")
+    n_requests = positive(
+        "n_requests", n_requests, integer=True, at_most=1_000_000, why="requests per run"
+    )
     dev = serving.chip_service("a100-40gb", "bert-base", max_batch=64)
     rate = dev.throughput_rps(128, 32)
-    rows = serving.sweep_rates(np.array([0.1, 0.9]) * rate, lambda n, seed: np.full(n, 128),
-                               policies.Dynamic(32, 0.002), dev, n=int(n_requests))
+    rows = serving.sweep_rates(
+        np.array([0.1, 0.9]) * rate,
+        lambda n, seed: np.full(n, 128),
+        policies.Dynamic(32, 0.002),
+        dev,
+        n=int(n_requests),
+    )
     light, heavy = rows[0]["mean_batch"], rows[1]["mean_batch"]
-    numbers = {"mean_batch_10pct_load": light, "mean_batch_90pct_load": heavy, "growth_x": heavy / light}
+    numbers = {
+        "mean_batch_10pct_load": light,
+        "mean_batch_90pct_load": heavy,
+        "growth_x": heavy / light,
+    }
     state = rules.batching(heavy / light)
-    summary = (f"a dynamic batcher (up to 32, 2 ms) on an A100 40GB: mean batch {light:.1f} at 10% load, "
-               f"{heavy:.1f} at 90% ({heavy / light:.1f}x); not special to any chip")
-    return _verdict(6, "dynamic batching", state, summary, rules.BATCHING_RULE, numbers,
-                    {"service": "BERT-base on an A100 40GB (serving.chip_service), 128-token requests, Poisson arrivals",
-                     "policy": "policies.Dynamic(max_batch=32, max_delay_s=0.002)",
-                     "load": f"10% and 90% of back-to-back batch-32 throughput; {n_requests:,} requests"},
-                    "dynamic_batching", ["03_dynamic_batching.ipynb"])
+    summary = (
+        f"a dynamic batcher (up to 32, 2 ms) on an A100 40GB: mean batch {light:.1f} at 10% load, "
+        f"{heavy:.1f} at 90% ({heavy / light:.1f}x); not special to any chip"
+    )
+    return _verdict(
+        6,
+        "dynamic batching",
+        state,
+        summary,
+        rules.BATCHING_RULE,
+        numbers,
+        {
+            "service": "BERT-base on an A100 40GB (serving.chip_service), 128-token requests, Poisson arrivals",
+            "policy": "policies.Dynamic(max_batch=32, max_delay_s=0.002)",
+            "load": f"10% and 90% of back-to-back batch-32 throughput; {n_requests:,} requests",
+        },
+        "dynamic_batching",
+        ["03_dynamic_batching.ipynb"],
+    )
 
 
 # 7 --------------------------------------------------------------------------------------
@@ -254,43 +414,78 @@ def _encoder(chip: str, mode: str, batch: int, long_fraction: float, n: int) -> 
     from .. import lengths, serving
 
     lens = lengths.long_text_mix(long_fraction).sample(n, seed=1)
-    return serving.encoder_throughput(chip, lens, mode, batch=batch, max_len=512, max_per_row=16).requests_per_s
+    return serving.encoder_throughput(
+        chip, lens, mode, batch=batch, max_len=512, max_per_row=16
+    ).requests_per_s
 
 
-THROUGHPUT_BASELINES = {"A100, padded to 512": ("a100-40gb", "pad", 64),
-                        "A100, padding removed": ("a100-40gb", "unpadded", 64)}
+THROUGHPUT_BASELINES = {
+    "A100, padded to 512": ("a100-40gb", "pad", 64),
+    "A100, padding removed": ("a100-40gb", "unpadded", 64),
+}
 THROUGHPUT_TILE = ("gc200", "packed", 8)  # 8 rows of 512 fit a GC200's tiles (notebook 04)
 
 
 def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
     """Claim 7: BERT-base, A100 ~320 req/s vs an IPU of similar price ~580 (280 vs 510 at 40% long)."""
     mixes = {"0% long": 0.0, "40% long": 0.4}
-    n = positive("n_requests", n_requests, integer=True, at_most=100_000, why="requests per mix (tile simulations)")
+    n = positive(
+        "n_requests",
+        n_requests,
+        integer=True,
+        at_most=100_000,
+        why="requests per mix (tile simulations)",
+    )
     tile = {m: _encoder(*THROUGHPUT_TILE, f, n) for m, f in mixes.items()}
-    ratios = {b: {m: tile[m] / _encoder(*cfg, f, n) for m, f in mixes.items()} for b, cfg in THROUGHPUT_BASELINES.items()}
+    ratios = {
+        b: {m: tile[m] / _encoder(*cfg, f, n) for m, f in mixes.items()}
+        for b, cfg in THROUGHPUT_BASELINES.items()
+    }
     state = rules.throughput(ratios)
-    numbers = {f"ratio_vs_{b.split(', ')[1].replace(' ', '_')}_{m.split('%')[0]}pct_long_x": r
-               for b, by in ratios.items() for m, r in by.items()}
+    numbers = {
+        f"ratio_vs_{b.split(', ')[1].replace(' ', '_')}_{m.split('%')[0]}pct_long_x": r
+        for b, by in ratios.items()
+        for m, r in by.items()
+    }
     numbers.update({f"gc200_req_per_s_{m.split('%')[0]}pct_long": v for m, v in tile.items()})
-    hits = [b for b, by in ratios.items() if all(rules.throughput_matches(r, m) for m, r in by.items())]
-    summary = ("GC200 packed / A100 requests/s: " + "; ".join(
-        f"vs {b.split(', ')[1]} {by['0% long']:.2f}x (0% long), {by['40% long']:.2f}x (40% long)"
-        for b, by in ratios.items()) + " (claimed 1.81, 1.82)")
-    return _verdict(7, "BERT-base throughput, IPU vs A100", state, summary, rules.THROUGHPUT_RULE, numbers,
-                    {"tile": "GC200, packed rows of 512 (SPFHP, <= 16 per row), 8 rows per batch",
-                     "gpu": "A100 40GB, 64 requests per batch, padded to 512 or with padding removed as "
-                            "ByteTransformer does it (gpu.remove_padding)",
-                     "requests": f"{n:,} from lengths.long_text_mix (seed 1); no queueing (back-to-back batches)"},
-                    "bert_throughput", ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb",
-                                        "05_poc_checklist.ipynb"],
-                    break_even="the GPU baseline: the claimed ratio appears against " + (", ".join(hits) or "none"))
+    hits = [
+        b for b, by in ratios.items() if all(rules.throughput_matches(r, m) for m, r in by.items())
+    ]
+    summary = (
+        "GC200 packed / A100 requests/s: "
+        + "; ".join(
+            f"vs {b.split(', ')[1]} {by['0% long']:.2f}x (0% long), {by['40% long']:.2f}x (40% long)"
+            for b, by in ratios.items()
+        )
+        + " (claimed 1.81, 1.82)"
+    )
+    return _verdict(
+        7,
+        "BERT-base throughput, IPU vs A100",
+        state,
+        summary,
+        rules.THROUGHPUT_RULE,
+        numbers,
+        {
+            "tile": "GC200, packed rows of 512 (SPFHP, <= 16 per row), 8 rows per batch",
+            "gpu": "A100 40GB, 64 requests per batch, padded to 512 or with padding removed as "
+            "ByteTransformer does it (gpu.remove_padding)",
+            "requests": f"{n:,} from lengths.long_text_mix (seed 1); no queueing (back-to-back batches)",
+        },
+        "bert_throughput",
+        ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb", "05_poc_checklist.ipynb"],
+        break_even="the GPU baseline: the claimed ratio appears against "
+        + (", ".join(hits) or "none"),
+    )
 
 
 # 8 --------------------------------------------------------------------------------------
 def _padding_cut(long_fraction: float) -> float:
     from .. import lengths, packing
 
-    return packing.pack(lengths.long_text_mix(long_fraction, resolution=100_000), 512, "pad").flops()["wasted_fraction"]
+    return packing.pack(
+        lengths.long_text_mix(long_fraction, resolution=100_000), 512, "pad"
+    ).flops()["wasted_fraction"]
 
 
 def variable_length() -> ClaimVerdict:
@@ -301,18 +496,35 @@ def variable_length() -> ClaimVerdict:
         for _ in range(20):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if _padding_cut(mid) >= rules.CLAIMED_WASTE_CUT else (lo, mid)
-    numbers = {"flops_cut_0pct_long": cut0, "flops_cut_40pct_long": cut40, "flops_cut_100pct_long": cut100,
-               "long_share_where_cut_falls_below_30pct": (lo + hi) / 2}
+    numbers = {
+        "flops_cut_0pct_long": cut0,
+        "flops_cut_40pct_long": cut40,
+        "flops_cut_100pct_long": cut100,
+        "long_share_where_cut_falls_below_30pct": (lo + hi) / 2,
+    }
     state = rules.variable_length(cut0, cut40)
-    summary = (f"padding to 512 wastes {cut0:.0%} of a batch's FLOPs at 0% long texts and {cut40:.0%} at 40%; "
-               f"only above {numbers['long_share_where_cut_falls_below_30pct']:.0%} long texts does it fall below 30% "
-               f"({cut100:.0%} for long texts only); GPU kernels without padding remove the same")
-    return _verdict(8, "variable-length inference", state, summary, rules.VARIABLE_LENGTH_RULE, numbers,
-                    {"lengths": "lengths.long_text_mix (short 16-128 tokens, long 256-512: an ASSUMPTION, the "
-                                "articles do not define 'long')", "baseline": "every sequence padded to 512 tokens",
-                     "flops": "packing.pack(...).flops(): BERT-base FLOPs, attention included"},
-                    "variable_length", ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb"],
-                    break_even=f"the long-text share: below {numbers['long_share_where_cut_falls_below_30pct']:.0%}")
+    summary = (
+        f"padding to 512 wastes {cut0:.0%} of a batch's FLOPs at 0% long texts and {cut40:.0%} at 40%; "
+        f"only above {numbers['long_share_where_cut_falls_below_30pct']:.0%} long texts does it fall below 30% "
+        f"({cut100:.0%} for long texts only); GPU kernels without padding remove the same"
+    )
+    return _verdict(
+        8,
+        "variable-length inference",
+        state,
+        summary,
+        rules.VARIABLE_LENGTH_RULE,
+        numbers,
+        {
+            "lengths": "lengths.long_text_mix (short 16-128 tokens, long 256-512: an ASSUMPTION, the "
+            "articles do not define 'long')",
+            "baseline": "every sequence padded to 512 tokens",
+            "flops": "packing.pack(...).flops(): BERT-base FLOPs, attention included",
+        },
+        "variable_length",
+        ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb"],
+        break_even=f"the long-text share: below {numbers['long_share_where_cut_falls_below_30pct']:.0%}",
+    )
 
 
 # 9 --------------------------------------------------------------------------------------
@@ -327,29 +539,53 @@ def hardware_cost(prices=None) -> ClaimVerdict:
     t, g = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
     tc, gc = hardware.chip(TILE), hardware.chip(GPU)
     thr_t, thr_g = t.sequences_per_s / t.chips_used, g.sequences_per_s / g.chips_used  # per chip
-    e_t, e_g = tc.power_w / 1e3 * p.usd_per_kwh, gc.power_w / 1e3 * p.usd_per_kwh  # USD per chip-hour of energy
+    e_t, e_g = (
+        tc.power_w / 1e3 * p.usd_per_kwh,
+        gc.power_w / 1e3 * p.usd_per_kwh,
+    )  # USD per chip-hour of energy
     cost_t = (p.chip_hour(TILE) + e_t) / (thr_t * HOUR_S) * 1e6
     cost_g = (p.chip_hour(GPU) + e_g) / (thr_g * HOUR_S) * 1e6
     saving = 1 - cost_t / cost_g
     even = (1 - 0.20) * cost_g * thr_t * HOUR_S / 1e6 - e_t
     text, assumed = _price_text(p, TILE, GPU)
     state = rules.price_claim(saving, even, 0.20, assumed)
-    numbers = {"tile_seq_per_s_per_chip": thr_t, "gpu_seq_per_s_per_chip": thr_g,
-               "tile_usd_per_million_seq": cost_t, "gpu_usd_per_million_seq": cost_g, "saving": saving,
-               "break_even_tile_usd_per_chip_hour": even,
-               "board_energy_j_per_seq_tile": t.board_j_per_sequence, "board_energy_j_per_seq_gpu": g.board_j_per_sequence,
-               "simulated_energy_j_per_seq_tile": t.sim_j_per_sequence, "simulated_energy_j_per_seq_gpu": g.sim_j_per_sequence}
-    summary = (f"at {text}: the {TILE} costs {cost_t / cost_g:.2f}x the {GPU} per sequence ({saving:+.0%} saving); "
-               f"20% saving needs the {TILE} at {even:.2f} USD/chip-hour; energy per sequence at board power "
-               f"{numbers['board_energy_j_per_seq_tile'] * 1e3:.0f} vs {numbers['board_energy_j_per_seq_gpu'] * 1e3:.0f} mJ "
-               f"(simulated {numbers['simulated_energy_j_per_seq_tile'] * 1e3:.1f} vs "
-               f"{numbers['simulated_energy_j_per_seq_gpu'] * 1e3:.1f} mJ)")
-    return _verdict(9, "same throughput, 20-30% lower hardware cost", state, summary, rules.PRICE_RULE + "; claimed saving 20%",
-                    numbers, {"chips": f"{TILE} vs {GPU}, one chip per replica", "step": "BERT-base 32 x 128 tokens",
-                              "prices": text, "energy": "board power all the time (PUE 1.0)"},
-                    "hardware_cost", ["05_poc_checklist.ipynb"],
-                    break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}, {GPU} "
-                               f"{p.chip_hour(GPU):.2f}): at or below it the 20% saving holds")
+    numbers = {
+        "tile_seq_per_s_per_chip": thr_t,
+        "gpu_seq_per_s_per_chip": thr_g,
+        "tile_usd_per_million_seq": cost_t,
+        "gpu_usd_per_million_seq": cost_g,
+        "saving": saving,
+        "break_even_tile_usd_per_chip_hour": even,
+        "board_energy_j_per_seq_tile": t.board_j_per_sequence,
+        "board_energy_j_per_seq_gpu": g.board_j_per_sequence,
+        "simulated_energy_j_per_seq_tile": t.sim_j_per_sequence,
+        "simulated_energy_j_per_seq_gpu": g.sim_j_per_sequence,
+    }
+    summary = (
+        f"at {text}: the {TILE} costs {cost_t / cost_g:.2f}x the {GPU} per sequence ({saving:+.0%} saving); "
+        f"20% saving needs the {TILE} at {even:.2f} USD/chip-hour; energy per sequence at board power "
+        f"{numbers['board_energy_j_per_seq_tile'] * 1e3:.0f} vs {numbers['board_energy_j_per_seq_gpu'] * 1e3:.0f} mJ "
+        f"(simulated {numbers['simulated_energy_j_per_seq_tile'] * 1e3:.1f} vs "
+        f"{numbers['simulated_energy_j_per_seq_gpu'] * 1e3:.1f} mJ)"
+    )
+    return _verdict(
+        9,
+        "same throughput, 20-30% lower hardware cost",
+        state,
+        summary,
+        rules.PRICE_RULE + "; claimed saving 20%",
+        numbers,
+        {
+            "chips": f"{TILE} vs {GPU}, one chip per replica",
+            "step": "BERT-base 32 x 128 tokens",
+            "prices": text,
+            "energy": "board power all the time (PUE 1.0)",
+        },
+        "hardware_cost",
+        ["05_poc_checklist.ipynb"],
+        break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}, {GPU} "
+        f"{p.chip_hour(GPU):.2f}): at or below it the 20% saving holds",
+    )
 
 
 # 10 -------------------------------------------------------------------------------------
@@ -365,23 +601,48 @@ def hybrid_deployment() -> ClaimVerdict:
     for name in TRAINING_TOKENS:
         m = workloads.model(name)
         s, _ = training.recipe(m)
-        cross = 2 * 2 * (m.d_model + 2 * m.kv_dim + m.d_model)  # bytes per token per layer: Q, K, V, out; fwd + bwd, FP16
-        att = 3 * 4 * m.heads * m.head_dim * s  # attention-core FLOPs per token per layer, fwd + bwd
-        ratios[name] = (cross / link) / (att / (a100.peak_flops * gpu.TENSOR_EFFICIENCY))  # the GPU model's rate
+        cross = (
+            2 * 2 * (m.d_model + 2 * m.kv_dim + m.d_model)
+        )  # bytes per token per layer: Q, K, V, out; fwd + bwd, FP16
+        att = (
+            3 * 4 * m.heads * m.head_dim * s
+        )  # attention-core FLOPs per token per layer, fwd + bwd
+        ratios[name] = (cross / link) / (
+            att / (a100.peak_flops * gpu.TENSOR_EFFICIENCY)
+        )  # the GPU model's rate
     best = min(ratios.values())
     state = rules.hybrid(sp_long, sp_short, best)
-    numbers = {"tile_speedup_short_x": sp_short, "tile_speedup_long_x": sp_long,
-               **{f"link_over_compute_{k}_x": v for k, v in ratios.items()}, "link_gb_per_s": link / 1e9}
-    summary = (f"the {TILE} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {GPU}'s speed, "
-               f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; offloading attention in training "
-               f"moves bytes for {best:.1f}x (at best) the time the GPU needs to compute it")
-    return _verdict(10, "hybrid GPU + tile-chip deployment", state, summary, rules.HYBRID_RULE, numbers,
-                    {"routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {TILE} and {GPU}",
-                     "training": "GPT-3 175B and Llama-2-70B recipes; the GPU's share of its node's InfiniBand as "
-                                 "the GPU-tile link (ASSUMPTION, generous: no direct link exists)"},
-                    "hybrid_deployment", ["03_dynamic_batching.ipynb", "06_training_at_scale.ipynb"],
-                    break_even=("routing holds, offloading attention does not" if sp_long > sp_short
-                                else "offloading holds, routing long texts does not"))
+    numbers = {
+        "tile_speedup_short_x": sp_short,
+        "tile_speedup_long_x": sp_long,
+        **{f"link_over_compute_{k}_x": v for k, v in ratios.items()},
+        "link_gb_per_s": link / 1e9,
+    }
+    summary = (
+        f"the {TILE} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {GPU}'s speed, "
+        f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; offloading attention in training "
+        f"moves bytes for {best:.1f}x (at best) the time the GPU needs to compute it"
+    )
+    return _verdict(
+        10,
+        "hybrid GPU + tile-chip deployment",
+        state,
+        summary,
+        rules.HYBRID_RULE,
+        numbers,
+        {
+            "routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {TILE} and {GPU}",
+            "training": "GPT-3 175B and Llama-2-70B recipes; the GPU's share of its node's InfiniBand as "
+            "the GPU-tile link (ASSUMPTION, generous: no direct link exists)",
+        },
+        "hybrid_deployment",
+        ["03_dynamic_batching.ipynb", "06_training_at_scale.ipynb"],
+        break_even=(
+            "routing holds, offloading attention does not"
+            if sp_long > sp_short
+            else "offloading holds, routing long texts does not"
+        ),
+    )
 
 
 # 11 -------------------------------------------------------------------------------------
@@ -401,8 +662,12 @@ def training_cost(prices=None) -> ClaimVerdict:
     text, assumed = _price_text(p, TILE, GPU)
     numbers, evens, savings = {}, [], []
     for name, tokens in TRAINING_TOKENS.items():
-        t = _train(name, TILE, CHIPS_TRAINING).run(tokens, usd_per_chip_hour=p.chip_hour(TILE), usd_per_kwh=p.usd_per_kwh)
-        g = _train(name, GPU, CHIPS_TRAINING).run(tokens, usd_per_chip_hour=p.chip_hour(GPU), usd_per_kwh=p.usd_per_kwh)
+        t = _train(name, TILE, CHIPS_TRAINING).run(
+            tokens, usd_per_chip_hour=p.chip_hour(TILE), usd_per_kwh=p.usd_per_kwh
+        )
+        g = _train(name, GPU, CHIPS_TRAINING).run(
+            tokens, usd_per_chip_hour=p.chip_hour(GPU), usd_per_kwh=p.usd_per_kwh
+        )
         even = (0.85 * g.cost_usd - t.energy_kwh * t.usd_per_kwh) / t.chip_hours
         numbers[f"cost_ratio_{name}_x"] = t.cost_usd / g.cost_usd
         numbers[f"break_even_usd_per_chip_hour_{name}"] = even
@@ -410,17 +675,32 @@ def training_cost(prices=None) -> ClaimVerdict:
         savings.append(1 - t.cost_usd / g.cost_usd)
     even = min(evens)
     state = rules.price_claim(min(savings), even, 0.15, assumed)
-    summary = (f"at {text}: {TILE} / {GPU} training cost " + ", ".join(
-        f"{k[11:-2]} {v:.2f}x" for k, v in numbers.items() if k.startswith("cost_ratio")) +
-        f"; 15% lower cost on both needs the {TILE} at {even:.2f} USD/chip-hour or less")
-    return _verdict(11, "70B-175B training 15-20% cheaper", state, summary, rules.PRICE_RULE + "; claimed saving 15%",
-                    numbers, {"clusters": f"{CHIPS_TRAINING} x {TILE} vs {CHIPS_TRAINING} x {GPU}, fastest placement "
-                                          "(training.best_placement)",
-                              "tokens": ", ".join(f"{k} {v:.0e}" for k, v in TRAINING_TOKENS.items()), "prices": text,
-                              "caveat": "every op is timed by the machine models; checked against two published Bow Pod16 runs (notebook 06)"},
-                    "training_cost", ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
-                    break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}): at or below it "
-                               "both models train 15% cheaper")
+    summary = (
+        f"at {text}: {TILE} / {GPU} training cost "
+        + ", ".join(
+            f"{k[11:-2]} {v:.2f}x" for k, v in numbers.items() if k.startswith("cost_ratio")
+        )
+        + f"; 15% lower cost on both needs the {TILE} at {even:.2f} USD/chip-hour or less"
+    )
+    return _verdict(
+        11,
+        "70B-175B training 15-20% cheaper",
+        state,
+        summary,
+        rules.PRICE_RULE + "; claimed saving 15%",
+        numbers,
+        {
+            "clusters": f"{CHIPS_TRAINING} x {TILE} vs {CHIPS_TRAINING} x {GPU}, fastest placement "
+            "(training.best_placement)",
+            "tokens": ", ".join(f"{k} {v:.0e}" for k, v in TRAINING_TOKENS.items()),
+            "prices": text,
+            "caveat": "every op is timed by the machine models; checked against two published Bow Pod16 runs (notebook 06)",
+        },
+        "training_cost",
+        ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
+        break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}): at or below it "
+        "both models train 15% cheaper",
+    )
 
 
 # 12 -------------------------------------------------------------------------------------
@@ -428,25 +708,50 @@ def memory_wall_training(chips: int = CHIPS_TRAINING) -> ClaimVerdict:
     """Claim 12: 'compute in memory' eases the memory wall for training models over 100B parameters."""
     from .. import training
 
-    chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per cluster")
+    chips = positive(
+        "chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per cluster"
+    )
     m = workloads.model("gpt-3-175b")
     t, g = _train(m.name, TILE, chips), _train(m.name, GPU, chips)
     states = m.params * training.BYTES_PER_PARAM
     need = math.ceil(states / hardware.chip(TILE).data_bytes)
-    numbers = {"tile_fit": t.fit, "gpu_fit": g.fit, "tile_mfu": t.mfu, "gpu_mfu": g.mfu,
-               "training_state_gb": states / 1e9, "tile_chips_to_hold_state_in_sram": need}
+    numbers = {
+        "tile_fit": t.fit,
+        "gpu_fit": g.fit,
+        "tile_mfu": t.mfu,
+        "gpu_mfu": g.mfu,
+        "training_state_gb": states / 1e9,
+        "tile_chips_to_hold_state_in_sram": need,
+    }
     state = rules.memory_wall(t.fit, g.fit, t.mfu, g.mfu)
-    summary = (f"GPT-3 175B on {chips:,} chips: the {TILE} cluster {t.fit} (MFU {t.mfu:.1%}), the {GPU} cluster "
-               f"{g.fit} (MFU {g.mfu:.1%}); its {states / 1e12:.1f} TB of training state needs {need:,} {TILE}s of SRAM")
-    return _verdict(12, "compute-in-memory eases the memory wall", state, summary, rules.MEMORY_WALL_RULE, numbers,
-                    {"model": "GPT-3 175B, its recipe (training.recipe)", "chips": f"{chips:,} per cluster",
-                     "streaming": "Streaming Memory bandwidth: the preset's ASSUMPTION (64 GB/s)"},
-                    "memory_wall_training", ["01_memory_wall.ipynb", "06_training_at_scale.ipynb"],
-                    break_even=f"the cluster size: {need:,} {TILE}s hold the state on chip")
+    summary = (
+        f"GPT-3 175B on {chips:,} chips: the {TILE} cluster {t.fit} (MFU {t.mfu:.1%}), the {GPU} cluster "
+        f"{g.fit} (MFU {g.mfu:.1%}); its {states / 1e12:.1f} TB of training state needs {need:,} {TILE}s of SRAM"
+    )
+    return _verdict(
+        12,
+        "compute-in-memory eases the memory wall",
+        state,
+        summary,
+        rules.MEMORY_WALL_RULE,
+        numbers,
+        {
+            "model": "GPT-3 175B, its recipe (training.recipe)",
+            "chips": f"{chips:,} per cluster",
+            "streaming": "Streaming Memory bandwidth: the preset's ASSUMPTION (64 GB/s)",
+        },
+        "memory_wall_training",
+        ["01_memory_wall.ipynb", "06_training_at_scale.ipynb"],
+        break_even=f"the cluster size: {need:,} {TILE}s hold the state on chip",
+    )
 
 
 # 13 -------------------------------------------------------------------------------------
-DLRM_CONFIGS = (("gc200", 4), ("a100-80gb", 2), ("h100-sxm", 2))  # the most samples/s per W of each kind in notebook 07
+DLRM_CONFIGS = (
+    ("gc200", 4),
+    ("a100-80gb", 2),
+    ("h100-sxm", 2),
+)  # the most samples/s per W of each kind in notebook 07
 
 
 @functools.cache
@@ -454,7 +759,9 @@ def _dlrm(chip: str, chips: int):
     from .. import embeddings
     from ..embeddings import dlrm
 
-    return dlrm.training_step(chip, embeddings.preset("dlrm-mlperf", batch=16384, training=True), chips=chips)
+    return dlrm.training_step(
+        chip, embeddings.preset("dlrm-mlperf", batch=16384, training=True), chips=chips
+    )
 
 
 def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
@@ -463,10 +770,17 @@ def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
     ``configs``: (chip, chips) clusters to try; the best tile and best GPU cluster by
     samples/s per watt are compared (MLPerf's DLRM on Criteo Terabyte, batch 16,384)."""
     try:
-        configs = tuple((hardware.chip(_preset(c)).name, positive("chips", n, integer=True, at_most=limits.MAX_CHIPS))
-                        for c, n in configs)
+        configs = tuple(
+            (
+                hardware.chip(_preset(c)).name,
+                positive("chips", n, integer=True, at_most=limits.MAX_CHIPS),
+            )
+            for c, n in configs
+        )
     except (TypeError, ValueError) as err:
-        raise ValueError(f"configs must be (chip, chips) pairs, e.g. {DLRM_CONFIGS}: {err}") from None
+        raise ValueError(
+            f"configs must be (chip, chips) pairs, e.g. {DLRM_CONFIGS}: {err}"
+        ) from None
     steps = {cfg: _dlrm(*cfg) for cfg in configs}
     tiles_ = [s for (c, _), s in steps.items() if hardware.chip(c).kind == "tile"]
     gpus = [s for (c, _), s in steps.items() if hardware.chip(c).kind == "gpu"]
@@ -477,20 +791,43 @@ def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
     gpu_fits = any(s.fit != "does_not_fit" for s in gpus)
     ratio = gb.samples_per_s_per_w / tb.samples_per_s_per_w
     state = rules.irreplaceable(gpu_fits, ratio)
-    numbers = {"best_gpu_over_best_tile_per_w_x": ratio, "tile_fit": tb.fit, "gpu_fits": gpu_fits,
-               "tile_samples_per_s_per_w": tb.samples_per_s_per_w, "gpu_samples_per_s_per_w": gb.samples_per_s_per_w}
-    summary = (f"{gb.embedding.chips} x {gb.embedding.chip} reaches {ratio:.2f}x the samples/s per W of "
-               f"{tb.embedding.chips} x {tb.embedding.chip} ({tb.fit}: the ~100 GB of tables live in Streaming Memory)")
-    return _verdict(13, "sparse embeddings, irreplaceable for recommenders", state, summary, rules.IRREPLACEABLE_RULE,
-                    numbers, {"workload": "dlrm-mlperf (26 tables, 204M rows x 128 FP32), batch 16,384, sparse SGD; "
-                                          "the step of embeddings.dlrm (its host time per step on both kinds)",
-                              "clusters": ", ".join(f"{n} x {c}" for c, n in configs),
-                              "power": "board power (efficiency.CAVEAT)"},
-                    "sparse_embeddings", ["07_sparse_embeddings.ipynb"])
+    numbers = {
+        "best_gpu_over_best_tile_per_w_x": ratio,
+        "tile_fit": tb.fit,
+        "gpu_fits": gpu_fits,
+        "tile_samples_per_s_per_w": tb.samples_per_s_per_w,
+        "gpu_samples_per_s_per_w": gb.samples_per_s_per_w,
+    }
+    summary = (
+        f"{gb.embedding.chips} x {gb.embedding.chip} reaches {ratio:.2f}x the samples/s per W of "
+        f"{tb.embedding.chips} x {tb.embedding.chip} ({tb.fit}: the ~100 GB of tables live in Streaming Memory)"
+    )
+    return _verdict(
+        13,
+        "sparse embeddings, irreplaceable for recommenders",
+        state,
+        summary,
+        rules.IRREPLACEABLE_RULE,
+        numbers,
+        {
+            "workload": "dlrm-mlperf (26 tables, 204M rows x 128 FP32), batch 16,384, sparse SGD; "
+            "the step of embeddings.dlrm (its host time per step on both kinds)",
+            "clusters": ", ".join(f"{n} x {c}" for c, n in configs),
+            "power": "board power (efficiency.CAVEAT)",
+        },
+        "sparse_embeddings",
+        ["07_sparse_embeddings.ipynb"],
+    )
 
 
 # 14 -------------------------------------------------------------------------------------
-EQUAL_POWER_CASES = ("BERT-base encoder", "GPT-2 decode", "embeddings in SRAM", "embeddings 13 GB", "GNN gather")
+EQUAL_POWER_CASES = (
+    "BERT-base encoder",
+    "GPT-2 decode",
+    "embeddings in SRAM",
+    "embeddings 13 GB",
+    "GNN gather",
+)
 
 
 @functools.cache
@@ -504,8 +841,12 @@ def _per_watt_case(case: str, chip: str) -> float:
     elif case == "embeddings in SRAM":
         r = embeddings.simulate(chip, embeddings.preset("medium"))
     elif case == "embeddings 13 GB":
-        r = embeddings.simulate(chip, embeddings.Workload("13 GB", embeddings.uniform_tables(26, 1_000_000, 128),
-                                                          2048, 4, 0.0))
+        r = embeddings.simulate(
+            chip,
+            embeddings.Workload(
+                "13 GB", embeddings.uniform_tables(26, 1_000_000, 128), 2048, 4, 0.0
+            ),
+        )
     elif case == "GNN gather":
         r = embeddings.simulate(chip, embeddings.gnn_products(1024, seed=0))
     else:
@@ -520,15 +861,30 @@ def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> ClaimVerdict
         raise ValueError(f"gpus must name one or more GPU presets, got {gpus}")
     ratios = {c: _per_watt_case(c, TILE) / max(_per_watt_case(c, g) for g in gpus) for c in cases}
     state = rules.equal_power(ratios)
-    numbers = {f"per_w_ratio_{c.replace(' ', '_').replace('-', '_').lower()}_x": x for c, x in ratios.items()}
+    numbers = {
+        f"per_w_ratio_{c.replace(' ', '_').replace('-', '_').lower()}_x": x
+        for c, x in ratios.items()
+    }
     summary = "; ".join(f"{c} {x:.2f}x ({rules.equal_power_case(x)})" for c, x in ratios.items())
-    return _verdict(14, "throughput at equal power", state, summary, rules.EQUAL_POWER_RULE, numbers,
-                    {"chips": f"{TILE} vs the best of {', '.join(gpus)}", "power": "board power (efficiency.CAVEAT)",
-                     "cases": "BERT-base 32 x 128; GPT-2 decode 32 x 512; embeddings preset 'medium' (532 MB); "
-                              "26 x 1M x 128 tables (13 GB); GNN gather (ogbn-products, 1,024 nodes)"},
-                    "equal_power", ["07_sparse_embeddings.ipynb"],
-                    break_even="the workload: " + ", ".join(c for c, x in ratios.items() if x >= rules.MARKEDLY)
-                               + " support it (working set in tile SRAM), the others do not")
+    return _verdict(
+        14,
+        "throughput at equal power",
+        state,
+        summary,
+        rules.EQUAL_POWER_RULE,
+        numbers,
+        {
+            "chips": f"{TILE} vs the best of {', '.join(gpus)}",
+            "power": "board power (efficiency.CAVEAT)",
+            "cases": "BERT-base 32 x 128; GPT-2 decode 32 x 512; embeddings preset 'medium' (532 MB); "
+            "26 x 1M x 128 tables (13 GB); GNN gather (ogbn-products, 1,024 nodes)",
+        },
+        "equal_power",
+        ["07_sparse_embeddings.ipynb"],
+        break_even="the workload: "
+        + ", ".join(c for c, x in ratios.items() if x >= rules.MARKEDLY)
+        + " support it (working set in tile SRAM), the others do not",
+    )
 
 
 # 15 -------------------------------------------------------------------------------------
@@ -539,23 +895,45 @@ def memory_bottleneck(chips: int = 32) -> ClaimVerdict:
     (``ipusim.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
     one chip each. Both steps' sequences have the same tokens on either chip, so the ratio of
     sequences/s per chip is that of tokens/s per chip."""
-    chips = positive("chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement")
+    chips = positive(
+        "chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement"
+    )
     decode = ((1024,) * 8, None, "decode", "llama-2-7b")
     t7, g7 = _scaled(TILE, chips, *decode), _scaled(GPU, 1, *decode)
     pl = t7.placement
     used = pl.chips_used if pl is not None else 1
-    adv_7b = (t7.sequences_per_s / t7.chips_used) / (g7.sequences_per_s / g7.chips_used) if t7.fits else 0.0
+    adv_7b = (
+        (t7.sequences_per_s / t7.chips_used) / (g7.sequences_per_s / g7.chips_used)
+        if t7.fits
+        else 0.0
+    )
     bt, bg = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
     adv_bert = (bt.sequences_per_s / bt.chips_used) / (bg.sequences_per_s / bg.chips_used)
     state = rules.memory_bottleneck(adv_7b, adv_bert)
-    numbers = {"advantage_llama_2_7b_decode_x": adv_7b, "advantage_bert_base_x": adv_bert,
-               "tile_chips_llama_2_7b": used, "tile_fit_llama_2_7b": pl.fit}
-    summary = (f"tile/GPU throughput per chip: Llama-2-7B decode {adv_7b:.2f}x on {used} {TILE}s ({pl.fit}), "
-               f"BERT-base {adv_bert:.2f}x on one; the memory-bottlenecked model gains "
-               f"{'more' if adv_7b > adv_bert else 'less'}")
-    return _verdict(15, "POC: memory-bottlenecked models gain most", state, summary, rules.BOTTLENECK_RULE, numbers,
-                    {"steps": "Llama-2-7B decode 8 x 1,024 tokens; BERT-base 32 x 128",
-                     "chips": f"up to {chips} {TILE}s (placement search) vs one {GPU}",
-                     "advice": "the claim's other half, 'measure memory use and convergence', is advice, not judged "
-                               "(notebook 06 shows why convergence needs measuring)"},
-                    "memory_bottleneck", ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"])
+    numbers = {
+        "advantage_llama_2_7b_decode_x": adv_7b,
+        "advantage_bert_base_x": adv_bert,
+        "tile_chips_llama_2_7b": used,
+        "tile_fit_llama_2_7b": pl.fit,
+    }
+    summary = (
+        f"tile/GPU throughput per chip: Llama-2-7B decode {adv_7b:.2f}x on {used} {TILE}s ({pl.fit}), "
+        f"BERT-base {adv_bert:.2f}x on one; the memory-bottlenecked model gains "
+        f"{'more' if adv_7b > adv_bert else 'less'}"
+    )
+    return _verdict(
+        15,
+        "POC: memory-bottlenecked models gain most",
+        state,
+        summary,
+        rules.BOTTLENECK_RULE,
+        numbers,
+        {
+            "steps": "Llama-2-7B decode 8 x 1,024 tokens; BERT-base 32 x 128",
+            "chips": f"up to {chips} {TILE}s (placement search) vs one {GPU}",
+            "advice": "the claim's other half, 'measure memory use and convergence', is advice, not judged "
+            "(notebook 06 shows why convergence needs measuring)",
+        },
+        "memory_bottleneck",
+        ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
+    )

@@ -14,14 +14,19 @@ from .verdict import CONTRADICTED, DEPENDS, SUPPORTED
 
 # 1 ------------------------------------------------------------------------------------
 CLAIMED_ON_CHIP_BYTES_PER_S = 5e12  # "5 TB/s and more" summed over the tiles (claim 1)
-BANDWIDTH_RULE = ("supported if the on-chip bandwidth a memory-bound op attains at the MEASURED tile-memory "
-                  "bandwidth (STREAM Triad, optimised Poplar code) is at least 5 TB/s and above the H100's HBM "
-                  "peak; contradicted otherwise")
+BANDWIDTH_RULE = (
+    "supported if the on-chip bandwidth a memory-bound op attains at the MEASURED tile-memory "
+    "bandwidth (STREAM Triad, optimised Poplar code) is at least 5 TB/s and above the H100's HBM "
+    "peak; contradicted otherwise"
+)
 
 
 def bandwidth(attained_bytes_per_s: float, hbm_bytes_per_s: float) -> str:
     """Claim 1: on-chip memory bandwidth of 5 TB/s and more, against ~3 TB/s of HBM."""
-    ok = attained_bytes_per_s >= CLAIMED_ON_CHIP_BYTES_PER_S and attained_bytes_per_s > hbm_bytes_per_s
+    ok = (
+        attained_bytes_per_s >= CLAIMED_ON_CHIP_BYTES_PER_S
+        and attained_bytes_per_s > hbm_bytes_per_s
+    )
     return SUPPORTED if ok else CONTRADICTED
 
 
@@ -40,11 +45,13 @@ def _both_at_least(a: float, b: float, floor: float) -> str:
 
 # 2 ------------------------------------------------------------------------------------
 CLAIMED_ENERGY_SAVING = 0.40  # the low end of "about 40-60% less" (claim 2)
-ENERGY_RULE = ("claimed 40-60% less data-movement energy than a GPU; a step supports it if the simulated "
-               "saving (1 - tile data J / GPU data J, StepResult.energy_split) is at least 40% (a saving above "
-               "60% is more than claimed, and is reported); supported if both the on-chip step and the "
-               "weight-streaming step support it, contradicted if neither does, depends (on whether the model's "
-               "weights fit in tile SRAM) if only one does")
+ENERGY_RULE = (
+    "claimed 40-60% less data-movement energy than a GPU; a step supports it if the simulated "
+    "saving (1 - tile data J / GPU data J, StepResult.energy_split) is at least 40% (a saving above "
+    "60% is more than claimed, and is reported); supported if both the on-chip step and the "
+    "weight-streaming step support it, contradicted if neither does, depends (on whether the model's "
+    "weights fit in tile SRAM) if only one does"
+)
 
 
 def energy(saving_on_chip: float, saving_streams: float) -> str:
@@ -53,9 +60,11 @@ def energy(saving_on_chip: float, saving_streams: float) -> str:
 
 
 # 3 ------------------------------------------------------------------------------------
-FINE_GRAINED_RULE = ("speed-up = GPU time / tile-chip time of the same ops of the same step (>1: the tile chip is "
-                     "faster); supported if the tile chip is faster on both the sparse gather (embedding look-up) "
-                     "and attention, contradicted if it is slower on both, depends (on the op) otherwise")
+FINE_GRAINED_RULE = (
+    "speed-up = GPU time / tile-chip time of the same ops of the same step (>1: the tile chip is "
+    "faster); supported if the tile chip is faster on both the sparse gather (embedding look-up) "
+    "and attention, contradicted if it is slower on both, depends (on the op) otherwise"
+)
 
 
 def fine_grained(gather_speedup: float, attention_speedup: float) -> str:
@@ -64,9 +73,11 @@ def fine_grained(gather_speedup: float, attention_speedup: float) -> str:
 
 
 # 4 ------------------------------------------------------------------------------------
-DYNAMIC_GRAPH_RULE = ("supported if changing the sequence length leaves every op's tile partition unchanged (one "
-                      "compiled program serves both); contradicted if any op's partition changes (a new program "
-                      "must be compiled, or the input padded to the compiled shape)")
+DYNAMIC_GRAPH_RULE = (
+    "supported if changing the sequence length leaves every op's tile partition unchanged (one "
+    "compiled program serves both); contradicted if any op's partition changes (a new program "
+    "must be compiled, or the input padded to the compiled shape)"
+)
 
 
 def dynamic_graph(ops_repartitioned: int) -> str:
@@ -76,8 +87,10 @@ def dynamic_graph(ops_repartitioned: int) -> str:
 
 # 5 ------------------------------------------------------------------------------------
 CLAIMED_LATENCY_CUT = 0.60  # "over 60%" (claim 5)
-LATENCY_RULE = ("latency cut = 1 - measured tile-SRAM load latency / measured GPU shared-memory load latency "
-                "(the GPU's nearest on-chip level); supported if the cut is over 60%, contradicted otherwise")
+LATENCY_RULE = (
+    "latency cut = 1 - measured tile-SRAM load latency / measured GPU shared-memory load latency "
+    "(the GPU's nearest on-chip level); supported if the cut is over 60%, contradicted otherwise"
+)
 
 
 def latency(cut: float) -> str:
@@ -87,8 +100,10 @@ def latency(cut: float) -> str:
 
 # 6 ------------------------------------------------------------------------------------
 BATCH_GROWTH = 1.5  # the mean batch must grow at least this much from light to heavy load (claim 6)
-BATCHING_RULE = ("growth = mean batch at 90% load / mean batch at 10% load of one dynamic batcher; supported if "
-                 "the batch grows at least 1.5x with the load, contradicted otherwise")
+BATCHING_RULE = (
+    "growth = mean batch at 90% load / mean batch at 10% load of one dynamic batcher; supported if "
+    "the batch grows at least 1.5x with the load, contradicted otherwise"
+)
 
 
 def batching(growth: float) -> str:
@@ -99,10 +114,12 @@ def batching(growth: float) -> str:
 # 7 ------------------------------------------------------------------------------------
 CLAIMED_THROUGHPUT_RATIO = {"0% long": 580 / 320, "40% long": 510 / 280}  # 1.81 and 1.82 (claim 7)
 THROUGHPUT_TOLERANCE = 0.25  # a ratio within 25% of the claimed one counts as the claimed one
-THROUGHPUT_RULE = ("ratio = tile-chip requests/s / GPU requests/s for BERT-base on the same requests; it matches "
-                   "the claim at a mix if within 25% of the article's ratio (580/320 = 1.81 at 0% long, 510/280 = "
-                   "1.82 at 40% long); supported if it matches at both mixes against every GPU baseline, "
-                   "contradicted if against none, depends (on the GPU's serving stack) otherwise")
+THROUGHPUT_RULE = (
+    "ratio = tile-chip requests/s / GPU requests/s for BERT-base on the same requests; it matches "
+    "the claim at a mix if within 25% of the article's ratio (580/320 = 1.81 at 0% long, 510/280 = "
+    "1.82 at 40% long); supported if it matches at both mixes against every GPU baseline, "
+    "contradicted if against none, depends (on the GPU's serving stack) otherwise"
+)
 
 
 def throughput_matches(ratio: float, mix: str) -> bool:
@@ -112,15 +129,19 @@ def throughput_matches(ratio: float, mix: str) -> bool:
 
 def throughput(ratios: dict) -> str:
     """Claim 7: ``ratios`` maps a GPU baseline to {mix: tile/GPU ratio}."""
-    hits = [all(throughput_matches(r, mix) for mix, r in by_mix.items()) for by_mix in ratios.values()]
+    hits = [
+        all(throughput_matches(r, mix) for mix, r in by_mix.items()) for by_mix in ratios.values()
+    ]
     return _every_or_none(hits)
 
 
 # 8 ------------------------------------------------------------------------------------
 CLAIMED_WASTE_CUT = 0.30  # "30% and more" of the computation (claim 8)
-VARIABLE_LENGTH_RULE = ("cut = share of a padded batch's FLOPs that computing on the original lengths removes (padding "
-                        "to 512 tokens); supported if the cut is at least 30% at both of the articles' mixes (0% and "
-                        "40% long texts), contradicted if at neither, depends (on the mix) otherwise")
+VARIABLE_LENGTH_RULE = (
+    "cut = share of a padded batch's FLOPs that computing on the original lengths removes (padding "
+    "to 512 tokens); supported if the cut is at least 30% at both of the articles' mixes (0% and "
+    "40% long texts), contradicted if at neither, depends (on the mix) otherwise"
+)
 
 
 def variable_length(cut_0: float, cut_40: float) -> str:
@@ -129,10 +150,12 @@ def variable_length(cut_0: float, cut_40: float) -> str:
 
 
 # 9 and 11 -----------------------------------------------------------------------------
-PRICE_RULE = ("saving = 1 - tile cost / GPU cost; break-even = the tile chip-hour price at which the saving is the "
-              "claimed one; with ASSUMED prices the verdict is depends (on the price) when the break-even price is "
-              "positive and contradicted when it is not (no price gives the saving); with prices the user gives, "
-              "supported if the saving is at least the claimed one, contradicted otherwise")
+PRICE_RULE = (
+    "saving = 1 - tile cost / GPU cost; break-even = the tile chip-hour price at which the saving is the "
+    "claimed one; with ASSUMED prices the verdict is depends (on the price) when the break-even price is "
+    "positive and contradicted when it is not (no price gives the saving); with prices the user gives, "
+    "supported if the saving is at least the claimed one, contradicted otherwise"
+)
 
 
 def price_claim(saving: float, break_even_usd: float, claimed: float, prices_assumed: bool) -> str:
@@ -145,11 +168,13 @@ def price_claim(saving: float, break_even_usd: float, claimed: float, prices_ass
 
 
 # 10 -----------------------------------------------------------------------------------
-HYBRID_RULE = ("two uses: (a) routing: the tile chip's speed relative to the GPU (GPU time / tile time) must be "
-               "higher for long texts (8 x 512 tokens) than for short ones (32 x 128), so long texts belong on it; "
-               "(b) training: moving attention's inputs and outputs between a GPU and a tile chip must take less "
-               "time than computing attention on the GPU; supported if both hold, contradicted if neither does, "
-               "depends (on the use) otherwise")
+HYBRID_RULE = (
+    "two uses: (a) routing: the tile chip's speed relative to the GPU (GPU time / tile time) must be "
+    "higher for long texts (8 x 512 tokens) than for short ones (32 x 128), so long texts belong on it; "
+    "(b) training: moving attention's inputs and outputs between a GPU and a tile chip must take less "
+    "time than computing attention on the GPU; supported if both hold, contradicted if neither does, "
+    "depends (on the use) otherwise"
+)
 
 
 def hybrid(speedup_long: float, speedup_short: float, link_over_compute: float) -> str:
@@ -159,10 +184,12 @@ def hybrid(speedup_long: float, speedup_short: float, link_over_compute: float) 
 
 
 # 12 -----------------------------------------------------------------------------------
-MEMORY_WALL_RULE = ("on the same number of chips, the fastest placement of GPT-3 175B training: supported if the "
-                    "tile cluster keeps its state on chip (on_chip) at an MFU at least the GPU cluster's; "
-                    "contradicted if the tile cluster must stream or does not fit where the GPU cluster holds the "
-                    "state in HBM; depends (on the cluster size) otherwise")
+MEMORY_WALL_RULE = (
+    "on the same number of chips, the fastest placement of GPT-3 175B training: supported if the "
+    "tile cluster keeps its state on chip (on_chip) at an MFU at least the GPU cluster's; "
+    "contradicted if the tile cluster must stream or does not fit where the GPU cluster holds the "
+    "state in HBM; depends (on the cluster size) otherwise"
+)
 
 
 def memory_wall(tile_fit: str, gpu_fit: str, tile_mfu: float, gpu_mfu: float) -> str:
@@ -175,10 +202,14 @@ def memory_wall(tile_fit: str, gpu_fit: str, tile_mfu: float, gpu_mfu: float) ->
 
 
 # 13 -----------------------------------------------------------------------------------
-IRREPLACEABLE_RATIO = 0.5  # GPUs below half the tile cluster's samples/s per W would make it irreplaceable
-IRREPLACEABLE_RULE = ("ratio = best GPU cluster's DLRM training samples/s per W / best tile cluster's; supported "
-                      "('irreplaceable') if no GPU cluster fits the step or the ratio is below 0.5, contradicted "
-                      "otherwise (a GPU cluster does the job at over half the tile cluster's efficiency)")
+IRREPLACEABLE_RATIO = (
+    0.5  # GPUs below half the tile cluster's samples/s per W would make it irreplaceable
+)
+IRREPLACEABLE_RULE = (
+    "ratio = best GPU cluster's DLRM training samples/s per W / best tile cluster's; supported "
+    "('irreplaceable') if no GPU cluster fits the step or the ratio is below 0.5, contradicted "
+    "otherwise (a GPU cluster does the job at over half the tile cluster's efficiency)"
+)
 
 
 def irreplaceable(gpu_fits: bool, ratio: float) -> str:
@@ -188,9 +219,11 @@ def irreplaceable(gpu_fits: bool, ratio: float) -> str:
 
 # 14 -----------------------------------------------------------------------------------
 MARKEDLY = 1.5  # "markedly higher": at least 1.5x the best GPU's throughput per watt (claim 14)
-EQUAL_POWER_RULE = ("per workload, x = tile chip throughput per watt of board power / best GPU's; a workload "
-                    "supports the claim if x >= 1.5 ('markedly'); supported if every workload does, contradicted "
-                    "if none does, depends (on the workload) otherwise")
+EQUAL_POWER_RULE = (
+    "per workload, x = tile chip throughput per watt of board power / best GPU's; a workload "
+    "supports the claim if x >= 1.5 ('markedly'); supported if every workload does, contradicted "
+    "if none does, depends (on the workload) otherwise"
+)
 
 
 def equal_power_case(x: float) -> str:
@@ -205,10 +238,12 @@ def equal_power(ratios: dict) -> str:
 
 
 # 15 -----------------------------------------------------------------------------------
-BOTTLENECK_RULE = ("advantage = tile chip throughput per chip / GPU throughput per chip, for a memory-bottlenecked "
-                   "model (Llama-2-7B decode, placed over tile chips) and a small one (BERT-base); at any one pair "
-                   "of chip prices the cost per request scales with 1 / advantage, so prices cancel; supported if "
-                   "the memory-bottlenecked model's advantage is the larger, contradicted otherwise")
+BOTTLENECK_RULE = (
+    "advantage = tile chip throughput per chip / GPU throughput per chip, for a memory-bottlenecked "
+    "model (Llama-2-7B decode, placed over tile chips) and a small one (BERT-base); at any one pair "
+    "of chip prices the cost per request scales with 1 / advantage, so prices cancel; supported if "
+    "the memory-bottlenecked model's advantage is the larger, contradicted otherwise"
+)
 
 
 def memory_bottleneck(advantage_bottleneck: float, advantage_small: float) -> str:

@@ -39,11 +39,17 @@ class ClaimVerdict:
 
     def __post_init__(self):
         if self.state not in STATES:
-            raise ValueError(f"verdict state must be one of {', '.join(STATES)}, got {self.state!r}")
+            raise ValueError(
+                f"verdict state must be one of {', '.join(STATES)}, got {self.state!r}"
+            )
         if not 1 <= int(self.claim) <= 99:
-            raise ValueError(f"claim must be a claim number from docs/claims.md, got {self.claim!r}")
+            raise ValueError(
+                f"claim must be a claim number from docs/claims.md, got {self.claim!r}"
+            )
         if self.state == DEPENDS and not self.break_even:
-            raise ValueError(f"claim {self.claim}: a 'depends' verdict must state its break-even value")
+            raise ValueError(
+                f"claim {self.claim}: a 'depends' verdict must state its break-even value"
+            )
 
     def __repr__(self):
         nums = ", ".join(f"{k}={_short(v)}" for k, v in self.numbers.items())
@@ -51,16 +57,27 @@ class ClaimVerdict:
         return f"Verdict(claim {self.claim}, {self.title!r}: {self.state}; {nums}{extra})"
 
     def to_dict(self) -> dict:
-        return {"claim": self.claim, "title": self.title, "state": self.state, "summary": self.summary,
-                "rule": self.rule, "numbers": dict(self.numbers), "assumptions": dict(self.assumptions),
-                "break_even": self.break_even, "function": self.function, "notebooks": list(self.notebooks)}
+        return {
+            "claim": self.claim,
+            "title": self.title,
+            "state": self.state,
+            "summary": self.summary,
+            "rule": self.rule,
+            "numbers": dict(self.numbers),
+            "assumptions": dict(self.assumptions),
+            "break_even": self.break_even,
+            "function": self.function,
+            "notebooks": list(self.notebooks),
+        }
 
     def _repr_markdown_(self) -> str:
         nums = "\n".join(f"- `{k}` = {_short(v)}" for k, v in self.numbers.items())
         ass = "\n".join(f"- {k}: {v}" for k, v in self.assumptions.items())
         be = f"\n\n**Break-even:** {self.break_even}" if self.break_even else ""
-        return (f"**Claim {self.claim}, {self.title}: {self.state}.** {self.summary}\n\n"
-                f"**Rule:** {self.rule}{be}\n\n**Numbers:**\n{nums}\n\n**Assumptions:**\n{ass}")
+        return (
+            f"**Claim {self.claim}, {self.title}: {self.state}.** {self.summary}\n\n"
+            f"**Rule:** {self.rule}{be}\n\n**Numbers:**\n{nums}\n\n**Assumptions:**\n{ass}"
+        )
 
 
 def _short(v) -> str:

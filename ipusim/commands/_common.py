@@ -11,22 +11,37 @@ from .._json import json_safe
 
 def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) -> None:
     """``--chip`` and ``--model``, listing the presets; each required unless given a default."""
-    p.add_argument("--chip", required=chip is None, default=chip, help=_presets("chip", hardware.PRESETS, chip))
-    p.add_argument("--model", required=model is None, default=model,
-                   help=_presets("model", workloads.MODELS, model))
+    p.add_argument(
+        "--chip", required=chip is None, default=chip, help=_presets("chip", hardware.PRESETS, chip)
+    )
+    p.add_argument(
+        "--model",
+        required=model is None,
+        default=model,
+        help=_presets("model", workloads.MODELS, model),
+    )
 
 
 def _presets(what, names, default) -> str:
-    files = "a chip file (.toml/.json)" if what == "chip" else "a model file (.toml/.json) or hf:PATH/config.json"
-    return (f"{what} preset: {', '.join(names)}; or {files} (python -m ipusim schema {what})"
-            + (f" (default {default})" if default else ""))
+    files = (
+        "a chip file (.toml/.json)"
+        if what == "chip"
+        else "a model file (.toml/.json) or hf:PATH/config.json"
+    )
+    return f"{what} preset: {', '.join(names)}; or {files} (python -m ipusim schema {what})" + (
+        f" (default {default})" if default else ""
+    )
 
 
 def add_batch_and_seq_len(p) -> None:
     """``--batch`` and ``--seq-len`` (both required): the shape of one step."""
     p.add_argument("--batch", type=int, required=True, help="sequences per step")
-    p.add_argument("--seq-len", type=int, required=True,
-                   help="tokens per sequence (for --phase decode: context length)")
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        required=True,
+        help="tokens per sequence (for --phase decode: context length)",
+    )
 
 
 def add_lengths(p, what: str) -> None:
@@ -34,9 +49,12 @@ def add_lengths(p, what: str) -> None:
     ``what`` says what the command does with them (serve and simulate draw from them, pack packs
     them as they are, the checklist samples a CSV or a dataset and takes a list as it is)."""
     names = ", ".join(lengths.DATASET_NAMES)
-    p.add_argument("--lengths", metavar="NAME|FILE",
-                   help=f"{what}: a shipped dataset ({names}), a 'length,count' CSV, or a file of lengths "
-                        "one a line")
+    p.add_argument(
+        "--lengths",
+        metavar="NAME|FILE",
+        help=f"{what}: a shipped dataset ({names}), a 'length,count' CSV, or a file of lengths "
+        "one a line",
+    )
 
 
 def seed_arg(text: str) -> int:
@@ -83,7 +101,9 @@ def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
     """A plain-text table; ``columns`` are (key, header, format spec)."""
     heads = [h for _, h, _ in columns]
     cells = [[format(r[k], f) if f else str(r[k]) for k, _, f in columns] for r in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)]
+    widths = [
+        max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)
+    ]
     lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]

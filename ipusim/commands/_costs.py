@@ -33,7 +33,9 @@ class Cost(NamedTuple):
 SERVE_BYTES_PER_ROW = 64  # one batch size of the largest batch: table, its padded copy, the
 #                           batcher's per-size arrays (measured 47 B/row at 10^7 rows, 59 with buckets)
 SWEEP_BYTES_PER_POINT = 4096  # one grid point: its parameter dict and result row kept in memory
-EMBED_BYTES_PER_LOOKUP = 96  # drawn (sample, table, rank), its concatenation, row ids, owners, sorts
+EMBED_BYTES_PER_LOOKUP = (
+    96  # drawn (sample, table, rank), its concatenation, row ids, owners, sorts
+)
 #                              (measured 69 B at 10^7 look-ups)
 EMBED_BYTES_PER_TABLE_UNIT = 16  # the (tables x units) owned-rows matrix and its byte product
 
@@ -48,8 +50,11 @@ def check(command: str, args) -> None:
         return
     total = float(sum(c.bytes for c in costs))
     big = max(costs, key=lambda c: c.bytes)
-    why = big.why if len(costs) == 1 else (
-        f"{big.why}; with {', '.join(c.flag for c in costs if c is not big)} in all")
+    why = (
+        big.why
+        if len(costs) == 1
+        else (f"{big.why}; with {', '.join(c.flag for c in costs if c is not big)} in all")
+    )
     limits.check_memory(big.flag, big.value, total, why)
 
 
@@ -66,37 +71,71 @@ def _int(x) -> int:
 def simulate(args) -> list[Cost]:
     b, s = _int(args.batch), _int(args.seq_len)
     if b and s:
-        limits.check_step(b, s, name="--batch")  # the work limits first: their message is the more precise
-    return [Cost("--batch", args.batch, limits.step_bytes(b, b * s),
-                 f"{limits.BYTES_PER_SEQUENCE} bytes per sequence and {limits.BYTES_PER_STEP_TOKEN} per token "
-                 f"of the step, {b:,} x {s:,} tokens")]
+        limits.check_step(
+            b, s, name="--batch"
+        )  # the work limits first: their message is the more precise
+    return [
+        Cost(
+            "--batch",
+            args.batch,
+            limits.step_bytes(b, b * s),
+            f"{limits.BYTES_PER_SEQUENCE} bytes per sequence and {limits.BYTES_PER_STEP_TOKEN} per token "
+            f"of the step, {b:,} x {s:,} tokens",
+        )
+    ]
 
 
 def roofline(args) -> list[Cost]:
     b = _int(args.batch)
     s = max(_int(args.seq_len), _int(_get(args, "pad_to", 0)))
     if b:
-        limits.check_batch(b, name="--batch")  # the work limit first: its message is the more precise
-    return [Cost("--batch", args.batch, b * limits.BYTES_PER_SEQUENCE,
-                 f"{limits.BYTES_PER_SEQUENCE} bytes per sequence of the step ({s:,} tokens each: per-op "
-                 "totals, not per token)")]
+        limits.check_batch(
+            b, name="--batch"
+        )  # the work limit first: its message is the more precise
+    return [
+        Cost(
+            "--batch",
+            args.batch,
+            b * limits.BYTES_PER_SEQUENCE,
+            f"{limits.BYTES_PER_SEQUENCE} bytes per sequence of the step ({s:,} tokens each: per-op "
+            "totals, not per token)",
+        )
+    ]
 
 
 def serve(args) -> list[Cost]:
     from .. import serving
 
     n = _int(args.requests)
-    limits.check_at_most("--requests", n, serving.MAX_REQUESTS,
-                         f"requests in one run, about {serving.BYTES_PER_REQUEST} bytes per request; split longer runs")
+    limits.check_at_most(
+        "--requests",
+        n,
+        serving.MAX_REQUESTS,
+        f"requests in one run, about {serving.BYTES_PER_REQUEST} bytes per request; split longer runs",
+    )
     rates = len(args.rate) if isinstance(getattr(args, "rate", None), list) else 1
-    out = [Cost("--requests", args.requests, n * serving.BYTES_PER_REQUEST,
-                f"about {serving.BYTES_PER_REQUEST} bytes per request ({rates} rate(s) run one after another)")]
+    out = [
+        Cost(
+            "--requests",
+            args.requests,
+            n * serving.BYTES_PER_REQUEST,
+            f"about {serving.BYTES_PER_REQUEST} bytes per request ({rates} rate(s) run one after another)",
+        )
+    ]
     B = _int(args.max_batch)
-    rows = 4 * B if args.policy == "token" else B  # policies.make: the token budget's batch cap is 4x
+    rows = (
+        4 * B if args.policy == "token" else B
+    )  # policies.make: the token budget's batch cap is 4x
     if args.policy != "continuous":
-        out.append(Cost("--max-batch", args.max_batch, rows * SERVE_BYTES_PER_ROW,
-                        f"the service table and the batcher's work arrays, about {SERVE_BYTES_PER_ROW} bytes per "
-                        f"row up to the largest batch of {rows:,} rows"))
+        out.append(
+            Cost(
+                "--max-batch",
+                args.max_batch,
+                rows * SERVE_BYTES_PER_ROW,
+                f"the service table and the batcher's work arrays, about {SERVE_BYTES_PER_ROW} bytes per "
+                f"row up to the largest batch of {rows:,} rows",
+            )
+        )
     return out
 
 
@@ -130,15 +169,27 @@ def embed(args) -> list[Cost]:
         tables, lookups = len(w.tables), w.lookups
     else:
         tables = _int(args.tables)
-        limits.check_at_most("--tables", tables, embeddings.workload.MAX_TABLES,
-                             "tables in one embedding step; published recommenders use tens to hundreds")
+        limits.check_at_most(
+            "--tables",
+            tables,
+            embeddings.workload.MAX_TABLES,
+            "tables in one embedding step; published recommenders use tens to hundreds",
+        )
         lookups = _int(args.batch) * tables * _int(args.pooling)
     return [
-        Cost("--batch", args.batch, lookups * EMBED_BYTES_PER_LOOKUP,
-             f"{lookups:,} look-ups (batch x tables x pooling) drawn and counted, about "
-             f"{EMBED_BYTES_PER_LOOKUP} bytes each"),
-        Cost("--tables", args.tables, tables * units * EMBED_BYTES_PER_TABLE_UNIT,
-             f"{tables:,} tables x {units:,} units sharded, {EMBED_BYTES_PER_TABLE_UNIT} bytes each"),
+        Cost(
+            "--batch",
+            args.batch,
+            lookups * EMBED_BYTES_PER_LOOKUP,
+            f"{lookups:,} look-ups (batch x tables x pooling) drawn and counted, about "
+            f"{EMBED_BYTES_PER_LOOKUP} bytes each",
+        ),
+        Cost(
+            "--tables",
+            args.tables,
+            tables * units * EMBED_BYTES_PER_TABLE_UNIT,
+            f"{tables:,} tables x {units:,} units sharded, {EMBED_BYTES_PER_TABLE_UNIT} bytes each",
+        ),
     ]
 
 
@@ -153,13 +204,26 @@ def sweep(args) -> list[Cost]:
     points = 1
     for values in vary.values():
         points *= len(values)
-    limits.check_at_most("grid points", points, _sweep.space.MAX_POINTS, "points in one sweep (~1 ms to minutes each)")
-    out = [Cost("--vary (grid points)", points, points * SWEEP_BYTES_PER_POINT,
-                f"{points:,} grid points, about {SWEEP_BYTES_PER_POINT} bytes each kept")]
+    limits.check_at_most(
+        "grid points",
+        points,
+        _sweep.space.MAX_POINTS,
+        "points in one sweep (~1 ms to minutes each)",
+    )
+    out = [
+        Cost(
+            "--vary (grid points)",
+            points,
+            points * SWEEP_BYTES_PER_POINT,
+            f"{points:,} grid points, about {SWEEP_BYTES_PER_POINT} bytes each kept",
+        )
+    ]
 
     def largest(name):  # a size parameter at its largest: set with --NAME, or the top of its --vary
-        given = [_int(_get(args, name, 0))] + [_int(round(v)) if isinstance(v, float) and v.is_integer() else _int(v)
-                                               for v in vary.get(name, ())]
+        given = [_int(_get(args, name, 0))] + [
+            _int(round(v)) if isinstance(v, float) and v.is_integer() else _int(v)
+            for v in vary.get(name, ())
+        ]
         return max(given), (f"--{name.replace('_', '-')}" if name not in vary else f"--vary {name}")
 
     (b, flag), (s, _) = largest("batch"), largest("seq_len")
@@ -176,9 +240,18 @@ def checklist(args) -> list[Cost]:
 
 
 ESTIMATES = {
-    "simulate": simulate, "roofline": roofline, "serve": serve, "pack": pack, "embed": embed,
-    "train": train, "sweep": sweep, "checklist": checklist,
-    "claims": lambda args: [], "presets": lambda args: [], "schema": lambda args: [],
+    "simulate": simulate,
+    "roofline": roofline,
+    "serve": serve,
+    "pack": pack,
+    "embed": embed,
+    "train": train,
+    "sweep": sweep,
+    "checklist": checklist,
+    "claims": lambda args: [],
+    "presets": lambda args: [],
+    "schema": lambda args: [],
     # the registry's rows, or a measurements / calibration file read under read_text_file's size bound
-    "validate": lambda args: [], "calibrate": lambda args: [],
+    "validate": lambda args: [],
+    "calibrate": lambda args: [],
 }

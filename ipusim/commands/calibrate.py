@@ -10,11 +10,19 @@ ORDER = 85
 
 
 def add_arguments(p):
-    p.add_argument("--measurements", metavar="FILE", required=True,
-                   help="CSV in the format of ipusim/data/published.csv (see published.md): padded GPU "
-                        "steps of one chip (latency in ms) and/or tile microbenchmarks")
-    p.add_argument("--out", metavar="FILE", default=None,
-                   help="write the calibration (TOML) here; `--calibration FILE` reads it back")
+    p.add_argument(
+        "--measurements",
+        metavar="FILE",
+        required=True,
+        help="CSV in the format of ipusim/data/published.csv (see published.md): padded GPU "
+        "steps of one chip (latency in ms) and/or tile microbenchmarks",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        default=None,
+        help="write the calibration (TOML) here; `--calibration FILE` reads it back",
+    )
     add_json(p)
 
 
@@ -31,14 +39,22 @@ def run(args) -> int:
     g, t = result.get("gpu"), result.get("tile")
     if g:
         print(f"{g['rows']} GPU measurements on {g['chip']}")
-        print(f"  tensor_efficiency  {g['tensor_efficiency_preset']:.3f} -> {g['tensor_efficiency']:.3f}")
-        print(f"  launch_s           {g['launch_s_preset'] * 1e6:.2f} us -> {g['launch_s'] * 1e6:.2f} us")
-        print(f"  rms |ln(predicted / measured)|  {g['rms_log_error_before']:.3f} -> {g['rms_log_error_after']:.3f}")
+        print(
+            f"  tensor_efficiency  {g['tensor_efficiency_preset']:.3f} -> {g['tensor_efficiency']:.3f}"
+        )
+        print(
+            f"  launch_s           {g['launch_s_preset'] * 1e6:.2f} us -> {g['launch_s'] * 1e6:.2f} us"
+        )
+        print(
+            f"  rms |ln(predicted / measured)|  {g['rms_log_error_before']:.3f} -> {g['rms_log_error_after']:.3f}"
+        )
     if t:
         print(f"{t['rows']} tile microbenchmarks")
         for k, v in t["parameters"].items():
             print(f"  {k}  {t['preset'][k]:.4g} -> {v:.4g}")
-        print(f"  rms |ln(predicted / measured)|  {t['rms_log_error_before']:.3f} -> {t['rms_log_error_after']:.3f}")
+        print(
+            f"  rms |ln(predicted / measured)|  {t['rms_log_error_before']:.3f} -> {t['rms_log_error_after']:.3f}"
+        )
     if args.out:
         print(f"written to {args.out}")
     return 0

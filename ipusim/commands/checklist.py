@@ -22,23 +22,52 @@ ORDER = 60
 def add_arguments(p):
     p.add_argument("--config", metavar="FILE", help="TOML or JSON case file (examples/*.toml)")
     p.add_argument("--model", help="model preset (e.g. bert-base, gpt2, llama-2-7b)")
-    p.add_argument("--rate-per-s", type=float, metavar="R", help="offered load, requests/s (config: rate_per_s)")
-    p.add_argument("--slo-p99-ms", type=float, metavar="T", help="p99 latency target, ms (config: slo_p99_ms)")
+    p.add_argument(
+        "--rate-per-s",
+        type=float,
+        metavar="R",
+        help="offered load, requests/s (config: rate_per_s)",
+    )
+    p.add_argument(
+        "--slo-p99-ms", type=float, metavar="T", help="p99 latency target, ms (config: slo_p99_ms)"
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--long-fraction", type=float, metavar="F", help="share of long texts, 0-1")
     add_lengths(g, "request lengths (a CSV is sampled, a list taken as it is)")
-    p.add_argument("--arrivals", metavar="FILE", help="arrival trace: one time in seconds per line (sets the rate)")
-    p.add_argument("--candidates", metavar="LIST", help="e.g. gc200:4,a100-80gb:2 (CHIP[:COUNT[:MODE]])")
-    p.add_argument("--task", choices=("auto", "classify", "generate"), help="default: by model kind")
-    p.add_argument("--output-tokens", type=int, metavar="N", help="reply tokens per request (generate)")
-    p.add_argument("--price", action="append", metavar="CHIP=USD",
-                   help="price per chip-hour (repeatable); defaults are ASSUMPTIONS")
-    p.add_argument("--usd-per-kwh", type=float, metavar="USD", help="energy price (default is an ASSUMPTION)")
+    p.add_argument(
+        "--arrivals",
+        metavar="FILE",
+        help="arrival trace: one time in seconds per line (sets the rate)",
+    )
+    p.add_argument(
+        "--candidates", metavar="LIST", help="e.g. gc200:4,a100-80gb:2 (CHIP[:COUNT[:MODE]])"
+    )
+    p.add_argument(
+        "--task", choices=("auto", "classify", "generate"), help="default: by model kind"
+    )
+    p.add_argument(
+        "--output-tokens", type=int, metavar="N", help="reply tokens per request (generate)"
+    )
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="CHIP=USD",
+        help="price per chip-hour (repeatable); defaults are ASSUMPTIONS",
+    )
+    p.add_argument(
+        "--usd-per-kwh", type=float, metavar="USD", help="energy price (default is an ASSUMPTION)"
+    )
     p.add_argument("--train", action="store_true", help="also run the training check (7B-175B)")
-    p.add_argument("--answer", action="append", metavar="ITEM=ANSWER",
-                   help="questionnaire answer, e.g. dynamic_shapes=bucketed (repeatable)")
+    p.add_argument(
+        "--answer",
+        action="append",
+        metavar="ITEM=ANSWER",
+        help="questionnaire answer, e.g. dynamic_shapes=bucketed (repeatable)",
+    )
     p.add_argument("--seed", type=seed_arg, help="random seed (default 0)")
-    p.add_argument("--format", choices=("md", "html", "json"), default="md", help="report format (default md)")
+    p.add_argument(
+        "--format", choices=("md", "html", "json"), default="md", help="report format (default md)"
+    )
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -51,7 +80,9 @@ def build_case(args):
     if args.output_tokens is not None and args.output_tokens < 1:
         raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
     if args.config:
-        base = C.load_case(args.config, prices=C.parse_prices(args.price))  # a custom chip's price may come from --price
+        base = C.load_case(
+            args.config, prices=C.parse_prices(args.price)
+        )  # a custom chip's price may come from --price
     else:
         base = C.default_case()
     changes = {}
@@ -60,20 +91,30 @@ def build_case(args):
     rate = args.rate_per_s
     if rate is not None:
         if not rate > 0 or rate == float("inf"):
-            raise ValueError(f"--rate-per-s must be a finite number > 0 requests/s, got {rate:g}"
-                             + (" (zero traffic has no cost per request)" if rate == 0 else ""))
-        limits.check_at_most("--rate-per-s", rate, limits.MAX_RATE_PER_S,
-                             "requests/s; the checklist simulates the replicas that carry it")
+            raise ValueError(
+                f"--rate-per-s must be a finite number > 0 requests/s, got {rate:g}"
+                + (" (zero traffic has no cost per request)" if rate == 0 else "")
+            )
+        limits.check_at_most(
+            "--rate-per-s",
+            rate,
+            limits.MAX_RATE_PER_S,
+            "requests/s; the checklist simulates the replicas that carry it",
+        )
         changes["rate_per_s"] = rate
         changes["arrivals"] = None
     if args.arrivals:
         if rate is not None:
-            raise ValueError("give --rate-per-s or --arrivals, not both (a trace sets its own rate)")
+            raise ValueError(
+                "give --rate-per-s or --arrivals, not both (a trace sets its own rate)"
+            )
         changes["arrivals"] = C.read_arrivals(args.arrivals)
     if args.slo_p99_ms is not None:
         if args.slo_p99_ms <= 0:
             raise ValueError(f"--slo-p99-ms must be > 0, got {args.slo_p99_ms:g}")
-        limits.check_at_most("--slo-p99-ms", args.slo_p99_ms, limits.MAX_SECONDS * 1e3, "a latency target, ms")
+        limits.check_at_most(
+            "--slo-p99-ms", args.slo_p99_ms, limits.MAX_SECONDS * 1e3, "a latency target, ms"
+        )
         changes["slo_p99_s"] = args.slo_p99_ms / 1e3
     if args.long_fraction is not None:
         changes["long_fraction"] = args.long_fraction

@@ -10,9 +10,17 @@ ORDER = 70
 
 
 def add_arguments(p):
-    p.add_argument("--claim", type=int, action="append", default=None, metavar="N",
-                   help="only claim N (1-15, docs/claims.md); repeat for several (default: all)")
-    p.add_argument("--rules", action="store_true", help="print each verdict's rule and assumptions too")
+    p.add_argument(
+        "--claim",
+        type=int,
+        action="append",
+        default=None,
+        metavar="N",
+        help="only claim N (1-15, docs/claims.md); repeat for several (default: all)",
+    )
+    p.add_argument(
+        "--rules", action="store_true", help="print each verdict's rule and assumptions too"
+    )
     add_json(p)
 
 
@@ -22,7 +30,9 @@ def run(args) -> int:
     nums = sorted(claims.CLAIMS) if args.claim is None else args.claim
     for n in nums:
         if n not in claims.CLAIMS:
-            raise ValueError(f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}")
+            raise ValueError(
+                f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}"
+            )
     verdicts = claims.scoreboard(nums)
     counts = {s: sum(v.state == s for v in verdicts) for s in claims.STATES}
     if args.json:

@@ -16,16 +16,38 @@ def add_arguments(p):
     src.add_argument("--histogram", metavar="FILE", help="length,count CSV (header optional)")
     src.add_argument("--dataset", choices=list(lengths.DATASETS), help="a shipped real histogram")
     p.add_argument("--max-len", type=int, required=True, metavar="N", help="tokens per row")
-    p.add_argument("--strategy", default="spfhp", choices=list(packing.STRATEGIES),
-                   help="how sequences go into rows (default: spfhp)")
-    p.add_argument("--max-per-row", type=int, default=None, metavar="K",
-                   help="cap on sequences per row for ffd/spfhp/bfhp/nnlshp (default: none)")
-    p.add_argument("--buckets", type=int, default=8, metavar="B",
-                   help="equal-width buckets for --strategy bucket (default: 8)")
-    p.add_argument("--slack", type=int, default=0, metavar="T",
-                   help="nnlshp: compositions may fall T tokens short of the row (default: 0)")
-    p.add_argument("--model", default="bert-base",
-                   help="model whose forward FLOPs are counted (default: bert-base)")
+    p.add_argument(
+        "--strategy",
+        default="spfhp",
+        choices=list(packing.STRATEGIES),
+        help="how sequences go into rows (default: spfhp)",
+    )
+    p.add_argument(
+        "--max-per-row",
+        type=int,
+        default=None,
+        metavar="K",
+        help="cap on sequences per row for ffd/spfhp/bfhp/nnlshp (default: none)",
+    )
+    p.add_argument(
+        "--buckets",
+        type=int,
+        default=8,
+        metavar="B",
+        help="equal-width buckets for --strategy bucket (default: 8)",
+    )
+    p.add_argument(
+        "--slack",
+        type=int,
+        default=0,
+        metavar="T",
+        help="nnlshp: compositions may fall T tokens short of the row (default: 0)",
+    )
+    p.add_argument(
+        "--model",
+        default="bert-base",
+        help="model whose forward FLOPs are counted (default: bert-base)",
+    )
     add_json(p)
 
 
@@ -39,8 +61,14 @@ def run(args) -> int:
         source = lengths.load(args.lengths)
     else:
         source = args.dataset
-    res = packing.pack(source, args.max_len, args.strategy, max_per_row=args.max_per_row,
-                       buckets=args.buckets, slack=args.slack)
+    res = packing.pack(
+        source,
+        args.max_len,
+        args.strategy,
+        max_per_row=args.max_per_row,
+        buckets=args.buckets,
+        slack=args.slack,
+    )
     out = res.to_dict()
     out.update(res.flops(args.model))
     out["model"] = args.model

@@ -10,8 +10,11 @@ ORDER = 12
 
 
 def add_arguments(p):
-    p.add_argument("kind", choices=("chip", "model", "case"),
-                   help="chip (--chip FILE), model (--model FILE) or case (checklist --config FILE)")
+    p.add_argument(
+        "kind",
+        choices=("chip", "model", "case"),
+        help="chip (--chip FILE), model (--model FILE) or case (checklist --config FILE)",
+    )
 
 
 def schema(kind: str) -> dict:
@@ -26,8 +29,12 @@ def schema(kind: str) -> dict:
         return specfiles.spec_model(workloads.TransformerConfig).model_json_schema()
     tile = specfiles.spec_model(hardware.TileChip, "tile").model_json_schema()
     gpu = specfiles.spec_model(hardware.GpuChip, "gpu").model_json_schema()
-    return {"title": "Chip", "description": "A chip spec file: a tile chip (kind = 'tile') or a GPU "
-            "(kind = 'gpu'); SI units, field names as in ipusim.hardware.", "oneOf": [tile, gpu]}
+    return {
+        "title": "Chip",
+        "description": "A chip spec file: a tile chip (kind = 'tile') or a GPU "
+        "(kind = 'gpu'); SI units, field names as in ipusim.hardware.",
+        "oneOf": [tile, gpu],
+    }
 
 
 def run(args) -> int:

@@ -11,18 +11,34 @@ NAME = "validate"
 HELP = "predict every published figure ipusim uses (ipusim/data/published.csv) and show the errors"
 ORDER = 80
 
-_COLUMNS = [("id", "row", ""), ("use", "use", ""), ("published", "published", ",.4g"),
-            ("predicted", "predicted", ",.4g"), ("unit", "unit", ""), ("ratio", "ratio", ".3f"),
-            ("tol", "tolerance", ""), ("ok", "within", ""), ("source", "source", "")]
+_COLUMNS = [
+    ("id", "row", ""),
+    ("use", "use", ""),
+    ("published", "published", ",.4g"),
+    ("predicted", "predicted", ",.4g"),
+    ("unit", "unit", ""),
+    ("ratio", "ratio", ".3f"),
+    ("tol", "tolerance", ""),
+    ("ok", "within", ""),
+    ("source", "source", ""),
+]
 
 
 def add_arguments(p):
     from ..validation import AREAS
 
-    p.add_argument("--area", choices=AREAS, default=None, help="only the rows of this area (default: all)")
-    p.add_argument("--calibration", metavar="FILE", default=None,
-                   help="a calibration file (ipusim calibrate --out): show the errors before and after it")
-    p.add_argument("--csv", metavar="FILE", default=None, help="also write the rows to this CSV file")
+    p.add_argument(
+        "--area", choices=AREAS, default=None, help="only the rows of this area (default: all)"
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        default=None,
+        help="a calibration file (ipusim calibrate --out): show the errors before and after it",
+    )
+    p.add_argument(
+        "--csv", metavar="FILE", default=None, help="also write the rows to this CSV file"
+    )
     add_json(p)
 
 
@@ -31,13 +47,28 @@ def _fmt(x, spec):
 
 
 def _summary_table(summary) -> str:
-    rows = [{"area": s["area"], "rows": str(s["rows"]), "band": _fmt(s["share_within_band"], ".0%"),
-             "gm": _fmt(s["geomean_ratio"], ".3f"),
-             "in": f"{s['in_rows']}: {_fmt(s['in_geomean_abs_error'], '.1%')}",
-             "out": f"{s['out_rows']}: {_fmt(s['out_geomean_abs_error'], '.1%')}"} for s in summary]
-    return format_table(rows, [("area", "area", ""), ("rows", "rows", ""), ("band", "within 25%", ""),
-                               ("gm", "geomean ratio", ""), ("in", "in sample: rows, error", ""),
-                               ("out", "out of sample: rows, error", "")])
+    rows = [
+        {
+            "area": s["area"],
+            "rows": str(s["rows"]),
+            "band": _fmt(s["share_within_band"], ".0%"),
+            "gm": _fmt(s["geomean_ratio"], ".3f"),
+            "in": f"{s['in_rows']}: {_fmt(s['in_geomean_abs_error'], '.1%')}",
+            "out": f"{s['out_rows']}: {_fmt(s['out_geomean_abs_error'], '.1%')}",
+        }
+        for s in summary
+    ]
+    return format_table(
+        rows,
+        [
+            ("area", "area", ""),
+            ("rows", "rows", ""),
+            ("band", "within 25%", ""),
+            ("gm", "geomean ratio", ""),
+            ("in", "in sample: rows, error", ""),
+            ("out", "out of sample: rows, error", ""),
+        ],
+    )
 
 
 def run(args) -> int:
@@ -59,14 +90,24 @@ def run(args) -> int:
     if args.json:
         out = {"rows": results, "summary": summary, "band": validation.BAND}
         if after:
-            out.update({"calibration": args.calibration, "rows_after": after,
-                        "summary_after": validation.summary(after)})
+            out.update(
+                {
+                    "calibration": args.calibration,
+                    "rows_after": after,
+                    "summary_after": validation.summary(after),
+                }
+            )
         print_json(out)
         return 0
-    table = [{**r, "tol": f"±{r['tolerance']:.0%}", "ok": "yes" if r["within"] else "NO"} for r in results]
+    table = [
+        {**r, "tol": f"±{r['tolerance']:.0%}", "ok": "yes" if r["within"] else "NO"}
+        for r in results
+    ]
     print(format_table(table, _COLUMNS))
-    print("\nper area (error: geometric mean of |predicted / published - 1| in log terms, "
-          "exp(mean |ln ratio|) - 1; in sample = calibration rows)")
+    print(
+        "\nper area (error: geometric mean of |predicted / published - 1| in log terms, "
+        "exp(mean |ln ratio|) - 1; in sample = calibration rows)"
+    )
     print(_summary_table(summary))
     if after:
         print(f"\nwith {args.calibration}:")

@@ -21,6 +21,19 @@ from .workload import (
 )
 
 __all__ = [
-    "PRESETS", "EmbeddingResult", "Table", "Workload", "cache_rows", "gnn_products", "harmonic", "hit_rate",
-    "lookup_stream", "power_law_degrees", "preset", "simulate", "tally", "uniform_closed_form", "uniform_tables",
+    "PRESETS",
+    "EmbeddingResult",
+    "Table",
+    "Workload",
+    "cache_rows",
+    "gnn_products",
+    "harmonic",
+    "hit_rate",
+    "lookup_stream",
+    "power_law_degrees",
+    "preset",
+    "simulate",
+    "tally",
+    "uniform_closed_form",
+    "uniform_tables",
 ]

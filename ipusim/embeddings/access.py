@@ -105,7 +105,9 @@ def cache_rows(w: Workload, capacity_bytes: float, row_bytes) -> np.ndarray:
             out = np.where(pool / (rows * rb) >= lam, rows, 0)
         else:  # Zipf: rank k qualifies while pool k**-s / (H rb) >= lam
             log_k = (log_pool_per_byte - log_h - math.log(lam)) / s
-            out = np.where(log_k >= np.log(rows), rows, np.floor(np.exp(np.minimum(log_k, np.log(rows)))))
+            out = np.where(
+                log_k >= np.log(rows), rows, np.floor(np.exp(np.minimum(log_k, np.log(rows))))
+            )
         out = out.astype(np.int64)
         for i in weighted:
             out[i] = int(np.searchsorted(tabs[i].neg_weights, -lam * rb[i] / pool[i], side="right"))
@@ -139,7 +141,9 @@ def sample_ranks(table, s: float, n: int, rng: np.random.Generator) -> np.ndarra
     """
     if table.weights is not None:
         cdf = table.weights_cdf
-        return np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), table.rows - 1)
+        return np.minimum(
+            np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), table.rows - 1
+        )
     if s == 0:
         return rng.integers(0, table.rows, n)
     head = min(table.rows, _HEAD)
@@ -172,7 +176,9 @@ def lookup_stream(w: Workload, seed: int = 0):
     rng = np.random.default_rng(seed)
     samples, tables, ranks = [], [], []
     for i, t in enumerate(w.tables):
-        bags = w.bag_sizes if w.bag_sizes is not None else np.full(w.batch, t.pooling, dtype=np.int64)
+        bags = (
+            w.bag_sizes if w.bag_sizes is not None else np.full(w.batch, t.pooling, dtype=np.int64)
+        )
         n = int(bags.sum())
         samples.append(np.repeat(np.arange(w.batch, dtype=np.int64), bags))
         tables.append(np.full(n, i, dtype=np.int64))
@@ -181,8 +187,29 @@ def lookup_stream(w: Workload, seed: int = 0):
 
 
 @njit(cache=True)
-def _tally(sample, table, rank, rows, offsets, cached, rot, n_units, units_per_chip, batch, by_lookup,
-           mult, out_miss, out_hit, out_req, out_req_hit, out_local, out_chip_send, out_chip_recv, out_row, out_owner):
+def _tally(
+    sample,
+    table,
+    rank,
+    rows,
+    offsets,
+    cached,
+    rot,
+    n_units,
+    units_per_chip,
+    batch,
+    by_lookup,
+    mult,
+    out_miss,
+    out_hit,
+    out_req,
+    out_req_hit,
+    out_local,
+    out_chip_send,
+    out_chip_recv,
+    out_row,
+    out_owner,
+):
     """Count, per unit, the look-ups it serves (cache misses and hits) and the ones it requests
     (all, and those that hit the cache).
 
@@ -229,10 +256,21 @@ class Tally:
     row (multicast, the assumption ``ipusim.tiles`` makes for op inputs).
     """
 
-    __slots__ = ("miss", "hit", "requested", "requested_hit", "local", "chip_send", "chip_recv",
-                 "unique", "unique_hit")
+    __slots__ = (
+        "miss",
+        "hit",
+        "requested",
+        "requested_hit",
+        "local",
+        "chip_send",
+        "chip_recv",
+        "unique",
+        "unique_hit",
+    )
 
-    def __init__(self, miss, hit, requested, requested_hit, local, chip_send, chip_recv, unique, unique_hit):
+    def __init__(
+        self, miss, hit, requested, requested_hit, local, chip_send, chip_recv, unique, unique_hit
+    ):
         self.miss, self.hit, self.requested, self.local = miss, hit, requested, local
         self.requested_hit = requested_hit
         self.chip_send, self.chip_recv = chip_send, chip_recv
@@ -253,35 +291,67 @@ class Tally:
         return float(self.hit.sum() / max(self.lookups, 1))
 
 
-def tally(w: Workload, n_units: int, *, units_per_chip: int | None = None, cached=None, seed: int = 0,
-          stream=None) -> Tally:
+def tally(
+    w: Workload,
+    n_units: int,
+    *,
+    units_per_chip: int | None = None,
+    cached=None,
+    seed: int = 0,
+    stream=None,
+) -> Tally:
     """Draw one step's look-ups (``seed``) and count them per unit (see ``_tally``).
 
     ``cached``: rows cached per table (default none); ``stream``: a ``lookup_stream`` to reuse.
     """
     n_units = positive("n_units", n_units, integer=True)
-    per = n_units if units_per_chip is None else positive("units_per_chip", units_per_chip, integer=True)
+    per = (
+        n_units
+        if units_per_chip is None
+        else positive("units_per_chip", units_per_chip, integer=True)
+    )
     if n_units % per:
         raise ValueError(f"n_units ({n_units}) must be a multiple of units_per_chip ({per})")
     rows = np.array([t.rows for t in w.tables], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
     rot = rotations(len(rows), n_units)
-    cached = np.zeros(len(rows), dtype=np.int64) if cached is None else np.asarray(cached, dtype=np.int64)
+    cached = (
+        np.zeros(len(rows), dtype=np.int64)
+        if cached is None
+        else np.asarray(cached, dtype=np.int64)
+    )
     if cached.shape != rows.shape:
-        raise ValueError(f"cached must give one row count per table ({rows.size}), got shape {cached.shape}")
+        raise ValueError(
+            f"cached must give one row count per table ({rows.size}), got shape {cached.shape}"
+        )
     sample, table, rank = lookup_stream(w, seed) if stream is None else stream
     # Bags of very different sizes (the GNN case) are split evenly over units by look-up.
-    args = (sample, table, rank, rows, offsets, cached, rot, n_units, per, w.batch, w.bag_sizes is not None,
-            SCATTER_MULTIPLIER)
+    args = (
+        sample,
+        table,
+        rank,
+        rows,
+        offsets,
+        cached,
+        rot,
+        n_units,
+        per,
+        w.batch,
+        w.bag_sizes is not None,
+        SCATTER_MULTIPLIER,
+    )
     chips = n_units // per
-    out = ([np.zeros(n_units, dtype=np.int64) for _ in range(5)]
-           + [np.zeros(chips, dtype=np.int64) for _ in range(2)])
+    out = [np.zeros(n_units, dtype=np.int64) for _ in range(5)] + [
+        np.zeros(chips, dtype=np.int64) for _ in range(2)
+    ]
     row_ids, owners = np.empty(sample.size, dtype=np.int64), np.empty(sample.size, dtype=np.int64)
     _tally(*args, *out, row_ids, owners)
     uniq = []
     for ids in (row_ids, row_ids[rank < cached[table]]):
         g = np.sort(ids)
-        g = g[np.concatenate((np.ones(min(g.size, 1), dtype=bool), g[1:] != g[:-1]))]  # distinct ids
+        g = g[
+            np.concatenate((np.ones(min(g.size, 1), dtype=bool), g[1:] != g[:-1]))
+        ]  # distinct ids
         t = np.searchsorted(offsets, g, side="right") - 1
         own = ((g - offsets[t]) * n_units // rows[t] + rot[t]) % n_units
         uniq.append(np.bincount(own, minlength=n_units).astype(np.int64))

@@ -40,8 +40,20 @@ from ..hardware import chip as _chip
 from .machines import EmbeddingResult, simulate
 from .workload import Workload
 
-BOTTOM_MLP = (13, 512, 256, 128)  # DLRM-REF ln_bot; TORCHREC-DLRM --dense_arch_layer_sizes 512,256,128
-TOP_MLP = (479, 1024, 1024, 512, 256, 1)  # DLRM-REF ln_top; TORCHREC-DLRM --over_arch_layer_sizes 1024,1024,512,256,1
+BOTTOM_MLP = (
+    13,
+    512,
+    256,
+    128,
+)  # DLRM-REF ln_bot; TORCHREC-DLRM --dense_arch_layer_sizes 512,256,128
+TOP_MLP = (
+    479,
+    1024,
+    1024,
+    512,
+    256,
+    1,
+)  # DLRM-REF ln_top; TORCHREC-DLRM --over_arch_layer_sizes 1024,1024,512,256,1
 SPARSE_FEATURES = 26  # pooled embedding vectors per sample (Criteo's 26 categorical features)
 DENSE_BYTES = 4  # FP32 weights, activations and gradients (TORCHREC-DLRM's dlrm_main.py: no AMP)
 GEMM_TILE = 128  # output tile of a GPU GEMM block (as gpu.GEMM_TILES' largest)
@@ -55,7 +67,8 @@ the TF32 path: PyTorch allowed TF32 in cuBLAS matmuls by default from 1.7 to 1.1
 
 TORCHREC_ROWS = tuple(
     (r["chips"], r["batch"], r["value"], "in" if r["use"] == "calibration" else "out")
-    for r in _published.rows(source="TORCHREC-DLRM"))
+    for r in _published.rows(source="TORCHREC-DLRM")
+)
 # (GPUs, local batch, records/s, sample), rows of the registry ipusim/data/published.csv
 """TorchRec's DLRM on Criteo 1TB, A100 40GB GPUs of p4d.24xlarge nodes (TORCHREC-DLRM, "Preliminary
 Training Results"; records/s = it/s x local batch x GPUs). "in": the row sets ``HOST_STEP_S``;
@@ -85,14 +98,21 @@ def mlp_params() -> int:
     return sum(k * n + n for k, n in _layers())
 
 
-def _stream_s(c, read_bytes: float, write_bytes: float, elements: float, flops: float = 0.0) -> float:
+def _stream_s(
+    c, read_bytes: float, write_bytes: float, elements: float, flops: float = 0.0
+) -> float:
     """One memory-bound kernel: a GPU kernel in waves, or one tile-chip compute set (sync + SRAM)."""
     if isinstance(c, TileChip):
         per_s = c.sram_bandwidth_bytes_per_s
         return c.sync_s + (read_bytes + write_bytes) / per_s
     blocks = max(1, math.ceil(max(elements, 1.0) / _gpu.ELEMENTWISE_BLOCK_ELEMENTS))
-    return _gpu.simulate_kernel(c, blocks, 0.0, (read_bytes + write_bytes) / blocks,
-                                blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM).time_s
+    return _gpu.simulate_kernel(
+        c,
+        blocks,
+        0.0,
+        (read_bytes + write_bytes) / blocks,
+        blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM,
+    ).time_s
 
 
 def _gemm_s(c, m: int, k: int, n: int) -> float:
@@ -100,8 +120,14 @@ def _gemm_s(c, m: int, k: int, n: int) -> float:
         return _tiles.matmul(c, m, k, n, dtype_bytes=DENSE_BYTES).result.time_s
     blocks = math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE)
     hbm = (m * k + k * n + m * n) * DENSE_BYTES / blocks
-    return _gpu.simulate_kernel(c, blocks, 2.0 * GEMM_TILE * GEMM_TILE * k, hbm, blocks_per_sm=2,
-                                tensor_efficiency=_gpu.TENSOR_EFFICIENCY * TF32_RATE_FRACTION).time_s
+    return _gpu.simulate_kernel(
+        c,
+        blocks,
+        2.0 * GEMM_TILE * GEMM_TILE * k,
+        hbm,
+        blocks_per_sm=2,
+        tensor_efficiency=_gpu.TENSOR_EFFICIENCY * TF32_RATE_FRACTION,
+    ).time_s
 
 
 def dense_time_s(chip, batch: int, *, training: bool = True) -> float:
@@ -144,8 +170,11 @@ def optimizer_time_s(chip) -> float:
     """Seconds for the dense SGD update: one kernel per weight and bias tensor (read weight and
     gradient, write weight), as ``torch.optim.SGD`` without ``foreach``."""
     c = _chip(chip)
-    return sum(_stream_s(c, 2 * size * DENSE_BYTES, size * DENSE_BYTES, size)
-               for k, n in _layers() for size in (k * n, n))
+    return sum(
+        _stream_s(c, 2 * size * DENSE_BYTES, size * DENSE_BYTES, size)
+        for k, n in _layers()
+        for size in (k * n, n)
+    )
 
 
 @dataclass(frozen=True)
@@ -188,27 +217,43 @@ class DlrmStep:
     def split(self) -> dict:
         e = self.embedding
         a2a = e.split.get("links", 0.0)
-        return {"embedding": e.time_s - a2a, "all_to_all": a2a, "dense": self.dense_s,
-                "interaction": self.interaction_s, "allreduce": self.allreduce_s,
-                "optimizer": self.optimizer_s, "host": self.host_s}
+        return {
+            "embedding": e.time_s - a2a,
+            "all_to_all": a2a,
+            "dense": self.dense_s,
+            "interaction": self.interaction_s,
+            "allreduce": self.allreduce_s,
+            "optimizer": self.optimizer_s,
+            "host": self.host_s,
+        }
 
     def to_dict(self) -> dict:
-        return {"chip": self.embedding.chip, "chips": self.embedding.chips, "time_s": self.time_s,
-                "device_s": self.device_s, "split_s": self.split, "fit": self.fit,
-                "samples_per_s": self.samples_per_s, "power_w": self.power_w,
-                "samples_per_s_per_w": self.samples_per_s_per_w}
+        return {
+            "chip": self.embedding.chip,
+            "chips": self.embedding.chips,
+            "time_s": self.time_s,
+            "device_s": self.device_s,
+            "split_s": self.split,
+            "fit": self.fit,
+            "samples_per_s": self.samples_per_s,
+            "power_w": self.power_w,
+            "samples_per_s_per_w": self.samples_per_s_per_w,
+        }
 
     def __repr__(self):
         e = self.embedding
         if not e.fits:
             return f"DlrmStep({e.chips} x {e.chip}, batch {e.batch}: DOES NOT FIT)"
         parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items())
-        return (f"DlrmStep({e.chips} x {e.chip}, batch {e.batch}: {self.time_s * 1e3:,.3f} ms ({parts}); "
-                f"{self.samples_per_s:,.0f} samples/s, {self.samples_per_s_per_w:,.0f} samples/s/W; {self.fit})")
+        return (
+            f"DlrmStep({e.chips} x {e.chip}, batch {e.batch}: {self.time_s * 1e3:,.3f} ms ({parts}); "
+            f"{self.samples_per_s:,.0f} samples/s, {self.samples_per_s_per_w:,.0f} samples/s/W; {self.fit})"
+        )
 
 
-def training_step(chip, w: Workload, *, chips: int = 1, seed: int = 0, host_step_s: float = HOST_STEP_S,
-                  **kwargs) -> DlrmStep:
+def training_step(
+    chip, w: Workload, *, chips: int = 1, seed: int = 0, host_step_s: float = HOST_STEP_S, **kwargs
+) -> DlrmStep:
     """A DLRM training step: ``w``'s embeddings (forced to training) on ``chips`` chips, the MLPs,
     the interaction, the all-reduce, the optimizer and ``host_step_s`` of framework time."""
     c = _chip(chip)
@@ -221,7 +266,11 @@ def training_step(chip, w: Workload, *, chips: int = 1, seed: int = 0, host_step
     dim = w.tables[0].dim
     dense = dense_time_s(c, local)
     inter = interaction_time_s(c, local, dim=dim)
-    ar = _collectives.fabric(c, chips).all_reduce_s(mlp_params() * DENSE_BYTES, chips) if chips > 1 else 0.0
+    ar = (
+        _collectives.fabric(c, chips).all_reduce_s(mlp_params() * DENSE_BYTES, chips)
+        if chips > 1
+        else 0.0
+    )
     return DlrmStep(emb, dense, inter, ar, optimizer_time_s(c), host)
 
 
@@ -234,9 +283,19 @@ def torchrec_table(**kwargs) -> list[dict]:
     rows = []
     for n, local, rec, sample in TORCHREC_ROWS:
         pub = n * local / rec
-        r = training_step("a100-40gb", preset("torchrec-criteo", batch=n * local), chips=n, **kwargs)
-        rows.append({"gpus": n, "local_batch": local, "published_ms": pub * 1e3, "predicted_ms": r.time_s * 1e3,
-                     "ratio": r.time_s / pub, "sample": sample})
+        r = training_step(
+            "a100-40gb", preset("torchrec-criteo", batch=n * local), chips=n, **kwargs
+        )
+        rows.append(
+            {
+                "gpus": n,
+                "local_batch": local,
+                "published_ms": pub * 1e3,
+                "predicted_ms": r.time_s * 1e3,
+                "ratio": r.time_s / pub,
+                "sample": sample,
+            }
+        )
     return rows
 
 
@@ -246,5 +305,7 @@ def fit_host_step_s() -> float:
     from .workload import preset
 
     n, local, rec, _ = next(r for r in TORCHREC_ROWS if r[3] == "in")
-    dev = training_step("a100-40gb", preset("torchrec-criteo", batch=n * local), chips=n, host_step_s=0.0)
+    dev = training_step(
+        "a100-40gb", preset("torchrec-criteo", batch=n * local), chips=n, host_step_s=0.0
+    )
     return round(n * local / rec - dev.time_s, 5)

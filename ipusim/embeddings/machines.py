@@ -57,7 +57,9 @@ M2000's Streaming Memory is DDR4 DIMMs, CAMBRIAN); Graphcore publishes no access
 SECTOR_BYTES = 32
 """Bytes per L2/HBM sector on A100 and H100: global memory is accessed in 32-byte sectors
 (CUDA-BPG, "Coalesced access to global memory")."""
-BAGS_PER_BLOCK = 8  # bags (one warp each) per gather thread block of 256 threads (ASSUMPTION, FBGEMM-style)
+BAGS_PER_BLOCK = (
+    8  # bags (one warp each) per gather thread block of 256 threads (ASSUMPTION, FBGEMM-style)
+)
 
 
 def granules(row_bytes: int, granule: int) -> float:
@@ -84,7 +86,9 @@ class EmbeddingResult:
     lookups: int
     training: bool
     time_s: float
-    split: dict  # tile: compute, sync, exchange, streaming, links; GPU: compute, memory, launch, links
+    split: (
+        dict  # tile: compute, sync, exchange, streaming, links; GPU: compute, memory, launch, links
+    )
     fit: str  # on_chip, streams or does_not_fit (ipusim.result)
     fit_message: str
     hit_rate: float  # closed-form share of look-ups served from the cache (0 without one)
@@ -121,15 +125,29 @@ class EmbeddingResult:
 
     def to_dict(self) -> dict:
         return {
-            "chip": self.chip, "kind": self.kind, "chips": self.chips, "workload": self.workload,
-            "batch": self.batch, "lookups": self.lookups, "training": self.training, "time_s": self.time_s,
-            "split_s": dict(self.split), "fit": self.fit, "fit_message": self.fit_message,
-            "lookups_per_s": self.lookups_per_s, "samples_per_s": self.samples_per_s,
-            "power_w": self.power_w, "samples_per_s_per_w": self.samples_per_s_per_w,
-            "energy_j": self.energy_j, "hit_rate": self.hit_rate, "stream_hit_rate": self.stream_hit_rate,
-            "cache_bytes": self.cache_bytes, "bytes_moved": dict(self.bytes_moved),
+            "chip": self.chip,
+            "kind": self.kind,
+            "chips": self.chips,
+            "workload": self.workload,
+            "batch": self.batch,
+            "lookups": self.lookups,
+            "training": self.training,
+            "time_s": self.time_s,
+            "split_s": dict(self.split),
+            "fit": self.fit,
+            "fit_message": self.fit_message,
+            "lookups_per_s": self.lookups_per_s,
+            "samples_per_s": self.samples_per_s,
+            "power_w": self.power_w,
+            "samples_per_s_per_w": self.samples_per_s_per_w,
+            "energy_j": self.energy_j,
+            "hit_rate": self.hit_rate,
+            "stream_hit_rate": self.stream_hit_rate,
+            "cache_bytes": self.cache_bytes,
+            "bytes_moved": dict(self.bytes_moved),
             "memory_per_unit_max_bytes": float(self.unit_memory_bytes.max()),
-            "memory_limit_bytes": self.memory_limit_bytes, **self.extra,
+            "memory_limit_bytes": self.memory_limit_bytes,
+            **self.extra,
         }
 
     def __repr__(self):
@@ -137,8 +155,10 @@ class EmbeddingResult:
         if not self.fits:
             return f"{head}: DOES NOT FIT)"
         parts = ", ".join(f"{k} {v / self.time_s:.0%}" for k, v in self.split.items() if v > 0)
-        return (f"{head}: {self.time_s * 1e3:,.3f} ms ({parts}); {self.lookups_per_s / 1e6:,.1f} M look-ups/s, "
-                f"{self.samples_per_s:,.0f} samples/s, {self.samples_per_s_per_w:,.1f} samples/s/W; {self.fit})")
+        return (
+            f"{head}: {self.time_s * 1e3:,.3f} ms ({parts}); {self.lookups_per_s / 1e6:,.1f} M look-ups/s, "
+            f"{self.samples_per_s:,.0f} samples/s, {self.samples_per_s_per_w:,.1f} samples/s/W; {self.fit})"
+        )
 
 
 def _owned_bytes(w: Workload, n_units: int) -> np.ndarray:
@@ -174,8 +194,14 @@ def _superstep(c: TileChip, recv, send, flops, load, vertices):
     width = np.minimum(bus, T - np.arange(s.shape[0]) * bus)
     sent = np.repeat(s.sum(axis=1) / width, bus)[:T]
     x = np.maximum(recv, sent) / c.exchange_bytes_per_cycle_per_tile
-    comp = np.where(vertices > 0, vertices * c.vertex_overhead_cycles
-                    + np.maximum(flops / c.fp32_flops_per_cycle_per_tile, load / c.sram_bytes_per_cycle_per_tile), 0.0)
+    comp = np.where(
+        vertices > 0,
+        vertices * c.vertex_overhead_cycles
+        + np.maximum(
+            flops / c.fp32_flops_per_cycle_per_tile, load / c.sram_bytes_per_cycle_per_tile
+        ),
+        0.0,
+    )
     return float(x.max()), float(comp.max())
 
 
@@ -183,7 +209,9 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) 
     T = c.tiles
     U = T * chips
     dt = w.dtype_bytes
-    stream = access.lookup_stream(w, seed) if stream is None else stream  # drawn once, tallied twice
+    stream = (
+        access.lookup_stream(w, seed) if stream is None else stream
+    )  # drawn once, tallied twice
     dims = np.array([t.dim for t in w.tables], dtype=np.float64)
     row_b = float(w.lookup_bytes / max(w.lookups, 1))  # mean bytes of a looked-up row
     n_tab = 1 if w.bag_sizes is not None else len(w.tables)
@@ -193,24 +221,38 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) 
     # Buffers a tile holds while the step runs: received rows, pooled outputs, indices
     # (and gradients in training); sized from a first tally without cache.
     t0 = access.tally(w, U, units_per_chip=T, seed=seed, stream=stream)
-    temp = (t0.requested * row_b * (2 if w.training else 1) + per_unit_samples * out_b
-            + (t0.requested + t0.served) * INDEX_BYTES)
+    temp = (
+        t0.requested * row_b * (2 if w.training else 1)
+        + per_unit_samples * out_b
+        + (t0.requested + t0.served) * INDEX_BYTES
+    )
     owned = _owned_bytes(w, U)
     code = c.code_bytes_per_tile
     onchip_mem = code + owned + temp
     onchip = bool(onchip_mem.max() <= c.sram_per_tile_bytes)
     offchip_total = c.offchip_bytes * chips
-    can_stream = c.offchip_bytes > 0 and w.table_bytes <= offchip_total and (code + temp).max() <= c.sram_per_tile_bytes
+    can_stream = (
+        c.offchip_bytes > 0
+        and w.table_bytes <= offchip_total
+        and (code + temp).max() <= c.sram_per_tile_bytes
+    )
 
     if onchip:
         fit, tl, cache_b, hr = ON_CHIP, t0, 0.0, 0.0
         mem = onchip_mem
     else:
-        cache_b = float(max(0.0, (c.sram_per_tile_bytes - code - temp.max())) * U) if (cache and can_stream) else 0.0
+        cache_b = (
+            float(max(0.0, (c.sram_per_tile_bytes - code - temp.max())) * U)
+            if (cache and can_stream)
+            else 0.0
+        )
         cached = access.cache_rows(w, cache_b, dims * dt)
         hr = access.hit_rate(w, cached)
-        tl = access.tally(w, U, units_per_chip=T, cached=cached, seed=seed, stream=stream) \
-            if cached.any() else t0
+        tl = (
+            access.tally(w, U, units_per_chip=T, cached=cached, seed=seed, stream=stream)
+            if cached.any()
+            else t0
+        )
         fit = STREAMS if can_stream else DOES_NOT_FIT
         mem = code + temp + cache_b / U
 
@@ -226,12 +268,22 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) 
     bags = per_unit_samples * n_tab
     steps = [
         _superstep(c, srv * INDEX_BYTES, req * INDEX_BYTES, zeros, zeros, zeros),
-        _superstep(c, req * row_b, srv * row_b, tl.requested * row_b / dt, tl.requested * row_b, bags),
+        _superstep(
+            c, req * row_b, srv * row_b, tl.requested * row_b / dt, tl.requested * row_b, bags
+        ),
     ]
     if w.training:
         upd = tl.served.astype(float) if not streamed else tl.requested.astype(float)
-        steps.append(_superstep(c, srv * row_b, req * row_b, 2 * upd * row_b / dt, 3 * upd * row_b,
-                                np.where(upd > 0, n_tab, 0)))
+        steps.append(
+            _superstep(
+                c,
+                srv * row_b,
+                req * row_b,
+                2 * upd * row_b / dt,
+                3 * upd * row_b,
+                np.where(upd > 0, n_tab, 0),
+            )
+        )
     hz = c.clock_hz
     split = {
         "compute": sum(s[1] for s in steps) / hz,
@@ -240,17 +292,29 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) 
     }
     moved = {"exchange": float(req.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1))}
     if streamed:
-        gran = float(np.average([granules(int(t.dim * dt), STREAMING_GRANULE_BYTES) for t in w.tables],
-                                weights=access.traffic_weights(w)))
+        gran = float(
+            np.average(
+                [granules(int(t.dim * dt), STREAMING_GRANULE_BYTES) for t in w.tables],
+                weights=access.traffic_weights(w),
+            )
+        )
         miss_chip = (tl.requested - tl.requested_hit).reshape(chips, T).sum(axis=1)
         per_chip = miss_chip * gran * STREAMING_GRANULE_BYTES * (2 if w.training else 1)
         bw = c.offchip_bandwidth_bytes_per_s
         split["streaming"] = float(per_chip.max() / bw) if bw > 0 else math.inf
         moved["offchip"] = float(per_chip.sum())
     if chips > 1:
-        cross = np.maximum(tl.chip_send, tl.chip_recv) * (row_b + INDEX_BYTES) * (2 if w.training else 1)
-        split["links"] = link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
-        moved["links"] = float(tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1))
+        cross = (
+            np.maximum(tl.chip_send, tl.chip_recv)
+            * (row_b + INDEX_BYTES)
+            * (2 if w.training else 1)
+        )
+        split["links"] = (
+            link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
+        )
+        moved["links"] = float(
+            tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1)
+        )
     estimate = float(sum(split.values()))
     fits_mem = bool(mem.max() <= c.sram_per_tile_bytes)
     if fit != DOES_NOT_FIT and not fits_mem:
@@ -258,31 +322,64 @@ def _tile(c: TileChip, w: Workload, chips: int, cache: bool, seed: int, stream) 
     if fit == ON_CHIP:
         msg = ""
     elif fit == STREAMS:
-        msg = (f"Tables ({w.table_bytes / 1e9:,.2f} GB) do not fit in tile SRAM (fullest tile would need "
-               f"{onchip_mem.max():,.0f} of {c.sram_per_tile_bytes:,} bytes); rows stream from Streaming Memory"
-               f"{f', {hr:.1%} of look-ups hit the on-chip hot-row cache' if cache_b else ''}.")
+        msg = (
+            f"Tables ({w.table_bytes / 1e9:,.2f} GB) do not fit in tile SRAM (fullest tile would need "
+            f"{onchip_mem.max():,.0f} of {c.sram_per_tile_bytes:,} bytes); rows stream from Streaming Memory"
+            f"{f', {hr:.1%} of look-ups hit the on-chip hot-row cache' if cache_b else ''}."
+        )
     else:
-        room = (f"{offchip_total / 1e9:,.0f} GB of Streaming Memory" if c.offchip_bytes else "no Streaming Memory")
+        room = (
+            f"{offchip_total / 1e9:,.0f} GB of Streaming Memory"
+            if c.offchip_bytes
+            else "no Streaming Memory"
+        )
         need = max(1, math.ceil(w.table_bytes / c.offchip_bytes)) if c.offchip_bytes else None
-        msg = (f"Tables need {w.table_bytes / 1e9:,.2f} GB: more than {chips} x {c.name}'s tile SRAM "
-               f"({c.data_bytes * chips / 1e9:,.2f} GB for data) and {room}"
-               + (f"; at least {need} chips would hold them" if need else "")
-               + (f"; per-tile buffers alone need {(code + temp).max():,.0f} bytes (smaller batch)"
-                  if (code + temp).max() > c.sram_per_tile_bytes else "") + ".")
+        msg = (
+            f"Tables need {w.table_bytes / 1e9:,.2f} GB: more than {chips} x {c.name}'s tile SRAM "
+            f"({c.data_bytes * chips / 1e9:,.2f} GB for data) and {room}"
+            + (f"; at least {need} chips would hold them" if need else "")
+            + (
+                f"; per-tile buffers alone need {(code + temp).max():,.0f} bytes (smaller batch)"
+                if (code + temp).max() > c.sram_per_tile_bytes
+                else ""
+            )
+            + "."
+        )
     time_s = estimate if fit != DOES_NOT_FIT else math.inf
     return EmbeddingResult(
-        chip=c.name, kind="tile", chips=chips, workload=w.name, batch=w.batch, lookups=tl.lookups,
-        training=w.training, time_s=time_s, split=split, fit=fit, fit_message=msg, hit_rate=hr,
-        stream_hit_rate=tl.hit_rate, cache_bytes=cache_b, bytes_moved=moved, power_w=c.power_w * chips,
-        unit_lookups=tl.served, unit_memory_bytes=mem, memory_limit_bytes=float(c.sram_per_tile_bytes),
-        extra={"time_if_unlimited_s": estimate, "supersteps": len(steps), "table_bytes": w.table_bytes},
+        chip=c.name,
+        kind="tile",
+        chips=chips,
+        workload=w.name,
+        batch=w.batch,
+        lookups=tl.lookups,
+        training=w.training,
+        time_s=time_s,
+        split=split,
+        fit=fit,
+        fit_message=msg,
+        hit_rate=hr,
+        stream_hit_rate=tl.hit_rate,
+        cache_bytes=cache_b,
+        bytes_moved=moved,
+        power_w=c.power_w * chips,
+        unit_lookups=tl.served,
+        unit_memory_bytes=mem,
+        memory_limit_bytes=float(c.sram_per_tile_bytes),
+        extra={
+            "time_if_unlimited_s": estimate,
+            "supersteps": len(steps),
+            "table_bytes": w.table_bytes,
+        },
     )
 
 
 def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, stream) -> EmbeddingResult:
     dt = w.dtype_bytes
     rb = np.array([t.dim * dt for t in w.tables])
-    sect = np.array([granules(int(b), SECTOR_BYTES) * SECTOR_BYTES for b in rb])  # bytes per row via sectors
+    sect = np.array(
+        [granules(int(b), SECTOR_BYTES) * SECTOR_BYTES for b in rb]
+    )  # bytes per row via sectors
     weights = access.traffic_weights(w)
     sect_row = float(np.average(sect, weights=weights))
     row_b = float(w.lookup_bytes / max(w.lookups, 1))
@@ -297,36 +394,87 @@ def _gpu_run(c: GpuChip, w: Workload, chips: int, seed: int, stream) -> Embeddin
     n_bags = w.batch * (1 if w.bag_sizes is not None else len(w.tables)) / chips
     blocks = max(1, math.ceil(n_bags / BAGS_PER_BLOCK))
     out_b = w.output_bytes / chips
-    fwd = _gpu.simulate_kernel(c, blocks, 0.0, (miss * sect_row + out_b) / blocks,
-                               blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM,
-                               block_l2_bytes=(served * sect_row + out_b) / blocks)
+    fwd = _gpu.simulate_kernel(
+        c,
+        blocks,
+        0.0,
+        (miss * sect_row + out_b) / blocks,
+        blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM,
+        block_l2_bytes=(served * sect_row + out_b) / blocks,
+    )
     kernels = [fwd]
     if w.training:  # gradients in; every row that misses L2 read and written back
-        kernels.append(_gpu.simulate_kernel(c, blocks, 0.0, (2 * miss * sect_row + out_b) / blocks,
-                                            blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM,
-                                            block_l2_bytes=(2 * served * sect_row + out_b) / blocks))
-    split = {"compute": sum(k.compute_s for k in kernels), "memory": sum(k.memory_s for k in kernels),
-             "launch": sum(k.launch_s for k in kernels)}
-    moved = {"hbm": float(tl.miss.sum() * sect_row * (3 if w.training else 1)
-                          + w.output_bytes * (2 if w.training else 1)),
-             "l2": float(tl.served.sum() * sect_row * (1 if not w.training else 3))}
+        kernels.append(
+            _gpu.simulate_kernel(
+                c,
+                blocks,
+                0.0,
+                (2 * miss * sect_row + out_b) / blocks,
+                blocks_per_sm=_gpu.ELEMENTWISE_BLOCKS_PER_SM,
+                block_l2_bytes=(2 * served * sect_row + out_b) / blocks,
+            )
+        )
+    split = {
+        "compute": sum(k.compute_s for k in kernels),
+        "memory": sum(k.memory_s for k in kernels),
+        "launch": sum(k.launch_s for k in kernels),
+    }
+    moved = {
+        "hbm": float(
+            tl.miss.sum() * sect_row * (3 if w.training else 1)
+            + w.output_bytes * (2 if w.training else 1)
+        ),
+        "l2": float(tl.served.sum() * sect_row * (1 if not w.training else 3)),
+    }
     if chips > 1:
-        cross = np.maximum(tl.chip_send, tl.chip_recv) * (row_b + INDEX_BYTES) * (2 if w.training else 1)
-        split["links"] = link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
-        moved["links"] = float(tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1))
+        cross = (
+            np.maximum(tl.chip_send, tl.chip_recv)
+            * (row_b + INDEX_BYTES)
+            * (2 if w.training else 1)
+        )
+        split["links"] = (
+            link_time_s(c, chips, float(cross.max())) if c.link_bandwidth_bytes_per_s else math.inf
+        )
+        moved["links"] = float(
+            tl.chip_send.sum() * (row_b + INDEX_BYTES) * (2 if w.training else 1)
+        )
     estimate = float(sum(split.values()))
-    msg = "" if fits else (f"Tables need {need / 1e9:,.1f} GB of HBM but {chips} x {c.name} have "
-                           f"{c.hbm_bytes * chips / 1e9:,.0f} GB: at least {math.ceil(need / c.hbm_bytes)} GPUs "
-                           "would hold them (host memory is not modelled).")
+    msg = (
+        ""
+        if fits
+        else (
+            f"Tables need {need / 1e9:,.1f} GB of HBM but {chips} x {c.name} have "
+            f"{c.hbm_bytes * chips / 1e9:,.0f} GB: at least {math.ceil(need / c.hbm_bytes)} GPUs "
+            "would hold them (host memory is not modelled)."
+        )
+    )
     mem = np.full(chips, need / chips)
     return EmbeddingResult(
-        chip=c.name, kind="gpu", chips=chips, workload=w.name, batch=w.batch, lookups=tl.lookups,
-        training=w.training, time_s=estimate if fits else math.inf, split=split,
-        fit=ON_CHIP if fits else DOES_NOT_FIT, fit_message=msg, hit_rate=hr, stream_hit_rate=tl.hit_rate,
-        cache_bytes=float(cache_b), bytes_moved=moved, power_w=c.power_w * chips, unit_lookups=tl.served,
-        unit_memory_bytes=mem, memory_limit_bytes=float(c.hbm_bytes),
-        extra={"time_if_unlimited_s": estimate, "table_bytes": need, "waves": int(sum(k.waves for k in kernels)),
-               "sector_bytes_per_row": sect_row},
+        chip=c.name,
+        kind="gpu",
+        chips=chips,
+        workload=w.name,
+        batch=w.batch,
+        lookups=tl.lookups,
+        training=w.training,
+        time_s=estimate if fits else math.inf,
+        split=split,
+        fit=ON_CHIP if fits else DOES_NOT_FIT,
+        fit_message=msg,
+        hit_rate=hr,
+        stream_hit_rate=tl.hit_rate,
+        cache_bytes=float(cache_b),
+        bytes_moved=moved,
+        power_w=c.power_w * chips,
+        unit_lookups=tl.served,
+        unit_memory_bytes=mem,
+        memory_limit_bytes=float(c.hbm_bytes),
+        extra={
+            "time_if_unlimited_s": estimate,
+            "table_bytes": need,
+            "waves": int(sum(k.waves for k in kernels)),
+            "sector_bytes_per_row": sect_row,
+        },
     )
 
 
@@ -338,13 +486,16 @@ def _check_int64(w: Workload, units: int) -> None:
     units they are dealt to would overflow int64 in the sharding arithmetic; Python ints here."""
     rows = sum(int(t.rows) for t in w.tables)
     if rows * units >= INT64_HEADROOM:
-        raise ValueError(f"tables hold {rows:,} rows in all: times {units:,} units that is over the "
-                         f"{INT64_HEADROOM:.3g} that int64 arithmetic holds (at most {INT64_HEADROOM // units:,} rows in all; "
-                         "fewer --rows or --tables)")
+        raise ValueError(
+            f"tables hold {rows:,} rows in all: times {units:,} units that is over the "
+            f"{INT64_HEADROOM:.3g} that int64 arithmetic holds (at most {INT64_HEADROOM // units:,} rows in all; "
+            "fewer --rows or --tables)"
+        )
 
 
-def simulate(chip, w: Workload, *, chips: int = 1, cache: bool = True, seed: int = 0,
-             stream=None) -> EmbeddingResult:
+def simulate(
+    chip, w: Workload, *, chips: int = 1, cache: bool = True, seed: int = 0, stream=None
+) -> EmbeddingResult:
     """One embedding step of ``w`` on ``chips`` chips of kind ``chip`` (a preset name or chip).
 
     ``cache``: keep hot rows in spare tile SRAM when tables stream (a GPU's L2 always caches);
@@ -375,9 +526,16 @@ def uniform_closed_form(chip, w: Workload, *, chips: int = 1) -> dict:
     dt = w.dtype_bytes
     pool = access.traffic_weights(w)
     if isinstance(c, TileChip):
-        g = np.average([granules(t.dim * dt, STREAMING_GRANULE_BYTES) for t in w.tables], weights=pool)
+        g = np.average(
+            [granules(t.dim * dt, STREAMING_GRANULE_BYTES) for t in w.tables], weights=pool
+        )
         b = w.lookups * g * STREAMING_GRANULE_BYTES * (2 if w.training else 1)
         return {"offchip_bytes": b, "offchip_s": b / (chips * c.offchip_bandwidth_bytes_per_s)}
     g = np.average([granules(t.dim * dt, SECTOR_BYTES) for t in w.tables], weights=pool)
-    b = w.lookups * g * SECTOR_BYTES * (3 if w.training else 1) + w.output_bytes * (2 if w.training else 1)
-    return {"hbm_bytes": b, "hbm_s": b / (chips * c.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY)}
+    b = w.lookups * g * SECTOR_BYTES * (3 if w.training else 1) + w.output_bytes * (
+        2 if w.training else 1
+    )
+    return {
+        "hbm_bytes": b,
+        "hbm_s": b / (chips * c.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY),
+    }

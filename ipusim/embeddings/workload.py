@@ -33,28 +33,129 @@ from .. import limits
 from .._validate import choice, positive
 
 DLRM_CRITEO_TB_40M_ROWS = (
-    39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
-    2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36,
+    39884406,
+    39043,
+    17289,
+    7420,
+    20263,
+    3,
+    7120,
+    1543,
+    63,
+    38532951,
+    2953546,
+    403346,
+    10,
+    2208,
+    11938,
+    155,
+    4,
+    976,
+    14,
+    39979771,
+    25641295,
+    39664984,
+    585935,
+    12972,
+    108,
+    36,
 )
 """Rows of the 26 Criteo Terabyte tables with ids capped at 40M (DLRM-REF: facebookresearch/dlrm
 ``dlrm_s_pytorch.py``, "Criteo Terabyte MLPerf training", ``--max-ind-range=40000000``)."""
 
 DLRM_DCNV2_ROWS = (
-    40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10,
-    2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36,
+    40000000,
+    39060,
+    17295,
+    7424,
+    20265,
+    3,
+    7122,
+    1543,
+    63,
+    40000000,
+    3067956,
+    405282,
+    10,
+    2209,
+    11938,
+    155,
+    4,
+    976,
+    14,
+    40000000,
+    40000000,
+    40000000,
+    590152,
+    12973,
+    108,
+    36,
 )
 """``--num_embeddings_per_feature`` of MLPerf DLRM-DCNv2 (MLPERF-DCNV2)."""
 
-DLRM_DCNV2_POOLING = (3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1)
+DLRM_DCNV2_POOLING = (
+    3,
+    2,
+    1,
+    2,
+    6,
+    1,
+    1,
+    1,
+    1,
+    7,
+    3,
+    8,
+    1,
+    6,
+    9,
+    5,
+    1,
+    1,
+    1,
+    12,
+    100,
+    27,
+    10,
+    3,
+    1,
+    1,
+)
 """``--multi_hot_sizes`` of MLPerf DLRM-DCNv2 (MLPERF-DCNV2): look-ups per sample per table."""
 
 TORCHREC_CRITEO_ROWS = (
-    45833188, 36746, 17245, 7413, 20243, 3, 7114, 1441, 62, 29275261, 1572176, 345138, 10, 2209,
-    11267, 128, 4, 974, 14, 48937457, 11316796, 40094537, 452104, 12606, 104, 35,
+    45833188,
+    36746,
+    17245,
+    7413,
+    20243,
+    3,
+    7114,
+    1441,
+    62,
+    29275261,
+    1572176,
+    345138,
+    10,
+    2209,
+    11267,
+    128,
+    4,
+    974,
+    14,
+    48937457,
+    11316796,
+    40094537,
+    452104,
+    12606,
+    104,
+    35,
 )
 """``--num_embeddings_per_feature`` of TorchRec's DLRM example on Criteo 1TB (TORCHREC-DLRM)."""
 
-DLRM_DIM = 128  # values per row in all three DLRM configurations (DLRM-REF, MLPERF-DCNV2, TORCHREC-DLRM)
+DLRM_DIM = (
+    128  # values per row in all three DLRM configurations (DLRM-REF, MLPERF-DCNV2, TORCHREC-DLRM)
+)
 
 OGBN_PRODUCTS_NODES = 2_449_029  # OGB-PRODUCTS: ogbn-products nodes
 OGBN_PRODUCTS_EDGES = 61_859_140  # OGB-PRODUCTS: ogbn-products edges (undirected)
@@ -79,8 +180,15 @@ class Table:
         positive("Table.pooling", self.pooling, integer=True)
         if self.weights is not None:
             w = np.asarray(self.weights, dtype=np.float64)
-            if w.shape != (self.rows,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-                raise ValueError(f"Table.weights must be {self.rows} finite weights >= 0 with a positive sum")
+            if (
+                w.shape != (self.rows,)
+                or not np.all(np.isfinite(w))
+                or np.any(w < 0)
+                or w.sum() <= 0
+            ):
+                raise ValueError(
+                    f"Table.weights must be {self.rows} finite weights >= 0 with a positive sum"
+                )
             object.__setattr__(self, "weights", w / w.sum())
 
     @cached_property
@@ -117,8 +225,12 @@ class Workload:
         tabs = tuple(self.tables)
         if not tabs or not all(isinstance(t, Table) for t in tabs):
             raise ValueError("Workload.tables must be a non-empty sequence of Table")
-        limits.check_at_most("Workload.tables (count)", len(tabs), MAX_TABLES,
-                             "tables in one embedding step; published recommenders use tens to hundreds")
+        limits.check_at_most(
+            "Workload.tables (count)",
+            len(tabs),
+            MAX_TABLES,
+            "tables in one embedding step; published recommenders use tens to hundreds",
+        )
         object.__setattr__(self, "tables", tabs)
         positive("Workload.batch", self.batch, integer=True)
         positive("Workload.dtype_bytes", self.dtype_bytes, integer=True)
@@ -170,9 +282,11 @@ class Workload:
 
     def __repr__(self):
         skew = "uniform" if self.zipf == 0 else f"Zipf s={self.zipf:g}"
-        return (f"Workload({self.name!r}: {len(self.tables)} tables, {self.table_bytes / 1e9:,.3f} GB, "
-                f"batch {self.batch}, {self.lookups_per_sample:g} look-ups/sample, {skew}, "
-                f"{'training' if self.training else 'forward'})")
+        return (
+            f"Workload({self.name!r}: {len(self.tables)} tables, {self.table_bytes / 1e9:,.3f} GB, "
+            f"batch {self.batch}, {self.lookups_per_sample:g} look-ups/sample, {skew}, "
+            f"{'training' if self.training else 'forward'})"
+        )
 
 
 MAX_TABLES = 10_000  # tables in one workload: the simulation loops over tables
@@ -181,7 +295,12 @@ MAX_TABLES = 10_000  # tables in one workload: the simulation loops over tables
 def uniform_tables(n_tables: int, rows: int, dim: int, pooling: int = 1) -> tuple:
     """``n_tables`` identical tables (the CLI's ``--tables --rows --dim --pooling``)."""
     n = positive("tables", n_tables, integer=True)
-    limits.check_at_most("tables", n, MAX_TABLES, "tables in one embedding step; published recommenders use tens to hundreds")
+    limits.check_at_most(
+        "tables",
+        n,
+        MAX_TABLES,
+        "tables in one embedding step; published recommenders use tens to hundreds",
+    )
     return tuple(Table(rows, dim, pooling) for _ in range(n))
 
 
@@ -198,7 +317,9 @@ def preset(name: str, *, batch: int = 2048, zipf: float = 0.0, training: bool = 
     if name == "dlrm-mlperf":
         tabs = tuple(Table(r, DLRM_DIM) for r in DLRM_CRITEO_TB_40M_ROWS)
     elif name == "dlrm-dcnv2":
-        tabs = tuple(Table(r, DLRM_DIM, p) for r, p in zip(DLRM_DCNV2_ROWS, DLRM_DCNV2_POOLING, strict=True))
+        tabs = tuple(
+            Table(r, DLRM_DIM, p) for r, p in zip(DLRM_DCNV2_ROWS, DLRM_DCNV2_POOLING, strict=True)
+        )
     elif name == "torchrec-criteo":
         tabs = tuple(Table(r, DLRM_DIM) for r in TORCHREC_CRITEO_ROWS)
     elif name == "small":  # 8 x 10,000 x 64 FP32 = 20 MB: a few percent of one GC200's SRAM
@@ -208,8 +329,14 @@ def preset(name: str, *, batch: int = 2048, zipf: float = 0.0, training: bool = 
     return Workload(name, tabs, batch, 4, zipf, training)
 
 
-def power_law_degrees(n: int, mean_degree: float, *, exponent: float = DEGREE_EXPONENT,
-                      max_degree: int | None = None, seed: int = 0) -> np.ndarray:
+def power_law_degrees(
+    n: int,
+    mean_degree: float,
+    *,
+    exponent: float = DEGREE_EXPONENT,
+    max_degree: int | None = None,
+    seed: int = 0,
+) -> np.ndarray:
     """``n`` integer degrees >= 1 drawn from P(d) ~ d**-exponent, scaled to ``mean_degree``.
 
     A continuous Pareto with minimum ``d_min = mean (a - 2) / (a - 1)`` has the requested

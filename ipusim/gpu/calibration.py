@@ -18,12 +18,17 @@ from .simulation import check_efficiency, simulate, simulate_kernel
 from .varlen import fastertransformer_padded, remove_padding
 
 TRT_BERT_BASE_A100_40GB_FP16_MS = tuple(
-    (r["seq_len"], r["batch"], r["value"]) for r in _published.rows(source="TRT-BERT") if r["model"] == "bert-base")
+    (r["seq_len"], r["batch"], r["value"])
+    for r in _published.rows(source="TRT-BERT")
+    if r["model"] == "bert-base"
+)
 """(sequence length, batch, average latency ms): TensorRT 8.4.3 demoBERT, BERT-base FP16 on an
 A100 40GB (docs/facts.md §6.1, source key TRT-BERT)."""
 
 FT_BERT_BASE_A100_80GB_FP16_MS = tuple(
-    (r["label"], r["seq_len"], r["batch"], r["value"]) for r in _published.rows(source="FT-GUIDE", workload="gpu-padded"))
+    (r["label"], r["seq_len"], r["batch"], r["value"])
+    for r in _published.rows(source="FT-GUIDE", workload="gpu-padded")
+)
 """(source, sequence length, batch, latency ms): FasterTransformer's BERT-base FP16 latency
 with padding ("FT" column) on an A100 80GB (docs/facts.md §4.2, FT-GUIDE; mclk 1593 MHz
 names the 80 GB part). Out of sample: not used to set any constant."""
@@ -93,9 +98,19 @@ def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[di
         r = simulate(where, s, **options)
         sim = r.time_s * 1e3
         key = "TRT-BERT" if src == "TRT-BERT" else "FT-GUIDE"
-        rows.append({"source": src, "chip": r.chip, "seq": seq, "batch": batch, "published_ms": ms,
-                     "simulated_ms": sim, "rel_error": (sim - ms) / ms, "sample": sample,
-                     "tolerance": _row_tolerance(key, batch)})
+        rows.append(
+            {
+                "source": src,
+                "chip": r.chip,
+                "seq": seq,
+                "batch": batch,
+                "published_ms": ms,
+                "simulated_ms": sim,
+                "rel_error": (sim - ms) / ms,
+                "sample": sample,
+                "tolerance": _row_tolerance(key, batch),
+            }
+        )
     return rows
 
 
@@ -135,18 +150,31 @@ def fit_tensor_efficiency(**options) -> float:
     return fit_calibration(**options)[0]
 
 
-_SPEEDUP_PAIRS = (("FT-GUIDE EFF-FT TF+XLA", "FT-GUIDE FT TF+XLA", "FT-GUIDE EFF-FT"),
-                  ("BT-README FT rm-pad", "BT-README FT", "BT-README FT rm-pad"))
+_SPEEDUP_PAIRS = (
+    ("FT-GUIDE EFF-FT TF+XLA", "FT-GUIDE FT TF+XLA", "FT-GUIDE EFF-FT"),
+    ("BT-README FT rm-pad", "BT-README FT", "BT-README FT rm-pad"),
+)
 
 
 def _speedup_rows() -> tuple:
-    padded = {(r["label"], r["batch"], r["seq_len"]): r["value"] for r in _published.rows(workload="gpu-padded")}
+    padded = {
+        (r["label"], r["batch"], r["seq_len"]): r["value"]
+        for r in _published.rows(workload="gpu-padded")
+    }
     out = []
     for unpadded_label, padded_label, name in _SPEEDUP_PAIRS:
         for r in _published.rows(workload="gpu-padding-removed"):
             if r["label"] == unpadded_label:
-                out.append((name, r["batch"], r["seq_len"], r["mean_fraction"],
-                            padded[(padded_label, r["batch"], r["seq_len"])], r["value"]))
+                out.append(
+                    (
+                        name,
+                        r["batch"],
+                        r["seq_len"],
+                        r["mean_fraction"],
+                        padded[(padded_label, r["batch"], r["seq_len"])],
+                        r["value"],
+                    )
+                )
     return tuple(out)
 
 
@@ -185,17 +213,26 @@ def padding_removal_table(chip="a100-80gb") -> list[dict]:
         unpadded = remove_padding(chip, lens, max_len, "fastertransformer")
         pub = pad_ms / unpad_ms
         sim = padded.time_s / unpadded.time_s
-        rows.append({"source": src, "batch": batch, "max_len": max_len, "mean_fraction": frac,
-                     "published_speedup": pub, "simulated_speedup": sim,
-                     "simulated_padded_ms": padded.time_s * 1e3,
-                     "simulated_unpadded_ms": unpadded.time_s * 1e3,
-                     "rel_error": (sim - pub) / pub})
+        rows.append(
+            {
+                "source": src,
+                "batch": batch,
+                "max_len": max_len,
+                "mean_fraction": frac,
+                "published_speedup": pub,
+                "simulated_speedup": sim,
+                "simulated_padded_ms": padded.time_s * 1e3,
+                "simulated_unpadded_ms": unpadded.time_s * 1e3,
+                "rel_error": (sim - pub) / pub,
+            }
+        )
     return rows
 
 
 PADDING_REMOVED_MS = tuple(
     (r["label"], r["software"], r["batch"], r["seq_len"], r["mean_fraction"], r["value"])
-    for r in _published.rows(workload="gpu-padding-removed"))
+    for r in _published.rows(workload="gpu-padding-removed")
+)
 # (source, system, batch, max length, mean length / max, published ms), from the registry
 """Published BERT-base FP16 latencies with padding removed on an A100, ms (docs/facts.md §4.2:
 FT-GUIDE "EFF-FT", mean length half the maximum; BT-README "FT remove-padding" and
@@ -220,9 +257,19 @@ def padding_removed_table(chip="a100-80gb") -> list[dict]:
     for src, system, batch, max_len, frac, ms in PADDING_REMOVED_MS:
         r = remove_padding(chip, spread_lengths(batch, max_len, frac), max_len, system)
         pred = r.time_s * 1e3
-        rows.append({"source": src, "system": system, "batch": batch, "max_len": max_len, "mean_fraction": frac,
-                     "published_ms": ms, "predicted_ms": pred, "ratio": pred / ms,
-                     "within": abs(pred / ms - 1) <= PADDING_REMOVED_TOLERANCE})
+        rows.append(
+            {
+                "source": src,
+                "system": system,
+                "batch": batch,
+                "max_len": max_len,
+                "mean_fraction": frac,
+                "published_ms": ms,
+                "predicted_ms": pred,
+                "ratio": pred / ms,
+                "within": abs(pred / ms - 1) <= PADDING_REMOVED_TOLERANCE,
+            }
+        )
     return rows
 
 
@@ -247,8 +294,13 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def wave_staircase(chip="a100-40gb", *, block_flops: float = 2 * 128 * 128 * 768, blocks_per_sm: int = 1,
-                   max_waves: int = 4) -> dict:
+def wave_staircase(
+    chip="a100-40gb",
+    *,
+    block_flops: float = 2 * 128 * 128 * 768,
+    blocks_per_sm: int = 1,
+    max_waves: int = 4,
+) -> dict:
     """Kernel time (s) for 1 .. ``max_waves`` waves of thread blocks: flat within a wave, a
     step at each new wave. Blocks are compute-only (``block_flops`` tensor FLOP each, default
     one 128x128 output tile of a k = 768 matmul), launch overhead left out so the staircase
@@ -256,7 +308,19 @@ def wave_staircase(chip="a100-40gb", *, block_flops: float = 2 * 128 * 128 * 768
     c = _chip(chip)
     per_wave = c.sms * positive("blocks_per_sm", blocks_per_sm, integer=True)
     n = np.arange(1, positive("max_waves", max_waves, integer=True) * per_wave + 1)
-    t = np.array([simulate_kernel(c, int(b), block_flops, blocks_per_sm=blocks_per_sm, launch_s=0.0).time_s
-                  for b in n])
-    return {"blocks": n, "time_s": t, "per_wave": per_wave, "blocks_per_sm": blocks_per_sm, "chip": c.name,
-            "sms": c.sms}
+    t = np.array(
+        [
+            simulate_kernel(
+                c, int(b), block_flops, blocks_per_sm=blocks_per_sm, launch_s=0.0
+            ).time_s
+            for b in n
+        ]
+    )
+    return {
+        "blocks": n,
+        "time_s": t,
+        "per_wave": per_wave,
+        "blocks_per_sm": blocks_per_sm,
+        "chip": c.name,
+        "sms": c.sms,
+    }

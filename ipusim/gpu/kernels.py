@@ -46,7 +46,9 @@ class Kernel:
     flops: float  # tensor-core FLOP one instance performs (padded tiles included)
     hbm_bytes: float  # HBM bytes one instance moves
     tile: str = ""
-    simt_flops: float = 0.0  # CUDA-core FLOP one instance performs (epilogues, softmax, element-wise)
+    simt_flops: float = (
+        0.0  # CUDA-core FLOP one instance performs (epilogues, softmax, element-wise)
+    )
     stages_smem: bool = True  # blocks stage their L2 operands in shared memory (GEMM, attention)
 
 
@@ -75,9 +77,13 @@ def resolve(c):
 def rates(c: GpuChip, tensor_eff: float, hbm_eff: float) -> Rates:
     sm_flops = c.fp16_flops_per_cycle_per_sm * c.clock_hz * tensor_eff
     return Rates(
-        sms=c.sms, tensor_s_per_flop=1.0 / sm_flops, simt_s_per_flop=c.sms / c.fp32_flops_per_s,
-        sm_bw=L2_BYTES_PER_CYCLE_PER_SM * c.clock_hz, hbm_bw=c.hbm_bandwidth_bytes_per_s * hbm_eff,
-        l2_reuse_bytes=c.l2_bytes * L2_REUSE_FRACTION, smem_per_sm=c.smem_per_sm_bytes,
+        sms=c.sms,
+        tensor_s_per_flop=1.0 / sm_flops,
+        simt_s_per_flop=c.sms / c.fp32_flops_per_s,
+        sm_bw=L2_BYTES_PER_CYCLE_PER_SM * c.clock_hz,
+        hbm_bw=c.hbm_bandwidth_bytes_per_s * hbm_eff,
+        l2_reuse_bytes=c.l2_bytes * L2_REUSE_FRACTION,
+        smem_per_sm=c.smem_per_sm_bytes,
         fill_s=WAVE_FILL_CYCLES / c.clock_hz,
     )
 
@@ -99,14 +105,21 @@ def _merge(groups):
     return out
 
 
-def _gemm_candidates(name, ops, m, k, n, dt, r: Rates, *, epilogue_flops_per_elem=0.0,
-                     batch=1, a_shared=False):
+def _gemm_candidates(
+    name, ops, m, k, n, dt, r: Rates, *, epilogue_flops_per_elem=0.0, batch=1, a_shared=False
+):
     """Every (tile, split-k) way to run ``batch`` GEMMs of (m x k) by (k x n) as one kernel."""
     out = []
-    a_bytes, b_bytes, c_bytes = m * k * dt * batch, k * n * dt * (1 if a_shared else batch), m * n * dt * batch
+    a_bytes, b_bytes, c_bytes = (
+        m * k * dt * batch,
+        k * n * dt * (1 if a_shared else batch),
+        m * n * dt * batch,
+    )
     for tm, tn in GEMM_TILES:
         smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
-        by_regs = REGISTER_FILE_BYTES_PER_SM // (2 * tm * tn * 4)  # FP32 accumulators ~ half the registers
+        by_regs = REGISTER_FILE_BYTES_PER_SM // (
+            2 * tm * tn * 4
+        )  # FP32 accumulators ~ half the registers
         bps = int(max(1, min(r.smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
         gm, gn = _ceil(m, tm), _ceil(n, tn)
         for split in GEMM_SPLIT_K:
@@ -122,13 +135,26 @@ def _gemm_candidates(name, ops, m, k, n, dt, r: Rates, *, epilogue_flops_per_ele
             b_traffic = b_bytes if b_bytes <= r.l2_reuse_bytes else b_bytes * min(waves, gm)
             a_traffic = a_bytes if tm * k * dt <= r.l2_reuse_bytes else a_bytes * min(waves, gn)
             part_total = 2 * partial * blocks
-            hbm = a_traffic + b_traffic + c_bytes + (part_total if part_total > r.l2_reuse_bytes else 0.0)
+            hbm = (
+                a_traffic
+                + b_traffic
+                + c_bytes
+                + (part_total if part_total > r.l2_reuse_bytes else 0.0)
+            )
             comp = flops_blk * r.tensor_s_per_flop + simt_blk * r.simt_s_per_flop
-            out.append(Kernel(
-                name, ops, [(blocks, comp, l2_blk / r.sm_bw, hbm / blocks)], bps, smem,
-                flops=flops_blk * blocks, hbm_bytes=hbm,
-                tile=f"{tm}x{tn}" + (f" split-k {split}" if split > 1 else ""), simt_flops=simt_blk * blocks,
-            ))
+            out.append(
+                Kernel(
+                    name,
+                    ops,
+                    [(blocks, comp, l2_blk / r.sm_bw, hbm / blocks)],
+                    bps,
+                    smem,
+                    flops=flops_blk * blocks,
+                    hbm_bytes=hbm,
+                    tile=f"{tm}x{tn}" + (f" split-k {split}" if split > 1 else ""),
+                    simt_flops=simt_blk * blocks,
+                )
+            )
     return out
 
 
@@ -184,7 +210,9 @@ def _fused_attention(name, ops, s: Step, r: Rates, dt):
         smem = (ATTENTION_Q_TILE + 2 * ATTENTION_K_TILE) * hd * dt * 2
         tile = f"q{ATTENTION_Q_TILE}"
     bps = int(max(1, min(r.smem_per_sm // smem, 4)))
-    return Kernel(name, ops, _merge(groups), bps, smem, flops, hbm, tile=tile, simt_flops=simt_total)
+    return Kernel(
+        name, ops, _merge(groups), bps, smem, flops, hbm, tile=tile, simt_flops=simt_total
+    )
 
 
 def _unfused_attention(op: Op, s: Step, r: Rates, dt):
@@ -215,8 +243,18 @@ def _elementwise(name, ops, flops, bytes_, elements, r: Rates):
     blocks = max(1, _ceil(max(elements, 1), ELEMENTWISE_BLOCK_ELEMENTS))
     b = bytes_ / blocks
     groups = [(blocks, flops / blocks * r.simt_s_per_flop, b / r.sm_bw, b)]
-    return Kernel(name, ops, groups, ELEMENTWISE_BLOCKS_PER_SM, 0.0, 0.0, bytes_, tile="elementwise",
-                   simt_flops=flops, stages_smem=False)
+    return Kernel(
+        name,
+        ops,
+        groups,
+        ELEMENTWISE_BLOCKS_PER_SM,
+        0.0,
+        0.0,
+        bytes_,
+        tile="elementwise",
+        simt_flops=flops,
+        stages_smem=False,
+    )
 
 
 def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: str):
@@ -228,8 +266,16 @@ def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: st
         epi = 0.0
         for o in one[1:]:  # fused epilogue (activation): CUDA-core work per output element
             epi += o.flops / max(first.m * first.n, 1)
-        return _gemm_candidates(name, tuple(o.name for o in ops), first.m, first.k, first.n, dt, r,
-                                epilogue_flops_per_elem=epi)
+        return _gemm_candidates(
+            name,
+            tuple(o.name for o in ops),
+            first.m,
+            first.k,
+            first.n,
+            dt,
+            r,
+            epilogue_flops_per_elem=epi,
+        )
     if first.kind == "attention":
         if fusion == "tensorrt":
             return [_fused_attention(name, tuple(o.name for o in ops), s, r, dt)]
@@ -256,4 +302,3 @@ def kernel_plan(s: Step, fusion: str):
     order = {o.name: i for i, o in enumerate(s.ops)}
     plan.sort(key=lambda p: order[p[1][0].name])
     return plan
-

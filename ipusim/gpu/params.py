@@ -133,4 +133,3 @@ embLayerNormPlugin, the fused MHA plugin, skipLayerNormPlugin, GEMM + bias + GEL
 Ops not listed (pooler, final norm, LM head) run as kernels of their own."""
 
 OPTIONS = ("fusion", "tensor_efficiency", "hbm_efficiency", "launch_s")
-

@@ -45,16 +45,26 @@ class KernelResult:
         return self.blocks / (self.waves * self.blocks_per_sm * self.sm_busy_s.size)
 
     def __repr__(self):
-        return (f"KernelResult({self.blocks} blocks in {self.waves} waves of "
-                f"{self.blocks_per_sm * self.sm_busy_s.size}: {self.time_s * 1e6:,.2f} us = compute "
-                f"{self.compute_s * 1e6:,.2f} + memory {self.memory_s * 1e6:,.2f} + launch "
-                f"{self.launch_s * 1e6:,.2f}; wave efficiency {self.wave_efficiency:.0%})")
+        return (
+            f"KernelResult({self.blocks} blocks in {self.waves} waves of "
+            f"{self.blocks_per_sm * self.sm_busy_s.size}: {self.time_s * 1e6:,.2f} us = compute "
+            f"{self.compute_s * 1e6:,.2f} + memory {self.memory_s * 1e6:,.2f} + launch "
+            f"{self.launch_s * 1e6:,.2f}; wave efficiency {self.wave_efficiency:.0%})"
+        )
 
 
-def simulate_kernel(chip, blocks: int, block_flops: float, block_hbm_bytes: float = 0.0, *,
-                    blocks_per_sm: int = 1, block_l2_bytes: float | None = None,
-                    tensor_efficiency: float = TENSOR_EFFICIENCY,
-                    hbm_efficiency: float = HBM_EFFICIENCY, launch_s: float | None = None) -> KernelResult:
+def simulate_kernel(
+    chip,
+    blocks: int,
+    block_flops: float,
+    block_hbm_bytes: float = 0.0,
+    *,
+    blocks_per_sm: int = 1,
+    block_l2_bytes: float | None = None,
+    tensor_efficiency: float = TENSOR_EFFICIENCY,
+    hbm_efficiency: float = HBM_EFFICIENCY,
+    launch_s: float | None = None,
+) -> KernelResult:
     """One kernel of ``blocks`` identical thread blocks (tensor-core FLOP and HBM bytes each).
 
     ``block_l2_bytes`` (default: the HBM bytes) is what each block pulls from L2 into its SM.
@@ -69,20 +79,42 @@ def simulate_kernel(chip, blocks: int, block_flops: float, block_hbm_bytes: floa
     blocks = positive("blocks", blocks, integer=True)
     block_flops = positive("block_flops", block_flops, allow_zero=True)
     block_hbm_bytes = positive("block_hbm_bytes", block_hbm_bytes, allow_zero=True)
-    l2 = block_hbm_bytes if block_l2_bytes is None else positive("block_l2_bytes", block_l2_bytes,
-                                                                 allow_zero=True)
+    l2 = (
+        block_hbm_bytes
+        if block_l2_bytes is None
+        else positive("block_l2_bytes", block_l2_bytes, allow_zero=True)
+    )
     bps = positive("blocks_per_sm", blocks_per_sm, integer=True)
     if bps > MAX_BLOCKS_PER_SM:
         raise ValueError(f"blocks_per_sm must be <= {MAX_BLOCKS_PER_SM}, got {bps}")
-    r = rates(c, check_efficiency("tensor_efficiency", tensor_efficiency),
-               check_efficiency("hbm_efficiency", hbm_efficiency))
-    launch = c.kernel_launch_s if launch_s is None else positive("launch_s", launch_s, allow_zero=True)
-    k = Kernel("kernel", (), [(blocks, block_flops * r.tensor_s_per_flop, l2 / r.sm_bw,
-                                block_hbm_bytes)], bps, 0.0, block_flops * blocks,
-                block_hbm_bytes * blocks)
+    r = rates(
+        c,
+        check_efficiency("tensor_efficiency", tensor_efficiency),
+        check_efficiency("hbm_efficiency", hbm_efficiency),
+    )
+    launch = (
+        c.kernel_launch_s if launch_s is None else positive("launch_s", launch_s, allow_zero=True)
+    )
+    k = Kernel(
+        "kernel",
+        (),
+        [(blocks, block_flops * r.tensor_s_per_flop, l2 / r.sm_bw, block_hbm_bytes)],
+        bps,
+        0.0,
+        block_flops * blocks,
+        block_hbm_bytes * blocks,
+    )
     t, comp, mem, waves, busy = run_waves([k], r)
-    return KernelResult(blocks, bps, int(waves[0]), float(t[0]) + launch, float(comp[0]),
-                        float(mem[0]), launch, busy[0])
+    return KernelResult(
+        blocks,
+        bps,
+        int(waves[0]),
+        float(t[0]) + launch,
+        float(comp[0]),
+        float(mem[0]),
+        launch,
+        busy[0],
+    )
 
 
 def check_efficiency(name, v):
@@ -98,33 +130,44 @@ def _fit(c: GpuChip, s: Step):
     weights = s.model.weight_bytes(s.dtype_bytes)
     if s.phase == "train":
         row = s.row_len or int(s.lengths.max())
-        fp = training_footprint(s.model, seq_len=row, tokens_per_step=s.tokens, dtype_bytes=s.dtype_bytes)
+        fp = training_footprint(
+            s.model, seq_len=row, tokens_per_step=s.tokens, dtype_bytes=s.dtype_bytes
+        )
         fixed = fp.weight_bytes + fp.gradient_bytes + fp.optimizer_bytes
         var = fp.activation_bytes
     else:
         fixed = weights
         live_act = max((o.act_read_bytes + o.act_write_bytes) / o.count for o in s.ops)
-        kv = (s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum())
-              if s.phase in ("prefill", "decode") else 0.0)
+        kv = (
+            s.model.kv_bytes_per_token(s.dtype_bytes) * float(s.lengths.sum())
+            if s.phase in ("prefill", "decode")
+            else 0.0
+        )
         var = live_act + kv
     need = fixed + var
     if need <= cap:
         return True, "", need
     gpus = math.ceil(need / cap)
     gb = 1e9
-    msg = (f"needs {need / gb:,.1f} GB of HBM ({fixed / gb:,.1f} GB "
-           f"{'weights' if s.phase != 'train' else 'weights, gradients and optimizer state'} + "
-           f"{var / gb:,.1f} GB activations/KV) but {c.name} has {cap / gb:,.0f} GB: "
-           f"short by {(need - cap) / gb:,.1f} GB. ")
+    msg = (
+        f"needs {need / gb:,.1f} GB of HBM ({fixed / gb:,.1f} GB "
+        f"{'weights' if s.phase != 'train' else 'weights, gradients and optimizer state'} + "
+        f"{var / gb:,.1f} GB activations/KV) but {c.name} has {cap / gb:,.0f} GB: "
+        f"short by {(need - cap) / gb:,.1f} GB. "
+    )
     per_seq = var / s.batch
     b = int((cap - fixed) // per_seq) if fixed < cap and per_seq > 0 else 0
     if b >= 1:
-        msg += (f"Largest batch that fits: {b} (of these sequences); or spread the step over at "
-                f"least {gpus} GPUs")
+        msg += (
+            f"Largest batch that fits: {b} (of these sequences); or spread the step over at "
+            f"least {gpus} GPUs"
+        )
     else:
         what = "the weights" if s.phase != "train" else "the training state"
-        msg += (f"Largest batch that fits: none (not even one sequence fits beside {what}); "
-                f"spread the model over at least {gpus} GPUs")
+        msg += (
+            f"Largest batch that fits: none (not even one sequence fits beside {what}); "
+            f"spread the model over at least {gpus} GPUs"
+        )
     msg += " (tensor or pipeline parallel)."
     return False, msg, need
 
@@ -158,15 +201,23 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     """
     c = resolve(chip)
     if not isinstance(c, GpuChip):
-        raise ValueError(f"gpu.simulate needs a GPU chip (presets: {', '.join(GPU_PRESETS)}), "
-                         f"got {c.kind} chip {c.name!r}")
+        raise ValueError(
+            f"gpu.simulate needs a GPU chip (presets: {', '.join(GPU_PRESETS)}), "
+            f"got {c.kind} chip {c.name!r}"
+        )
     if not isinstance(step, Step):
-        raise ValueError(f"step must be a workloads.Step (from ipusim.step(...)), got {type(step).__name__}")
+        raise ValueError(
+            f"step must be a workloads.Step (from ipusim.step(...)), got {type(step).__name__}"
+        )
     unknown = set(options) - set(OPTIONS)
     if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(OPTIONS)}")
+        raise ValueError(
+            f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(OPTIONS)}"
+        )
     fusion = choice("fusion", options.get("fusion", "tensorrt"), FUSIONS)
-    teff = check_efficiency("tensor_efficiency", options.get("tensor_efficiency", TENSOR_EFFICIENCY))
+    teff = check_efficiency(
+        "tensor_efficiency", options.get("tensor_efficiency", TENSOR_EFFICIENCY)
+    )
     heff = check_efficiency("hbm_efficiency", options.get("hbm_efficiency", HBM_EFFICIENCY))
     launch = options.get("launch_s")
     launch = c.kernel_launch_s if launch is None else positive("launch_s", launch, allow_zero=True)
@@ -190,13 +241,23 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     unit_smem = np.zeros(r.sms)
     kernels = []
     op_kernel = {}
-    work = {"tensor_flops": 0.0, "simt_flops": 0.0, "hbm_bytes": 0.0, "l2_bytes": 0.0, "smem_staged_bytes": 0.0}
+    work = {
+        "tensor_flops": 0.0,
+        "simt_flops": 0.0,
+        "hbm_bytes": 0.0,
+        "l2_bytes": 0.0,
+        "smem_staged_bytes": 0.0,
+    }
     for i, (kname, ops) in enumerate(plan):
         idx = np.flatnonzero(owner == i)
         best = idx[np.argmin(t[idx])]  # the autotuner keeps the fastest candidate
         kern = cands[best]
         count = ops[0].count * reps
-        parts = {"compute": comp[best] * count, "memory": mem[best] * count, "launch": launch * count}
+        parts = {
+            "compute": comp[best] * count,
+            "memory": mem[best] * count,
+            "launch": launch * count,
+        }
         # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
         # attention op opening fused_mha): how a kernel's time divides among the ops fused
         # into it is not observable, so no share is invented for them.
@@ -214,15 +275,25 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         work["smem_staged_bytes"] += (l2_bytes if kern.stages_smem else 0.0) * count
         used = min(sum(g[0] for g in kern.groups), r.sms)
         unit_smem[:used] = np.maximum(unit_smem[:used], kern.blocks_per_sm * kern.smem_per_block)
-        kernels.append({
-            "kernel": kname, "ops": [o.name for o in ops], "count": count, "tile": kern.tile,
-            "blocks": int(sum(g[0] for g in kern.groups)), "blocks_per_sm": kern.blocks_per_sm,
-            "waves": int(waves[best]), "time_s": float(t[best] * count + launch * count),
-            "compute_s": float(comp[best] * count), "memory_s": float(mem[best] * count),
-            "hbm_s": float(kern.hbm_bytes / r.hbm_bw * count), "launch_s": float(launch * count),
-            "flops": float((kern.flops + kern.simt_flops) * count), "hbm_bytes": float(kern.hbm_bytes * count),
-            "l2_bytes": float(l2_bytes * count),
-        })
+        kernels.append(
+            {
+                "kernel": kname,
+                "ops": [o.name for o in ops],
+                "count": count,
+                "tile": kern.tile,
+                "blocks": int(sum(g[0] for g in kern.groups)),
+                "blocks_per_sm": kern.blocks_per_sm,
+                "waves": int(waves[best]),
+                "time_s": float(t[best] * count + launch * count),
+                "compute_s": float(comp[best] * count),
+                "memory_s": float(mem[best] * count),
+                "hbm_s": float(kern.hbm_bytes / r.hbm_bw * count),
+                "launch_s": float(launch * count),
+                "flops": float((kern.flops + kern.simt_flops) * count),
+                "hbm_bytes": float(kern.hbm_bytes * count),
+                "l2_bytes": float(l2_bytes * count),
+            }
+        )
     split = {k: float(v.sum()) for k, v in op_split.items()}
     estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
@@ -231,14 +302,34 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     time_s = estimate_s if fits else math.inf
     esplit = _energy.gpu_split(**work, flop_scale=_energy.flop_scale(c.process_nm))
     return StepResult(
-        chip=c.name, kind="gpu", model=s.model.name, phase=s.phase, batch=s.batch,
-        real_tokens=s.real_tokens, tokens=s.tokens, time_s=time_s, split=split,
-        op_names=tuple(o.name for o in s.ops), op_time_s=op_time, op_split=op_split,
-        unit_busy_s=unit_busy, unit_memory_bytes=unit_smem,
-        memory_limit_bytes=float(c.smem_per_sm_bytes), fits=fits, fit_message=msg,
-        energy_j=sum(esplit.values()) if fits else math.inf, energy_split=esplit, board_power_w=c.power_w,
-        extra={"kernels": kernels, "op_kernel": op_kernel, "fusion": fusion, "hbm_need_bytes": need,
-               "time_if_unlimited_s": estimate_s,
-               "tensor_efficiency": teff, "hbm_efficiency": heff, "launch_per_kernel_s": launch},
+        chip=c.name,
+        kind="gpu",
+        model=s.model.name,
+        phase=s.phase,
+        batch=s.batch,
+        real_tokens=s.real_tokens,
+        tokens=s.tokens,
+        time_s=time_s,
+        split=split,
+        op_names=tuple(o.name for o in s.ops),
+        op_time_s=op_time,
+        op_split=op_split,
+        unit_busy_s=unit_busy,
+        unit_memory_bytes=unit_smem,
+        memory_limit_bytes=float(c.smem_per_sm_bytes),
+        fits=fits,
+        fit_message=msg,
+        energy_j=sum(esplit.values()) if fits else math.inf,
+        energy_split=esplit,
+        board_power_w=c.power_w,
+        extra={
+            "kernels": kernels,
+            "op_kernel": op_kernel,
+            "fusion": fusion,
+            "hbm_need_bytes": need,
+            "time_if_unlimited_s": estimate_s,
+            "tensor_efficiency": teff,
+            "hbm_efficiency": heff,
+            "launch_per_kernel_s": launch,
+        },
     )
-

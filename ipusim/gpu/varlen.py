@@ -57,8 +57,9 @@ picks the fused kernel for FP16, head size 64 and ``max_seq_len <= 384``, else t
 def _stream_s(c: GpuChip, read_bytes: float, write_bytes: float, elements: float) -> float:
     """One memory-streaming kernel (gather, scatter, copy): ``elements`` outputs, bytes moved."""
     blocks = max(1, int(np.ceil(max(elements, 1.0) / ELEMENTWISE_BLOCK_ELEMENTS)))
-    return simulate_kernel(c, blocks, 0.0, (read_bytes + write_bytes) / blocks,
-                           blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM).time_s
+    return simulate_kernel(
+        c, blocks, 0.0, (read_bytes + write_bytes) / blocks, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM
+    ).time_s
 
 
 def _offsets_s(c: GpuChip, batch: int, input_len: int, dt: int) -> float:
@@ -73,12 +74,20 @@ def _ft_fused(cfg, dt: int, input_len: int) -> bool:
 
 def _unfused_minus_fused_s(c, cfg, batch: int, input_len: int, dt: int, base) -> float:
     """Unfused attention kernels on ``batch`` padded rows of ``input_len`` minus ``base``'s fused ones."""
-    padded = simulate(c, _step(cfg, [input_len] * batch, pad_to=input_len, dtype_bytes=dt), fusion="none")
-    unfused = sum(k["time_s"] for k in padded.extra["kernels"] if k["kernel"] in ("attn_scores", "softmax", "attn_context"))
+    padded = simulate(
+        c, _step(cfg, [input_len] * batch, pad_to=input_len, dtype_bytes=dt), fusion="none"
+    )
+    unfused = sum(
+        k["time_s"]
+        for k in padded.extra["kernels"]
+        if k["kernel"] in ("attn_scores", "softmax", "attn_context")
+    )
     return unfused - sum(k["time_s"] for k in base.extra["kernels"] if k["kernel"] == "fused_mha")
 
 
-def fastertransformer_padded(chip, batch: int, input_len: int, *, model="bert-base", dtype_bytes: int = 2) -> StepResult:
+def fastertransformer_padded(
+    chip, batch: int, input_len: int, *, model="bert-base", dtype_bytes: int = 2
+) -> StepResult:
     """FasterTransformer's padded forward of ``batch`` rows of ``input_len``: ``simulate``'s padded
     step, its attention unfused (through HBM) where ``getAttentionType`` refuses the fused kernel."""
     c = resolve(chip)
@@ -96,8 +105,15 @@ def fastertransformer_padded(chip, batch: int, input_len: int, *, model="bert-ba
     return dataclasses.replace(base, time_s=base.time_s + added, split=split)
 
 
-def remove_padding(chip, lengths, input_len: int | None = None, system: str = "bytetransformer", *,
-                   model="bert-base", dtype_bytes: int = 2) -> StepResult:
+def remove_padding(
+    chip,
+    lengths,
+    input_len: int | None = None,
+    system: str = "bytetransformer",
+    *,
+    model="bert-base",
+    dtype_bytes: int = 2,
+) -> StepResult:
     """A forward step of ``model`` over ``lengths`` with padding removed by ``system``.
 
     ``input_len`` is the padded length of the input tensor the system receives (default: the
@@ -111,23 +127,38 @@ def remove_padding(chip, lengths, input_len: int | None = None, system: str = "b
     system = choice("system", system, SYSTEMS)
     cfg = _model(model)
     s = _step(cfg, lengths, dtype_bytes=dtype_bytes)
-    L = int(s.lengths.max()) if input_len is None else positive("input_len", input_len, integer=True)
+    L = (
+        int(s.lengths.max())
+        if input_len is None
+        else positive("input_len", input_len, integer=True)
+    )
     if L < int(s.lengths.max()):
-        raise ValueError(f"input_len ({L}) must be at least the longest sequence ({int(s.lengths.max())})")
+        raise ValueError(
+            f"input_len ({L}) must be at least the longest sequence ({int(s.lengths.max())})"
+        )
     base = simulate(c, s)
     B, T, d, dt, layers = s.batch, s.real_tokens, cfg.d_model, s.dtype_bytes, cfg.layers
     compress = _stream_s(c, T * d * dt, T * d * dt, T * d)
     restore = _stream_s(c, T * d * dt, B * L * d * dt, B * L * d)
     offsets = _offsets_s(c, B, L, dt)
-    extra = {"offsets_and_sync_s": offsets, "compress_and_restore_s": compress + restore, "padded_attention_s": 0.0}
+    extra = {
+        "offsets_and_sync_s": offsets,
+        "compress_and_restore_s": compress + restore,
+        "padded_attention_s": 0.0,
+    }
     if system == "bytetransformer":
         extra = {k: v * layers for k, v in extra.items()}
     else:
-        if not _ft_fused(cfg, dt, L):  # rebuild padding of Q, K, V; unfused attention on padded rows; remove it
+        if not _ft_fused(
+            cfg, dt, L
+        ):  # rebuild padding of Q, K, V; unfused attention on padded rows; remove it
             q = cfg.q_dim + 2 * cfg.kv_dim
-            per_layer = (_stream_s(c, T * q * dt, B * L * q * dt, B * L * q)
-                         + _stream_s(c, B * L * cfg.q_dim * dt, T * cfg.q_dim * dt, T * cfg.q_dim))
-            extra["padded_attention_s"] = _unfused_minus_fused_s(c, cfg, B, L, dt, base) + per_layer * layers
+            per_layer = _stream_s(c, T * q * dt, B * L * q * dt, B * L * q) + _stream_s(
+                c, B * L * cfg.q_dim * dt, T * cfg.q_dim * dt, T * cfg.q_dim
+            )
+            extra["padded_attention_s"] = (
+                _unfused_minus_fused_s(c, cfg, B, L, dt, base) + per_layer * layers
+            )
     added = float(sum(extra.values()))
     split = dict(base.split)
     split["padding_removal"] = added

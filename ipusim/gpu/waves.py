@@ -12,8 +12,22 @@ from numba import njit
 
 
 @njit(cache=True, inline="always")
-def _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
-                out_time, out_compute, out_memory, out_waves, out_busy):
+def _close_wave(
+    k,
+    in_wave,
+    wave_bytes,
+    sms,
+    hbm_bw,
+    sm_bw,
+    fill_s,
+    sm_c,
+    sm_l,
+    out_time,
+    out_compute,
+    out_memory,
+    out_waves,
+    out_busy,
+):
     """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them.
     Inlined into ``_waves`` (Numba IR): one compile there, not one per argument type (a count
     that starts at a literal 0 would type a second specialisation)."""
@@ -34,8 +48,23 @@ def _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
 
 
 @njit(cache=True)
-def _waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_bw, sm_bw, fill_s,
-           out_time, out_compute, out_memory, out_waves, out_busy):
+def _waves(
+    g_start,
+    g_count,
+    g_compute_s,
+    g_l2_s,
+    g_hbm_bytes,
+    k_bps,
+    sms,
+    hbm_bw,
+    sm_bw,
+    fill_s,
+    out_time,
+    out_compute,
+    out_memory,
+    out_waves,
+    out_busy,
+):
     """Run every kernel's blocks in waves over ``sms`` SMs (one kernel after another).
 
     Kernel ``k`` owns block groups ``g_start[k]:g_start[k+1]``; group ``g`` is ``g_count[g]``
@@ -77,13 +106,41 @@ def _waves(g_start, g_count, g_compute_s, g_l2_s, g_hbm_bytes, k_bps, sms, hbm_b
                 wave_bytes += g_hbm_bytes[g]
                 in_wave += 1
                 if in_wave == cap:
-                    _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
-                                out_time, out_compute, out_memory, out_waves, out_busy)
+                    _close_wave(
+                        k,
+                        in_wave,
+                        wave_bytes,
+                        sms,
+                        hbm_bw,
+                        sm_bw,
+                        fill_s,
+                        sm_c,
+                        sm_l,
+                        out_time,
+                        out_compute,
+                        out_memory,
+                        out_waves,
+                        out_busy,
+                    )
                     in_wave = 0
                     wave_bytes = 0.0
         if in_wave > 0:
-            _close_wave(k, in_wave, wave_bytes, sms, hbm_bw, sm_bw, fill_s, sm_c, sm_l,
-                        out_time, out_compute, out_memory, out_waves, out_busy)
+            _close_wave(
+                k,
+                in_wave,
+                wave_bytes,
+                sms,
+                hbm_bw,
+                sm_bw,
+                fill_s,
+                sm_c,
+                sm_l,
+                out_time,
+                out_compute,
+                out_memory,
+                out_waves,
+                out_busy,
+            )
 
 
 def run_waves(kernels, r):
@@ -97,10 +154,24 @@ def run_waves(kernels, r):
     count = g[:, 0].astype(np.int64)
     bps = np.array([kern.blocks_per_sm for kern in kernels], dtype=np.int64)
     sms = r.sms
-    args = (starts, count, g[:, 1].copy(), g[:, 2].copy(), g[:, 3].copy(), bps, int(sms),
-            float(r.hbm_bw), float(r.sm_bw), float(r.fill_s))
-    out = (np.zeros(n_k), np.zeros(n_k), np.zeros(n_k), np.zeros(n_k, dtype=np.int64),
-           np.zeros((n_k, int(sms))))
+    args = (
+        starts,
+        count,
+        g[:, 1].copy(),
+        g[:, 2].copy(),
+        g[:, 3].copy(),
+        bps,
+        int(sms),
+        float(r.hbm_bw),
+        float(r.sm_bw),
+        float(r.fill_s),
+    )
+    out = (
+        np.zeros(n_k),
+        np.zeros(n_k),
+        np.zeros(n_k),
+        np.zeros(n_k, dtype=np.int64),
+        np.zeros((n_k, int(sms))),
+    )
     _waves(*args, *out)
     return out
-

@@ -18,8 +18,15 @@ def first_fit_rows(sorted_lengths, max_len, max_per_row, seq_row_sorted):
     size = 1
     while size < n:
         size *= 2
-    return first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
-                               np.empty(2 * size, np.int64), np.empty(size, np.int64))
+    return first_fit_rows_into(
+        sorted_lengths,
+        n,
+        max_len,
+        max_per_row,
+        seq_row_sorted,
+        np.empty(2 * size, np.int64),
+        np.empty(size, np.int64),
+    )
 
 
 @njit(cache=True)
@@ -56,5 +63,3 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
             tree[node] = max(tree[2 * node], tree[2 * node + 1])
             node //= 2
     return rows
-
-

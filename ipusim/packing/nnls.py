@@ -121,7 +121,6 @@ def _nnls_repair(comp, reps, used, counts):
                         used[comp[s, q] - 1] -= k
 
 
-
 def run_nnlshp(counts, K, slack):
     """(compositions, repeat counts) of NNLSHP: NNLS on the compositions of up to ``NNLS_DEPTH``
     sequences ``slack`` tokens short of the row at most, rounded down and repaired, then SPFHP on
@@ -151,5 +150,5 @@ def run_nnlshp(counts, K, slack):
     width = max(3 if comp_nn.size else 1, comps_sp.shape[1] if reps_sp.size else 1)
     comps = np.zeros((comp_nn.shape[0] + comps_sp.shape[0], width), np.int64)
     comps[: comp_nn.shape[0], :3] = comp_nn if comp_nn.size else 0
-    comps[comp_nn.shape[0]:, : comps_sp.shape[1]] = comps_sp
+    comps[comp_nn.shape[0] :, : comps_sp.shape[1]] = comps_sp
     return comps, np.concatenate([reps_nn, reps_sp])

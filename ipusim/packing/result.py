@@ -14,8 +14,6 @@ STRATEGIES = ("pad", "bucket", "ffd", "spfhp", "bfhp", "nnlshp")
 PACKING_STRATEGIES = ("ffd", "spfhp", "bfhp", "nnlshp")  # several sequences per row
 
 
-
-
 @dataclass(frozen=True, eq=False)
 class Packing:
     """Which sequences share which row, and the token accounting. Tokens are counts.
@@ -108,18 +106,29 @@ class Packing:
         area = float((self.row_len.astype(np.float64) ** 2) @ rep) if dense else useful_area
         useful = a * self.real_tokens + b * useful_area + c * self.sequences
         computed = a * self.total_tokens + b * area + c * float(n_seq @ rep)
-        return {"useful_flops": useful, "computed_flops": computed,
-                "wasted_flops": computed - useful, "wasted_fraction": 1.0 - useful / computed,
-                "attention": "dense" if dense else "block"}
+        return {
+            "useful_flops": useful,
+            "computed_flops": computed,
+            "wasted_flops": computed - useful,
+            "wasted_fraction": 1.0 - useful / computed,
+            "attention": "dense" if dense else "block",
+        }
 
     def to_dict(self) -> dict:
         return {
-            "strategy": self.strategy, "source": self.source, "max_len": self.max_len,
-            "max_per_row": self.max_per_row, "sequences": self.sequences, "rows": self.rows,
-            "real_tokens": self.real_tokens, "padded_tokens": self.padded_tokens,
-            "total_tokens": self.total_tokens, "efficiency": self.efficiency,
+            "strategy": self.strategy,
+            "source": self.source,
+            "max_len": self.max_len,
+            "max_per_row": self.max_per_row,
+            "sequences": self.sequences,
+            "rows": self.rows,
+            "real_tokens": self.real_tokens,
+            "padded_tokens": self.padded_tokens,
+            "total_tokens": self.total_tokens,
+            "efficiency": self.efficiency,
             "padding_fraction": self.padding_fraction,
-            "sequences_per_row": self.sequences_per_row, "speedup_vs_pad": self.speedup_vs_pad(),
+            "sequences_per_row": self.sequences_per_row,
+            "speedup_vs_pad": self.speedup_vs_pad(),
             "groups": int(self.repeats.size),
         }
 
@@ -134,9 +143,13 @@ class Packing:
     def _repr_html_(self):
         d = self.to_dict()
         cells = "".join(
-            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>" if isinstance(v, float)
-            else f"<tr><td>{k}</td><td>{v:,}</td></tr>" if isinstance(v, int)
-            else f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in d.items())
+            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>"
+            if isinstance(v, float)
+            else f"<tr><td>{k}</td><td>{v:,}</td></tr>"
+            if isinstance(v, int)
+            else f"<tr><td>{k}</td><td>{v}</td></tr>"
+            for k, v in d.items()
+        )
         return f"<table><caption>Packing</caption>{cells}</table>"
 
 
@@ -163,7 +176,7 @@ def _flop_coefficients(cfg) -> tuple[float, float, float]:
     a = (f2 - f1) - 3 * b
     c = f1 - a - b
     if not np.isclose(step(cfg, [1, 1]).flops, 2 * (a + b + c), rtol=1e-9):  # 2a + 2b + 2c
-        raise RuntimeError("workloads.step FLOPs are not linear in tokens, attention area and sequences")
+        raise RuntimeError(
+            "workloads.step FLOPs are not linear in tokens, attention area and sequences"
+        )
     return float(a), float(b), float(c)
-
-

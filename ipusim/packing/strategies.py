@@ -20,14 +20,16 @@ def _as_source(source, max_len):
         h = source
         if h.longest > max_len:
             raise ValueError(
-                f"a sequence of {h.longest} tokens is longer than the row (max_len={max_len})")
+                f"a sequence of {h.longest} tokens is longer than the row (max_len={max_len})"
+            )
         return h.with_max_len(max_len), None
     if isinstance(source, str):
         return _as_source(_lengths.dataset(source), max_len)
     arr = lengths_array("lengths", source)
     if arr.max() > max_len:
         raise ValueError(
-            f"a sequence of {int(arr.max())} tokens is longer than the row (max_len={max_len})")
+            f"a sequence of {int(arr.max())} tokens is longer than the row (max_len={max_len})"
+        )
     return _lengths.from_lengths(arr, max_len=max_len), arr
 
 
@@ -36,7 +38,9 @@ def _assign(comps, repeats, arr):
     order = np.argsort(arr, kind="stable")
     sorted_len = arr[order]
     L = int(sorted_len[-1])
-    start = np.searchsorted(sorted_len, np.arange(1, L + 2))  # pool of length l: start[l-1]:start[l]
+    start = np.searchsorted(
+        sorted_len, np.arange(1, L + 2)
+    )  # pool of length l: start[l-1]:start[l]
     ptr = start[:-1].copy()
     seq_row = np.empty(arr.size, np.int64)
     row0 = 0
@@ -45,7 +49,7 @@ def _assign(comps, repeats, arr):
         for ln in comp:
             if ln <= 0:
                 continue
-            idx = order[ptr[ln - 1]: ptr[ln - 1] + r]
+            idx = order[ptr[ln - 1] : ptr[ln - 1] + r]
             seq_row[idx] = np.arange(row0, row0 + r)
             ptr[ln - 1] += r
         row0 += r
@@ -57,7 +61,9 @@ def _bucket_boundaries(buckets, max_len):
         buckets = 8
     if isinstance(buckets, (int, np.integer)) and not isinstance(buckets, bool):
         k = positive("buckets", buckets, integer=True)
-        limits.check_at_most("buckets", k, max_len, f"at most one bucket per token length; max_len is {max_len:,}")
+        limits.check_at_most(
+            "buckets", k, max_len, f"at most one bucket per token length; max_len is {max_len:,}"
+        )
         b = np.unique(np.ceil(np.arange(1, k + 1) * max_len / k).astype(np.int64))
     else:
         b = np.unique(lengths_array("bucket boundaries", buckets, max_len=max_len))
@@ -71,10 +77,14 @@ NNLSHP_MAX_LEN = 8192  # tokens per row for nnlshp (work ~ max_len^2; measured 3
 FFD_BYTES_PER_SEQUENCE = 48  # the expanded lengths, their order, and the row of each
 
 
-FFD_BYTES_PER_CELL = 16  # a cell of the (rows x most sequences in a row) int64 row matrix and its masks
+FFD_BYTES_PER_CELL = (
+    16  # a cell of the (rows x most sequences in a row) int64 row matrix and its masks
+)
 
 
-def pack_bytes(hist, max_len: int, strategy: str, *, max_per_row: int | None = None) -> tuple[float, str]:
+def pack_bytes(
+    hist, max_len: int, strategy: str, *, max_per_row: int | None = None
+) -> tuple[float, str]:
     """(bytes, why) that packing ``hist`` (a ``lengths.Histogram``; unused by the table strategies)
     into rows of ``max_len`` tokens with ``strategy`` needs, estimated before anything is built.
 
@@ -84,17 +94,28 @@ def pack_bytes(hist, max_len: int, strategy: str, *, max_per_row: int | None = N
     """
     K = max_len if max_per_row is None else min(int(max_per_row), max_len)
     if strategy in ("spfhp", "bfhp", "nnlshp"):
-        return (SPFHP_BYTES_PER_CELL * (2 * max_len + 1) * K,
-                f"{strategy} keeps a (2 x max_len + 1) x max_per_row table of int64, "
-                f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies")
+        return (
+            SPFHP_BYTES_PER_CELL * (2 * max_len + 1) * K,
+            f"{strategy} keeps a (2 x max_len + 1) x max_per_row table of int64, "
+            f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies",
+        )
     if strategy == "ffd":
-        return (FFD_BYTES_PER_SEQUENCE * hist.n,
-                f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each")
+        return (
+            FFD_BYTES_PER_SEQUENCE * hist.n,
+            f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
+        )
     return 8.0 * (max_len + (0 if hist is None else hist.max_len)), "one entry per length"
 
 
-def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | None = None,
-         buckets=None, slack: int = 0) -> Packing:
+def pack(
+    source,
+    max_len: int,
+    strategy: str = "spfhp",
+    *,
+    max_per_row: int | None = None,
+    buckets=None,
+    slack: int = 0,
+) -> Packing:
     """Put the sequences of ``source`` into rows of ``max_len`` tokens.
 
     Parameters
@@ -114,19 +135,31 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     choice("strategy", strategy, STRATEGIES)
     sl = positive("slack", slack, integer=True, allow_zero=True)
     if sl >= max_len:
-        raise ValueError(f"slack must lie in 0..{max_len - 1} (tokens an NNLSHP composition may fall short of "
-                         f"max_len {max_len}), got {sl}")
+        raise ValueError(
+            f"slack must lie in 0..{max_len - 1} (tokens an NNLSHP composition may fall short of "
+            f"max_len {max_len}), got {sl}"
+        )
     if max_per_row is None:
         K = max_len
     else:
         K = min(positive("max_per_row", max_per_row, integer=True), max_len)
-    if strategy in ("spfhp", "bfhp", "nnlshp"):  # before the source is read: these depend on max_len only
+    if strategy in (
+        "spfhp",
+        "bfhp",
+        "nnlshp",
+    ):  # before the source is read: these depend on max_len only
         need, why = pack_bytes(None, max_len, strategy, max_per_row=K)
-        limits.check_memory("max_len" if max_per_row is None else "max_len x max_per_row", max_len, need, why)
+        limits.check_memory(
+            "max_len" if max_per_row is None else "max_len x max_per_row", max_len, need, why
+        )
     if strategy == "nnlshp":
-        limits.check_at_most("max_len", max_len, NNLSHP_MAX_LEN,
-                             "nnlshp enumerates compositions of up to 3 lengths, work ~ max_len^2: "
-                             "3.5 s at 4,096; use spfhp for longer rows")
+        limits.check_at_most(
+            "max_len",
+            max_len,
+            NNLSHP_MAX_LEN,
+            "nnlshp enumerates compositions of up to 3 lengths, work ~ max_len^2: "
+            "3.5 s at 4,096; use spfhp for longer rows",
+        )
     hist, arr = _as_source(source, max_len)
     if strategy == "ffd":
         need, why = pack_bytes(hist, max_len, strategy, max_per_row=K)
@@ -156,8 +189,16 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
         seq_row[order] = srow
         comps = _rows_from_assignment(arr[order], srow, nrows)
         reps = np.ones(nrows, np.int64)
-        return Packing(strategy, max_len, K, comps, reps, np.full(nrows, max_len, np.int64),
-                       seq_row if from_list else None, name)
+        return Packing(
+            strategy,
+            max_len,
+            K,
+            comps,
+            reps,
+            np.full(nrows, max_len, np.int64),
+            seq_row if from_list else None,
+            name,
+        )
 
     if strategy in ("spfhp", "bfhp"):
         comps, reps = run_spfhp(hist.counts, K, shortest_first=strategy == "spfhp")
@@ -166,18 +207,22 @@ def pack(source, max_len: int, strategy: str = "spfhp", *, max_per_row: int | No
     width = max(1, int((comps > 0).sum(axis=1).max()))
     comps = np.ascontiguousarray(comps[:, :width])
     seq_row = _assign(comps, reps, arr) if arr is not None else None
-    return Packing(strategy, max_len, K, comps, reps, np.full(reps.size, max_len, np.int64),
-                   seq_row, name)
+    return Packing(
+        strategy, max_len, K, comps, reps, np.full(reps.size, max_len, np.int64), seq_row, name
+    )
 
 
 def _rows_from_assignment(sorted_lengths, srow, nrows):
     """(rows, slots) lengths of each row from the row index of each (sorted) sequence."""
     per_row = np.bincount(srow, minlength=nrows)
     width = int(per_row.max())
-    limits.check_memory(f"ffd rows x fullest row ({nrows:,} x {width:,})", nrows * width,
-                        FFD_BYTES_PER_CELL * nrows * width + FFD_BYTES_PER_SEQUENCE * srow.size,
-                        f"ffd's row matrix, {FFD_BYTES_PER_CELL} bytes per cell, and its work arrays; "
-                        "a longer row holds more short sequences")
+    limits.check_memory(
+        f"ffd rows x fullest row ({nrows:,} x {width:,})",
+        nrows * width,
+        FFD_BYTES_PER_CELL * nrows * width + FFD_BYTES_PER_SEQUENCE * srow.size,
+        f"ffd's row matrix, {FFD_BYTES_PER_CELL} bytes per cell, and its work arrays; "
+        "a longer row holds more short sequences",
+    )
     out = np.zeros((nrows, width), np.int64)
     order = np.argsort(srow, kind="stable")
     rows_sorted = srow[order]
@@ -187,7 +232,8 @@ def _rows_from_assignment(sorted_lengths, srow, nrows):
     return out
 
 
-def compare(source, max_len: int, *, max_per_row: int | None = 3,
-            strategies=STRATEGIES, buckets=None) -> list[Packing]:
+def compare(
+    source, max_len: int, *, max_per_row: int | None = 3, strategies=STRATEGIES, buckets=None
+) -> list[Packing]:
     """Run several strategies on one source (for tables and plots)."""
     return [pack(source, max_len, s, max_per_row=max_per_row, buckets=buckets) for s in strategies]

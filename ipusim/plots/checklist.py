@@ -41,7 +41,13 @@ def plot_capacity(report, ax=None):
     names = [r["candidate"] for r in rows]
     caps = [r["capacity_req_s"] for r in rows]
     ax.bar(names, caps, color=[_color(n.split()[0], kinds.get(n, "gpu")) for n in names])
-    ax.axhline(report.case.rate_per_s, color="k", ls="--", lw=1, label=f"offered {report.case.rate_per_s:g} req/s")
+    ax.axhline(
+        report.case.rate_per_s,
+        color="k",
+        ls="--",
+        lw=1,
+        label=f"offered {report.case.rate_per_s:g} req/s",
+    )
     for i, (r, cap) in enumerate(zip(rows, caps, strict=True)):
         label = f"{_sig3(cap)}\n{r['mode']}" if cap > 0 else "none meets\nthe target"
         ax.annotate(label, (i, cap), ha="center", va="bottom", fontsize=8)
@@ -59,19 +65,29 @@ def plot_cost(report, ax=None):
     ax = _ax(ax)
     c4 = report.checks["C4"]
     rows = [r for r in c4.tables.get("cost", []) if math.isfinite(r["usd_per_million"])]
-    names = [f"{r['candidate'].split()[0]}\n{r['chips_needed']} chip{'s' if r['chips_needed'] != 1 else ''} needed"
-             for r in rows]
+    names = [
+        f"{r['candidate'].split()[0]}\n{r['chips_needed']} chip{'s' if r['chips_needed'] != 1 else ''} needed"
+        for r in rows
+    ]
     view = c4.data.get("weighed_view", "")
     weighs_offered = "mean of both" in view
     weighs_cap = bool(view)
     x = np.arange(len(rows))
     w = 0.38
     for dx, key, label, hatch, weighed in (
-            (-w / 2, "usd_per_million", "at the offered rate", "", weighs_offered),
-            (w / 2, "usd_per_million_at_capacity", "with the chips at capacity", "//", weighs_cap)):
+        (-w / 2, "usd_per_million", "at the offered rate", "", weighs_offered),
+        (w / 2, "usd_per_million_at_capacity", "with the chips at capacity", "//", weighs_cap),
+    ):
         vals = [r[key] for r in rows]
-        ax.bar(x + dx, vals, w, color=[_color(r["candidate"].split()[0], r["kind"]) for r in rows], hatch=hatch,
-               edgecolor="white", label=label + (" (weighed by the verdict)" if weighed else ""))
+        ax.bar(
+            x + dx,
+            vals,
+            w,
+            color=[_color(r["candidate"].split()[0], r["kind"]) for r in rows],
+            hatch=hatch,
+            edgecolor="white",
+            label=label + (" (weighed by the verdict)" if weighed else ""),
+        )
         for xi, v in zip(x + dx, vals, strict=True):
             ax.annotate(f"${v:,.2f}", (xi, v), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, names)
@@ -110,8 +126,20 @@ def _table_rows(report, check: str, table: str, ax):
 def _tile_and_gpu_costs(draw, x, rows):
     """Both chip kinds' best-deployment cost per million requests against ``x``, drawn by ``draw``
     (``ax.plot`` or ``ax.loglog``)."""
-    draw(x, [r["tile_usd_per_million"] for r in rows], "o-", color=TILE_COLOR, label="best tile deployment")
-    draw(x, [r["gpu_usd_per_million"] for r in rows], "s-", color=GPU_COLOR, label="best GPU deployment")
+    draw(
+        x,
+        [r["tile_usd_per_million"] for r in rows],
+        "o-",
+        color=TILE_COLOR,
+        label="best tile deployment",
+    )
+    draw(
+        x,
+        [r["gpu_usd_per_million"] for r in rows],
+        "s-",
+        color=GPU_COLOR,
+        label="best GPU deployment",
+    )
 
 
 def plot_rate_sensitivity(report, ax=None):
@@ -122,8 +150,12 @@ def plot_rate_sensitivity(report, ax=None):
         return ax
     _tile_and_gpu_costs(ax.loglog, np.array([x["rate_req_s"] for x in rows]), rows)
     ax.axvline(report.case.rate_per_s, color="k", ls="--", lw=1, label="offered rate")
-    return finish(ax, xlabel="arrival rate (requests/s)", ylabel="USD per million requests",
-                  title="C5: cost against traffic (whole chips)")
+    return finish(
+        ax,
+        xlabel="arrival rate (requests/s)",
+        ylabel="USD per million requests",
+        title="C5: cost against traffic (whole chips)",
+    )
 
 
 def plot_long_share(report, ax=None):
@@ -134,8 +166,12 @@ def plot_long_share(report, ax=None):
         return ax
     _tile_and_gpu_costs(ax.plot, [x["long_share_%"] for x in rows], rows)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
-    return finish(ax, xlabel="long texts (% of requests)", ylabel="USD per million requests (chips at capacity)",
-                  title="C5: cost against the long-text share")
+    return finish(
+        ax,
+        xlabel="long texts (% of requests)",
+        ylabel="USD per million requests (chips at capacity)",
+        title="C5: cost against the long-text share",
+    )
 
 
 def plot_training(report, ax=None):
@@ -150,19 +186,42 @@ def plot_training(report, ax=None):
     # Costs span orders of magnitude, so a log axis; markers, not bars (a bar's length on a log
     # axis depends on where the axis starts).
     for chip, kind in chips:
-        vals = [next(r["usd"] for r in rows if r["model"] == m and r["chip"] == chip) for m in models]
-        ax.plot(x, vals, "o" if kind == "tile" else "s", ms=8, ls="none", color=_color(chip, kind), label=chip)
+        vals = [
+            next(r["usd"] for r in rows if r["model"] == m and r["chip"] == chip) for m in models
+        ]
+        ax.plot(
+            x,
+            vals,
+            "o" if kind == "tile" else "s",
+            ms=8,
+            ls="none",
+            color=_color(chip, kind),
+            label=chip,
+        )
     if len(chips) == 2:  # tile / GPU cost ratio beside each pair of markers
         for i, m in enumerate(models):
-            t, g = (next(r["usd"] for r in rows if r["model"] == m and r["chip"] == ch) for ch, _ in chips)
+            t, g = (
+                next(r["usd"] for r in rows if r["model"] == m and r["chip"] == ch)
+                for ch, _ in chips
+            )
             ax.vlines(x[i], min(t, g), max(t, g), color="0.6", lw=1, zorder=0)
-            ax.annotate(f"{t / g:.2f}x", (x[i], max(t, g)), xytext=(0, 6), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=8)
+            ax.annotate(
+                f"{t / g:.2f}x",
+                (x[i], max(t, g)),
+                xytext=(0, 6),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     ax.set_yscale("log")
     ax.margins(x=0.2, y=0.2)
     ax.set_xticks(x, models)
-    return finish(ax, ylabel="USD to train the token budget",
-                  title=f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)")
+    return finish(
+        ax,
+        ylabel="USD to train the token budget",
+        title=f"C6: training cost, {report.case.training.token_budget / 1e9:g}B tokens (ASSUMED prices)",
+    )
 
 
 def report_figures(report) -> dict:

@@ -65,18 +65,56 @@ def _canvas(ax, size, xlim, ylim):
     return ax
 
 
-def _box(ax, x, y, w, h, text="", *, face=_GREY, edge=_EDGE, lw=1.2, fontsize=FONT, color="k",
-         weight="normal", round_=0.08, alpha=1.0, ha="center"):
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle=f"round,pad=0,rounding_size={round_}",
-                                facecolor=face, edgecolor=edge, lw=lw, alpha=alpha))
+def _box(
+    ax,
+    x,
+    y,
+    w,
+    h,
+    text="",
+    *,
+    face=_GREY,
+    edge=_EDGE,
+    lw=1.2,
+    fontsize=FONT,
+    color="k",
+    weight="normal",
+    round_=0.08,
+    alpha=1.0,
+    ha="center",
+):
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y),
+            w,
+            h,
+            boxstyle=f"round,pad=0,rounding_size={round_}",
+            facecolor=face,
+            edgecolor=edge,
+            lw=lw,
+            alpha=alpha,
+        )
+    )
     if text:
         tx = x + w / 2 if ha == "center" else x + 0.12
-        ax.text(tx, y + h / 2, text, ha=ha, va="center", fontsize=fontsize, color=color, weight=weight)
+        ax.text(
+            tx, y + h / 2, text, ha=ha, va="center", fontsize=fontsize, color=color, weight=weight
+        )
 
 
 def _arrow(ax, xy0, xy1, *, color=_EDGE, lw=1.5, style="-|>", both=False):
-    ax.add_patch(FancyArrowPatch(xy0, xy1, arrowstyle="<|-|>" if both else style, mutation_scale=14,
-                                 color=color, lw=lw, shrinkA=0, shrinkB=0))
+    ax.add_patch(
+        FancyArrowPatch(
+            xy0,
+            xy1,
+            arrowstyle="<|-|>" if both else style,
+            mutation_scale=14,
+            color=color,
+            lw=lw,
+            shrinkA=0,
+            shrinkB=0,
+        )
+    )
 
 
 def _bytes(b: float) -> str:
@@ -104,23 +142,40 @@ def _lighten(color, amount=0.75):
 # Where this notebook fits
 # --------------------------------------------------------------------------------------------
 
+
 def series_strip(current, ax=None):
     """The series 01..08 as a strip of boxes with notebook ``current`` (1-8 or "03") highlighted."""
     numbers = [n for n, _ in SERIES]
-    key = f"{int(current):02d}" if isinstance(current, (int, np.integer)) and not isinstance(current, bool) \
+    key = (
+        f"{int(current):02d}"
+        if isinstance(current, (int, np.integer)) and not isinstance(current, bool)
         else str(current)
+    )
     if key not in numbers:
-        raise ValueError(f"current must be a notebook number 1-{len(SERIES)} (or '01'..'0{len(SERIES)}'), "
-                         f"got {current!r}")
+        raise ValueError(
+            f"current must be a notebook number 1-{len(SERIES)} (or '01'..'0{len(SERIES)}'), "
+            f"got {current!r}"
+        )
     n = len(SERIES)
     ax = _canvas(ax, (12, 1.25), (-0.05, n * 1.5 - 0.25), (0, 1))
     hi = chip_color("tile")
     for i, (num, title) in enumerate(SERIES):
         x = i * 1.5
         on = num == key
-        _box(ax, x, 0.08, 1.2, 0.84, f"{num}\n{title.replace(' ', chr(10), 1) if len(title) > 12 else title}",
-             face=hi if on else _GREY, edge=hi if on else "#b0b0b0", lw=2 if on else 1,
-             color="white" if on else "#404040", weight="bold" if on else "normal", fontsize=FONT - 1)
+        _box(
+            ax,
+            x,
+            0.08,
+            1.2,
+            0.84,
+            f"{num}\n{title.replace(' ', chr(10), 1) if len(title) > 12 else title}",
+            face=hi if on else _GREY,
+            edge=hi if on else "#b0b0b0",
+            lw=2 if on else 1,
+            color="white" if on else "#404040",
+            weight="bold" if on else "normal",
+            fontsize=FONT - 1,
+        )
         if i < n - 1:
             _arrow(ax, (x + 1.22, 0.5), (x + 1.48, 0.5), color="#b0b0b0", lw=1)
     ax.set_title("Where this notebook fits in the series", fontsize=FONT, loc="left")
@@ -131,6 +186,7 @@ def series_strip(current, ax=None):
 # 01: memory hierarchy
 # --------------------------------------------------------------------------------------------
 
+
 def _unit_row(ax, x0, color, outer, top, bottom, n=6):
     """``n`` compute units side by side from ``x0``, then "...": each an ``outer`` (y, height) white
     box holding a ``top`` (label, y, height) and a ``bottom`` (label, y, height, fontsize) box."""
@@ -138,9 +194,29 @@ def _unit_row(ax, x0, color, outer, top, bottom, n=6):
     for i in range(n):
         x = x0 + i * 0.85
         _box(ax, x, y, 0.7, h, face="white", edge=color)
-        _box(ax, x + 0.08, top[1], 0.54, top[2], top[0], face=_lighten(color, 0.5), edge=color, fontsize=FONT - 3)
-        _box(ax, x + 0.08, bottom[1], 0.54, bottom[2], bottom[0], face=_lighten(color, 0.2), edge=color,
-             fontsize=bottom[3], color="white")
+        _box(
+            ax,
+            x + 0.08,
+            top[1],
+            0.54,
+            top[2],
+            top[0],
+            face=_lighten(color, 0.5),
+            edge=color,
+            fontsize=FONT - 3,
+        )
+        _box(
+            ax,
+            x + 0.08,
+            bottom[1],
+            0.54,
+            bottom[2],
+            bottom[0],
+            face=_lighten(color, 0.2),
+            edge=color,
+            fontsize=bottom[3],
+            color="white",
+        )
     ax.text(x0 + 5.12, y + h / 2, "...", fontsize=FONT + 4, va="center", ha="center")
 
 
@@ -152,48 +228,116 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
     """
     t, g = hardware.chip(tile), hardware.chip(gpu)
     if t.kind != "tile":
-        raise ValueError(f"tile must be a tile-chip preset ({', '.join(hardware.TILE_PRESETS)}), got {tile!r}")
+        raise ValueError(
+            f"tile must be a tile-chip preset ({', '.join(hardware.TILE_PRESETS)}), got {tile!r}"
+        )
     if g.kind != "gpu":
-        raise ValueError(f"gpu must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), got {gpu!r}")
+        raise ValueError(
+            f"gpu must be a GPU preset ({', '.join(hardware.GPU_PRESETS)}), got {gpu!r}"
+        )
     ax = _canvas(ax, (12, 6.6), (0, 12), (0, 10.2))
     tc, gc = chip_color(t), chip_color(g)
 
     # ---- tile chip
-    ax.text(3, 9.85, f"{t.name.upper()} (tile chip)", ha="center", fontsize=FONT + 2, weight="bold", color=tc)
+    ax.text(
+        3,
+        9.85,
+        f"{t.name.upper()} (tile chip)",
+        ha="center",
+        fontsize=FONT + 2,
+        weight="bold",
+        color=tc,
+    )
     _box(ax, 0.2, 4.2, 5.6, 5.2, face=_lighten(tc, 0.85), edge=tc, lw=2)
     ax.text(0.4, 9.05, f"on the chip: {t.tiles:,} tiles", fontsize=FONT, weight="bold", va="center")
-    _unit_row(ax, 0.5, tc, (7.1, 1.5), ("core", 7.9, 0.55), ("SRAM", 7.2, 0.6, FONT - 3))  # core + own SRAM
-    ax.text(0.4, 6.65, f"tile SRAM: {t.tiles:,} x {_bytes(t.sram_per_tile_bytes)} = {_bytes(t.sram_bytes)}\n"
-            f"({_bytes(t.data_bytes)} for data after the code reserve);\n"
-            f"a tile reads only its own, {_rate(t.sram_bandwidth_bytes_per_s)} summed",
-            fontsize=FONT, va="top")
+    _unit_row(
+        ax, 0.5, tc, (7.1, 1.5), ("core", 7.9, 0.55), ("SRAM", 7.2, 0.6, FONT - 3)
+    )  # core + own SRAM
+    ax.text(
+        0.4,
+        6.65,
+        f"tile SRAM: {t.tiles:,} x {_bytes(t.sram_per_tile_bytes)} = {_bytes(t.sram_bytes)}\n"
+        f"({_bytes(t.data_bytes)} for data after the code reserve);\n"
+        f"a tile reads only its own, {_rate(t.sram_bandwidth_bytes_per_s)} summed",
+        fontsize=FONT,
+        va="top",
+    )
     _arrow(ax, (0.6, 4.75), (5.4, 4.75), color=PHASE_COLORS["exchange"], both=True, lw=2)
-    ax.text(3, 5.0, f"exchange between tiles: {_rate(t.exchange_bandwidth_bytes_per_s)}",
-            ha="center", fontsize=FONT, color=PHASE_COLORS["exchange"])
+    ax.text(
+        3,
+        5.0,
+        f"exchange between tiles: {_rate(t.exchange_bandwidth_bytes_per_s)}",
+        ha="center",
+        fontsize=FONT,
+        color=PHASE_COLORS["exchange"],
+    )
     if t.offchip_bytes > 0:
-        _box(ax, 0.2, 0.5, 5.6, 1.5, f"Streaming Memory (DRAM, off chip)\n{_bytes(t.offchip_bytes)} per chip",
-             face=_GREY, fontsize=FONT)
+        _box(
+            ax,
+            0.2,
+            0.5,
+            5.6,
+            1.5,
+            f"Streaming Memory (DRAM, off chip)\n{_bytes(t.offchip_bytes)} per chip",
+            face=_GREY,
+            fontsize=FONT,
+        )
         _arrow(ax, (3, 2.05), (3, 4.15), both=True, lw=2)
-        ax.text(3.15, 3.1, f"{_rate(t.offchip_bandwidth_bytes_per_s)} (ASSUMPTION:\nnot published)",
-                fontsize=FONT, va="center")
+        ax.text(
+            3.15,
+            3.1,
+            f"{_rate(t.offchip_bandwidth_bytes_per_s)} (ASSUMPTION:\nnot published)",
+            fontsize=FONT,
+            va="center",
+        )
     else:
         ax.text(3, 1.2, "no off-chip memory on this card", ha="center", fontsize=FONT)
 
     # ---- GPU
-    ax.text(9, 9.85, f"{g.name.upper()} (GPU)", ha="center", fontsize=FONT + 2, weight="bold", color=gc)
+    ax.text(
+        9, 9.85, f"{g.name.upper()} (GPU)", ha="center", fontsize=FONT + 2, weight="bold", color=gc
+    )
     _box(ax, 6.2, 4.2, 5.6, 5.2, face=_lighten(gc, 0.88), edge=gc, lw=2)
     ax.text(6.4, 9.05, f"on the chip: {g.sms} SMs", fontsize=FONT, weight="bold", va="center")
     _unit_row(ax, 6.5, gc, (7.6, 1.0), ("SM", 8.05, 0.45), ("smem", 7.67, 0.33, FONT - 4))
-    ax.text(6.4, 7.35, f"shared memory: {g.sms} x {_bytes(g.smem_per_sm_bytes)} = "
-            f"{_bytes(g.sms * g.smem_per_sm_bytes)}", fontsize=FONT, va="top")
-    _box(ax, 6.5, 4.55, 5.0, 1.5, f"L2 cache, shared by all SMs\n{_bytes(g.l2_bytes)}",
-         face=_lighten(gc, 0.6), edge=gc, fontsize=FONT)
+    ax.text(
+        6.4,
+        7.35,
+        f"shared memory: {g.sms} x {_bytes(g.smem_per_sm_bytes)} = "
+        f"{_bytes(g.sms * g.smem_per_sm_bytes)}",
+        fontsize=FONT,
+        va="top",
+    )
+    _box(
+        ax,
+        6.5,
+        4.55,
+        5.0,
+        1.5,
+        f"L2 cache, shared by all SMs\n{_bytes(g.l2_bytes)}",
+        face=_lighten(gc, 0.6),
+        edge=gc,
+        fontsize=FONT,
+    )
     _arrow(ax, (9, 7.55), (9, 6.1), both=True, lw=1.5)
-    _box(ax, 6.2, 0.5, 5.6, 1.5, f"HBM (stacked DRAM beside the chip)\n{_bytes(g.hbm_bytes)}",
-         face=_GREY, fontsize=FONT)
+    _box(
+        ax,
+        6.2,
+        0.5,
+        5.6,
+        1.5,
+        f"HBM (stacked DRAM beside the chip)\n{_bytes(g.hbm_bytes)}",
+        face=_GREY,
+        fontsize=FONT,
+    )
     _arrow(ax, (9, 2.05), (9, 4.5), both=True, lw=2)
-    ax.text(9.15, 3.25, f"{_rate(g.hbm_bandwidth_bytes_per_s)}: every\nweight read comes this way",
-            fontsize=FONT, va="center")
+    ax.text(
+        9.15,
+        3.25,
+        f"{_rate(g.hbm_bandwidth_bytes_per_s)}: every\nweight read comes this way",
+        fontsize=FONT,
+        va="center",
+    )
     return ax
 
 
@@ -201,8 +345,13 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
 # 02: one BSP superstep
 # --------------------------------------------------------------------------------------------
 
-def bsp_superstep(chip="gc200", compute_cycles=(1500, 2300, 1800, 1100), exchange_bytes=(4096, 2048, 6400, 3072),
-                  ax=None):
+
+def bsp_superstep(
+    chip="gc200",
+    compute_cycles=(1500, 2300, 1800, 1100),
+    exchange_bytes=(4096, 2048, 6400, 3072),
+    ax=None,
+):
     """One superstep on a few tiles: each tile computes, all wait at the sync, then exchange.
 
     ``compute_cycles[i]`` and ``exchange_bytes[i]`` are tile ``i``'s work (an illustration);
@@ -211,13 +360,22 @@ def bsp_superstep(chip="gc200", compute_cycles=(1500, 2300, 1800, 1100), exchang
     """
     c = hardware.chip(chip)
     if c.kind != "tile":
-        raise ValueError(f"chip must be a tile-chip preset ({', '.join(hardware.TILE_PRESETS)}), got {chip!r}")
+        raise ValueError(
+            f"chip must be a tile-chip preset ({', '.join(hardware.TILE_PRESETS)}), got {chip!r}"
+        )
     comp = np.asarray(compute_cycles, dtype=float)
     xb = np.asarray(exchange_bytes, dtype=float)
     if comp.ndim != 1 or comp.size < 2 or comp.size > 12 or xb.shape != comp.shape:
-        raise ValueError("compute_cycles and exchange_bytes must be two lists of equal length, 2-12 tiles "
-                         f"(got {comp.size} and {xb.size})")
-    if not (np.all(np.isfinite(comp)) and np.all(comp > 0) and np.all(np.isfinite(xb)) and np.all(xb >= 0)):
+        raise ValueError(
+            "compute_cycles and exchange_bytes must be two lists of equal length, 2-12 tiles "
+            f"(got {comp.size} and {xb.size})"
+        )
+    if not (
+        np.all(np.isfinite(comp))
+        and np.all(comp > 0)
+        and np.all(np.isfinite(xb))
+        and np.all(xb >= 0)
+    ):
         raise ValueError("compute_cycles must be > 0 and exchange_bytes >= 0, all finite")
     xc = xb / c.exchange_bytes_per_cycle_per_tile
     n = comp.size
@@ -226,28 +384,56 @@ def bsp_superstep(chip="gc200", compute_cycles=(1500, 2300, 1800, 1100), exchang
     ys = np.arange(n)[::-1]
     for y, cc, xx in zip(ys, comp, xc, strict=True):
         ax.barh(y, cc, color=PHASE_COLORS["compute"], height=0.6)
-        ax.barh(y, t_comp - cc, left=cc, color="white", edgecolor="#9e9e9e", hatch="///", height=0.6, lw=0.5)
+        ax.barh(
+            y,
+            t_comp - cc,
+            left=cc,
+            color="white",
+            edgecolor="#9e9e9e",
+            hatch="///",
+            height=0.6,
+            lw=0.5,
+        )
         ax.barh(y, xx, left=t_comp + t_sync, color=PHASE_COLORS["exchange"], height=0.6)
-        ax.barh(y, t_x - xx, left=t_comp + t_sync + xx, color="white", edgecolor="#9e9e9e", hatch="///",
-                height=0.6, lw=0.5)
+        ax.barh(
+            y,
+            t_x - xx,
+            left=t_comp + t_sync + xx,
+            color="white",
+            edgecolor="#9e9e9e",
+            hatch="///",
+            height=0.6,
+            lw=0.5,
+        )
     ax.axvspan(t_comp, t_comp + t_sync, color=PHASE_COLORS["sync"], alpha=0.35, lw=0)
     end = t_comp + t_sync + t_x
     top = n - 0.35
-    for x0, x1, label in ((0, t_comp, f"compute\n{t_comp:,.0f} cycles (slowest tile)"),
-                          (t_comp, t_comp + t_sync, f"sync\n{t_sync:,.0f} cycles"),
-                          (t_comp + t_sync, end, f"exchange\n{t_x:,.0f} cycles (slowest tile)")):
-        ax.annotate("", (x0, top), (x1, top), arrowprops={"arrowstyle": "<->", "color": _EDGE, "lw": 1})
+    for x0, x1, label in (
+        (0, t_comp, f"compute\n{t_comp:,.0f} cycles (slowest tile)"),
+        (t_comp, t_comp + t_sync, f"sync\n{t_sync:,.0f} cycles"),
+        (t_comp + t_sync, end, f"exchange\n{t_x:,.0f} cycles (slowest tile)"),
+    ):
+        ax.annotate(
+            "", (x0, top), (x1, top), arrowprops={"arrowstyle": "<->", "color": _EDGE, "lw": 1}
+        )
         ax.text((x0 + x1) / 2, top + 0.12, label, ha="center", va="bottom", fontsize=FONT)
     ax.set_yticks(ys, [f"tile {i}" for i in range(n)], fontsize=FONT)
     ax.set_ylim(-0.6, n + 1.1)
     ax.set_xlim(0, end * 1.02)
-    ax.set_xlabel(f"cycles ({c.name} at {c.clock_hz / 1e9:.4g} GHz: {end:,.0f} cycles = "
-                  f"{end / c.clock_hz * 1e6:.2f} µs)", fontsize=FONT)
+    ax.set_xlabel(
+        f"cycles ({c.name} at {c.clock_hz / 1e9:.4g} GHz: {end:,.0f} cycles = "
+        f"{end / c.clock_hz * 1e6:.2f} µs)",
+        fontsize=FONT,
+    )
     ax.tick_params(labelsize=FONT - 1)
     for s in ("top", "right", "left"):
         ax.spines[s].set_visible(False)
-    ax.set_title(f"One BSP superstep; exchange at {c.exchange_bytes_per_cycle_per_tile:.2f} bytes/cycle per tile, "
-                 "hatched = waiting for the slowest tile", fontsize=FONT, loc="left")
+    ax.set_title(
+        f"One BSP superstep; exchange at {c.exchange_bytes_per_cycle_per_tile:.2f} bytes/cycle per tile, "
+        "hatched = waiting for the slowest tile",
+        fontsize=FONT,
+        loc="left",
+    )
     return ax
 
 
@@ -255,7 +441,9 @@ def bsp_superstep(chip="gc200", compute_cycles=(1500, 2300, 1800, 1100), exchang
 # 03: a queue with a batcher, and one timeline per policy
 # --------------------------------------------------------------------------------------------
 
-_TOY_FIXED_S = 0.004  # s per batch pass (toy service model for the timelines; ASSUMPTION, illustrative)
+_TOY_FIXED_S = (
+    0.004  # s per batch pass (toy service model for the timelines; ASSUMPTION, illustrative)
+)
 _TOY_PER_TOKEN_S = 5e-6  # s per computed token slot (ditto)
 _TOY_LEN_STEP = 32  # tokens per service-table column
 
@@ -280,11 +468,17 @@ def toy_policies(max_batch: int = 4) -> dict:
     """The six policies of ``ipusim.policies``, built by ``policies.make`` with small knobs for a timeline."""
     from .. import policies
 
-    kw = {"static": {"timeout_s": 0.010}, "token": {"max_tokens": 512, "token_max_batch": 8},
-          "buckets": {"edges": (128, 512)}, "adaptive": {"latency_target_s": 0.02},
-          "continuous": {"kv_capacity_tokens": 10_000}}
-    return {name: policies.make(name, max_batch=max_batch, max_delay_s=0.004, **kw.get(name, {}))
-            for name in policies.POLICIES}
+    kw = {
+        "static": {"timeout_s": 0.010},
+        "token": {"max_tokens": 512, "token_max_batch": 8},
+        "buckets": {"edges": (128, 512)},
+        "adaptive": {"latency_target_s": 0.02},
+        "continuous": {"kv_capacity_tokens": 10_000},
+    }
+    return {
+        name: policies.make(name, max_batch=max_batch, max_delay_s=0.004, **kw.get(name, {}))
+        for name in policies.POLICIES
+    }
 
 
 def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: int = 3, ax=None):
@@ -304,9 +498,13 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
 
     n = int(n_requests)
     if n != n_requests or not 2 <= n <= 40:
-        raise ValueError(f"n_requests must be a whole number in 2..40 (one line each), got {n_requests!r}")
+        raise ValueError(
+            f"n_requests must be a whole number in 2..40 (one line each), got {n_requests!r}"
+        )
     if not (np.isfinite(rate_per_s) and rate_per_s > 0):
-        raise ValueError(f"rate_per_s must be a positive number of requests per second, got {rate_per_s!r}")
+        raise ValueError(
+            f"rate_per_s must be a positive number of requests per second, got {rate_per_s!r}"
+        )
     arr = arrivals.poisson(rate_per_s, n, seed=seed)
     lens = np.minimum(lengths.sample(n, long_fraction=0.3, seed=seed), 512)
     pol = toy_policies()
@@ -315,11 +513,15 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
     for name, p in pol.items():
         if isinstance(p, policies.Continuous):
             dec = np.full((p.max_batch + 1, 17), 0.0)
-            dec[1:, :] = 0.001 + 0.0001 * np.arange(1, p.max_batch + 1)[:, None]  # s per decode step (toy)
+            dec[1:, :] = (
+                0.001 + 0.0001 * np.arange(1, p.max_batch + 1)[:, None]
+            )  # s per decode step (toy)
             gen = GenerationModel("toy", padded, dec, 64, source="toy")
             runs[name] = serving.simulate_generation(arr, lens // 4 + 1, np.full(n, 3), p, gen)
         else:
-            runs[name] = serving.simulate(arr, lens, p, packed if isinstance(p, policies.TokenBudget) else padded)
+            runs[name] = serving.simulate(
+                arr, lens, p, packed if isinstance(p, policies.TokenBudget) else padded
+            )
 
     if ax is None:
         fig = plt.figure(figsize=(12, 1.9 + 1.15 * len(runs)), layout="constrained")
@@ -342,19 +544,31 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
         bid = r.batch_id
         for i in range(n):
             col = cmap(int(bid[i]) % 10) if bid[i] >= 0 else cmap(i % 10)
-            a.barh(y[i], (r.finish_s[i] - r.start_s[i]) * 1e3, left=r.start_s[i] * 1e3, height=0.7, color=col)
+            a.barh(
+                y[i],
+                (r.finish_s[i] - r.start_s[i]) * 1e3,
+                left=r.start_s[i] * 1e3,
+                height=0.7,
+                color=col,
+            )
         a.set_yticks([])
         a.set_ylim(-0.8, n - 0.2)
         a.set_xlim(0, t_end * 1.01)
-        what = " (bar: a request's run, from its first step to its last token)" if name == "continuous" else ""
+        what = (
+            " (bar: a request's run, from its first step to its last token)"
+            if name == "continuous"
+            else ""
+        )
         a.set_title(f"{name}: {pol[name].describe()}{what}", fontsize=FONT, loc="left", pad=2)
         a.tick_params(labelsize=FONT - 1)
         for s in ("top", "right", "left"):
             a.spines[s].set_visible(False)
         if a is not axes[-1]:
             a.tick_params(labelbottom=False)
-    axes[-1].set_xlabel("time, ms (| arrival, grey: waiting in the queue, bar: served, one colour per batch)",
-                        fontsize=FONT)
+    axes[-1].set_xlabel(
+        "time, ms (| arrival, grey: waiting in the queue, bar: served, one colour per batch)",
+        fontsize=FONT,
+    )
     return axes[0].figure
 
 
@@ -368,22 +582,51 @@ def _queue_picture(ax):
     _arrow(ax, (1.85, 1.0), (2.6, 1.0))
     _box(ax, 2.7, 0.55, 3.0, 0.9, face=_GREY)
     for i in range(5):
-        ax.add_patch(Rectangle((3.0 + i * 0.5, 0.75), 0.35, 0.5, color=plt.get_cmap("tab10")(i + 4), alpha=0.8))
+        ax.add_patch(
+            Rectangle(
+                (3.0 + i * 0.5, 0.75), 0.35, 0.5, color=plt.get_cmap("tab10")(i + 4), alpha=0.8
+            )
+        )
     ax.text(4.2, 0.25, "queue (first in, first out)", ha="center", fontsize=FONT)
     _arrow(ax, (5.8, 1.0), (6.5, 1.0))
-    _box(ax, 6.6, 0.45, 2.2, 1.1, "batcher: when to send,\nhow many together", face="#fff2cc", fontsize=FONT)
+    _box(
+        ax,
+        6.6,
+        0.45,
+        2.2,
+        1.1,
+        "batcher: when to send,\nhow many together",
+        face="#fff2cc",
+        fontsize=FONT,
+    )
     _arrow(ax, (8.9, 1.0), (9.6, 1.0))
-    _box(ax, 9.7, 0.45, 2.1, 1.1, "device runs\none batch", face=_lighten(chip_color("tile"), 0.6),
-         fontsize=FONT)
-    ax.text(0.0, 1.85, "A batching server; below, the same 12 arrivals under each policy "
-            "(simulated, toy service times)", fontsize=FONT, va="top")
+    _box(
+        ax,
+        9.7,
+        0.45,
+        2.1,
+        1.1,
+        "device runs\none batch",
+        face=_lighten(chip_color("tile"), 0.6),
+        fontsize=FONT,
+    )
+    ax.text(
+        0.0,
+        1.85,
+        "A batching server; below, the same 12 arrivals under each policy "
+        "(simulated, toy service times)",
+        fontsize=FONT,
+        va="top",
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # 04: padded vs bucketed vs packed rows
 # --------------------------------------------------------------------------------------------
 
-ROWS_SAMPLE = MappingProxyType({"n": 10, "long_fraction": 0.3, "seed": 5})  # padding_rows' default (lengths.sample)
+ROWS_SAMPLE = MappingProxyType(
+    {"n": 10, "long_fraction": 0.3, "seed": 5}
+)  # padding_rows' default (lengths.sample)
 
 
 def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=None):
@@ -399,13 +642,21 @@ def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=N
     lens = L.sample(**ROWS_SAMPLE) if lengths is None else np.asarray(lengths)
     if lens.ndim != 1 or lens.size == 0 or lens.size > 40:
         raise ValueError(f"lengths must be a list of 1-40 request lengths, got {lens.size}")
-    runs = [packing.pack(lens, max_len, "pad"), packing.pack(lens, max_len, "bucket", buckets=list(buckets)),
-            packing.pack(lens, max_len, "spfhp")]
+    runs = [
+        packing.pack(lens, max_len, "pad"),
+        packing.pack(lens, max_len, "bucket", buckets=list(buckets)),
+        packing.pack(lens, max_len, "spfhp"),
+    ]
     edges = sorted(set(int(b) for b in buckets) | {max_len})
-    titles = [f"padded to the row length, {max_len}", f"bucketed: padded to its bucket's edge {tuple(edges)}",
-              "packed (SPFHP): several requests share a row"]
+    titles = [
+        f"padded to the row length, {max_len}",
+        f"bucketed: padded to its bucket's edge {tuple(edges)}",
+        "packed (SPFHP): several requests share a row",
+    ]
     if ax is None:
-        fig, axes = plt.subplots(1, 3, figsize=(13, 0.3 * lens.size + 1.6), sharey=True, layout="constrained")
+        fig, axes = plt.subplots(
+            1, 3, figsize=(13, 0.3 * lens.size + 1.6), sharey=True, layout="constrained"
+        )
     else:
         axes = [ax]
         runs, titles = runs[2:], titles[2:]
@@ -416,16 +667,27 @@ def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=N
         rows = {}
         for i, r in enumerate(p.seq_row):
             rows.setdefault(int(r), []).append(i)
-        for y, (r, members) in enumerate(sorted(rows.items(), key=lambda kv: -sum(lens[m] for m in kv[1]))):
+        for y, (r, members) in enumerate(
+            sorted(rows.items(), key=lambda kv: -sum(lens[m] for m in kv[1]))
+        ):
             yy = lens.size - 1 - y
             a.barh(yy, row_len[r], color="#e0e0e0", height=0.75, edgecolor="#bdbdbd", lw=0.5)
             x = 0
             for m in sorted(members, key=lambda m: -lens[m]):
                 a.barh(yy, lens[m], left=x, color=colors[m], height=0.75, edgecolor="white", lw=0.8)
                 if lens[m] >= 45:
-                    a.text(x + lens[m] / 2, yy, f"{lens[m]}", ha="center", va="center", fontsize=FONT - 2)
+                    a.text(
+                        x + lens[m] / 2,
+                        yy,
+                        f"{lens[m]}",
+                        ha="center",
+                        va="center",
+                        fontsize=FONT - 2,
+                    )
                 x += lens[m]
-        a.set_title(f"{title}\n{p.rows} rows, {p.efficiency:.0%} of slots carry tokens", fontsize=FONT)
+        a.set_title(
+            f"{title}\n{p.rows} rows, {p.efficiency:.0%} of slots carry tokens", fontsize=FONT
+        )
         a.set_xlim(0, max_len)
         a.set_xlabel("token slots in a row", fontsize=FONT)
         a.set_yticks([])
@@ -443,33 +705,75 @@ def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=N
 # 05: the checklist's pipeline
 # --------------------------------------------------------------------------------------------
 
+
 def checklist_pipeline(ax=None):
     """A case goes through the eight checks C1..C8 (named as ``ipusim.checklist`` names them) to a verdict."""
     from ..checklist.checks import CHECK_NAMES
     from ..checklist.verdict import POLICY
 
     ax = _canvas(ax, (13, 3.2), (0, 14), (0.3, 3.8))
-    _box(ax, 0.05, 1.15, 1.9, 2.5, "a case\n\nmodel,\ntraffic,\np99 target,\ncandidates,\nprices",
-         face="#fff2cc", fontsize=FONT)
+    _box(
+        ax,
+        0.05,
+        1.15,
+        1.9,
+        2.5,
+        "a case\n\nmodel,\ntraffic,\np99 target,\ncandidates,\nprices",
+        face="#fff2cc",
+        fontsize=FONT,
+    )
     kinds = {"C6": ("#2ca02c", "training"), "C7": ("#7f7f7f", "questionnaire"), "C8": (_EDGE, "")}
     x0, w, h, gap = 2.45, 2.05, 1.05, 0.15
     for k, cid in enumerate(CHECK_NAMES):
         x, y = x0 + (k % 4) * (w + gap), 2.6 if k < 4 else 1.2
         edge = kinds.get(cid, (chip_color("tile"), ""))[0]
-        _box(ax, x, y, w, h, f"{cid}\n{_wrap(CHECK_NAMES[cid], 20)}", face="white", edge=edge, lw=1.6,
-             fontsize=FONT)
+        _box(
+            ax,
+            x,
+            y,
+            w,
+            h,
+            f"{cid}\n{_wrap(CHECK_NAMES[cid], 20)}",
+            face="white",
+            edge=edge,
+            lw=1.6,
+            fontsize=FONT,
+        )
     _arrow(ax, (1.98, 2.4), (2.4, 2.4))
     right = x0 + 4 * (w + gap)
     _arrow(ax, (right - 0.1, 2.4), (right + 0.3, 2.4))
-    _box(ax, right + 0.35, 1.15, 14 - right - 0.4, 2.5,
-         f"verdict\npoints, with\nranked reasons\n\n>= {POLICY['migrate_at']}: migrate*\n>= {POLICY['pilot_at']}: pilot\n"
-         f"< {POLICY['pilot_at']}: stay", face=_lighten(chip_color("tile"), 0.7), fontsize=FONT)
-    ax.text(x0, 0.85, "blue: serving checks (C2's capacities feed C3-C5)   green: training, if the case asks   "
-            "grey: software questionnaire\nC8 turns C1-C7 into the experiments a proof of concept should run",
-            fontsize=FONT - 1, va="top", color="#404040")
-    ax.text(14, 0.85, "* and software risk below high;\na veto (e.g. nothing fits) means stay", ha="right",
-            va="top", fontsize=FONT - 1, color="#404040")
-    ax.set_title("The checklist: one case, eight checks, one verdict", fontsize=FONT + 1, loc="left")
+    _box(
+        ax,
+        right + 0.35,
+        1.15,
+        14 - right - 0.4,
+        2.5,
+        f"verdict\npoints, with\nranked reasons\n\n>= {POLICY['migrate_at']}: migrate*\n>= {POLICY['pilot_at']}: pilot\n"
+        f"< {POLICY['pilot_at']}: stay",
+        face=_lighten(chip_color("tile"), 0.7),
+        fontsize=FONT,
+    )
+    ax.text(
+        x0,
+        0.85,
+        "blue: serving checks (C2's capacities feed C3-C5)   green: training, if the case asks   "
+        "grey: software questionnaire\nC8 turns C1-C7 into the experiments a proof of concept should run",
+        fontsize=FONT - 1,
+        va="top",
+        color="#404040",
+    )
+    ax.text(
+        14,
+        0.85,
+        "* and software risk below high;\na veto (e.g. nothing fits) means stay",
+        ha="right",
+        va="top",
+        fontsize=FONT - 1,
+        color="#404040",
+    )
+    ax.set_title(
+        "The checklist: one case, eight checks, one verdict", fontsize=FONT + 1, loc="left"
+    )
     return ax
 
 
@@ -489,6 +793,7 @@ def _wrap(text: str, width: int) -> str:
 # 06: data, tensor and pipeline parallelism
 # --------------------------------------------------------------------------------------------
 
+
 def parallelism_grid(data: int = 2, tensor: int = 2, pipeline: int = 4, ax=None):
     """``data x tensor x pipeline`` chips: replicas stacked, each a grid of pipeline stages x tensor shards.
 
@@ -499,8 +804,16 @@ def parallelism_grid(data: int = 2, tensor: int = 2, pipeline: int = 4, ax=None)
 
     p = Placement(data, tensor, pipeline, 1)  # validates the degrees
     if p.chips > 64:
-        raise ValueError(f"draw at most 64 chips (data x tensor x pipeline = {p.chips}); pass smaller degrees")
-    bw, bh, sx, sy, gap = 1.25, 0.7, 1.75, 0.95, 0.55  # box size, column and row pitch, gap between replicas
+        raise ValueError(
+            f"draw at most 64 chips (data x tensor x pipeline = {p.chips}); pass smaller degrees"
+        )
+    bw, bh, sx, sy, gap = (
+        1.25,
+        0.7,
+        1.75,
+        0.95,
+        0.55,
+    )  # box size, column and row pitch, gap between replicas
     ax = _new_ax(ax, (2.6 + 1.75 * p.pipeline, 1.0 + 0.8 * (p.data * p.tensor) + 0.35 * p.data))
     col = chip_color("tile")
     y, mids = 0.0, []
@@ -508,36 +821,67 @@ def parallelism_grid(data: int = 2, tensor: int = 2, pipeline: int = 4, ax=None)
         y0 = y
         for t in range(p.tensor)[::-1]:
             for s in range(p.pipeline):
-                _box(ax, s * sx, y, bw, bh, f"layers {s + 1}/{p.pipeline}\nshard {t + 1}/{p.tensor}",
-                     face=_lighten(col, 0.35 + 0.4 * (s % 2)), edge=col, fontsize=FONT - 1)
+                _box(
+                    ax,
+                    s * sx,
+                    y,
+                    bw,
+                    bh,
+                    f"layers {s + 1}/{p.pipeline}\nshard {t + 1}/{p.tensor}",
+                    face=_lighten(col, 0.35 + 0.4 * (s % 2)),
+                    edge=col,
+                    fontsize=FONT - 1,
+                )
             y += sy
         top = y - sy + bh
         for s in range(p.pipeline):
             if p.tensor > 1:  # the shards of one stage exchange partial results
-                _arrow(ax, (s * sx + bw + 0.1, y0 + 0.1), (s * sx + bw + 0.1, top - 0.1), color="#d62728",
-                       both=True, lw=1.5)
+                _arrow(
+                    ax,
+                    (s * sx + bw + 0.1, y0 + 0.1),
+                    (s * sx + bw + 0.1, top - 0.1),
+                    color="#d62728",
+                    both=True,
+                    lw=1.5,
+                )
             if s < p.pipeline - 1:
-                _arrow(ax, (s * sx + bw + 0.22, (y0 + top) / 2), (s * sx + sx - 0.03, (y0 + top) / 2), lw=1.5)
+                _arrow(
+                    ax,
+                    (s * sx + bw + 0.22, (y0 + top) / 2),
+                    (s * sx + sx - 0.03, (y0 + top) / 2),
+                    lw=1.5,
+                )
         ax.text(-0.15, (y0 + top) / 2, f"replica {d + 1}", ha="right", va="center", fontsize=FONT)
         mids.append((y0 + top) / 2)
         y += gap
     if p.data > 1:
         xr = p.pipeline * sx - 0.1
         _arrow(ax, (xr, mids[0]), (xr, mids[-1]), color="#7f7f7f", both=True, lw=1.5)
-        ax.text(xr + 0.1, (mids[0] + mids[-1]) / 2, "data parallel:\naverage the\ngradients", va="center",
-                fontsize=FONT - 1, color="#555555")
+        ax.text(
+            xr + 0.1,
+            (mids[0] + mids[-1]) / 2,
+            "data parallel:\naverage the\ngradients",
+            va="center",
+            fontsize=FONT - 1,
+            color="#555555",
+        )
     ax.set_xlim(-1.3, p.pipeline * sx + 1.1)
     ax.set_ylim(-0.2, y - gap + 0.1)
     ax.set_axis_off()
-    ax.set_title(f"{p.chips} chips = data {p.data} x tensor {p.tensor} x pipeline {p.pipeline}. Black arrows: "
-                 "micro-batches flow through\nthe pipeline stages; red: the tensor shards of a stage combine "
-                 "partial results (all-reduce)", fontsize=FONT, loc="left")
+    ax.set_title(
+        f"{p.chips} chips = data {p.data} x tensor {p.tensor} x pipeline {p.pipeline}. Black arrows: "
+        "micro-batches flow through\nthe pipeline stages; red: the tensor shards of a stage combine "
+        "partial results (all-reduce)",
+        fontsize=FONT,
+        loc="left",
+    )
     return ax
 
 
 # --------------------------------------------------------------------------------------------
 # 07: embedding rows vs memory granules
 # --------------------------------------------------------------------------------------------
+
 
 def embedding_lookup(row_bytes=(8, 40, 512), ax=None):
     """Rows of ``row_bytes`` laid end to end, against 32-byte GPU sectors and 64-byte DRAM bursts.
@@ -550,44 +894,84 @@ def embedding_lookup(row_bytes=(8, 40, 512), ax=None):
     rb = [int(b) for b in np.atleast_1d(row_bytes)]
     if not rb or len(rb) > 4 or any(b <= 0 or b > 2048 for b in rb):
         raise ValueError(f"row_bytes must be 1-4 row sizes of 1-2048 bytes, got {row_bytes!r}")
-    grans = (("GPU sectors", em.SECTOR_BYTES, chip_color("gpu")),
-             ("Streaming Memory bursts (ASSUMPTION)", em.STREAMING_GRANULE_BYTES, "#7f7f7f"))
+    grans = (
+        ("GPU sectors", em.SECTOR_BYTES, chip_color("gpu")),
+        ("Streaming Memory bursts (ASSUMPTION)", em.STREAMING_GRANULE_BYTES, "#7f7f7f"),
+    )
     ax = _new_ax(ax, (12, 0.6 + 1.25 * len(rb)))
-    W, y = 100.0, 0.0  # drawing width of every row group; each group has its own bytes-to-width scale
+    W, y = (
+        100.0,
+        0.0,
+    )  # drawing width of every row group; each group has its own bytes-to-width scale
     for b in rb:
         span = max(256, -(-3 * b // 64) * 64)  # bytes drawn: three rows, at least 256
         k = W / span
         for gi, (name, g, col) in enumerate(grans):
             yy = y - gi * 0.42
             for j in range(span // g):
-                ax.add_patch(Rectangle((j * g * k, yy - 0.16), g * k, 0.32, facecolor="white", edgecolor=col,
-                                       lw=0.8))
+                ax.add_patch(
+                    Rectangle(
+                        (j * g * k, yy - 0.16),
+                        g * k,
+                        0.32,
+                        facecolor="white",
+                        edgecolor=col,
+                        lw=0.8,
+                    )
+                )
             for r in range(3):
                 s0 = r * b
                 if s0 + b > span:
                     break
                 first, last = (s0 // g) * g, min(-(-(s0 + b) // g) * g, span)
                 rc = plt.get_cmap("tab10")((2, 4, 1)[r])
-                ax.add_patch(Rectangle((first * k, yy - 0.16), (last - first) * k, 0.32, facecolor=rc,
-                                       alpha=0.22, lw=0))
-                ax.add_patch(Rectangle((s0 * k, yy - 0.07), b * k, 0.14, facecolor=rc, edgecolor="white", lw=0.6))
+                ax.add_patch(
+                    Rectangle(
+                        (first * k, yy - 0.16),
+                        (last - first) * k,
+                        0.32,
+                        facecolor=rc,
+                        alpha=0.22,
+                        lw=0,
+                    )
+                )
+                ax.add_patch(
+                    Rectangle(
+                        (s0 * k, yy - 0.07), b * k, 0.14, facecolor=rc, edgecolor="white", lw=0.6
+                    )
+                )
             useful = b / (em.granules(b, g) * g)
-            ax.text(W + 2, yy, f"{g}-byte {name}: {useful:.0%} useful", va="center", fontsize=FONT - 1)
+            ax.text(
+                W + 2, yy, f"{g}-byte {name}: {useful:.0%} useful", va="center", fontsize=FONT - 1
+            )
         ax.text(-2, y - 0.21, f"rows of\n{b} bytes", ha="right", va="center", fontsize=FONT)
-        ax.text(W, y + 0.2, f"{span} bytes shown", ha="right", va="bottom", fontsize=FONT - 2, color="#757575")
+        ax.text(
+            W,
+            y + 0.2,
+            f"{span} bytes shown",
+            ha="right",
+            va="bottom",
+            fontsize=FONT - 2,
+            color="#757575",
+        )
         y -= 1.25
     ax.set_xlim(-16, W + 48)
     ax.set_ylim(y + 0.55, 0.55)
     ax.set_axis_off()
-    ax.set_title("An embedding look-up fetches whole granules: three consecutive rows (dark) and the granules each "
-                 "touches (light);\nthe useful share is averaged over where a row starts "
-                 "(embeddings.machines.granules)", fontsize=FONT, loc="left")
+    ax.set_title(
+        "An embedding look-up fetches whole granules: three consecutive rows (dark) and the granules each "
+        "touches (light);\nthe useful share is averaged over where a row starts "
+        "(embeddings.machines.granules)",
+        fontsize=FONT,
+        loc="left",
+    )
     return ax
 
 
 # --------------------------------------------------------------------------------------------
 # 08: a two-parameter sweep
 # --------------------------------------------------------------------------------------------
+
 
 def sweep_grid(n: int = 6, ax=None):
     """How a two-parameter sweep is read: an ``n x n`` grid of simulated chips, one table row per point, and the
@@ -602,22 +986,49 @@ def sweep_grid(n: int = 6, ax=None):
     X, Y = np.meshgrid(np.arange(n), np.arange(n))
     contour = lambda x: (n - 1) * 0.95 - 0.8 * x  # noqa: E731  a sketched falling contour
     ahead = Y > contour(X)
-    ax.scatter(X[~ahead], Y[~ahead], s=110, color=_lighten(chip_color("gpu"), 0.45), edgecolors="k", lw=0.5,
-               label="ratio < 1: tile chip behind the GPU", zorder=3)
-    ax.scatter(X[ahead], Y[ahead], s=110, color=_lighten(chip_color("tile"), 0.3), edgecolors="k", lw=0.5,
-               label="ratio > 1: tile chip ahead", zorder=3)
+    ax.scatter(
+        X[~ahead],
+        Y[~ahead],
+        s=110,
+        color=_lighten(chip_color("gpu"), 0.45),
+        edgecolors="k",
+        lw=0.5,
+        label="ratio < 1: tile chip behind the GPU",
+        zorder=3,
+    )
+    ax.scatter(
+        X[ahead],
+        Y[ahead],
+        s=110,
+        color=_lighten(chip_color("tile"), 0.3),
+        edgecolors="k",
+        lw=0.5,
+        label="ratio > 1: tile chip ahead",
+        zorder=3,
+    )
     xs = np.linspace(-0.3, n - 0.7, 50)
     ax.plot(xs, contour(xs), "k-", lw=2, label="break-even contour (ratio = 1)", zorder=2)
     cx = n // 2
     lo, hi = int(np.floor(contour(cx))), int(np.floor(contour(cx))) + 1
     ax.plot([cx, cx], [lo, hi], color="#ff7f0e", lw=4, alpha=0.8, zorder=2)
     ax.plot(cx, contour(cx), "D", color="#ff7f0e", ms=9, mec="k", zorder=4)
-    ax.annotate("break_even: interpolated between\nthe two rows that bracket ratio 1", (cx, contour(cx)),
-                (n - 0.1, 2.2), fontsize=FONT - 1, arrowprops={"arrowstyle": "->", "lw": 1},
-                annotation_clip=False)
-    ax.annotate("one point = one simulation = one\ntable row: point_key, fit, time_s,\nratio, ...", (n - 1, 0),
-                (n - 0.1, 0.0), fontsize=FONT - 1, va="center", arrowprops={"arrowstyle": "->", "lw": 1},
-                annotation_clip=False)
+    ax.annotate(
+        "break_even: interpolated between\nthe two rows that bracket ratio 1",
+        (cx, contour(cx)),
+        (n - 0.1, 2.2),
+        fontsize=FONT - 1,
+        arrowprops={"arrowstyle": "->", "lw": 1},
+        annotation_clip=False,
+    )
+    ax.annotate(
+        "one point = one simulation = one\ntable row: point_key, fit, time_s,\nratio, ...",
+        (n - 1, 0),
+        (n - 0.1, 0.0),
+        fontsize=FONT - 1,
+        va="center",
+        arrowprops={"arrowstyle": "->", "lw": 1},
+        annotation_clip=False,
+    )
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_xlim(-0.6, n - 0.4)
@@ -625,6 +1036,10 @@ def sweep_grid(n: int = 6, ax=None):
     ax.set_xlabel("parameter 1 (e.g. tiles per chip)", fontsize=FONT)
     ax.set_ylabel("parameter 2 (e.g. SRAM per tile)", fontsize=FONT)
     ax.legend(fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.set_title("A two-parameter sweep, read as notebook 08 reads it (a sketch: the sweeps compute where "
-                 "the contour lies)", fontsize=FONT, loc="left")
+    ax.set_title(
+        "A two-parameter sweep, read as notebook 08 reads it (a sketch: the sweeps compute where "
+        "the contour lies)",
+        fontsize=FONT,
+        loc="left",
+    )
     return ax

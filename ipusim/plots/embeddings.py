@@ -62,8 +62,13 @@ def per_watt_bars(table: list[dict], ax=None):
             gpu_best = max(r["per_w"] for r in table if r["case"] == case and r["kind"] == "gpu")
             v = next(r["per_w"] for r in table if r["case"] == case and r["chip"] == ch)
             vals.append(v / gpu_best if gpu_best > 0 else np.nan)
-        ax.bar(np.arange(len(cases)) + (j - (len(chips) - 1) / 2) * width, vals, width, color=chip_color(ch),
-               label=ch)
+        ax.bar(
+            np.arange(len(cases)) + (j - (len(chips) - 1) / 2) * width,
+            vals,
+            width,
+            color=chip_color(ch),
+            label=ch,
+        )
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(cases)), cases, rotation=15, ha="right", fontsize=8)
     ax.set_ylabel("throughput per watt / best GPU's")

@@ -26,27 +26,43 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
         raise ValueError("kernel_times needs a GPU StepResult (from ipusim.gpu.simulate)")
     scales = {"ms": 1e3, "us": 1e6, "s": 1.0}
     if unit not in scales or style not in ("stacked", "paired"):
-        raise ValueError(f"unit must be one of {list(scales)} and style 'stacked' or 'paired'; "
-                         f"got unit={unit!r}, style={style!r}")
+        raise ValueError(
+            f"unit must be one of {list(scales)} and style 'stacked' or 'paired'; "
+            f"got unit={unit!r}, style={style!r}"
+        )
     scale = scales[unit]
     ax = _axes(ax)
     ks = result.extra["kernels"]
-    names = [f"{k['kernel']}\n{k['tile']}" + (f" x{k['count']}" if k["count"] > 1 else "") for k in ks]
+    names = [
+        f"{k['kernel']}\n{k['tile']}" + (f" x{k['count']}" if k["count"] > 1 else "") for k in ks
+    ]
     x = np.arange(len(ks))
     if style == "stacked":
         bottom = np.zeros(len(ks))
-        for key, label, color in (("compute_s", "compute (slowest SM busy)", "tab:blue"),
-                                  ("memory_s", "memory (HBM wait + pipeline fill)", "tab:orange"),
-                                  ("launch_s", "launch overhead", "tab:gray")):
+        for key, label, color in (
+            ("compute_s", "compute (slowest SM busy)", "tab:blue"),
+            ("memory_s", "memory (HBM wait + pipeline fill)", "tab:orange"),
+            ("launch_s", "launch overhead", "tab:gray"),
+        ):
             v = np.array([k[key] for k in ks]) * scale
             ax.bar(x, v, bottom=bottom, label=label, color=color)
             bottom += v
     else:
         w = 0.4
-        ax.bar(x - w / 2, np.array([k["compute_s"] for k in ks]) * scale, w, color="tab:blue",
-               label="compute (slowest SM busy)")
-        ax.bar(x + w / 2, np.array([k["hbm_s"] for k in ks]) * scale, w, color="tab:orange",
-               label="HBM transfer (bytes / achievable bandwidth)")
+        ax.bar(
+            x - w / 2,
+            np.array([k["compute_s"] for k in ks]) * scale,
+            w,
+            color="tab:blue",
+            label="compute (slowest SM busy)",
+        )
+        ax.bar(
+            x + w / 2,
+            np.array([k["hbm_s"] for k in ks]) * scale,
+            w,
+            color="tab:orange",
+            label="HBM transfer (bytes / achievable bandwidth)",
+        )
     ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(f"time over all layers ({unit})")
     if result.fits:
@@ -70,7 +86,9 @@ def wave_staircase(data: dict, ax=None):
     ax.plot(n, ideal * 1e6, "--", color="gray", label="no quantization (time ∝ blocks)")
     for w in range(1, n.size // per_wave):
         ax.axvline(w * per_wave, color="black", lw=0.5, alpha=0.4)
-    ax.set_xlabel(f"thread blocks ({data['sms']} SMs x {data['blocks_per_sm']} per SM = {per_wave} per wave)")
+    ax.set_xlabel(
+        f"thread blocks ({data['sms']} SMs x {data['blocks_per_sm']} per SM = {per_wave} per wave)"
+    )
     ax.set_ylabel("kernel time (µs)")
     ax.set_title(f"Wave quantization on {data['chip']}: block {per_wave + 1} starts a new wave")
     ax.legend(fontsize=8, loc="upper left")
@@ -95,8 +113,14 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     lo, hi = min(pub.min(), sim.min()) / 1.5, max(pub.max(), sim.max()) * 1.5
     line = np.geomspace(lo, hi, 50)
     ax.plot(line, line, color="black", lw=1, label="simulated = published")
-    ax.fill_between(line, line * (1 - tolerance), line * (1 + tolerance), color="gray", alpha=0.2,
-                    label=f"±{tolerance:.0%} tolerance")
+    ax.fill_between(
+        line,
+        line * (1 - tolerance),
+        line * (1 + tolerance),
+        color="gray",
+        alpha=0.2,
+        label=f"±{tolerance:.0%} tolerance",
+    )
     from .style import chip_color
 
     colors = {"TRT-BERT": chip_color("a100-40gb"), "FT-GUIDE": chip_color("a100-80gb")}
@@ -105,25 +129,40 @@ def calibration(rows, ax=None, *, tolerance: float | None = None):
     for fam in dict.fromkeys(fams):
         for seq, marker in ((128, "o"), (384, "s")):
             for sample in ("in", "out"):
-                sel = [i for i, r in enumerate(rows) if r["seq"] == seq and fams[i] == fam
-                       and r.get("sample", "in") == sample]
+                sel = [
+                    i
+                    for i, r in enumerate(rows)
+                    if r["seq"] == seq and fams[i] == fam and r.get("sample", "in") == sample
+                ]
                 if not sel:
                     continue
                 filled = sample == "in"
-                ax.scatter(pub[sel], sim[sel], marker=marker, s=40, zorder=3, facecolors=colors[fam],
-                           edgecolors=colors[fam] if filled else "black", linewidths=0.5 if filled else 1.8,
-                           label=f"{names[fam]}, {seq} tokens, {'in' if filled else 'out of'} sample")
+                ax.scatter(
+                    pub[sel],
+                    sim[sel],
+                    marker=marker,
+                    s=40,
+                    zorder=3,
+                    facecolors=colors[fam],
+                    edgecolors=colors[fam] if filled else "black",
+                    linewidths=0.5 if filled else 1.8,
+                    label=f"{names[fam]}, {seq} tokens, {'in' if filled else 'out of'} sample",
+                )
                 for i in sel:
-                    ax.annotate(f"b{rows[i]['batch']}", (pub[i], sim[i]), textcoords="offset points",
-                                xytext=(5, -10), fontsize=8)
+                    ax.annotate(
+                        f"b{rows[i]['batch']}",
+                        (pub[i], sim[i]),
+                        textcoords="offset points",
+                        xytext=(5, -10),
+                        fontsize=8,
+                    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel("published latency (ms), BERT-base FP16, padded batches")
     ax.set_ylabel("simulated latency (ms)")
-    ax.set_title("GPU model vs published latencies (black edge: out of sample)",
-                 fontsize=10)
+    ax.set_title("GPU model vs published latencies (black edge: out of sample)", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")
     return ax

@@ -16,8 +16,9 @@ def _ax(ax, figsize=(7, 4)):
     return ax
 
 
-def length_histogram(hist, *, max_len: int | None = None, ax=None, label: str | None = None,
-                     color=None):
+def length_histogram(
+    hist, *, max_len: int | None = None, ax=None, label: str | None = None, color=None
+):
     """Share of sequences at each length, with the mean (dashed) and the row length marked.
 
     A spike far above the rest (Wikipedia: 23% of sequences cut at 512) is drawn off scale
@@ -26,8 +27,14 @@ def length_histogram(hist, *, max_len: int | None = None, ax=None, label: str | 
     ax = _ax(ax)
     share = hist.counts / hist.n
     ax.fill_between(hist.lengths, share, step="mid", alpha=0.35, color=color)
-    ax.step(hist.lengths, share, where="mid", lw=1, color=color,
-            label=label or f"{hist.name} (mean {hist.mean:.0f} tokens)")
+    ax.step(
+        hist.lengths,
+        share,
+        where="mid",
+        lw=1,
+        color=color,
+        label=label or f"{hist.name} (mean {hist.mean:.0f} tokens)",
+    )
     ax.axvline(hist.mean, ls="--", lw=1, color=color or "k")
     top = int(np.argmax(share))
     rest = float(np.delete(share, top).max()) if share.size > 1 else float(share[top])
@@ -36,14 +43,28 @@ def length_histogram(hist, *, max_len: int | None = None, ax=None, label: str | 
     ax._ipusim_ymax = ymax  # several histograms on one axes share the limit
     ax.set_ylim(0, ymax)
     if spike:
-        ax.annotate(f"{share[top]:.0%} at {top + 1} (off scale)", xy=(top + 1, 0.99),
-                    xytext=(top + 1 - 0.5 * hist.max_len, 0.75), fontsize=8, color=color,
-                    xycoords=("data", "axes fraction"), textcoords=("data", "axes fraction"),
-                    arrowprops={"arrowstyle": "->", "color": color})
+        ax.annotate(
+            f"{share[top]:.0%} at {top + 1} (off scale)",
+            xy=(top + 1, 0.99),
+            xytext=(top + 1 - 0.5 * hist.max_len, 0.75),
+            fontsize=8,
+            color=color,
+            xycoords=("data", "axes fraction"),
+            textcoords=("data", "axes fraction"),
+            arrowprops={"arrowstyle": "->", "color": color},
+        )
     L = max_len or hist.max_len
     ax.axvline(L, color="k", lw=1.5)
-    ax.text(L, 0.3, f"row = {L} ", ha="right", va="center", fontsize=8, rotation=90,
-            transform=ax.get_xaxis_transform())
+    ax.text(
+        L,
+        0.3,
+        f"row = {L} ",
+        ha="right",
+        va="center",
+        fontsize=8,
+        rotation=90,
+        transform=ax.get_xaxis_transform(),
+    )
     ax.set_xlabel("sequence length (tokens)")
     ax.set_ylabel("share of sequences")
     ax.set_title("Sequence-length distribution (dashed: mean)")
@@ -74,18 +95,31 @@ def rows_picture(result, *, n_rows: int = 24, ax=None, seed: int = 0, title: str
     for y, (row, rl) in enumerate(zip(rows, row_len, strict=True)):
         x = 0
         for j, v in enumerate(row):
-            ax.barh(y, v, left=x, height=0.8, color=_SEQ_COLORS[(y + 3 * j) % len(_SEQ_COLORS)],
-                    edgecolor="white", lw=0.5)
+            ax.barh(
+                y,
+                v,
+                left=x,
+                height=0.8,
+                color=_SEQ_COLORS[(y + 3 * j) % len(_SEQ_COLORS)],
+                edgecolor="white",
+                lw=0.5,
+            )
             x += v
         if rl > x:
-            ax.barh(y, rl - x, left=x, height=0.8, color=_PAD, hatch="///", edgecolor="#a0a0a0", lw=0)
+            ax.barh(
+                y, rl - x, left=x, height=0.8, color=_PAD, hatch="///", edgecolor="#a0a0a0", lw=0
+            )
     ax.set_xlim(0, result.max_len)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("token position in the row")
     ax.set_ylabel("row")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(title or f"{result.strategy}: {result.efficiency:.1%} efficient, "
-                 f"{result.sequences_per_row:.2f} seqs/row (grey: padding)", fontsize=10)
+    ax.set_title(
+        title
+        or f"{result.strategy}: {result.efficiency:.1%} efficient, "
+        f"{result.sequences_per_row:.2f} seqs/row (grey: padding)",
+        fontsize=10,
+    )
     return ax
 
 
@@ -100,8 +134,15 @@ def efficiency_bars(results, *, published: dict | None = None, ax=None, title: s
     if published:
         for i, lab in enumerate(labels):
             if lab in published:
-                ax.plot([i - 0.4, i + 0.4], [published[lab]] * 2, color="k", lw=2,
-                        label="published" if i == min(j for j, x in enumerate(labels) if x in published) else None)
+                ax.plot(
+                    [i - 0.4, i + 0.4],
+                    [published[lab]] * 2,
+                    color="k",
+                    lw=2,
+                    label="published"
+                    if i == min(j for j, x in enumerate(labels) if x in published)
+                    else None,
+                )
         ax.legend(fontsize=8, loc="lower right")
     ax.set_ylim(0, 1.08)
     ax.set_ylabel("efficiency (real tokens / token slots)")
@@ -119,8 +160,14 @@ def _label(r):
 _CONFIG_MARKERS = ("o", "s", "D", "^", "v", "P", "X")
 
 
-def throughput_bars(table, *, claims: dict | None = None, references: dict | None = None, ax=None,
-                    title: str | None = None):
+def throughput_bars(
+    table,
+    *,
+    claims: dict | None = None,
+    references: dict | None = None,
+    ax=None,
+    title: str | None = None,
+):
     """Requests/s per configuration and scenario on a log axis, one marker each (a bar's length
     on a log axis would depend on where the axis starts).
 
@@ -141,14 +188,37 @@ def throughput_bars(table, *, claims: dict | None = None, references: dict | Non
     for i, cfg in enumerate(configs):
         vals = [table[s].get(cfg, np.nan) for s in scenarios]
         col = label_color(cfg, _SEQ_COLORS[(2 * i) % 20])
-        ax.plot(x + i * w, vals, _CONFIG_MARKERS[i % len(_CONFIG_MARKERS)], ms=9, ls="none", color=col, label=cfg)
+        ax.plot(
+            x + i * w,
+            vals,
+            _CONFIG_MARKERS[i % len(_CONFIG_MARKERS)],
+            ms=9,
+            ls="none",
+            color=col,
+            label=cfg,
+        )
         for xi, v in zip(x + i * w, vals, strict=True):
             if np.isfinite(v):
-                ax.annotate(f"{v:,.0f}", (xi, v), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
+                ax.annotate(
+                    f"{v:,.0f}",
+                    (xi, v),
+                    xytext=(0, 7),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=7,
+                )
     for j, ck in enumerate(ckeys):
         vals = [claims.get(s, {}).get(ck, np.nan) for s in scenarios]
-        ax.plot(x + (len(configs) + j) * w, vals, "x" if j == 0 else "+", ms=10, mew=2, ls="none", color="k",
-                label=f"article: {ck}")
+        ax.plot(
+            x + (len(configs) + j) * w,
+            vals,
+            "x" if j == 0 else "+",
+            ms=10,
+            mew=2,
+            ls="none",
+            color="k",
+            label=f"article: {ck}",
+        )
     for j, (lab, val) in enumerate((references or {}).items()):
         ax.axhline(val, color="k", lw=1, ls=(0, (4, 2 + 2 * j)))
         ax.text(x[-1] + 0.8, val * 1.05, lab, ha="right", va="bottom", fontsize=7)
@@ -166,8 +236,14 @@ def waste_vs_long_share(long_fractions, series: dict, *, ax=None):
     """Wasted share of FLOPs (or tokens) vs the share of long texts; ``series`` maps label -> values."""
     ax = _ax(ax)
     for i, (label, vals) in enumerate(series.items()):
-        ax.plot(np.asarray(long_fractions) * 100, np.asarray(vals) * 100, marker="o", ms=3,
-                label=label, color=_SEQ_COLORS[(2 * i) % 20])
+        ax.plot(
+            np.asarray(long_fractions) * 100,
+            np.asarray(vals) * 100,
+            marker="o",
+            ms=3,
+            label=label,
+            color=_SEQ_COLORS[(2 * i) % 20],
+        )
     ax.axhline(30, ls=":", color="k", lw=1)
     ax.text(0, 31, "claim: 'cuts 30% and more'", fontsize=8)
     ax.set_xlabel("long texts in the mix (%)")

@@ -12,11 +12,20 @@ from .. import energy, hardware, roofline, workloads
 from .style import FIT_LABELS, chip_color, fit_style
 
 _LEVEL_STYLE = {
-    "tile SRAM": ("tab:green", "-"), "exchange": ("tab:olive", "--"), "streaming DRAM": ("tab:brown", "-."),
-    "HBM": ("tab:blue", "-"), "chip-to-chip link": ("tab:gray", ":"),
+    "tile SRAM": ("tab:green", "-"),
+    "exchange": ("tab:olive", "--"),
+    "streaming DRAM": ("tab:brown", "-."),
+    "HBM": ("tab:blue", "-"),
+    "chip-to-chip link": ("tab:gray", ":"),
 }
-_KIND_MARKER = {"matmul": "o", "attention": "s", "softmax": "v", "norm": "^", "activation": "D",
-                "embedding": "P"}
+_KIND_MARKER = {
+    "matmul": "o",
+    "attention": "s",
+    "softmax": "v",
+    "norm": "^",
+    "activation": "D",
+    "embedding": "P",
+}
 
 
 def _ax(ax, figsize=(6.4, 4.4)):
@@ -44,8 +53,14 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
     lv = roofline.memory_levels(c)
     for name in levels or lv:
         col, ls = _LEVEL_STYLE.get(name, ("k", "-"))
-        ax.plot(x, roofline.attainable_flops(c, x, lv[name]), color=col, ls=ls, lw=2,
-                label=f"{name} {lv[name] / 1e12:,.3g} TB/s")
+        ax.plot(
+            x,
+            roofline.attainable_flops(c, x, lv[name]),
+            color=col,
+            ls=ls,
+            lw=2,
+            label=f"{name} {lv[name] / 1e12:,.3g} TB/s",
+        )
     ax.axhline(c.peak_flops, color="k", lw=0.8, alpha=0.4)
     if isinstance(steps, workloads.Step):
         steps = [steps]
@@ -60,10 +75,26 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
             if b.flops <= 0:
                 continue
             kinds_seen.add(b.kind)
-            ax.plot(b.intensity, b.attained_flops, marker=_KIND_MARKER.get(b.kind, "o"), ms=6.5, alpha=0.8,
-                    ls="none", color=col, mec=col, fillstyle=fit_style(state)["fillstyle"], zorder=3)
-        ax.plot([], [], "o", color=col, fillstyle=fit_style(state)["fillstyle"],
-                label=lab + ("" if state == "on_chip" else f" ({FIT_LABELS[state]})"))
+            ax.plot(
+                b.intensity,
+                b.attained_flops,
+                marker=_KIND_MARKER.get(b.kind, "o"),
+                ms=6.5,
+                alpha=0.8,
+                ls="none",
+                color=col,
+                mec=col,
+                fillstyle=fit_style(state)["fillstyle"],
+                zorder=3,
+            )
+        ax.plot(
+            [],
+            [],
+            "o",
+            color=col,
+            fillstyle=fit_style(state)["fillstyle"],
+            label=lab + ("" if state == "on_chip" else f" ({FIT_LABELS[state]})"),
+        )
     for k in sorted(kinds_seen):
         ax.scatter([], [], color="0.4", marker=_KIND_MARKER.get(k, "o"), label=k)
     ax.set_xscale("log")
@@ -83,14 +114,24 @@ def capacity_chart(models, chips, *, mode="inference", batch=1, seq_len=2048, ax
     """Bytes each model needs (bars, log scale) against each chip's memory levels (lines)."""
     ax = _ax(ax, (7, 4))
     models = [workloads.model(m) for m in models]
-    need = [roofline.capacity(chips[0], m, mode=mode, batch=batch,
-                              seq_len=min(seq_len, m.max_positions)).need_bytes for m in models]
+    need = [
+        roofline.capacity(
+            chips[0], m, mode=mode, batch=batch, seq_len=min(seq_len, m.max_positions)
+        ).need_bytes
+        for m in models
+    ]
     y = np.arange(len(models))
     # A marker per model, not a bar: on a log axis a bar's length depends on where the axis starts.
     ax.plot(need, y, "D", color="tab:purple", ms=8, ls="none", label="bytes needed")
     for yi, n in zip(y, need, strict=True):
-        ax.annotate(f"{n / 1e9:,.3g} GB", (n, yi), xytext=(0, 8), textcoords="offset points",
-                    ha="center", fontsize=8)
+        ax.annotate(
+            f"{n / 1e9:,.3g} GB",
+            (n, yi),
+            xytext=(0, 8),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
     seen = {}
     for ch in chips:
         c = hardware.chip(ch)
@@ -98,8 +139,13 @@ def capacity_chart(models, chips, *, mode="inference", batch=1, seq_len=2048, ax
             seen.setdefault(round(cap / 1e6), []).append((c, lvl))
     styles = ["-", "--", "-.", ":"]
     for i, (cap_mb, owners) in enumerate(sorted(seen.items())):
-        ax.axvline(cap_mb * 1e6, color=chip_color(owners[0][0]), ls=styles[i % 4], lw=1.5,
-                   label=f"{', '.join(f'{c.name} {lvl}' for c, lvl in owners)}: {cap_mb / 1e3:,.3g} GB")
+        ax.axvline(
+            cap_mb * 1e6,
+            color=chip_color(owners[0][0]),
+            ls=styles[i % 4],
+            lw=1.5,
+            label=f"{', '.join(f'{c.name} {lvl}' for c, lvl in owners)}: {cap_mb / 1e3:,.3g} GB",
+        )
     ax.set_yticks(y, [m.name for m in models])
     ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xscale("log")
@@ -145,10 +191,23 @@ def energy_levels_chart(*, ax=None):
     pj = [energy.BYTE[n].pj for n in names]
     y = np.arange(len(names))
     ax.barh(y, pj, color=[_LEVEL_STYLE[n][0] for n in names])
-    ax.axvline(energy.FLOP_FP16.pj, color="k", ls="--", label=f"one FP16 FLOP: {energy.FLOP_FP16.pj:.2f} pJ")
+    ax.axvline(
+        energy.FLOP_FP16.pj,
+        color="k",
+        ls="--",
+        label=f"one FP16 FLOP: {energy.FLOP_FP16.pj:.2f} pJ",
+    )
     for yi, v in zip(y, pj, strict=True):
-        ax.text(v * 1.1, yi, f"{v:,.3g} pJ/byte = {v / energy.FLOP_FP16.pj:,.0f} FLOPs", va="center", fontsize=8)
-    ax.set_yticks(y, [n + (" (assumed)" if "ASSUMPTION" in energy.BYTE[n].source else "") for n in names])
+        ax.text(
+            v * 1.1,
+            yi,
+            f"{v:,.3g} pJ/byte = {v / energy.FLOP_FP16.pj:,.0f} FLOPs",
+            va="center",
+            fontsize=8,
+        )
+    ax.set_yticks(
+        y, [n + (" (assumed)" if "ASSUMPTION" in energy.BYTE[n].source else "") for n in names]
+    )
     ax.set_xscale("log")
     ax.set_xlim(0.3, max(pj) * 30)
     ax.set_xlabel("energy, pJ (45 nm; see ipusim.energy for sources)")
@@ -169,19 +228,34 @@ def sweep_chart(grid, *, seq_len=None, ax=None, mark_batch=None):
         col = chip_color(name)
         ax.plot(grid.batches, tps[k], ls="-" if kind == "tile" else "--", color=col, label=name)
         nf = ~grid.fits[k, :, j]
-        if nf.any():  # past its memory a tile chip's bound streams from off-chip DRAM; a GPU has no room left
+        if (
+            nf.any()
+        ):  # past its memory a tile chip's bound streams from off-chip DRAM; a GPU has no room left
             state = "streams" if kind == "tile" else "does_not_fit"
-            ax.plot(grid.batches[nf], tps[k][nf], "o", ls="none", color=col, mec=col, ms=6, zorder=3,
-                    fillstyle=fit_style(state)["fillstyle"],
-                    label=f"{name}: {FIT_LABELS[state]}")
+            ax.plot(
+                grid.batches[nf],
+                tps[k][nf],
+                "o",
+                ls="none",
+                color=col,
+                mec=col,
+                ms=6,
+                zorder=3,
+                fillstyle=fit_style(state)["fillstyle"],
+                label=f"{name}: {FIT_LABELS[state]}",
+            )
     if mark_batch is not None:
         ax.axvline(mark_batch, color="k", lw=0.8, alpha=0.5)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     what = "context" if grid.phase == "decode" else "sequence length"
     ax.set_xlabel("batch (sequences per step)")
-    ax.set_ylabel("tokens/s (upper bound)" if grid.phase != "decode" else "new tokens/s (upper bound)")
+    ax.set_ylabel(
+        "tokens/s (upper bound)" if grid.phase != "decode" else "new tokens/s (upper bound)"
+    )
     ax.set_title(f"{grid.model} {grid.phase}, {what} {int(grid.seq_lens[j])}")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: the curves fill the axes
+    ax.legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0)
+    )  # outside: the curves fill the axes
     ax.grid(True, alpha=0.3)
     return ax

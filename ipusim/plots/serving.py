@@ -15,8 +15,14 @@ def _ax(ax):
     return ax
 
 
-def latency_throughput(curves: dict, ax=None, *, title: str = "", latency_key: str = "latency_p99_s",
-                       target_s: float | None = None):
+def latency_throughput(
+    curves: dict,
+    ax=None,
+    *,
+    title: str = "",
+    latency_key: str = "latency_p99_s",
+    target_s: float | None = None,
+):
     """p99 latency (ms, log) against achieved throughput (req/s), one line per policy.
 
     ``curves`` maps a label to the list of summaries from ``serving.sweep_rates``. Only
@@ -34,14 +40,22 @@ def latency_throughput(curves: dict, ax=None, *, title: str = "", latency_key: s
         if (~ok).any():
             unstable.append((x[~ok], line.get_color()))
     if target_s:
-        ax.axhline(target_s * 1e3, color="grey", ls=":", lw=1, label=f"target {target_s * 1e3:g} ms")
+        ax.axhline(
+            target_s * 1e3, color="grey", ls=":", lw=1, label=f"target {target_s * 1e3:g} ms"
+        )
     ax.set_yscale("log")
     if unstable:
         top = ax.get_ylim()[1]
         ax.set_ylim(top=top * 2.5)  # a band above the data for the unstable marks
         for i, (xu, col) in enumerate(unstable):
-            ax.plot(xu, np.full(xu.size, top * 1.6), color=col, mfc=col,
-                    label=UNSTABLE_LABEL if i == 0 else None, **UNSTABLE_STYLE)
+            ax.plot(
+                xu,
+                np.full(xu.size, top * 1.6),
+                color=col,
+                mfc=col,
+                label=UNSTABLE_LABEL if i == 0 else None,
+                **UNSTABLE_STYLE,
+            )
     ax.set_xlabel("throughput (requests/s)")
     ax.set_ylabel(f"{latency_key.split('_')[1]} latency (ms)")
     ax.set_title(title or "Latency vs throughput")
@@ -72,13 +86,17 @@ def batch_sizes(result, ax=None, *, label: str | None = None):
     served = result.batch_id >= 0
     sizes = np.bincount(result.batch_id[served])
     sizes = sizes[sizes > 0]
-    counts, _, _ = ax.hist(sizes, bins=np.arange(0.5, sizes.max() + 1.5), alpha=0.7, label=label or result.policy)
+    counts, _, _ = ax.hist(
+        sizes, bins=np.arange(0.5, sizes.max() + 1.5), alpha=0.7, label=label or result.policy
+    )
     ax.set_xlabel("requests per batch")
     ax.set_ylabel("batches")
     ax.set_title("Batch sizes")
     # the legend in the upper corner away from the tallest bar (an explicit place: loc="best"
     # searches every position against every bar, which matplotlib warns can be slow)
-    ax.legend(fontsize=8, loc="upper left" if np.argmax(counts) >= counts.size / 2 else "upper right")
+    ax.legend(
+        fontsize=8, loc="upper left" if np.argmax(counts) >= counts.size / 2 else "upper right"
+    )
     return ax
 
 
@@ -92,15 +110,30 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
         n_max = max(n_max, lat.size)
         slower = 1.0 - np.arange(lat.size) / lat.size  # share of requests at or above each latency
         stable = getattr(r, "stable", True)
-        ax.step(lat, slower, where="post", color=label_color(label), ls="-" if stable else ":",
-                label=label if stable else f"{label} ({UNSTABLE_LABEL})")
+        ax.step(
+            lat,
+            slower,
+            where="post",
+            color=label_color(label),
+            ls="-" if stable else ":",
+            label=label if stable else f"{label} ({UNSTABLE_LABEL})",
+        )
     low = max(0.5 / n_max, 1e-5)  # the axis ends where a single request's share would be
     for q, name in ((0.5, "p50"), (0.01, "p99")):
-        if q < low:  # too few served requests to show this quantile: no line, no label below the axes
+        if (
+            q < low
+        ):  # too few served requests to show this quantile: no line, no label below the axes
             continue
         ax.axhline(q, color="0.5", lw=0.8, ls="--")
-        ax.annotate(name, (0, q), xycoords=("axes fraction", "data"), xytext=(3, 2),
-                    textcoords="offset points", fontsize=8, color="0.3")
+        ax.annotate(
+            name,
+            (0, q),
+            xycoords=("axes fraction", "data"),
+            xytext=(3, 2),
+            textcoords="offset points",
+            fontsize=8,
+            color="0.3",
+        )
     if target_s:
         ax.axvline(target_s * 1e3, color="grey", ls=":", lw=1, label="target")
     ax.set_xscale("log")
@@ -126,14 +159,24 @@ def theory_check(rows: list[dict], ax=None):
         rho_line = np.linspace(0.05, 0.95, 100)
         cv2 = theory.SERVICE_CV2["mm1" if kind == "M/M/1" else "md1"]
         s = rr[0]["service_s"]
-        ax.plot(rho_line, theory.pk_wait_s(rho_line / s, s, cv2) * 1e3, "-", lw=1, label=f"{kind} theory")
-        ax.plot(rho, np.array([r["simulated_s"] for r in rr]) * 1e3, marker, label=f"{kind} simulated")
+        ax.plot(
+            rho_line,
+            theory.pk_wait_s(rho_line / s, s, cv2) * 1e3,
+            "-",
+            lw=1,
+            label=f"{kind} theory",
+        )
+        ax.plot(
+            rho, np.array([r["simulated_s"] for r in rr]) * 1e3, marker, label=f"{kind} simulated"
+        )
     ax.set_yscale("log")
     ax.set_xlabel("utilization ρ")
     ax.set_ylabel("mean wait in queue (ms)")
     ax.set_title("Simulator vs queueing theory (batch size 1)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")  # waits rise with the utilization: the upper left is empty
+    ax.legend(
+        fontsize=8, loc="upper left"
+    )  # waits rise with the utilization: the upper left is empty
     return ax
 
 
@@ -154,5 +197,7 @@ def service_curves(models: dict, length: int, max_batch: int, axes=None):
     axes[1].set_title("Back-to-back throughput")
     for a in axes:
         a.grid(alpha=0.3)
-        a.legend(fontsize=8, loc="lower right")  # both curves rise with the batch: the lower right is empty
+        a.legend(
+            fontsize=8, loc="lower right"
+        )  # both curves rise with the batch: the lower right is empty
     return axes

@@ -11,8 +11,13 @@ import matplotlib.pyplot as plt
 
 # Tile chips in blues/greens, GPUs in reds/purples, darker for newer parts.
 CHIP_COLORS = {
-    "gc2": "#6baed6", "gc200": "#1f77b4", "bow": "#08519c",
-    "a100-40gb": "#fb6a4a", "a100-80gb": "#d62728", "h100-sxm": "#7b3294", "h200": "#40004b",
+    "gc2": "#6baed6",
+    "gc200": "#1f77b4",
+    "bow": "#08519c",
+    "a100-40gb": "#fb6a4a",
+    "a100-80gb": "#d62728",
+    "h100-sxm": "#7b3294",
+    "h200": "#40004b",
 }
 KIND_COLORS = {"tile": "#1f77b4", "gpu": "#d62728"}  # a chip kind, or a chip not in CHIP_COLORS
 
@@ -40,7 +45,9 @@ def chip_color(c) -> str:
     kind = getattr(c, "kind", name)
     if kind in KIND_COLORS:
         return KIND_COLORS[kind]
-    raise ValueError(f"no colour for chip {name!r}: use a preset name, a chip object, or 'tile'/'gpu'")
+    raise ValueError(
+        f"no colour for chip {name!r}: use a preset name, a chip object, or 'tile'/'gpu'"
+    )
 
 
 def label_color(label: str, default=None):

@@ -37,13 +37,23 @@ def ratio_grid(table, x: str, y: str, value: str = "ratio"):
         if c not in table:
             raise ValueError(f"column {c!r} not in the table")
     if table.duplicated([x, y]).any():
-        raise ValueError(f"more than one row per ({x}, {y}) cell: select one value of the other parameters first")
+        raise ValueError(
+            f"more than one row per ({x}, {y}) cell: select one value of the other parameters first"
+        )
     piv = table.pivot(index=y, columns=x, values=value).sort_index().sort_index(axis=1)
     return piv.columns.to_numpy(), piv.index.to_numpy(), piv.to_numpy(dtype=float)
 
 
-def ratio_heatmap(table, x: str, y: str, *, value: str = "ratio", level: float = 1.0, ax=None,
-                  label: str = "tile / GPU"):
+def ratio_heatmap(
+    table,
+    x: str,
+    y: str,
+    *,
+    value: str = "ratio",
+    level: float = 1.0,
+    ax=None,
+    label: str = "tile / GPU",
+):
     """Heat map of ``value`` (a tile/GPU ratio) over parameters ``x`` and ``y`` (one cell per swept
     pair, evenly spaced), on a log colour scale centred on ``level``, with the ``level`` contour
     (break-even) drawn over it. Cells that did not run (refused) are grey; cells where the tile
@@ -60,11 +70,20 @@ def ratio_heatmap(table, x: str, y: str, *, value: str = "ratio", level: float =
         if v == 0:
             ax.plot(j, i, "x", color="0.3", ms=7)
         elif np.isfinite(v):
-            ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=7,
-                    color="white" if abs(np.log10(v / level)) > 0.6 * span else "black")
+            ax.text(
+                j,
+                i,
+                f"{v:.2g}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if abs(np.log10(v / level)) > 0.6 * span else "black",
+            )
     zc = np.where(z > 0, np.log10(np.where(z > 0, z, 1) / level), -span)
     if np.nanmin(zc) < 0 < np.nanmax(zc):
-        cs = ax.contour(np.arange(len(xs)), np.arange(len(ys)), zc, levels=[0.0], colors="k", linewidths=2)
+        cs = ax.contour(
+            np.arange(len(xs)), np.arange(len(ys)), zc, levels=[0.0], colors="k", linewidths=2
+        )
         cs.set_label(f"break-even ({label} = {level:g})")
     ax.set_xticks(range(len(xs)), _fmt_axis(xs), rotation=45)
     ax.set_yticks(range(len(ys)), _fmt_axis(ys))
@@ -82,11 +101,20 @@ def pareto(table, front, *, x: str = "per_usd", y: str = "per_j", gpu=None, ax=N
     ok = table[(table["error"] == "") & (table[x] > 0)]
     for state, rows in ok.groupby("fit"):
         st = fit_style(state)
-        ax.plot(rows[x], rows[y], "o", color=KIND_COLORS["tile"], fillstyle=st["fillstyle"], alpha=0.7,
-                label=f"tile chips ({FIT_LABELS[state]})")
+        ax.plot(
+            rows[x],
+            rows[y],
+            "o",
+            color=KIND_COLORS["tile"],
+            fillstyle=st["fillstyle"],
+            alpha=0.7,
+            label=f"tile chips ({FIT_LABELS[state]})",
+        )
     ax.plot(front[x], front[y], "-", color="k", lw=1.5, label="Pareto front")
     if gpu is not None:
-        ax.plot([gpu[x]], [gpu[y]], "*", ms=16, color=chip_color(gpu["chip"]), label=str(gpu["chip"]))
+        ax.plot(
+            [gpu[x]], [gpu[y]], "*", ms=16, color=chip_color(gpu["chip"]), label=str(gpu["chip"])
+        )
         ax.axvline(gpu[x], color=chip_color(gpu["chip"]), lw=0.8, ls=":")
         ax.axhline(gpu[y], color=chip_color(gpu["chip"]), lw=0.8, ls=":")
     ax.set_xscale("log")

@@ -10,9 +10,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 KIB = 1024
-PHASE_COLORS = {"compute": "tab:green", "sync": "tab:red", "exchange": "tab:blue",
-                "streaming": "tab:purple", "memory": "tab:orange", "launch": "tab:gray"}
-FLOORPLAN_COLUMNS = 16  # ASSUMPTION: GC2 has 16 tile columns (IPUG §2.1); GC200 layout not published
+PHASE_COLORS = {
+    "compute": "tab:green",
+    "sync": "tab:red",
+    "exchange": "tab:blue",
+    "streaming": "tab:purple",
+    "memory": "tab:orange",
+    "launch": "tab:gray",
+}
+FLOORPLAN_COLUMNS = (
+    16  # ASSUMPTION: GC2 has 16 tile columns (IPUG §2.1); GC200 layout not published
+)
 
 
 def _ax(ax, size=(7, 4)):
@@ -31,15 +39,23 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
     grid[:T] = mem
     limit = prof.chip.sram_per_tile_bytes / KIB
     vmax = max(limit, mem.max()) * 1.01  # room above the limit, so its line shows on the colour bar
-    im = ax.imshow(grid.reshape(columns, per), aspect="auto", cmap="viridis",
-                   vmin=min(mem.min(), limit) * 0.98, vmax=vmax, interpolation="nearest")
+    im = ax.imshow(
+        grid.reshape(columns, per),
+        aspect="auto",
+        cmap="viridis",
+        vmin=min(mem.min(), limit) * 0.98,
+        vmax=vmax,
+        interpolation="nearest",
+    )
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
     cb.ax.axhline(limit, color="tab:red", lw=2)
     cb.set_label(f"peak memory per tile (KiB)\nred line: tile limit {limit:,.0f} KiB")
     ax.set_xlabel(f"tile position within its column ({per} tiles per column)")
     ax.set_ylabel(f"tile column (one row each, {columns})")
-    ax.set_title(f"{prof.chip.name}: tile memory, {prof.result.model} "
-                 f"(max {mem.max():,.0f} of {limit:,.0f} KiB)")
+    ax.set_title(
+        f"{prof.chip.name}: tile memory, {prof.result.model} "
+        f"(max {mem.max():,.0f} of {limit:,.0f} KiB)"
+    )
     return ax
 
 
@@ -48,12 +64,20 @@ def memory_histogram(prof, ax=None, bins: int = 64):
     ax = _ax(ax)
     limit = prof.chip.sram_per_tile_bytes / KIB
     bins = np.linspace(0, max(limit, prof.memory.max() / KIB) * 1.02, bins)
-    ax.hist(prof.memory / KIB, bins=bins, color="tab:blue", alpha=0.8, label="peak (always-live + temporary)")
+    ax.hist(
+        prof.memory / KIB,
+        bins=bins,
+        color="tab:blue",
+        alpha=0.8,
+        label="peak (always-live + temporary)",
+    )
     ax.hist(prof.always_live / KIB, bins=bins, color="tab:gray", alpha=0.6, label="always-live")
     ax.axvline(limit, color="tab:red", lw=2, label=f"tile limit {limit:,.0f} KiB")
     ax.set_xlabel("memory per tile (KiB)")
     ax.set_ylabel("tiles")
-    ax.set_title(f"{prof.chip.name}: memory per tile, {prof.result.model} batch {prof.result.batch}")
+    ax.set_title(
+        f"{prof.chip.name}: memory per tile, {prof.result.model} batch {prof.result.batch}"
+    )
     ax.legend(fontsize=8)
     return ax
 
@@ -96,23 +120,35 @@ def bsp_trace(prof, ax=None, groups: int = 32, ops=None):
             lo, hi = edges[g], edges[g + 1]
             x = prog.exch[s, lo:hi].mean() / hz
             cm = prog.comp[s, lo:hi].mean() / hz
-            ax.broken_barh([(t0 + sync, x), (t0 + sync + xs, cm)], (g, 0.9),
-                           facecolors=(PHASE_COLORS["exchange"], PHASE_COLORS["compute"]))
+            ax.broken_barh(
+                [(t0 + sync, x), (t0 + sync + xs, cm)],
+                (g, 0.9),
+                facecolors=(PHASE_COLORS["exchange"], PHASE_COLORS["compute"]),
+            )
         dur = sync + xs + cs
         ph = prog.phases[s]
         if dur > 0.03 * max(1e-9, prog.superstep_cycles[keep].sum() / hz):
             name = ph.op + (" (reduce)" if ph.label == "reduce" else "")
-            ax.text(t0 + dur / 2, groups + 0.3, name, ha="center", va="bottom", fontsize=7, rotation=90)
+            ax.text(
+                t0 + dur / 2, groups + 0.3, name, ha="center", va="bottom", fontsize=7, rotation=90
+            )
         t0 += dur
     ax.set_xlim(0, t0)
     ax.set_ylim(0, groups * 1.35)
     ax.set_xlabel("time (µs), one instance of each op")
     ax.set_ylabel(f"tile group ({T // groups} tiles each)")
     ax.set_title(f"BSP trace: {prof.result.model} on {c.name}")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=PHASE_COLORS[k], alpha=0.35 if k == "sync" else 1)
-               for k in ("compute", "sync", "exchange")]
-    ax.legend(handles, ["compute", "sync", "exchange"], fontsize=8, loc="upper left",
-              bbox_to_anchor=(1.0, 1.0))
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, color=PHASE_COLORS[k], alpha=0.35 if k == "sync" else 1)
+        for k in ("compute", "sync", "exchange")
+    ]
+    ax.legend(
+        handles,
+        ["compute", "sync", "exchange"],
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
     return ax
 
 
@@ -151,7 +187,9 @@ def op_proportions(result, ax=None):
 def op_proportions_side_by_side(tile_result, gpu_result, fig=None):
     """The tile chip's per-op cycle proportions beside the GPU's per-kernel compute vs memory time."""
     fig = fig or plt.figure(figsize=(12, 4.2))
-    a1, a2 = fig.subplots(1, 2, sharey=True, sharex=True)  # same ops, same % scale: the chips compare
+    a1, a2 = fig.subplots(
+        1, 2, sharey=True, sharex=True
+    )  # same ops, same % scale: the chips compare
     op_proportions(tile_result, a1)
     op_proportions(gpu_result, a2)
     fig.suptitle(f"{tile_result.model}, batch {tile_result.batch}: where the time goes")
@@ -168,10 +206,18 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
     for k in keys:
         v = np.array([r.split.get(k, 0.0) for r in results]) * 1e6
         if log:
-            v = np.where(v > 0, v, np.nan)  # zero (e.g. no exchange on one tile) has no place on a log axis
+            v = np.where(
+                v > 0, v, np.nan
+            )  # zero (e.g. no exchange on one tile) has no place on a log axis
         ax.plot(x, v, marker="o", ms=3, color=PHASE_COLORS.get(k), label=k)
     tot = np.array([r.time_s if np.isfinite(r.time_s) else np.nan for r in results]) * 1e6
-    ax.plot(x, tot, "k--", lw=1.5, label="total (gaps: does not fit)" if np.isnan(tot).any() else "total")
+    ax.plot(
+        x,
+        tot,
+        "k--",
+        lw=1.5,
+        label="total (gaps: does not fit)" if np.isnan(tot).any() else "total",
+    )
     if log:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -182,8 +228,15 @@ def split_vs(x, results, ax=None, xlabel: str = "", per: str = "step", log: bool
     return ax
 
 
-def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "sequences / s",
-                     fits: dict | None = None, streamed: dict | None = None):
+def throughput_sweep(
+    x,
+    curves: dict,
+    ax=None,
+    xlabel: str = "",
+    ylabel: str = "sequences / s",
+    fits: dict | None = None,
+    streamed: dict | None = None,
+):
     """Throughput curves against ``x``, one per chip (a preset name as the label takes the
     series' colour, ``plots.style``).
 
@@ -197,23 +250,43 @@ def throughput_sweep(x, curves: dict, ax=None, xlabel: str = "", ylabel: str = "
     ax = _ax(ax)
     for label, y in curves.items():
         y = np.asarray(y, float)
-        ok = np.ones(y.size, bool) if not fits or label not in fits else np.asarray(fits[label], bool)
-        st = np.zeros(y.size, bool) if not streamed or label not in streamed else np.asarray(streamed[label], bool)
+        ok = (
+            np.ones(y.size, bool)
+            if not fits or label not in fits
+            else np.asarray(fits[label], bool)
+        )
+        st = (
+            np.zeros(y.size, bool)
+            if not streamed or label not in streamed
+            else np.asarray(streamed[label], bool)
+        )
         try:
             col = chip_color(label)
         except ValueError:
             col = None
-        y_line = np.where(ok, y, np.nan)  # a step that does not fit has no throughput: break the line
-        line, = ax.plot(x, y_line, "-", color=col, label=label)
+        y_line = np.where(
+            ok, y, np.nan
+        )  # a step that does not fit has no throughput: break the line
+        (line,) = ax.plot(x, y_line, "-", color=col, label=label)
         col = line.get_color()
         xs = np.asarray(x)
         for state, sel in (("on_chip", ok & ~st), ("streams", ok & st), ("does_not_fit", ~ok)):
             sel = sel & np.isfinite(y) & (y > 0)
             if sel.any():
-                ax.plot(xs[sel], y[sel], "o", ls="none", color=col, mec=col, ms=6 if state != "does_not_fit" else 8,
-                        fillstyle=fit_style(state)["fillstyle"],
-                        label=None if state == "on_chip" else
-                        f"{label}: {FIT_LABELS[state]}" + (" (time if it did)" if state == "does_not_fit" else ""))
+                ax.plot(
+                    xs[sel],
+                    y[sel],
+                    "o",
+                    ls="none",
+                    color=col,
+                    mec=col,
+                    ms=6 if state != "does_not_fit" else 8,
+                    fillstyle=fit_style(state)["fillstyle"],
+                    label=None
+                    if state == "on_chip"
+                    else f"{label}: {FIT_LABELS[state]}"
+                    + (" (time if it did)" if state == "does_not_fit" else ""),
+                )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
@@ -237,21 +310,44 @@ def serial_passes(batches, results, single_pass_s, ax=None, label: str = ""):
     b = np.asarray(batches)
     t = np.array([r.time_s if r.fits else np.nan for r in results]) * 1e3
     passes = np.array([bool(r.extra.get("passes")) for r in results])
-    col = chip_color(results[0].chip) if results[0].chip in ("gc2", "gc200", "bow") else chip_color("tile")
+    col = (
+        chip_color(results[0].chip)
+        if results[0].chip in ("gc2", "gc200", "bow")
+        else chip_color("tile")
+    )
     ax.plot(b, t, "-", color=col, lw=1.5, label=f"{label} simulated step".strip())
     for state in ("on_chip", "streams"):
         st = np.array([r.fit == state for r in results])
         for sel, mk, what in ((st & ~passes, "o", "one pass"), (st & passes, "s", "serial passes")):
             if sel.any():
-                ax.plot(b[sel], t[sel], mk, color=col, ms=6, ls="none", fillstyle=fit_style(state)["fillstyle"],
-                        label=f"{what}, {state}")
-    ax.plot(b, np.asarray(single_pass_s) * 1e3, "--", color="0.4", lw=1,
-            label="every op in one pass (memory ignored)")
+                ax.plot(
+                    b[sel],
+                    t[sel],
+                    mk,
+                    color=col,
+                    ms=6,
+                    ls="none",
+                    fillstyle=fit_style(state)["fillstyle"],
+                    label=f"{what}, {state}",
+                )
+    ax.plot(
+        b,
+        np.asarray(single_pass_s) * 1e3,
+        "--",
+        color="0.4",
+        lw=1,
+        label="every op in one pass (memory ignored)",
+    )
     if passes.any():
         first = b[np.argmax(passes)]
         ax.axvline(first, color="0.4", ls=":", lw=1)
-        ax.annotate(f"passes from batch {first}", (first, np.nanmax(t) * 0.9), fontsize=8,
-                    xytext=(4, 0), textcoords="offset points")
+        ax.annotate(
+            f"passes from batch {first}",
+            (first, np.nanmax(t) * 0.9),
+            fontsize=8,
+            xytext=(4, 0),
+            textcoords="offset points",
+        )
     ax.set_xlabel("batch (sequences)")
     ax.set_ylabel("step time (ms)")
     ax.grid(alpha=0.3)

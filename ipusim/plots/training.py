@@ -9,15 +9,25 @@ from .tiles import PHASE_COLORS
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
 SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in every figure
-    "ops_compute": PHASE_COLORS["compute"], "ops_exchange": PHASE_COLORS["exchange"], "ops_sync": PHASE_COLORS["sync"],
+    "ops_compute": PHASE_COLORS["compute"],
+    "ops_exchange": PHASE_COLORS["exchange"],
+    "ops_sync": PHASE_COLORS["sync"],
     "ops_streaming": "#937860",
-    "ops_memory": "#64b5cd", "ops_launch": "#8c8c8c", "recompute": "#ccb974", "tensor_parallel": "#dd8452",
-    "pipeline_bubble": "#eeeeee", "pipeline_p2p": "#da8bc3", "data_parallel": "#8172b3", "optimizer": "#000000",
+    "ops_memory": "#64b5cd",
+    "ops_launch": "#8c8c8c",
+    "recompute": "#ccb974",
+    "tensor_parallel": "#dd8452",
+    "pipeline_bubble": "#eeeeee",
+    "pipeline_p2p": "#da8bc3",
+    "data_parallel": "#8172b3",
+    "optimizer": "#000000",
 }
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
 
 
-def plot_memory_wall(models, per_param_bytes: float = 16.0, capacities: dict | None = None, ax=None):
+def plot_memory_wall(
+    models, per_param_bytes: float = 16.0, capacities: dict | None = None, ax=None
+):
     """Training states (``per_param_bytes`` per parameter) of each model against per-chip capacities
     (``{label: bytes}``), on a log axis of GB (bars start at 1 GB, so they read as totals)."""
     ax = axes(ax)
@@ -25,7 +35,9 @@ def plot_memory_wall(models, per_param_bytes: float = 16.0, capacities: dict | N
     vals = np.array([m.params * per_param_bytes / 1e9 for m in models])
     ax.barh(names, vals, color="0.6", label=f"{per_param_bytes:g} B/param (weights, grads, Adam)")
     for label, cap in (capacities or {}).items():
-        ax.axvline(cap / 1e9, color=chip_color(label.split()[0]) if label.split()[0] else "k", ls="--")
+        ax.axvline(
+            cap / 1e9, color=chip_color(label.split()[0]) if label.split()[0] else "k", ls="--"
+        )
         ax.text(cap / 1e9, len(names) - 0.5, f" {label}", rotation=90, va="top", fontsize=8)
     ax.set_xscale("log")
     return finish(ax, xlabel="GB", title="Training states vs one chip's memory", loc="lower right")
@@ -38,12 +50,23 @@ def plot_memory_per_chip(steps, ax=None):
     bottom = np.zeros(len(steps))
     for cat in CATEGORIES:
         v = np.array([s.memory_per_chip_bytes.get(cat, 0.0) / 1e9 for s in steps])
-        ax.bar(x, v, bottom=bottom, hatch=_HATCH[cat], color=[chip_color(s.chip) for s in steps],
-               edgecolor="k", alpha=0.6, label=cat)
+        ax.bar(
+            x,
+            v,
+            bottom=bottom,
+            hatch=_HATCH[cat],
+            color=[chip_color(s.chip) for s in steps],
+            edgecolor="k",
+            alpha=0.6,
+            label=cat,
+        )
         bottom += v
     ax.set_xticks(x, [f"{s.model}\n{s.chips} {s.chip}\n{s.fit}" for s in steps], fontsize=8)
-    return finish(ax, ylabel="GB per chip (where each lives: see memory_where)",
-                  title="Memory per chip at the best placement")
+    return finish(
+        ax,
+        ylabel="GB per chip (where each lives: see memory_where)",
+        title="Memory per chip at the best placement",
+    )
 
 
 def plot_step_split(steps, ax=None):
@@ -59,8 +82,13 @@ def plot_step_split(steps, ax=None):
         left += v
     ax.set_yticks(y, [f"{s.model} on {s.chips} {s.chip}" for s in steps], fontsize=8)
     ax.set_xlim(0, 1)
-    return finish(ax, xlabel="share of the step time", title="Where a training step's time goes", legend_fontsize=7,
-                  loc="lower right")
+    return finish(
+        ax,
+        xlabel="share of the step time",
+        title="Where a training step's time goes",
+        legend_fontsize=7,
+        loc="lower right",
+    )
 
 
 def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
@@ -71,18 +99,31 @@ def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
     ax.axhspan(*claim, color="g", alpha=0.2, label="claim: 15-20% cheaper")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log")
-    return finish(ax, xlabel="Streaming Memory bandwidth per tile chip (GB/s; preset 64 is an ASSUMPTION)",
-                  ylabel="tile / GPU cost to train", title="The cost claim vs the uncertain Streaming Memory bandwidth")
+    return finish(
+        ax,
+        xlabel="Streaming Memory bandwidth per tile chip (GB/s; preset 64 is an ASSUMPTION)",
+        ylabel="tile / GPU cost to train",
+        title="The cost claim vs the uncertain Streaming Memory bandwidth",
+    )
 
 
 def plot_convergence(run, ax=None):
     """Loss per step with FP32, FP16 round-to-nearest and FP16 stochastic-rounding weights."""
     ax = axes(ax)
     for mode, style in (("fp32", "k-"), ("nearest", "r--"), ("stochastic", "b:")):
-        ax.plot(run.steps, run.loss[mode], style, label=f"weights {mode if mode == 'fp32' else 'fp16 ' + mode}")
+        ax.plot(
+            run.steps,
+            run.loss[mode],
+            style,
+            label=f"weights {mode if mode == 'fp32' else 'fp16 ' + mode}",
+        )
     ax.set_yscale("log")
-    return finish(ax, xlabel="step", ylabel="loss (mean squared error)",
-                  title="FP16 weight updates: round-to-nearest stalls")
+    return finish(
+        ax,
+        xlabel="step",
+        ylabel="loss (mean squared error)",
+        title="FP16 weight updates: round-to-nearest stalls",
+    )
 
 
 def plot_published(rows, ax=None):
@@ -91,10 +132,21 @@ def plot_published(rows, ax=None):
     ax = axes(ax, size=(7.5, 0.45 * len(rows) + 1.2))
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows, strict=True):
-        ax.barh(yi, 2 * r["tolerance"], left=1 - r["tolerance"], height=0.6, color="0.85",
-                label="tolerance" if yi == y[0] else None)
+        ax.barh(
+            yi,
+            2 * r["tolerance"],
+            left=1 - r["tolerance"],
+            height=0.6,
+            color="0.85",
+            label="tolerance" if yi == y[0] else None,
+        )
         ax.plot(r["ratio"], yi, "o", color=chip_color(r["step"].chip), ms=7)
         ax.annotate(f" {r['ratio']:.2f}", (r["ratio"], yi), va="center", fontsize=8)
     ax.axvline(1.0, color="k", lw=0.8)
     ax.set_yticks(y, [f"{r['run']}\n{r['quantity']}" for r in rows], fontsize=7)
-    return finish(ax, xlabel="predicted / published", title="Training model vs published runs", loc="lower right")
+    return finish(
+        ax,
+        xlabel="predicted / published",
+        title="Training model vs published runs",
+        loc="lower right",
+    )

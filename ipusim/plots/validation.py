@@ -6,9 +6,18 @@ import numpy as np
 
 from .style import axes, finish
 
-AREA_COLORS = {"tile": "tab:blue", "gpu": "tab:green", "training": "tab:purple", "serving": "tab:orange",
-               "embeddings": "tab:brown", "packing": "tab:gray"}
-USE_MARKERS = {"calibration": "s", "check": "o"}  # squares: in sample (a parameter was set from the row)
+AREA_COLORS = {
+    "tile": "tab:blue",
+    "gpu": "tab:green",
+    "training": "tab:purple",
+    "serving": "tab:orange",
+    "embeddings": "tab:brown",
+    "packing": "tab:gray",
+}
+USE_MARKERS = {
+    "calibration": "s",
+    "check": "o",
+}  # squares: in sample (a parameter was set from the row)
 
 
 def predicted_vs_published(results=None, ax=None, *, band: float = 0.25):
@@ -36,11 +45,25 @@ def predicted_vs_published(results=None, ax=None, *, band: float = 0.25):
         for use, marker in USE_MARKERS.items():
             sel = [i for i, r in enumerate(results) if r["area"] == area and r["use"] == use]
             if sel:
-                ax.plot(pub[sel], pred[sel], marker=marker, ls="none", color=color, ms=6, alpha=0.85,
-                        label=f"{area}, {'calibration (in sample)' if use == 'calibration' else 'check'}")
+                ax.plot(
+                    pub[sel],
+                    pred[sel],
+                    marker=marker,
+                    ls="none",
+                    color=color,
+                    ms=6,
+                    alpha=0.85,
+                    label=f"{area}, {'calibration (in sample)' if use == 'calibration' else 'check'}",
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    return finish(ax, xlabel="published (row's unit)", ylabel="predicted by ipusim (same unit)",
-                  title="How far to trust ipusim", legend_fontsize=7, loc="upper left")
+    return finish(
+        ax,
+        xlabel="published (row's unit)",
+        ylabel="predicted by ipusim (same unit)",
+        title="How far to trust ipusim",
+        legend_fontsize=7,
+        loc="upper left",
+    )

@@ -41,7 +41,6 @@ Public entry points: ``memory_levels``, ``memory_capacities``, ``arithmetic_inte
 ``sweep`` (a Numba grid of step bounds over batch x sequence length x chip).
 """
 
-
 from __future__ import annotations
 
 from .analysis import StepRoofline, analyze

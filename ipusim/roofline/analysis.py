@@ -23,7 +23,9 @@ class StepRoofline:
     need_bytes: float  # what must be held at once, bytes
     capacity_bytes: float  # tile SRAM data room or HBM, bytes
     energy: _energy.Energy = field(repr=False)
-    placement: dict = field(default_factory=lambda: {"weights": True, "kv": True, "activations": True})
+    placement: dict = field(
+        default_factory=lambda: {"weights": True, "kv": True, "activations": True}
+    )
     fused: bool = False  # bounds are per fused kernel (see the module docstring)
 
     @property
@@ -71,15 +73,30 @@ class StepRoofline:
     def to_dict(self) -> dict:
         s = self.step
         return {
-            "chip": self.chip.name, "model": s.model.name, "phase": s.phase, "batch": s.batch,
-            "row_len": s.row_len, "real_tokens": s.real_tokens, "tokens": s.tokens,
-            "flops": s.flops, "bytes": s.bytes, "time_s": self.time_s, "compute_s": self.compute_s,
-            "memory_bound_share": self.memory_bound_share, "attained_flops": self.attained_flops,
-            "peak_flops": self.chip.peak_flops, "tokens_per_s": self.tokens_per_s,
-            "seq_per_s": self.seq_per_s, "fits": self.fits, "weights_in": self.where,
-            "offchip": list(self.offchip), "fused": self.fused,
-            "need_bytes": self.need_bytes, "capacity_bytes": self.capacity_bytes,
-            "energy": self.energy.to_dict(), "ops": [b.to_dict() for b in self.bounds],
+            "chip": self.chip.name,
+            "model": s.model.name,
+            "phase": s.phase,
+            "batch": s.batch,
+            "row_len": s.row_len,
+            "real_tokens": s.real_tokens,
+            "tokens": s.tokens,
+            "flops": s.flops,
+            "bytes": s.bytes,
+            "time_s": self.time_s,
+            "compute_s": self.compute_s,
+            "memory_bound_share": self.memory_bound_share,
+            "attained_flops": self.attained_flops,
+            "peak_flops": self.chip.peak_flops,
+            "tokens_per_s": self.tokens_per_s,
+            "seq_per_s": self.seq_per_s,
+            "fits": self.fits,
+            "weights_in": self.where,
+            "offchip": list(self.offchip),
+            "fused": self.fused,
+            "need_bytes": self.need_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "energy": self.energy.to_dict(),
+            "ops": [b.to_dict() for b in self.bounds],
         }
 
     def __repr__(self):
@@ -108,16 +125,26 @@ class StepRoofline:
         )
 
 
-def analyze(c, s: Step, *, weights_on_chip: bool | None = None, fused: bool = False) -> StepRoofline:
+def analyze(
+    c, s: Step, *, weights_on_chip: bool | None = None, fused: bool = False
+) -> StepRoofline:
     """Roofline analysis of step ``s`` on chip ``c`` (preset name or chip object)."""
     c = _chip(c)
     if not isinstance(s, Step):
-        raise ValueError(f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}")
+        raise ValueError(
+            f"s must be a workloads.Step (from ipusim.step(...)), got {type(s).__name__}"
+        )
     fits = fits_on_chip(c, s)
     place = placement(c, s, weights_on_chip=weights_on_chip)
     cap = float(c.data_bytes if isinstance(c, TileChip) else c.hbm_bytes)
-    return StepRoofline(c, s, tuple(step_bounds(c, s, weights_on_chip=weights_on_chip, fused=bool(fused))),
-                        fits, step_need_bytes(s), cap, step_energy(c, s, weights_on_chip=weights_on_chip),
-                        place, bool(fused))
-
-
+    return StepRoofline(
+        c,
+        s,
+        tuple(step_bounds(c, s, weights_on_chip=weights_on_chip, fused=bool(fused))),
+        fits,
+        step_need_bytes(s),
+        cap,
+        step_energy(c, s, weights_on_chip=weights_on_chip),
+        place,
+        bool(fused),
+    )

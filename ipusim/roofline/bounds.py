@@ -14,8 +14,14 @@ from ..workloads import Op, Step
 from .levels import memory_levels
 
 
-def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
-              kv_on_chip: bool | None = None, activations_on_chip: bool | None = None) -> dict[str, bool]:
+def placement(
+    c: TileChip | GpuChip,
+    s: Step,
+    *,
+    weights_on_chip: bool | None = None,
+    kv_on_chip: bool | None = None,
+    activations_on_chip: bool | None = None,
+) -> dict[str, bool]:
     """Which of a step's tensors a roofline bound keeps on chip: ``{"weights", "kv",
     "activations"} -> bool`` (True: tile SRAM, or HBM on a GPU).
 
@@ -36,15 +42,25 @@ def placement(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = 
         place = dict(on)
     else:
         live, kv = live_act_bytes(s), _kv_need_bytes(s)
-        place = {"weights": False, "kv": kv == 0 or live + kv <= c.data_bytes, "activations": live <= c.data_bytes}
+        place = {
+            "weights": False,
+            "kv": kv == 0 or live + kv <= c.data_bytes,
+            "activations": live <= c.data_bytes,
+        }
     for k, v in (("kv", kv_on_chip), ("activations", activations_on_chip)):
         if v is not None:
             place[k] = bool(v)
     return place
 
 
-def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True,
-                      kv_on_chip: bool = True, activations_on_chip: bool = True) -> dict[str, float]:
+def op_bytes_by_level(
+    c: TileChip | GpuChip,
+    op: Op,
+    *,
+    weights_on_chip: bool = True,
+    kv_on_chip: bool = True,
+    activations_on_chip: bool = True,
+) -> dict[str, float]:
     """Bytes ``op`` reads and writes at each memory level of chip ``c`` (compulsory traffic only).
 
     On a tile chip with off-chip DRAM, the weights, the KV cache and the other activations
@@ -53,10 +69,15 @@ def op_bytes_by_level(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = 
     c = _chip(c)
     if isinstance(c, GpuChip):
         return {"HBM": op.bytes}
-    if c.offchip_bandwidth_bytes_per_s > 0 and not (weights_on_chip and kv_on_chip and activations_on_chip):
+    if c.offchip_bandwidth_bytes_per_s > 0 and not (
+        weights_on_chip and kv_on_chip and activations_on_chip
+    ):
         act = op.act_read_bytes + op.act_write_bytes
-        off = ((0.0 if weights_on_chip else op.weight_bytes) + (0.0 if kv_on_chip else op.kv_bytes)
-               + (0.0 if activations_on_chip else act))
+        off = (
+            (0.0 if weights_on_chip else op.weight_bytes)
+            + (0.0 if kv_on_chip else op.kv_bytes)
+            + (0.0 if activations_on_chip else act)
+        )
         return {"streaming DRAM": off, "tile SRAM": op.bytes - off}
     return {"tile SRAM": op.bytes}
 
@@ -117,10 +138,18 @@ class OpBound:
         return self.flops / self.time_s if self.time_s > 0 else 0.0
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "kind": self.kind, "flops": self.flops, "bytes": self.bytes,
-                "flop_per_byte": self.intensity, "compute_s": self.compute_s,
-                "memory_s": self.memory_s, "time_s": self.time_s, "bound": self.bound,
-                "level": self.level}
+        return {
+            "op": self.op,
+            "kind": self.kind,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "flop_per_byte": self.intensity,
+            "compute_s": self.compute_s,
+            "memory_s": self.memory_s,
+            "time_s": self.time_s,
+            "bound": self.bound,
+            "level": self.level,
+        }
 
 
 def _group_bound(c, name: str, kind: str, ops: list[Op], moved: list[Op], place: dict) -> OpBound:
@@ -131,20 +160,39 @@ def _group_bound(c, name: str, kind: str, ops: list[Op], moved: list[Op], place:
     bws = memory_levels(c)
     per_level: dict[str, float] = {}
     for o in moved:
-        for lvl, b in op_bytes_by_level(c, o, weights_on_chip=place["weights"], kv_on_chip=place["kv"],
-                                        activations_on_chip=place["activations"]).items():
+        for lvl, b in op_bytes_by_level(
+            c,
+            o,
+            weights_on_chip=place["weights"],
+            kv_on_chip=place["kv"],
+            activations_on_chip=place["activations"],
+        ).items():
             per_level[lvl] = per_level.get(lvl, 0.0) + b
     memory, level = 0.0, ""
     for lvl, b in per_level.items():
         t = b / bws[lvl]
         if t > memory or not level:
             memory, level = t, lvl
-    return OpBound(name, kind, compute, memory, "compute" if compute >= memory else "memory",
-                   flops=flops, bytes=float(sum(o.bytes for o in moved)), level=level)
+    return OpBound(
+        name,
+        kind,
+        compute,
+        memory,
+        "compute" if compute >= memory else "memory",
+        flops=flops,
+        bytes=float(sum(o.bytes for o in moved)),
+        level=level,
+    )
 
 
-def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True, kv_on_chip: bool = True,
-             activations_on_chip: bool = True) -> OpBound:
+def op_bound(
+    c: TileChip | GpuChip,
+    op: Op,
+    *,
+    weights_on_chip: bool = True,
+    kv_on_chip: bool = True,
+    activations_on_chip: bool = True,
+) -> OpBound:
     """Lower-bound time of ``op`` on chip ``c`` (unfused: all its bytes cross memory).
 
     On a tile chip whose weights (or KV cache, or activations) live in off-chip DRAM, those
@@ -155,9 +203,15 @@ def op_bound(c: TileChip | GpuChip, op: Op, *, weights_on_chip: bool = True, kv_
     return _group_bound(c, op.name, op.kind, [op], [op], place)
 
 
-def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
-                fused: bool = False, kv_on_chip: bool | None = None,
-                activations_on_chip: bool | None = None) -> list[OpBound]:
+def step_bounds(
+    c: TileChip | GpuChip,
+    s: Step,
+    *,
+    weights_on_chip: bool | None = None,
+    fused: bool = False,
+    kv_on_chip: bool | None = None,
+    activations_on_chip: bool | None = None,
+) -> list[OpBound]:
     """Lower bounds of a step, op by op (``fused=False``: one per op, step order) or kernel
     by kernel (``fused=True``: the ``FUSED_GROUPS`` as one bound each, in place of their
     first op, every other op as itself). Placement of weights, KV cache and activations by
@@ -165,8 +219,13 @@ def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
     ``activations_on_chip`` override it for those tensors).
     """
     c = _chip(c)
-    place = placement(c, s, weights_on_chip=weights_on_chip, kv_on_chip=kv_on_chip,
-                      activations_on_chip=activations_on_chip)
+    place = placement(
+        c,
+        s,
+        weights_on_chip=weights_on_chip,
+        kv_on_chip=kv_on_chip,
+        activations_on_chip=activations_on_chip,
+    )
     if not fused:
         return [_group_bound(c, o.name, o.kind, [o], [o], place) for o in s.ops]
     by = {o.name: o for o in s.ops}
@@ -186,14 +245,31 @@ def step_bounds(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
     return out
 
 
-def step_time_s(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None,
-                fused: bool = False, kv_on_chip: bool | None = None,
-                activations_on_chip: bool | None = None) -> float:
+def step_time_s(
+    c: TileChip | GpuChip,
+    s: Step,
+    *,
+    weights_on_chip: bool | None = None,
+    fused: bool = False,
+    kv_on_chip: bool | None = None,
+    activations_on_chip: bool | None = None,
+) -> float:
     """Lower bound on the time of a whole step: the sum of its ops' (or fused kernels')
     bounds, seconds. ``fused=False`` bounds ``tiles.simulate`` and an unfused GPU;
     ``fused=True`` bounds the default (fused) ``gpu.simulate`` and everything else."""
-    return float(sum(b.time_s for b in step_bounds(c, s, weights_on_chip=weights_on_chip, fused=fused,
-                                                   kv_on_chip=kv_on_chip, activations_on_chip=activations_on_chip)))
+    return float(
+        sum(
+            b.time_s
+            for b in step_bounds(
+                c,
+                s,
+                weights_on_chip=weights_on_chip,
+                fused=fused,
+                kv_on_chip=kv_on_chip,
+                activations_on_chip=activations_on_chip,
+            )
+        )
+    )
 
 
 def live_act_bytes(s: Step) -> float:
@@ -208,7 +284,9 @@ def live_act_bytes(s: Step) -> float:
 def op_live_bytes(o: Op, s: Step) -> float:
     """Activation bytes one instance of ``o`` holds at once (see ``live_act_bytes``)."""
     if o.kind in ("attention", "softmax"):
-        return float(s.tokens * (2 * s.model.q_dim + 2 * s.model.kv_dim) * s.dtype_bytes)  # Q, K, V, context
+        return float(
+            s.tokens * (2 * s.model.q_dim + 2 * s.model.kv_dim) * s.dtype_bytes
+        )  # Q, K, V, context
     return (o.act_read_bytes + o.act_write_bytes) / o.count
 
 
@@ -236,7 +314,9 @@ def fits_on_chip(c: TileChip | GpuChip, s: Step) -> bool:
     return step_need_bytes(s) <= cap
 
 
-def step_energy(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None) -> _energy.Energy:
+def step_energy(
+    c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None = None
+) -> _energy.Energy:
     """Energy of a step's FLOPs and compulsory (unfused) bytes, joules: the bottom-up
     estimate from the pJ table in ``ipusim.energy``. (``StepResult.energy_j`` is the other,
     top-down estimate: board power x simulated time, an upper bound.)"""
@@ -244,9 +324,14 @@ def step_energy(c: TileChip | GpuChip, s: Step, *, weights_on_chip: bool | None 
     place = placement(c, s, weights_on_chip=weights_on_chip)
     total = _energy.Energy(0.0, {})
     for o in s.ops:
-        total = total + _energy.energy(o.flops, op_bytes_by_level(
-            c, o, weights_on_chip=place["weights"], kv_on_chip=place["kv"],
-            activations_on_chip=place["activations"]))
+        total = total + _energy.energy(
+            o.flops,
+            op_bytes_by_level(
+                c,
+                o,
+                weights_on_chip=place["weights"],
+                kv_on_chip=place["kv"],
+                activations_on_chip=place["activations"],
+            ),
+        )
     return total
-
-

@@ -81,14 +81,18 @@ def attainable_flops(c: TileChip | GpuChip, intensity, bandwidth: float | None =
     if np.ndim(intensity):
         a = np.asarray(intensity, dtype=np.float64)
         if np.any(np.isnan(a)) or np.any(a < 0):
-            raise ValueError("intensity must hold numbers >= 0 FLOP/byte (inf allowed), got NaN or a negative")
+            raise ValueError(
+                "intensity must hold numbers >= 0 FLOP/byte (inf allowed), got NaN or a negative"
+            )
         return np.minimum(c.peak_flops, a * bw)
     try:
         x = float(intensity)
     except (TypeError, ValueError):
         raise ValueError(f"intensity must be a number >= 0 FLOP/byte, got {intensity!r}") from None
     if math.isnan(x) or x < 0:
-        raise ValueError(f"intensity must be a number >= 0 FLOP/byte (inf allowed), got {intensity!r}")
+        raise ValueError(
+            f"intensity must be a number >= 0 FLOP/byte (inf allowed), got {intensity!r}"
+        )
     return min(c.peak_flops, x * bw)
 
 
@@ -102,5 +106,3 @@ def ridge_points(c: TileChip | GpuChip) -> dict[str, float]:
     """Intensity (FLOP/byte) where each level stops limiting: ``peak / bandwidth``."""
     c = _chip(c)
     return {lvl: c.peak_flops / bw for lvl, bw in memory_levels(c).items()}
-
-

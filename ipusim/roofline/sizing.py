@@ -50,21 +50,40 @@ class Capacity:
         return next((k for k, ok in self.fits.items() if ok), None)
 
     def to_dict(self) -> dict:
-        return {"chip": self.chip, "model": self.model, "mode": self.mode, "need_bytes": self.need_bytes,
-                "weight_bytes": self.weight_bytes, "kv_bytes": self.kv_bytes,
-                "activation_bytes": self.activation_bytes, "state_bytes": self.state_bytes,
-                "levels": dict(self.levels), "fits": self.fits, "chips_needed": self.chips_needed,
-                "home": self.home}
+        return {
+            "chip": self.chip,
+            "model": self.model,
+            "mode": self.mode,
+            "need_bytes": self.need_bytes,
+            "weight_bytes": self.weight_bytes,
+            "kv_bytes": self.kv_bytes,
+            "activation_bytes": self.activation_bytes,
+            "state_bytes": self.state_bytes,
+            "levels": dict(self.levels),
+            "fits": self.fits,
+            "chips_needed": self.chips_needed,
+            "home": self.home,
+        }
 
     def __repr__(self):
-        per = ", ".join(f"{k} {v / 1e9:,.3g} GB: {self.chips_needed[k]} chip(s)" for k, v in self.levels.items())
-        return (f"Capacity({self.model} {self.mode} on {self.chip}: needs {self.need_bytes / 1e9:,.3g} GB "
-                f"(weights {self.weight_bytes / 1e9:,.3g}); {per})")
+        per = ", ".join(
+            f"{k} {v / 1e9:,.3g} GB: {self.chips_needed[k]} chip(s)" for k, v in self.levels.items()
+        )
+        return (
+            f"Capacity({self.model} {self.mode} on {self.chip}: needs {self.need_bytes / 1e9:,.3g} GB "
+            f"(weights {self.weight_bytes / 1e9:,.3g}); {per})"
+        )
 
 
 def capacity(
-    c, model_or_name, *, mode: str = "inference", batch: int = 1, seq_len: int | None = None,
-    dtype_bytes: int = 2, recompute: bool = False,
+    c,
+    model_or_name,
+    *,
+    mode: str = "inference",
+    batch: int = 1,
+    seq_len: int | None = None,
+    dtype_bytes: int = 2,
+    recompute: bool = False,
 ) -> Capacity:
     """Where ``model`` fits on chip ``c`` and how many chips it needs.
 
@@ -81,14 +100,33 @@ def capacity(
     if seq_len > m.max_positions:
         raise ValueError(f"seq_len={seq_len} exceeds {m.name}'s max_positions {m.max_positions}")
     if mode == "training":
-        tf = workloads.training_footprint(m, seq_len=seq_len, tokens_per_step=batch * seq_len,
-                                          dtype_bytes=dtype_bytes, recompute=recompute)
-        return Capacity(c.name, m.name, mode, tf.weight_bytes, 0.0, tf.activation_bytes,
-                        tf.gradient_bytes + tf.optimizer_bytes, memory_capacities(c))
+        tf = workloads.training_footprint(
+            m,
+            seq_len=seq_len,
+            tokens_per_step=batch * seq_len,
+            dtype_bytes=dtype_bytes,
+            recompute=recompute,
+        )
+        return Capacity(
+            c.name,
+            m.name,
+            mode,
+            tf.weight_bytes,
+            0.0,
+            tf.activation_bytes,
+            tf.gradient_bytes + tf.optimizer_bytes,
+            memory_capacities(c),
+        )
     s = workloads.step(m, [seq_len] * batch, dtype_bytes=dtype_bytes)
     live = live_act_bytes(s)
     kv = m.kv_bytes_per_token(dtype_bytes) * batch * seq_len if m.kind == "decoder" else 0.0
-    return Capacity(c.name, m.name, mode, m.weight_bytes(dtype_bytes), float(kv), float(live), 0.0,
-                    memory_capacities(c))
-
-
+    return Capacity(
+        c.name,
+        m.name,
+        mode,
+        m.weight_bytes(dtype_bytes),
+        float(kv),
+        float(live),
+        0.0,
+        memory_capacities(c),
+    )

@@ -35,7 +35,6 @@ from .service import batch_shape
 _INF = np.inf
 
 
-
 @njit(cache=True, error_model="numpy")
 def _svc(tables, mi, m_rows, rows, j):
     """Seconds in model ``mi``'s table (its own row count); beyond it, whole tables in series."""
@@ -51,14 +50,34 @@ def _svc(tables, mi, m_rows, rows, j):
 
 
 @njit(cache=True, error_model="numpy")
-def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_len_step, m_packed,
-                     m_pack_len, B, n_serving, ad_target, ad_util, ad_window):
+def _adaptive_target(
+    arrival,
+    lengths,
+    qidx,
+    qoff,
+    k,
+    h,
+    tables,
+    mi,
+    m_rows,
+    m_len_step,
+    m_packed,
+    m_pack_len,
+    B,
+    n_serving,
+    ad_target,
+    ad_util,
+    ad_window,
+):
     """(fill target b, delay) of the adaptive policy for queue ``k`` with head position ``h``."""
     one = qidx.shape[0] == 0
     w = min(h, ad_window)
     rate = 0.0
     if w >= 1:
-        span = arrival[h if one else qidx[qoff[k] + h]] - arrival[h - w if one else qidx[qoff[k] + h - w]]
+        span = (
+            arrival[h if one else qidx[qoff[k] + h]]
+            - arrival[h - w if one else qidx[qoff[k] + h - w]]
+        )
         if span > 0.0:
             rate = w / span
     L = lengths[h if one else qidx[qoff[k] + h]]
@@ -77,10 +96,42 @@ def _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, mi, m_rows, m_l
 
 
 @njit(cache=True, error_model="numpy")
-def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tables, m_len_step,
-                     m_packed, m_pack_len, m_rand, m_rows, kind, q_batch, q_delay, budget, pad_full,
-                     pref_min, pref, ad_target, ad_util, ad_window, max_waiting, late_s, late_limit,
-                     start, finish, device, batch_id, dev_busy, dev_real, dev_computed, info):
+def _simulate_kernel(
+    arrival,
+    lengths,
+    mult,
+    qidx,
+    qoff,
+    serves,
+    dev_model,
+    tables,
+    m_len_step,
+    m_packed,
+    m_pack_len,
+    m_rand,
+    m_rows,
+    kind,
+    q_batch,
+    q_delay,
+    budget,
+    pad_full,
+    pref_min,
+    pref,
+    ad_target,
+    ad_util,
+    ad_window,
+    max_waiting,
+    late_s,
+    late_limit,
+    start,
+    finish,
+    device,
+    batch_id,
+    dev_busy,
+    dev_real,
+    dev_computed,
+    info,
+):
     """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
     served) and each batch's start, finish and device, which its requests share (4 bytes
     per request and 18 per batch, not 22 per request); the entry after the last batch gets
@@ -143,9 +194,25 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                 # any device serving k gives the same plan; take the first
                 for d in range(nd):
                     if serves[d, k]:
-                        fill, D = _adaptive_target(arrival, lengths, qidx, qoff, k, h, tables, dev_model[d],
-                                                   m_rows, m_len_step, m_packed, m_pack_len, B, n_serving[k],
-                                                   ad_target, ad_util, ad_window)
+                        fill, D = _adaptive_target(
+                            arrival,
+                            lengths,
+                            qidx,
+                            qoff,
+                            k,
+                            h,
+                            tables,
+                            dev_model[d],
+                            m_rows,
+                            m_len_step,
+                            m_packed,
+                            m_pack_len,
+                            B,
+                            n_serving[k],
+                            ad_target,
+                            ad_util,
+                            ad_window,
+                        )
                         break
             # earliest time queue k may send a batch (written out here: helper calls that take
             # arrays cost reference counting on every call)
@@ -178,7 +245,7 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                     continue
                 f = free[d]
                 t = r if r > f else f
-                if (t < best_t or (t == best_t and (f < best_f or (f == best_f and a0 < best_a)))):
+                if t < best_t or (t == best_t and (f < best_f or (f == best_f and a0 < best_a))):
                     best_t = t
                     best_f = f
                     best_a = a0
@@ -224,7 +291,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                         mx = li
         mi = dev_model[d]
         rows_req = B if (kind == STATIC and pad_full) else size
-        rows, j, computed = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok)
+        rows, j, computed = batch_shape(
+            m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok
+        )
         if m_packed[mi]:  # a real packing of this batch: first-fit decreasing into pack_len rows
             for m in range(size):  # insertion sort, longest first
                 li = lengths[h + m if one else qidx[qoff[k] + h + m]]
@@ -233,7 +302,9 @@ def _simulate_kernel(arrival, lengths, mult, qidx, qoff, serves, dev_model, tabl
                     pbuf[p] = pbuf[p - 1]
                     p -= 1
                 pbuf[p] = li
-            rows = packing.first_fit_rows_into(pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount)
+            rows = packing.first_fit_rows_into(
+                pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount
+            )
             computed = rows * m_pack_len[mi]
         rmax = m_rows[mi]
         if rows <= rmax:
@@ -295,33 +366,88 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
     batch_id = np.empty(n, dtype=np.int32)
     busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
     info = np.zeros(3, dtype=np.int64)
-    _simulate_kernel(plan.arrival, plan.lengths, plan.mult, plan.qidx, plan.qoff, plan.serves, plan.dev_model,
-                     plan.tables, plan.m_len_step, plan.m_packed, plan.m_pack_len, plan.m_rand, plan.m_rows,
-                     plan.kind, plan.q_batch, plan.q_delay, plan.budget, plan.pad_full, plan.pref_min, plan.pref,
-                     plan.ad_target, plan.ad_util, plan.ad_window, plan.max_waiting, float(late_s),
-                     n + 1 if late_limit is None else int(late_limit), start, finish, device, batch_id, busy, real, comp, info)
-    m = int(info[0]) + 1  # the batches and the entry after them: a copy, unless they fill most of the room
+    _simulate_kernel(
+        plan.arrival,
+        plan.lengths,
+        plan.mult,
+        plan.qidx,
+        plan.qoff,
+        plan.serves,
+        plan.dev_model,
+        plan.tables,
+        plan.m_len_step,
+        plan.m_packed,
+        plan.m_pack_len,
+        plan.m_rand,
+        plan.m_rows,
+        plan.kind,
+        plan.q_batch,
+        plan.q_delay,
+        plan.budget,
+        plan.pad_full,
+        plan.pref_min,
+        plan.pref,
+        plan.ad_target,
+        plan.ad_util,
+        plan.ad_window,
+        plan.max_waiting,
+        float(late_s),
+        n + 1 if late_limit is None else int(late_limit),
+        start,
+        finish,
+        device,
+        batch_id,
+        busy,
+        real,
+        comp,
+        info,
+    )
+    m = (
+        int(info[0]) + 1
+    )  # the batches and the entry after them: a copy, unless they fill most of the room
     start, finish, device = (a[:m].copy() if m < n // 2 else a[:m] for a in (start, finish, device))
     return start, finish, device, batch_id, busy, real, comp, info
 
 
-def result_of(plan: Plan, devices, policy, out, latency_target_s: float, *, capacity: bool = True,
-              by_batch: bool = True) -> ServingResult:
+def result_of(
+    plan: Plan,
+    devices,
+    policy,
+    out,
+    latency_target_s: float,
+    *,
+    capacity: bool = True,
+    by_batch: bool = True,
+) -> ServingResult:
     """The ``ServingResult`` of a run's outputs ``out`` (as ``run_plan`` returns them: start,
     finish and device per batch; ``by_batch=False``: per request, as the tests' reference
     writes them). ``capacity=False`` leaves the rough a-priori ``capacity_rps`` NaN (it costs a
     service-time lookup per device; a search that reads only ``slo_view`` adds it with
     ``capacity_rps`` to the result it keeps)."""
     start, finish, device, batch_id, busy, real, comp, info = out
-    if info[2] and not np.isfinite(busy).all():  # a batch whose step did not fit has an infinite time
+    if (
+        info[2] and not np.isfinite(busy).all()
+    ):  # a batch whose step did not fit has an infinite time
         i = int(np.flatnonzero(np.isinf(finish[batch_id] if by_batch else finish))[0])
-        raise ValueError(f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
-                         f"(the machine model has no time for it); lower the policy's batch or token budget")
+        raise ValueError(
+            f"request {i} ({int(plan.lengths[i])} tokens) landed in a batch that does not fit its device "
+            f"(the machine model has no time for it); lower the policy's batch or token budget"
+        )
     return ServingResult(
-        policy=policy.describe(), devices=tuple(d.name for d in devices), arrival_s=plan.arrival,
-        lengths=plan.lengths, times=(start, finish, device), by_batch=by_batch, batch_id=batch_id,
-        device_busy_s=busy, device_real_tokens=real, device_computed_tokens=comp, batches=int(info[0]),
-        stopped_early=bool(info[1]), latency_target_s=float(latency_target_s), max_waiting=plan.max_waiting,
+        policy=policy.describe(),
+        devices=tuple(d.name for d in devices),
+        arrival_s=plan.arrival,
+        lengths=plan.lengths,
+        times=(start, finish, device),
+        by_batch=by_batch,
+        batch_id=batch_id,
+        device_busy_s=busy,
+        device_real_tokens=real,
+        device_computed_tokens=comp,
+        batches=int(info[0]),
+        stopped_early=bool(info[1]),
+        latency_target_s=float(latency_target_s),
+        max_waiting=plan.max_waiting,
         capacity_rps=capacity_rps(devices, plan) if capacity else float("nan"),
     )
 
@@ -345,12 +471,22 @@ def simulate(
     requests wait at once; ``None`` never stops early. ``seed`` draws exponential service
     times.
     """
-    positive("latency_target_s", latency_target_s, at_most=_limits.MAX_SECONDS, why="a latency target, s")
+    positive(
+        "latency_target_s", latency_target_s, at_most=_limits.MAX_SECONDS, why="a latency target, s"
+    )
     if hasattr(arrival_s, "__len__"):
-        _limits.check_at_most("requests (len(arrival_s))", len(arrival_s), MAX_REQUESTS,
-                              "requests in one run; split longer runs")
-        _limits.check_memory("requests (len(arrival_s))", len(arrival_s), BYTES_PER_REQUEST * len(arrival_s),
-                             f"about {BYTES_PER_REQUEST} bytes per request")
+        _limits.check_at_most(
+            "requests (len(arrival_s))",
+            len(arrival_s),
+            MAX_REQUESTS,
+            "requests in one run; split longer runs",
+        )
+        _limits.check_memory(
+            "requests (len(arrival_s))",
+            len(arrival_s),
+            BYTES_PER_REQUEST * len(arrival_s),
+            f"about {BYTES_PER_REQUEST} bytes per request",
+        )
     devs = as_devices(devices)
     plan = make_plan(arrival_s, lengths, policy, devs, router, seed, max_waiting)
     return result_of(plan, devs, policy, run_plan(plan), latency_target_s)
@@ -369,9 +505,19 @@ def capacity_rps(devs, plan) -> float:
     return cap
 
 
-def sweep_rates(rates, lengths_fn, policy, devices, *, n: int = 20_000, router: Router | None = None,
-                latency_target_s: float = 0.1, seed: int = DEFAULT_SEED, progress=None,
-                arrivals_fn=None) -> list[dict]:
+def sweep_rates(
+    rates,
+    lengths_fn,
+    policy,
+    devices,
+    *,
+    n: int = 20_000,
+    router: Router | None = None,
+    latency_target_s: float = 0.1,
+    seed: int = DEFAULT_SEED,
+    progress=None,
+    arrivals_fn=None,
+) -> list[dict]:
     """Run ``simulate`` at each arrival rate; one summary dict per rate (with ``rate_rps``).
 
     ``lengths_fn(n, seed)`` draws the request lengths (the same for every rate);
@@ -386,7 +532,15 @@ def sweep_rates(rates, lengths_fn, policy, devices, *, n: int = 20_000, router: 
     it = rates if progress is None else progress(rates)
     for rate in it:
         arr = arrivals_fn(rate, n, seed)
-        r = simulate(arr, lens, policy, devices, router=router, latency_target_s=latency_target_s, seed=seed,
-                     max_waiting=max(1000, n // 10))
+        r = simulate(
+            arr,
+            lens,
+            policy,
+            devices,
+            router=router,
+            latency_target_s=latency_target_s,
+            seed=seed,
+            max_waiting=max(1000, n // 10),
+        )
         out.append({"rate_rps": float(rate), **r.summary()})
     return out

@@ -44,22 +44,37 @@ def largest_batch(device, length: int, phases=("forward",), *, cap: int = 256) -
     if isinstance(device, ServiceModel):
         return device.fit_limit(length)
     if not isinstance(device, tables.Replica):
-        raise ValueError(f"device must be a serving.ServiceModel or a serving.tables.Replica, "
-                         f"got {type(device).__name__}")
+        raise ValueError(
+            f"device must be a serving.ServiceModel or a serving.tables.Replica, "
+            f"got {type(device).__name__}"
+        )
     length, phases, cap = int(length), tuple(phases), int(cap)
-    return int(tables.cached(lambda: [_largest_replica_batch(device, length, phases, cap)],
-                             "largest batch", device, length, phases, cap, shape=(1,),
-                             check=lambda t: table_cache.count_check(t, cap))[0])
+    return int(
+        tables.cached(
+            lambda: [_largest_replica_batch(device, length, phases, cap)],
+            "largest batch",
+            device,
+            length,
+            phases,
+            cap,
+            shape=(1,),
+            check=lambda t: table_cache.count_check(t, cap),
+        )[0]
+    )
 
 
 def _largest_replica_batch(spec, length, phases, cap):
     from .. import tiles, workloads
 
     if spec.tensor:  # the placement's fit (assumed monotone in the batch, as below)
+
         def fits(rows, ph):
             pad = None if ph == "decode" else int(length)
-            return math.isfinite(tables.replica_step_s(spec, workloads.step(spec.model, [int(length)] * rows,
-                                                                            phase=ph, pad_to=pad))[0])
+            return math.isfinite(
+                tables.replica_step_s(
+                    spec, workloads.step(spec.model, [int(length)] * rows, phase=ph, pad_to=pad)
+                )[0]
+            )
 
         best = cap
         for ph in phases:
@@ -81,13 +96,18 @@ def _largest_replica_batch(spec, length, phases, cap):
     for ph in phases:
         if spec.chip.kind == "tile":
             s = workloads.step(m, [int(length)] * best, phase=ph)
-            best = min(best, tiles.tile_memory_batch_limit(spec.chip, s, weights_on_chip=not spec.streaming))
+            best = min(
+                best,
+                tiles.tile_memory_batch_limit(spec.chip, s, weights_on_chip=not spec.streaming),
+            )
         else:
             lo, hi = 0, best
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if tables.step_result(dataclasses.replace(spec, chips=1, model=m),
-                                      workloads.step(m, [int(length)] * mid, phase=ph)).fits:
+                if tables.step_result(
+                    dataclasses.replace(spec, chips=1, model=m),
+                    workloads.step(m, [int(length)] * mid, phase=ph),
+                ).fits:
                     lo = mid
                 else:
                     hi = mid - 1
@@ -123,11 +143,25 @@ class Probe:
     ``latency_target_s``).
     """
 
-    def __init__(self, unit, lengths, policy, devices, target_s: float, *, max_waiting: int | None = None,
-                 latency_target_s: float = 1.0, run=None):
+    def __init__(
+        self,
+        unit,
+        lengths,
+        policy,
+        devices,
+        target_s: float,
+        *,
+        max_waiting: int | None = None,
+        latency_target_s: float = 1.0,
+        run=None,
+    ):
         self.unit, self.lengths, self.policy, self.devs = unit, lengths, policy, list(devices)
         self.target_s, self.latency_target_s, self.max_waiting, self.run = (
-            target_s, latency_target_s, max_waiting, run)
+            target_s,
+            latency_target_s,
+            max_waiting,
+            run,
+        )
         self.plan = None
         self.kept: dict = {}
         if run is None:
@@ -141,8 +175,14 @@ class Probe:
     def _whole(self, rate: float):
         if self.run is not None:
             return self.run(self.unit / rate)
-        return batching.simulate(self.unit / rate, self.lengths, self.policy, self.devs,
-                                 latency_target_s=self.latency_target_s, max_waiting=self.max_waiting)
+        return batching.simulate(
+            self.unit / rate,
+            self.lengths,
+            self.policy,
+            self.devs,
+            latency_target_s=self.latency_target_s,
+            max_waiting=self.max_waiting,
+        )
 
     def passes(self, rate: float) -> bool:
         if self.plan is None:
@@ -152,10 +192,13 @@ class Probe:
             out = batching.run_plan(plan, late_s=self.target_s, late_limit=self.late_limit)
             if out[-1][1] == 2:  # stopped: the p99 is above the target
                 return False
-            r = self.kept[rate] = batching.result_of(plan, self.devs, self.policy, out, self.latency_target_s,
-                                                     capacity=False)
+            r = self.kept[rate] = batching.result_of(
+                plan, self.devs, self.policy, out, self.latency_target_s, capacity=False
+            )
         v = r.slo_view(99.0)
-        return v["stable"] and v["latency_q_s"] <= self.target_s and v["utilization"] < MAX_UTILIZATION
+        return (
+            v["stable"] and v["latency_q_s"] <= self.target_s and v["utilization"] < MAX_UTILIZATION
+        )
 
     def result(self, rate: float):
         """The run at ``rate`` as ``serving.simulate`` (or ``run``) returns it."""
@@ -236,21 +279,51 @@ class CapacitySearch:
         return all(self._passes(r) for r in assumed)
 
 
-def capacity_search(target_s: float, lengths, policy, devices, *, top: float, iters: int = 10, seed: int = 0,
-                    max_waiting: int | None = None, latency_target_s: float = 1.0, run=None) -> CapacitySearch:
+def capacity_search(
+    target_s: float,
+    lengths,
+    policy,
+    devices,
+    *,
+    top: float,
+    iters: int = 10,
+    seed: int = 0,
+    max_waiting: int | None = None,
+    latency_target_s: float = 1.0,
+    run=None,
+) -> CapacitySearch:
     """The ``CapacitySearch`` of ``capacity_at`` (same arguments), not yet run."""
     lengths = np.asarray(lengths, dtype=np.int64)
 
     def probe():
-        return Probe(unit_arrivals(lengths.size, seed), lengths, policy, devices, target_s,
-                     max_waiting=max_waiting, latency_target_s=latency_target_s, run=run)
+        return Probe(
+            unit_arrivals(lengths.size, seed),
+            lengths,
+            policy,
+            devices,
+            target_s,
+            max_waiting=max_waiting,
+            latency_target_s=latency_target_s,
+            run=run,
+        )
 
     return CapacitySearch(probe, top, iters=iters)
 
 
-def capacity_at(target_s: float, lengths, policy, devices, *, top: float, iters: int = 10, seed: int = 0,
-                above: float = -math.inf, max_waiting: int | None = None, latency_target_s: float = 1.0,
-                run=None):
+def capacity_at(
+    target_s: float,
+    lengths,
+    policy,
+    devices,
+    *,
+    top: float,
+    iters: int = 10,
+    seed: int = 0,
+    above: float = -math.inf,
+    max_waiting: int | None = None,
+    latency_target_s: float = 1.0,
+    run=None,
+):
     """(capacity req/s, ``ServingResult`` there): the largest Poisson rate whose run of requests of
     ``lengths`` tokens through ``policy`` onto ``devices`` (``ServiceModel`` list) has a p99
     latency within ``target_s`` (s) and is not saturated (see the module docstring).
@@ -266,5 +339,15 @@ def capacity_at(target_s: float, lengths, policy, devices, *, top: float, iters:
     ``(None, None)`` as soon as the upper end of the search is at most ``above``, without the
     remaining probes: the capacity would be at most ``above`` too.
     """
-    return capacity_search(target_s, lengths, policy, devices, top=top, iters=iters, seed=seed,
-                           max_waiting=max_waiting, latency_target_s=latency_target_s, run=run).run(above)
+    return capacity_search(
+        target_s,
+        lengths,
+        policy,
+        devices,
+        top=top,
+        iters=iters,
+        seed=seed,
+        max_waiting=max_waiting,
+        latency_target_s=latency_target_s,
+        run=run,
+    ).run(above)

@@ -57,8 +57,10 @@ def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, fir
         mean = -(-ctx // rows)
         dt = float(lookup_s(dec_tab, rows, -(-mean // ctx_step)))
         if not math.isfinite(dt):
-            raise ValueError(f"a decode step of {rows} sequences (mean context {mean}) does not fit the decode "
-                             "chip: lower max_batch")
+            raise ValueError(
+                f"a decode step of {rows} sequences (mean context {mean}) does not fit the decode "
+                "chip: lower max_batch"
+            )
         t += dt
         busy += dt
         iters += 1
@@ -76,12 +78,22 @@ def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, fir
     return busy, iters
 
 
-def simulate_disaggregated(arrival_s, prompt_tokens, output_tokens, *, prefill: GenerationModel,
-                           decode: GenerationModel, kv_bytes_per_token: float, prefill_policy=None,
-                           prefill_count: int = 1, decode_count: int = 1, max_batch: int = 32,
-                           kv_capacity_tokens: int = 200_000,
-                           kv_link_bytes_per_s: float = DEFAULT_KV_LINK_BYTES_PER_S,
-                           latency_target_s: float = 10.0) -> tuple[ServingResult, dict]:
+def simulate_disaggregated(
+    arrival_s,
+    prompt_tokens,
+    output_tokens,
+    *,
+    prefill: GenerationModel,
+    decode: GenerationModel,
+    kv_bytes_per_token: float,
+    prefill_policy=None,
+    prefill_count: int = 1,
+    decode_count: int = 1,
+    max_batch: int = 32,
+    kv_capacity_tokens: int = 200_000,
+    kv_link_bytes_per_s: float = DEFAULT_KV_LINK_BYTES_PER_S,
+    latency_target_s: float = 10.0,
+) -> tuple[ServingResult, dict]:
     """Run requests through a prefill pool and a decode pool (see the module docstring).
 
     Returns the ``ServingResult`` (devices: the decode pool; ``first_token_s`` from the prefill
@@ -94,22 +106,32 @@ def simulate_disaggregated(arrival_s, prompt_tokens, output_tokens, *, prefill: 
     out = np.asarray(output_tokens, dtype=np.int64)
     n = arr.size
     if not (pr.shape == out.shape == arr.shape) or n == 0:
-        raise ValueError("arrival_s, prompt_tokens and output_tokens must be non-empty and of one length")
+        raise ValueError(
+            "arrival_s, prompt_tokens and output_tokens must be non-empty and of one length"
+        )
     if out.min() < 1 or pr.min() < 1:
         raise ValueError("prompt_tokens and output_tokens must be >= 1 each")
-    npf, ndc = (positive(k, v, integer=True) for k, v in (("prefill_count", prefill_count),
-                                                            ("decode_count", decode_count)))
+    npf, ndc = (
+        positive(k, v, integer=True)
+        for k, v in (("prefill_count", prefill_count), ("decode_count", decode_count))
+    )
     B = positive("max_batch", max_batch, integer=True)
     link = positive("kv_link_bytes_per_s", kv_link_bytes_per_s)
     kvb = positive("kv_bytes_per_token", kv_bytes_per_token)
     if int((pr + out).max()) > decode.max_ctx or int(pr.max()) > prefill.prefill.max_len:
-        raise ValueError(f"prompt + output up to {int((pr + out).max())} tokens exceeds the model's tables "
-                         f"(decode context {decode.max_ctx}, prompt {prefill.prefill.max_len})")
+        raise ValueError(
+            f"prompt + output up to {int((pr + out).max())} tokens exceeds the model's tables "
+            f"(decode context {decode.max_ctx}, prompt {prefill.prefill.max_len})"
+        )
     pol = prefill_policy or P.make("dynamic", max_batch=B, max_delay_s=0.0)
-    pre = simulate(arr, pr, pol, [prefill.prefill] * npf, latency_target_s=latency_target_s, max_waiting=None)
+    pre = simulate(
+        arr, pr, pol, [prefill.prefill] * npf, latency_target_s=latency_target_s, max_waiting=None
+    )
     first = np.asarray(pre.finish_s, dtype=np.float64).copy()
     if not np.isfinite(first).all():
-        raise ValueError("the prefill pool did not serve every request (a prompt batch does not fit the prefill chip)")
+        raise ValueError(
+            "the prefill pool did not serve every request (a prompt batch does not fit the prefill chip)"
+        )
     # KV transfer: per prefill device, FIFO in the order prefills end
     send = pr * kvb / link
     ready = np.empty(n)
@@ -130,22 +152,50 @@ def simulate_disaggregated(arrival_s, prompt_tokens, output_tokens, *, prefill: 
         idx = np.flatnonzero((np.arange(n) % ndc == d) & (out > 1))
         if idx.size:
             sub_f = np.full(idx.size, np.nan)
-            busy[d], it = _decode_device(ready[idx], pr[idx], out[idx], dec_tab[:B + 1] if dec_tab.shape[0] > B + 1
-                                     else dec_tab, decode.ctx_step, B, kv_capacity_tokens, first[idx], sub_f, gaps)
+            busy[d], it = _decode_device(
+                ready[idx],
+                pr[idx],
+                out[idx],
+                dec_tab[: B + 1] if dec_tab.shape[0] > B + 1 else dec_tab,
+                decode.ctx_step,
+                B,
+                kv_capacity_tokens,
+                first[idx],
+                sub_f,
+                gaps,
+            )
             finish[idx] = sub_f
             iters += it
     device = (np.arange(n) % ndc).astype(np.int16)
     g = np.asarray(gaps, dtype=np.float64)
     res = ServingResult(
         policy=f"disaggregated: prefill {pol.describe()} on {npf} x {prefill.name}; decode continuous max batch "
-               f"{B} on {ndc} x {decode.name}; KV over {link / 1e9:g} GB/s",
-        devices=(decode.name,) * ndc, arrival_s=arr, lengths=pr, times=(pre.start_s, finish, device),
-        batch_id=np.broadcast_to(np.int32(-1), (n,)), device_busy_s=busy,
-        device_real_tokens=np.array([int(out.sum())]), device_computed_tokens=np.array([int(out.sum())]),
-        batches=iters, latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
-        first_token_s=first, output_tokens=out, gap_s=g, gap_weight=np.ones(g.size, dtype=np.int64),
+        f"{B} on {ndc} x {decode.name}; KV over {link / 1e9:g} GB/s",
+        devices=(decode.name,) * ndc,
+        arrival_s=arr,
+        lengths=pr,
+        times=(pre.start_s, finish, device),
+        batch_id=np.broadcast_to(np.int32(-1), (n,)),
+        device_busy_s=busy,
+        device_real_tokens=np.array([int(out.sum())]),
+        device_computed_tokens=np.array([int(out.sum())]),
+        batches=iters,
+        latency_target_s=positive("latency_target_s", latency_target_s),
+        max_waiting=n,
+        first_token_s=first,
+        output_tokens=out,
+        gap_s=g,
+        gap_weight=np.ones(g.size, dtype=np.int64),
     )
-    pools = {"prefill_chip": prefill.name, "prefill_count": npf, "decode_chip": decode.name, "decode_count": ndc,
-             "prefill_busy_s": float(np.sum(pre.device_busy_s)), "prefill_batches": pre.batches, "kv_transfer_s": float(send.sum()),
-             "kv_link_bytes_per_s": link, "decode_busy_s": float(busy.sum())}
+    pools = {
+        "prefill_chip": prefill.name,
+        "prefill_count": npf,
+        "decode_chip": decode.name,
+        "decode_count": ndc,
+        "prefill_busy_s": float(np.sum(pre.device_busy_s)),
+        "prefill_batches": pre.batches,
+        "kv_transfer_s": float(send.sum()),
+        "kv_link_bytes_per_s": link,
+        "decode_busy_s": float(busy.sum()),
+    }
     return res, pools

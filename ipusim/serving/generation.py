@@ -55,9 +55,20 @@ class GenerationModel:
         ``mean_ctx``: the mixed step (weights read once) plus the decodes' attention over
         their context beyond the first decode column, ``decode[d, col] - decode[d, 1]``.
         Without a mixed table (or beyond it): the prefill step plus the decode step."""
-        return float(_iteration_s(self.prefill.table, self.prefill.len_step, self.decode, self.ctx_step,
-                                  self.mixed, self.mixed_step, int(prompts), int(longest_prompt), int(decodes),
-                                  int(mean_ctx)))
+        return float(
+            _iteration_s(
+                self.prefill.table,
+                self.prefill.len_step,
+                self.decode,
+                self.ctx_step,
+                self.mixed,
+                self.mixed_step,
+                int(prompts),
+                int(longest_prompt),
+                int(decodes),
+                int(mean_ctx),
+            )
+        )
 
     @property
     def max_ctx(self) -> int:
@@ -72,10 +83,21 @@ class GenerationModel:
         return float(t)
 
 
-def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | None = None,
-                     ctx_step: int = 64, prompt_step: int = 32, max_prompt: int | None = None,
-                     chips: int = 1, streaming: bool | None = None, grid: str = "fine",
-                     placement=None, mixed: bool = True) -> GenerationModel:
+def generation_model(
+    chip,
+    model="gpt2",
+    *,
+    max_batch: int = 64,
+    max_ctx: int | None = None,
+    ctx_step: int = 64,
+    prompt_step: int = 32,
+    max_prompt: int | None = None,
+    chips: int = 1,
+    streaming: bool | None = None,
+    grid: str = "fine",
+    placement=None,
+    mixed: bool = True,
+) -> GenerationModel:
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
     the machine model; ``grid`` and ``placement`` as in ``chip_service`` (a searched placement
     must fit one sequence of ``max_ctx`` tokens in prefill and in decode). ``mixed`` (default)
@@ -91,27 +113,56 @@ def generation_model(chip, model="gpt2", *, max_batch: int = 64, max_ctx: int | 
     max_ctx = m.max_positions if max_ctx is None else positive("max_ctx", max_ctx, integer=True)
     max_prompt = max_ctx if max_prompt is None else positive("max_prompt", max_prompt, integer=True)
     b = positive("max_batch", max_batch, integer=True)
-    ps, cs = positive("prompt_step", prompt_step, integer=True), positive("ctx_step", ctx_step, integer=True)
-    spec = tables.replica(c, m, chips=positive("chips", chips, integer=True), streaming=streaming,
-                          placement=placement, phases=("prefill", "decode"), length=max_ctx)
+    ps, cs = (
+        positive("prompt_step", prompt_step, integer=True),
+        positive("ctx_step", ctx_step, integer=True),
+    )
+    spec = tables.replica(
+        c,
+        m,
+        chips=positive("chips", chips, integer=True),
+        streaming=streaming,
+        placement=placement,
+        phases=("prefill", "decode"),
+        length=max_ctx,
+    )
     where = f" {spec.label()}" if spec.label() else ""
     if grid not in ("fine", "coarse"):
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
     # first: a mixed table over the memory budget is refused before any table is built
-    mix = tables.mixed_table(spec, b, max_prompt, ps, name="max_batch") if mixed else np.zeros((0, 0, 0))
+    mix = (
+        tables.mixed_table(spec, b, max_prompt, ps, name="max_batch")
+        if mixed
+        else np.zeros((0, 0, 0))
+    )
     if grid == "fine":
-        exact = c.kind == "gpu"  # as in chip_service: GPU times are not linear in rows, tile calls are slow
+        exact = (
+            c.kind == "gpu"
+        )  # as in chip_service: GPU times are not linear in rows, tile calls are slow
         # phase "prefill": the prompt pass writes the KV cache (its bytes count in the fit check)
         pre_tab = tables.time_table(spec, "prefill", b, max_prompt, ps, exact)
-        pre = ServiceModel(f"{c.name}{where} {m.name} prefill", pre_tab, 1, source=tables.source(spec))
+        pre = ServiceModel(
+            f"{c.name}{where} {m.name} prefill", pre_tab, 1, source=tables.source(spec)
+        )
         dec = tables.time_table(spec, "decode", b, max_ctx, cs, exact)
     else:  # coarse
         pcols = np.arange(1, -(-max_prompt // ps) + 1) * ps
         pre_tab = tables.coarse_table(spec, "prefill", b, m.max_positions, pcols)
-        pre = ServiceModel(f"{c.name}{where} {m.name} prefill", pre_tab, ps, source=tables.source(spec))
-        dec = tables.coarse_table(spec, "decode", b, m.max_positions, np.arange(1, -(-max_ctx // cs) + 1) * cs)
-    return GenerationModel(f"{c.name}{where} {m.name}", pre, dec, cs, source=tables.source(spec), mixed=mix,
-                           mixed_step=ps)
+        pre = ServiceModel(
+            f"{c.name}{where} {m.name} prefill", pre_tab, ps, source=tables.source(spec)
+        )
+        dec = tables.coarse_table(
+            spec, "decode", b, m.max_positions, np.arange(1, -(-max_ctx // cs) + 1) * cs
+        )
+    return GenerationModel(
+        f"{c.name}{where} {m.name}",
+        pre,
+        dec,
+        cs,
+        source=tables.source(spec),
+        mixed=mix,
+        mixed_step=ps,
+    )
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -138,14 +189,22 @@ def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
 
 
 @njit(cache=True, error_model="numpy")
-def _iteration_s(pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx):
+def _iteration_s(
+    pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, nnew, pmax, old, mean_ctx
+):
     """Seconds of an iteration prefilling ``nnew`` prompts (longest ``pmax``) and decoding
     ``old`` sequences of mean context ``mean_ctx`` (see ``GenerationModel.mixed_s``)."""
     mc = (pmax + mixed_step - 1) // mixed_step
     fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0] and mixed[old, nnew, mc] < np.inf
-    return _step_s(nnew, old, lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step),
-                   lookup_s(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step), dec_tab[old, 1] if fits else 0.0,
-                   mixed[old, nnew, mc] if fits else 0.0, fits)
+    return _step_s(
+        nnew,
+        old,
+        lookup_s(pre_tab, nnew, (pmax + pre_step - 1) // pre_step),
+        lookup_s(dec_tab, old, (mean_ctx + ctx_step - 1) // ctx_step),
+        dec_tab[old, 1] if fits else 0.0,
+        mixed[old, nnew, mc] if fits else 0.0,
+        fits,
+    )
 
 
 @njit(cache=True, inline="always")
@@ -204,7 +263,9 @@ def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     summary a few thousand entries to reduce, not one per iteration."""
     m = gap_s.shape[0]
     k = m
-    for d in range(cells.shape[0]):  # loops: ravel() and slice copies compile shape checks (seconds)
+    for d in range(
+        cells.shape[0]
+    ):  # loops: ravel() and slice copies compile shape checks (seconds)
         for r in range(cells.shape[1]):
             for j in range(cells.shape[2]):
                 for c in range(cells.shape[3]):
@@ -220,15 +281,38 @@ def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
             for j in range(cells.shape[2]):
                 for c in range(cells.shape[3]):
                     if cells[d, r, j, c] != 0:
-                        out_s[m] = dec_tab[d, c] if r == 0 else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        out_s[m] = (
+                            dec_tab[d, c]
+                            if r == 0
+                            else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        )
                         out_w[m] = cells[d, r, j, c]
                         m += 1
     return out_s, out_w
 
 
 @njit(cache=True, error_model="numpy")
-def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                       kv_cap, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+def _continuous_kernel(
+    arrival,
+    prompt,
+    output,
+    pre_tab,
+    pre_step,
+    dec_tab,
+    ctx_step,
+    mixed,
+    mixed_step,
+    max_batch,
+    kv_cap,
+    start,
+    first,
+    finish,
+    info,
+    busy_out,
+    gap_cells,
+    gap_s,
+    gap_w,
+):
     """Iteration-level batching on one device (Orca-style: prefills join an iteration).
 
     Preconditions: ``arrival`` sorted; every ``prompt + output <= kv_cap`` and every
@@ -261,7 +345,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         old_ctx = ctx_sum
         first_new = nxt
         pmax = 0
-        while nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv, kv_cap):
+        while nxt < n and _admits(
+            arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv, kv_cap
+        ):
             kv += prompt[nxt] + output[nxt]
             ctx_sum += prompt[nxt]
             start[nxt] = t
@@ -283,9 +369,18 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             mean_ctx = (old_ctx + old - 1) // old + 1  # context including the new token
             col = (mean_ctx + ctx_step - 1) // ctx_step
         mc = (pmax + mixed_step - 1) // mixed_step
-        fits = nnew > 0 and old > 0 and old + nnew <= mixed.shape[0] and mixed[old, nnew, mc] < np.inf
-        dt = _step_s(nnew, old, pre_tab[nnew, (pmax + pre_step - 1) // pre_step], dec_tab[old, col], dec_tab[old, 1],
-                     mixed[old, nnew, mc] if fits else 0.0, fits)
+        fits = (
+            nnew > 0 and old > 0 and old + nnew <= mixed.shape[0] and mixed[old, nnew, mc] < np.inf
+        )
+        dt = _step_s(
+            nnew,
+            old,
+            pre_tab[nnew, (pmax + pre_step - 1) // pre_step],
+            dec_tab[old, col],
+            dec_tab[old, 1],
+            mixed[old, nnew, mc] if fits else 0.0,
+            fits,
+        )
         if nnew == 0 and old > 0:
             # A run of decode-only iterations of the same time: no sequence ends before the
             # last of them, the mean context (one more each time) stays in this column, and
@@ -294,7 +389,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
             K = min(hkey[0] - iters, col * ctx_step - mean_ctx + 1)
             if K >= 1:
                 a_next = np.inf  # the next request's arrival, if it would be admitted then
-                if nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], np.inf, nrun, max_batch, kv, kv_cap):
+                if nxt < n and _admits(
+                    arrival[nxt], prompt[nxt] + output[nxt], np.inf, nrun, max_batch, kv, kv_cap
+                ):
                     a_next = arrival[nxt]
                 j = 0
                 while True:
@@ -314,7 +411,9 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
         busy += dt
         for i in range(first_new, nxt):  # prefilled this iteration: first token out
             first[i] = t
-        if old > 0 and (nnew == 0 or (fits and gap_cells.shape[1] > 1)):  # a table cell (mc = 0 without prompts)
+        if old > 0 and (
+            nnew == 0 or (fits and gap_cells.shape[1] > 1)
+        ):  # a table cell (mc = 0 without prompts)
             gap_cells[old, nnew, mc, col] += old
         elif old > 0:  # prefills not in one mixed step: listed (at most one per request)
             gap_s[nmix] = dt
@@ -344,8 +443,28 @@ def _continuous_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_
 
 
 @njit(cache=True, error_model="numpy")
-def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, mixed, mixed_step, max_batch,
-                    kv_cap, chunk, start, first, finish, info, busy_out, gap_cells, gap_s, gap_w):
+def _chunked_kernel(
+    arrival,
+    prompt,
+    output,
+    pre_tab,
+    pre_step,
+    dec_tab,
+    ctx_step,
+    mixed,
+    mixed_step,
+    max_batch,
+    kv_cap,
+    chunk,
+    start,
+    first,
+    finish,
+    info,
+    busy_out,
+    gap_cells,
+    gap_s,
+    gap_w,
+):
     """Continuous batching with chunked prefill on one device (SARATHI, facts §7).
 
     Preconditions: as ``_continuous_kernel``; ``chunk`` >= 1 tokens. Gaps as there; when
@@ -389,8 +508,11 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
                 budget -= p
                 npc += 1
                 lmax = max(lmax, p)
-        while budget > 0 and nxt < n and _admits(arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv,
-                                                 kv_cap):
+        while (
+            budget > 0
+            and nxt < n
+            and _admits(arrival[nxt], prompt[nxt] + output[nxt], t, nrun, max_batch, kv, kv_cap)
+        ):
             kv += prompt[nxt] + output[nxt]
             start[nxt] = t
             rid[nrun] = nxt
@@ -408,8 +530,15 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
         col = (mean_ctx + ctx_step - 1) // ctx_step
         mc = (lmax + mixed_step - 1) // mixed_step
         fits = npc > 0 and d > 0 and d + npc <= mixed.shape[0] and mixed[d, npc, mc] < np.inf
-        dt = _step_s(npc, d, pre_tab[npc, (lmax + pre_step - 1) // pre_step], dec_tab[d, col], dec_tab[d, 1],
-                     mixed[d, npc, mc] if fits else 0.0, fits)
+        dt = _step_s(
+            npc,
+            d,
+            pre_tab[npc, (lmax + pre_step - 1) // pre_step],
+            dec_tab[d, col],
+            dec_tab[d, 1],
+            mixed[d, npc, mc] if fits else 0.0,
+            fits,
+        )
         t = t + dt
         busy += dt
         iters += 1
@@ -451,8 +580,23 @@ def _chunked_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_ste
 
 
 @njit(cache=True, error_model="numpy")
-def _static_kernel(arrival, prompt, output, pre_tab, pre_step, dec_tab, ctx_step, batch, timeout,
-                   start, first, finish, info, busy_out, gap_cells):
+def _static_kernel(
+    arrival,
+    prompt,
+    output,
+    pre_tab,
+    pre_step,
+    dec_tab,
+    ctx_step,
+    batch,
+    timeout,
+    start,
+    first,
+    finish,
+    info,
+    busy_out,
+    gap_cells,
+):
     """Run-to-completion batches on one device (FasterTransformer-style static batching).
 
     Preconditions: ``arrival`` sorted; contexts fit the tables, which hold rows up to
@@ -535,8 +679,16 @@ def _max_sum(a, b):
     return m
 
 
-def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: GenerationModel, *,
-                        latency_target_s: float = 10.0, replicas: int = 1) -> ServingResult:
+def simulate_generation(
+    arrival_s,
+    prompt_tokens,
+    output_tokens,
+    policy,
+    gen: GenerationModel,
+    *,
+    latency_target_s: float = 10.0,
+    replicas: int = 1,
+) -> ServingResult:
     """Generation requests with ``policy`` (``Continuous`` or ``Static``) on ``replicas`` devices.
 
     Each request brings ``prompt_tokens`` and generates ``output_tokens`` (>= 1; the first
@@ -545,7 +697,9 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     ``first_token_s`` gives the time to first token and its summary the time between tokens.
     """
     if not isinstance(policy, (P.Continuous, P.Static)):
-        raise ValueError("simulate_generation needs a policies.Continuous or policies.Static policy")
+        raise ValueError(
+            "simulate_generation needs a policies.Continuous or policies.Static policy"
+        )
     if not isinstance(gen, GenerationModel):
         raise ValueError("gen must be a GenerationModel (see generation_model)")
     arr = arrival_array(arrival_s)
@@ -555,11 +709,15 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
     nr = positive("replicas", replicas, integer=True)
     need_max = int(_max_sum(pr, out))
     if isinstance(policy, P.Continuous) and need_max > policy.kv_capacity_tokens:
-        raise ValueError(f"a request needs {need_max} KV tokens, more than kv_capacity_tokens "
-                         f"{policy.kv_capacity_tokens}")
+        raise ValueError(
+            f"a request needs {need_max} KV tokens, more than kv_capacity_tokens "
+            f"{policy.kv_capacity_tokens}"
+        )
     if need_max > gen.max_ctx or pr_max > gen.prefill.max_len:
-        raise ValueError(f"prompt + output up to {need_max} tokens exceeds the model's tables "
-                         f"(context {gen.max_ctx}, prompt {gen.prefill.max_len})")
+        raise ValueError(
+            f"prompt + output up to {need_max} tokens exceeds the model's tables "
+            f"(context {gen.max_ctx}, prompt {gen.prefill.max_len})"
+        )
     B = policy.max_batch
     start, first, finish = np.empty(n), np.empty(n), np.empty(n)
     busy = np.zeros(nr)
@@ -579,38 +737,102 @@ def simulate_generation(arrival_s, prompt_tokens, output_tokens, policy, gen: Ge
             cells = _gap_cells(B, gen, isinstance(policy, P.Static))
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
-                _static_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, B, policy.timeout_s, start[sl],
-                               first[sl], finish[sl], info, busy[k:k + 1], cells)
+                _static_kernel(
+                    arr[sl],
+                    pr[sl],
+                    out[sl],
+                    pre,
+                    ps,
+                    dec,
+                    gen.ctx_step,
+                    B,
+                    policy.timeout_s,
+                    start[sl],
+                    first[sl],
+                    finish[sl],
+                    info,
+                    busy[k : k + 1],
+                    cells,
+                )
             elif policy.chunk_tokens:
-                _chunked_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
-                                policy.kv_capacity_tokens, policy.chunk_tokens, start[sl], first[sl], finish[sl], info,
-                                busy[k:k + 1], cells, g_s, g_w)
+                _chunked_kernel(
+                    arr[sl],
+                    pr[sl],
+                    out[sl],
+                    pre,
+                    ps,
+                    dec,
+                    gen.ctx_step,
+                    gen.mixed,
+                    gen.mixed_step,
+                    B,
+                    policy.kv_capacity_tokens,
+                    policy.chunk_tokens,
+                    start[sl],
+                    first[sl],
+                    finish[sl],
+                    info,
+                    busy[k : k + 1],
+                    cells,
+                    g_s,
+                    g_w,
+                )
             else:
-                _continuous_kernel(arr[sl], pr[sl], out[sl], pre, ps, dec, gen.ctx_step, gen.mixed, gen.mixed_step, B,
-                                   policy.kv_capacity_tokens, start[sl], first[sl], finish[sl], info, busy[k:k + 1],
-                                   cells, g_s, g_w)
+                _continuous_kernel(
+                    arr[sl],
+                    pr[sl],
+                    out[sl],
+                    pre,
+                    ps,
+                    dec,
+                    gen.ctx_step,
+                    gen.mixed,
+                    gen.mixed_step,
+                    B,
+                    policy.kv_capacity_tokens,
+                    start[sl],
+                    first[sl],
+                    finish[sl],
+                    info,
+                    busy[k : k + 1],
+                    cells,
+                    g_s,
+                    g_w,
+                )
             if info[1] != -1:
                 break
             m *= 2  # the chunked kernel ran out of room for its gaps
-        g_s, g_w = _counted_gaps(g_s[:info[2]], g_w[:info[2]], cells, dec, gen.mixed)
+        g_s, g_w = _counted_gaps(g_s[: info[2]], g_w[: info[2]], cells, dec, gen.mixed)
         gaps_s.append(g_s)
         gaps_w.append(g_w)
         iters += int(info[0])
         slots += int(info[1])
     if not np.isfinite(busy).all():
-        raise ValueError(f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
-                         "for it; prefill writes the KV cache too): lower the policy's max_batch")
+        raise ValueError(
+            f"an iteration of up to {B} sequences does not fit {gen.name} (the machine model has no time "
+            "for it; prefill writes the KV cache too): lower the policy's max_batch"
+        )
     tokens = int(out.sum())
     if isinstance(policy, P.Continuous):
         slots = tokens
     device = np.zeros(n, dtype=np.int16) if nr == 1 else (np.arange(n) % nr).astype(np.int16)
     return ServingResult(
-        policy=policy.describe(), devices=(gen.name,) * nr, arrival_s=arr, lengths=pr, times=(start, finish, device),
+        policy=policy.describe(),
+        devices=(gen.name,) * nr,
+        arrival_s=arr,
+        lengths=pr,
+        times=(start, finish, device),
         batch_id=np.broadcast_to(np.int32(-1), (n,)),
-        device_busy_s=busy, device_real_tokens=np.array([tokens]),
-        device_computed_tokens=np.array([slots]), batches=iters, stopped_early=False,
-        latency_target_s=positive("latency_target_s", latency_target_s), max_waiting=n,
-        capacity_rps=float("nan"), first_token_s=first, output_tokens=out,
+        device_busy_s=busy,
+        device_real_tokens=np.array([tokens]),
+        device_computed_tokens=np.array([slots]),
+        batches=iters,
+        stopped_early=False,
+        latency_target_s=positive("latency_target_s", latency_target_s),
+        max_waiting=n,
+        capacity_rps=float("nan"),
+        first_token_s=first,
+        output_tokens=out,
         gap_s=gaps_s[0] if nr == 1 else np.concatenate(gaps_s),
         gap_weight=gaps_w[0] if nr == 1 else np.concatenate(gaps_w),
     )

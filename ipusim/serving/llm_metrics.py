@@ -38,7 +38,9 @@ def parse_goodput(items) -> dict:
         except ValueError:
             ms = math.nan
         if not sep or key not in ("ttft", "tpot", "e2el") or not (math.isfinite(ms) and ms > 0):
-            raise ValueError(f"--goodput {it!r}: use ttft:MS, tpot:MS or e2el:MS with MS > 0 (milliseconds)")
+            raise ValueError(
+                f"--goodput {it!r}: use ttft:MS, tpot:MS or e2el:MS with MS > 0 (milliseconds)"
+            )
         out[key] = ms
     return out
 
@@ -66,7 +68,11 @@ def _stats(name: str, v: np.ndarray, w: np.ndarray | None = None) -> dict:
         q = weighted_quantiles(v, w, (50, *PERCENTILES))
         mean = float(np.dot(v, w) / total)
         std = float(math.sqrt(max(float(np.dot((v - mean) ** 2, w) / total), 0.0)))
-    d = {f"mean_{name}_ms": mean * 1e3, f"median_{name}_ms": float(q[0]) * 1e3, f"std_{name}_ms": std * 1e3}
+    d = {
+        f"mean_{name}_ms": mean * 1e3,
+        f"median_{name}_ms": float(q[0]) * 1e3,
+        f"std_{name}_ms": std * 1e3,
+    }
     d.update({f"p{p}_{name}_ms": float(x) * 1e3 for p, x in zip(PERCENTILES, q[1:], strict=True)})
     return d
 
@@ -80,20 +86,29 @@ def llm_metrics(result, *, goodput_slos_ms: dict | None = None) -> dict:
     out_tok = np.asarray(result.output_tokens)[served]
     in_tok = np.asarray(result.lengths)[served]
     duration = float(np.max(result.finish_s[served]) - result.arrival_s[0]) if n else math.nan
-    d = {"completed": n, "total_input_tokens": int(in_tok.sum()), "total_output_tokens": int(out_tok.sum()),
-         "duration": duration,
-         "request_throughput": n / duration if n else math.nan,
-         "output_throughput": float(out_tok.sum()) / duration if n else math.nan,
-         "total_token_throughput": float(out_tok.sum() + in_tok.sum()) / duration if n else math.nan}
+    d = {
+        "completed": n,
+        "total_input_tokens": int(in_tok.sum()),
+        "total_output_tokens": int(out_tok.sum()),
+        "duration": duration,
+        "request_throughput": n / duration if n else math.nan,
+        "output_throughput": float(out_tok.sum()) / duration if n else math.nan,
+        "total_token_throughput": float(out_tok.sum() + in_tok.sum()) / duration if n else math.nan,
+    }
     good = served.copy()
-    for key, ms in slos.items():  # a NaN TPOT (one output token) meets any TPOT target, as vLLM's 0 does
+    for (
+        key,
+        ms,
+    ) in slos.items():  # a NaN TPOT (one output token) meets any TPOT target, as vLLM's 0 does
         good &= np.nan_to_num(r[key], nan=0.0) <= ms / 1e3
     d["request_goodput"] = float(good.sum()) / duration if n else math.nan
     d["goodput_slos_ms"] = slos
     for key in ("ttft", "tpot", "e2el"):
         d.update(_stats(key, r[key][served]))
     if result.gap_s is not None:
-        d.update(_stats("itl", np.asarray(result.gap_s, dtype=np.float64), np.asarray(result.gap_weight)))
+        d.update(
+            _stats("itl", np.asarray(result.gap_s, dtype=np.float64), np.asarray(result.gap_weight))
+        )
     else:
         d.update(_stats("itl", np.zeros(0), np.zeros(0, dtype=np.int64)))
     return d
@@ -103,6 +118,15 @@ def request_rows(result) -> dict:
     """Columns of the per-request CSV: arrival, start, first token, finish (s), input and output
     tokens, device, and the request's TTFT, TPOT and E2EL (s)."""
     r = per_request(result)
-    return {"arrival_s": result.arrival_s, "start_s": result.start_s, "first_token_s": result.first_token_s,
-            "finish_s": result.finish_s, "input_tokens": result.lengths, "output_tokens": result.output_tokens,
-            "device": result.device, "ttft_s": r["ttft"], "tpot_s": r["tpot"], "e2el_s": r["e2el"]}
+    return {
+        "arrival_s": result.arrival_s,
+        "start_s": result.start_s,
+        "first_token_s": result.first_token_s,
+        "finish_s": result.finish_s,
+        "input_tokens": result.lengths,
+        "output_tokens": result.output_tokens,
+        "device": result.device,
+        "ttft_s": r["ttft"],
+        "tpot_s": r["tpot"],
+        "e2el_s": r["e2el"],
+    }

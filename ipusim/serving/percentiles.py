@@ -92,7 +92,9 @@ def _select_ranks(a, ks, m):
 
 
 @njit(cache=True, error_model="numpy")
-def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf):
+def run_totals(
+    arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf
+):
     """One pass over requests i, their times read at k = ``idx[i]`` (``start``, ``finish``,
     ``device`` per batch and ``idx`` the batch ids: -1, not served, skips the request) or at
     k = i when ``idx`` is empty (per request): served, latency sum/min/max, wait
@@ -115,9 +117,16 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
     fill = np.zeros(nser, dtype=np.int64)
     # the bins' origin and scale as locals, three of them whatever nser is (unused ones 0)
     hh = lo.shape[0] > 0  # histograms wanted
-    los = (lo[0] if hh and nser > 0 else 0.0, lo[1] if hh and nser > 1 else 0.0, lo[2] if hh and nser > 2 else 0.0)
-    scs = (scale[0] if hh and nser > 0 else 0.0, scale[1] if hh and nser > 1 else 0.0,
-           scale[2] if hh and nser > 2 else 0.0)
+    los = (
+        lo[0] if hh and nser > 0 else 0.0,
+        lo[1] if hh and nser > 1 else 0.0,
+        lo[2] if hh and nser > 2 else 0.0,
+    )
+    scs = (
+        scale[0] if hh and nser > 0 else 0.0,
+        scale[1] if hh and nser > 1 else 0.0,
+        scale[2] if hh and nser > 2 else 0.0,
+    )
     last_arrival = arrival[n - 1]
     ns = 0
     lat_sum = 0.0
@@ -193,8 +202,25 @@ def run_totals(arrival, start, finish, first, device, idx, target, n_dev, series
                     fill[s] += 1
     if n_dev == 1:
         per_dev[0] = ns
-    return (ns, lat_sum, lat_lo, lat_hi, wait_sum, wait_lo, wait_hi, t1, good, late, per_dev, ft_lo, ft_hi,
-            hist, first_v, wties, fill)
+    return (
+        ns,
+        lat_sum,
+        lat_lo,
+        lat_hi,
+        wait_sum,
+        wait_lo,
+        wait_hi,
+        t1,
+        good,
+        late,
+        per_dev,
+        ft_lo,
+        ft_hi,
+        hist,
+        first_v,
+        wties,
+        fill,
+    )
 
 
 @njit(cache=True, error_model="numpy")
@@ -364,7 +390,7 @@ def _pick(s, ranks, gam, rbin, below, off, hist, ties, less, first, buf, out):
             if rbin[s, r2] == j and not lj <= k < lj + tj:
                 ks[m] = k if k < lj else k - tj
                 m += 1
-        part = buf[off[s, j]:off[s, j] + hist[s, j] - tj]
+        part = buf[off[s, j] : off[s, j] + hist[s, j] - tj]
         _select_ranks(part, ks, m)
         for r2 in range(2 * nq):
             if rbin[s, r2] == j:
@@ -418,8 +444,11 @@ def _sample(series, b, m, idx):
 def _bins(x, lo, scale):
     """``_bin`` of each entry of array ``x`` (not NaN), in NumPy."""
     y = (x - lo) * scale
-    return np.where(~(y >= 1.0), 0, np.where(y >= HIST_BINS - 1.0, HIST_BINS - 1, np.minimum(y, HIST_BINS)
-                                              .astype(np.int64)))
+    return np.where(
+        ~(y >= 1.0),
+        0,
+        np.where(y >= HIST_BINS - 1.0, HIST_BINS - 1, np.minimum(y, HIST_BINS).astype(np.int64)),
+    )
 
 
 def _windows(vals, c, qs, n):
@@ -443,7 +472,7 @@ def _windows(vals, c, qs, n):
                 d = 4.0 * math.sqrt(c * p * (1.0 - p)) + 3.0
                 ja = _bin.py_func(vals[s, max(int(mid - d), 0)], lo[s], scale[s])
                 jz = _bin.py_func(vals[s, min(int(mid + d) + 1, c - 1)], lo[s], scale[s])
-                win[s, ja:jz + 1] = True
+                win[s, ja : jz + 1] = True
             marked = max(marked, int(win[s, _bins(vals[s, :c], lo[s], scale[s])].sum()))
     cap = min(n // 8, int(1.5 * marked * n / c)) + 4096 if c else 0
     return lo, scale, win, cap
@@ -454,7 +483,9 @@ def _rank_bins_of(hist, ranks, scale):
     rbin, below = np.zeros(ranks.shape, dtype=np.int64), np.zeros(ranks.shape, dtype=np.int64)
     for s in np.flatnonzero(scale > 0.0):
         cum = np.cumsum(hist[s])
-        rbin[s] = np.searchsorted(cum, ranks[s], side="right")  # first bin whose running count exceeds the rank
+        rbin[s] = np.searchsorted(
+            cum, ranks[s], side="right"
+        )  # first bin whose running count exceeds the rank
         below[s] = cum[rbin[s]] - hist[s, rbin[s]]
     return rbin, below
 
@@ -474,7 +505,9 @@ def summarize(series, arrival, start, finish, first, device, idx, target, n_dev,
     vals, c = _sample(series, arrival, _SAMPLE, idx)
     lo, scale, win, cap = _windows(vals, c, qs, arrival.shape[0])
     buf = np.empty((len(series), cap))
-    t = run_totals(arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf)
+    t = run_totals(
+        arrival, start, finish, first, device, idx, target, n_dev, series, lo, scale, win, buf
+    )
     tot, (hist, first_v, wties, fill) = t[:13], t[13:]
     count = int(tot[0])
     if count == 0:
@@ -486,8 +519,20 @@ def summarize(series, arrival, start, finish, first, device, idx, target, n_dev,
         pick = _pick_copies_numpy if fill.sum() <= _COPIES_NUMPY_MAX else _pick_copies
         pick(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wties, first_v, out)
     else:
-        _second_pass(series, arrival, lo, scale, hist, first_v, count, qs, out, idx,
-                     np.array([tot[2], tot[5], tot[11]]), np.array([tot[3], tot[6], tot[12]]))
+        _second_pass(
+            series,
+            arrival,
+            lo,
+            scale,
+            hist,
+            first_v,
+            count,
+            qs,
+            out,
+            idx,
+            np.array([tot[2], tot[5], tot[11]]),
+            np.array([tot[3], tot[6], tot[12]]),
+        )
     return tot
 
 
@@ -500,7 +545,7 @@ def _pick_copies_numpy(buf, fill, lo, scale, ranks, gam, rbin, below, hist, wtie
     """``_pick_copies`` in NumPy, the same values: per wanted bin, its copies (all but those of
     its first value, which ``wties`` counts) partitioned at the ranks in it (``_pick``'s rule)."""
     for s in range(hist.shape[0]):
-        x = buf[s, :fill[s]]
+        x = buf[s, : fill[s]]
         j = _bins(x, lo[s], scale[s])
         want = np.zeros(HIST_BINS, dtype=np.bool_)
         want[rbin[s]] = True
@@ -610,7 +655,9 @@ def percentile_rank(q: float, count: int) -> int:
         raise ValueError(f"q must be a percentile between 0 and 100; got {q!r}")
     if int(count) != count or count < 1:
         raise ValueError(f"count must be a whole number of values >= 1; got {count!r}")
-    return int(quantile_ranks.py_func(np.array([float(q)]), int(count))[0][0])  # the kernel's arithmetic, uncompiled
+    return int(
+        quantile_ranks.py_func(np.array([float(q)]), int(count))[0][0]
+    )  # the kernel's arithmetic, uncompiled
 
 
 def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndarray:
@@ -618,7 +665,9 @@ def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndar
     ``numpy.percentile`` gives them; NaN when every entry is NaN. ``a`` may be a tuple of
     arrays (one row of the result each, NaN at the same entries); ``lo``, ``hi`` (one per
     array) and ``count`` (entries that are not NaN) may be passed when already known."""
-    series = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (a if isinstance(a, tuple) else (a,)))
+    series = tuple(
+        np.ascontiguousarray(x, dtype=np.float64) for x in (a if isinstance(a, tuple) else (a,))
+    )
     b = np.zeros(0) if b is None else np.ascontiguousarray(b, dtype=np.float64)
     qs = np.asarray(qs, dtype=np.float64)
     if count is None:
@@ -629,6 +678,13 @@ def quantiles(a, b=None, qs=(50.0,), *, lo=None, hi=None, count=None) -> np.ndar
             lo, hi = [float(x[ok].min()) for x in xs], [float(x[ok].max()) for x in xs]
     out = np.full((len(series), qs.size), math.nan)
     if count:
-        _quantiles_kernel(series, b, np.atleast_1d(np.asarray(lo, dtype=np.float64)),
-                          np.atleast_1d(np.asarray(hi, dtype=np.float64)), int(count), qs, out)
+        _quantiles_kernel(
+            series,
+            b,
+            np.atleast_1d(np.asarray(lo, dtype=np.float64)),
+            np.atleast_1d(np.asarray(hi, dtype=np.float64)),
+            int(count),
+            qs,
+            out,
+        )
     return out if isinstance(a, tuple) else out[0]

@@ -79,7 +79,9 @@ class Plan:
     ad_util: float
     ad_window: int
     max_waiting: int
-    length_mean: float = float("nan")  # tokens, the mean request length (``capacity_rps``); NaN: not counted
+    length_mean: float = float(
+        "nan"
+    )  # tokens, the mean request length (``capacity_rps``); NaN: not counted
 
 
 def as_devices(devices) -> list[ServiceModel]:
@@ -88,12 +90,16 @@ def as_devices(devices) -> list[ServiceModel]:
         return [devices]
     devs = list(devices)
     if not devs or not all(isinstance(d, ServiceModel) for d in devs):
-        raise ValueError("devices must be a ServiceModel or a non-empty list of them "
-                         "(see chip_service, fixed_service, exponential_service)")
+        raise ValueError(
+            "devices must be a ServiceModel or a non-empty list of them "
+            "(see chip_service, fixed_service, exponential_service)"
+        )
     return devs
 
 
-_UNSORTED = "arrival_s must be sorted ascending and finite (results are per request in arrival order)"
+_UNSORTED = (
+    "arrival_s must be sorted ascending and finite (results are per request in arrival order)"
+)
 
 
 def arrival_array(arrival_s, *, order: bool = True) -> np.ndarray:
@@ -139,7 +145,9 @@ def _requests_pass(arrival, lengths):
     hi = lengths[0]
     total = lengths[0]
     for i in range(1, arrival.shape[0]):
-        ordered &= arrival[i] >= arrival[i - 1]  # also false for NaN; no branch: the loop vectorises
+        ordered &= (
+            arrival[i] >= arrival[i - 1]
+        )  # also false for NaN; no branch: the loop vectorises
         x = lengths[i]
         lo = min(lo, x)
         hi = max(hi, x)
@@ -166,7 +174,12 @@ def _tokens_sum(name, values, n, arrival=None):
             raise ValueError(_UNSORTED)
         v = positive(name, values, integer=True)
         return np.full(n, v, dtype=np.int64), v, v * n
-    fast = isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.size
+    fast = (
+        isinstance(values, np.ndarray)
+        and values.dtype == np.int64
+        and values.ndim == 1
+        and values.size
+    )
     if arrival is not None:
         if fast and values.size == n:
             ordered, lo, hi, total = _requests_pass(arrival, values)
@@ -186,11 +199,15 @@ def _tokens_sum(name, values, n, arrival=None):
         arr = lengths_array(name, values)  # int64: no narrowing, so 1e12 tokens is rejected below
         hi = arr.max()
     if arr.size != n:
-        raise ValueError(f"{name} has {arr.size} entries, arrival_s has {n}: give one length per request (token counts)")
+        raise ValueError(
+            f"{name} has {arr.size} entries, arrival_s has {n}: give one length per request (token counts)"
+        )
     return arr, int(hi), None
 
 
-def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEED, max_waiting=None) -> Plan:
+def make_plan(
+    arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEED, max_waiting=None
+) -> Plan:
     """Check the inputs of ``simulate`` and turn them into a ``Plan``."""
     arr = arrival_array(arrival_s, order=False)
     n = arr.size
@@ -201,24 +218,35 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     if not isinstance(policy, (P.Static, P.Dynamic, P.TokenBudget, P.LengthBuckets, P.Adaptive)):
         raise ValueError(f"policy must be one of ipusim.policies' objects, got {policy!r}")
     if lmax > MAX_LENGTH:
-        raise ValueError(f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
-                         "token sums per batch must stay far from int64 overflow")
+        raise ValueError(
+            f"a request of {lmax:,} tokens is longer than the simulator accepts ({MAX_LENGTH:,}); "
+            "token sums per batch must stay far from int64 overflow"
+        )
     for d in devs:
         if d.len_step and lmax > d.max_len:
-            raise ValueError(f"a request of {lmax} tokens is longer than device {d.name!r} handles ({d.max_len})")
+            raise ValueError(
+                f"a request of {lmax} tokens is longer than device {d.name!r} handles ({d.max_len})"
+            )
     nd = len(devs)
     if router is not None and isinstance(policy, P.LengthBuckets):
-        raise ValueError("a Router and LengthBuckets cannot be combined; pick one way to split by length")
+        raise ValueError(
+            "a Router and LengthBuckets cannot be combined; pick one way to split by length"
+        )
     if isinstance(policy, P.LengthBuckets):
         if lmax > policy.edges[-1]:
-            raise ValueError(f"a request of {lmax} tokens is longer than the last bucket edge {policy.edges[-1]}")
+            raise ValueError(
+                f"a request of {lmax} tokens is longer than the last bucket edge {policy.edges[-1]}"
+            )
         edges = np.asarray(policy.edges, dtype=np.int64)
         nq = len(policy.edges)
         serves = np.ones((nd, nq), dtype=np.bool_)
     elif router is not None:
         if not isinstance(router, Router):
             raise ValueError(f"router must be a serving.Router, got {router!r}")
-        if max(router.short_devices + router.long_devices) >= nd or min(router.short_devices + router.long_devices) < 0:
+        if (
+            max(router.short_devices + router.long_devices) >= nd
+            or min(router.short_devices + router.long_devices) < 0
+        ):
             raise ValueError(f"router device numbers must lie in 0..{nd - 1}")
         edges = np.array([router.threshold, MAX_LENGTH], dtype=np.int64)  # short: <= threshold
         nq = 2
@@ -230,8 +258,10 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
         serves = np.ones((nd, 1), dtype=np.bool_)
     if edges is not None:
         if n > np.iinfo(np.int32).max:
-            raise ValueError(f"{n:,} requests: split by length they are numbered in int32; at most "
-                             f"{np.iinfo(np.int32).max:,} (simulate takes {MAX_REQUESTS:,})")
+            raise ValueError(
+                f"{n:,} requests: split by length they are numbered in int32; at most "
+                f"{np.iinfo(np.int32).max:,} (simulate takes {MAX_REQUESTS:,})"
+            )
         qoff, qidx, qmax = _queues(lens, edges)
     else:
         qoff = np.array([0, n], dtype=np.int64)
@@ -246,7 +276,7 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     J = max(u.table.shape[1] for u in uniq)
     tables = np.zeros((len(uniq), R, J))
     for i, u in enumerate(uniq):
-        tables[i, :u.table.shape[0], :u.table.shape[1]] = u.table
+        tables[i, : u.table.shape[0], : u.table.shape[1]] = u.table
     m_rand = np.array([u.random == "exp" for u in uniq])
     mult = np.random.default_rng([seed, 0x5E7]).exponential(1.0, n) if m_rand.any() else np.zeros(0)
     pref = np.zeros(0, dtype=np.int64)
@@ -265,14 +295,30 @@ def make_plan(arrival_s, lengths, policy, devices, router=None, seed=DEFAULT_SEE
     _check_fit(policy, B, devs, qmax, serves)
     mw = n if max_waiting is None else positive("max_waiting", max_waiting, integer=True)
     return Plan(
-        arrival=arr, lengths=lens, mult=mult, qidx=qidx, qoff=qoff, serves=serves,
-        dev_model=np.array(dev_model, dtype=np.int64), tables=tables,
+        arrival=arr,
+        lengths=lens,
+        mult=mult,
+        qidx=qidx,
+        qoff=qoff,
+        serves=serves,
+        dev_model=np.array(dev_model, dtype=np.int64),
+        tables=tables,
         m_len_step=np.array([u.len_step for u in uniq], dtype=np.int64),
-        m_packed=np.array([u.packed for u in uniq]), m_pack_len=np.array([u.pack_len for u in uniq], dtype=np.int64),
-        m_rand=m_rand, m_rows=np.array([u.table.shape[0] - 1 for u in uniq], dtype=np.int64),
-        kind=kind, q_batch=np.full(nq, B, dtype=np.int64), q_delay=np.full(nq, float(D)), budget=int(budget),
-        pad_full=bool(pad_full), pref_min=int(pref[0]) if pref.size else 0, pref=pref,
-        ad_target=float(ad[0]), ad_util=float(ad[1]), ad_window=int(ad[2]), max_waiting=int(mw),
+        m_packed=np.array([u.packed for u in uniq]),
+        m_pack_len=np.array([u.pack_len for u in uniq], dtype=np.int64),
+        m_rand=m_rand,
+        m_rows=np.array([u.table.shape[0] - 1 for u in uniq], dtype=np.int64),
+        kind=kind,
+        q_batch=np.full(nq, B, dtype=np.int64),
+        q_delay=np.full(nq, float(D)),
+        budget=int(budget),
+        pad_full=bool(pad_full),
+        pref_min=int(pref[0]) if pref.size else 0,
+        pref=pref,
+        ad_target=float(ad[0]),
+        ad_util=float(ad[1]),
+        ad_window=int(ad[2]),
+        max_waiting=int(mw),
         # np.mean's value: its float64 partial sums are exact integers while the total stays below 2**53
         length_mean=lsum / n if lsum is not None and lmax * n < 2**53 else float("nan"),
     )
@@ -284,8 +330,10 @@ def with_arrivals(plan: Plan, arrival_s) -> Plan:
     plan once (``dataclasses.replace`` of the arrival array, checked as ``make_plan`` checks it)."""
     arr = arrival_array(arrival_s)
     if arr.size != plan.arrival.size:
-        raise ValueError(f"arrival_s has {arr.size} entries, the plan has {plan.arrival.size} requests: "
-                         "give one arrival time per request (s)")
+        raise ValueError(
+            f"arrival_s has {arr.size} entries, the plan has {plan.arrival.size} requests: "
+            "give one arrival time per request (s)"
+        )
     return dataclasses.replace(plan, arrival=arr)
 
 
@@ -338,8 +386,13 @@ def _check_fit(policy, B, devs, qmax, serves):
                 continue
             if not np.isfinite(dev.time_s([L] * B)):
                 most = dev.fit_limit(L)
-                fix = ("Lower the policy's max batch or route long requests elsewhere" if most else
-                       "Not even one request fits: use a chip with more memory")
-                raise ValueError(f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
-                                 f"model has no time for it); largest batch that fits at {L} tokens: "
-                                 f"{most or 'none'}. {fix}")
+                fix = (
+                    "Lower the policy's max batch or route long requests elsewhere"
+                    if most
+                    else "Not even one request fits: use a chip with more memory"
+                )
+                raise ValueError(
+                    f"a batch of {B} requests of {L} tokens does not fit device {dev.name!r} (the machine "
+                    f"model has no time for it); largest batch that fits at {L} tokens: "
+                    f"{most or 'none'}. {fix}"
+                )

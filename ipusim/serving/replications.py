@@ -23,9 +23,38 @@ relaxes in about 1 / (mu (1 - sqrt(rho))^2), ~90 service times, against 2,000 di
 
 CONFIDENCE = 0.95
 
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-         2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 """Two-sided 95 % Student-t quantiles t(0.975, df) for df = 1 .. 30 (any statistics table); 1.96 above."""
 
 
@@ -58,7 +87,9 @@ def interval(values) -> dict:
     return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
 
 
-def replicate(run_one, n: int, *, seed: int = 0, qs=(50.0, 99.0), warmup_fraction: float = WARMUP_FRACTION) -> dict:
+def replicate(
+    run_one, n: int, *, seed: int = 0, qs=(50.0, 99.0), warmup_fraction: float = WARMUP_FRACTION
+) -> dict:
     """``run_one(seed) -> (arrival_s, latency_s)`` run ``n`` times with independent seeds;
     for each percentile in ``qs`` the interval of ``interval`` (keys ``latency_p50_s``, ...)."""
     if not isinstance(n, (int, np.integer)) or n < 2:
@@ -71,6 +102,8 @@ def replicate(run_one, n: int, *, seed: int = 0, qs=(50.0, 99.0), warmup_fractio
             per[q].append(float(np.percentile(lat, q)))
     out = {f"latency_p{q:g}_s": interval(v) for q, v in per.items()}
     out["replications"] = int(n)
-    out["warmup_rule"] = f"requests arriving in the first {warmup_fraction:.0%} of each run's arrival span discarded"
+    out["warmup_rule"] = (
+        f"requests arriving in the first {warmup_fraction:.0%} of each run's arrival span discarded"
+    )
     out["interval"] = f"{CONFIDENCE:.0%} Student-t over independent seeded replications"
     return out

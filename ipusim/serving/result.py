@@ -23,12 +23,23 @@ from .percentiles import (
 )
 from .weighted import weighted_quantiles
 
-__all__ = ["STABLE_SERVED_SHARE", "ServingResult", "percentile_rank", "quantiles", "weighted_quantiles"]
+__all__ = [
+    "STABLE_SERVED_SHARE",
+    "ServingResult",
+    "percentile_rank",
+    "quantiles",
+    "weighted_quantiles",
+]
 
 # A run of 100+ requests that serves less than this share of the offered rate is not stable: its
 # requests wait for a delay (or a batch that never fills) longer than the run.
 STABLE_SERVED_SHARE = 0.5
-_SUMMARY_QS = {50.0: "latency_p50_s", 90.0: "latency_p90_s", 99.0: "latency_p99_s", 99.9: "latency_p999_s"}
+_SUMMARY_QS = {
+    50.0: "latency_p50_s",
+    90.0: "latency_p90_s",
+    99.0: "latency_p99_s",
+    99.9: "latency_p999_s",
+}
 # the percentiles the summary takes of latency, queueing delay and time to first token (rows
 # padded with repeats: only the first, and the first two of the last, are reported)
 _SUMMARY_Q_TABLE = np.array([list(_SUMMARY_QS), [99.0] * 4, [50.0, 99.0, 99.0, 99.0]])
@@ -66,7 +77,9 @@ class ServingResult:
     stopped_early: bool = False
     latency_target_s: float = 0.1
     max_waiting: int = 0
-    capacity_rps: float = float("nan")  # rough a-priori estimate; the summary measures served per busy second
+    capacity_rps: float = float(
+        "nan"
+    )  # rough a-priori estimate; the summary measures served per busy second
     first_token_s: np.ndarray | None = field(default=None, repr=False)  # generation only
     output_tokens: np.ndarray | None = field(default=None, repr=False)  # generation only
     # generation only: the gaps between consecutive tokens of every request, as distinct gaps
@@ -115,8 +128,18 @@ class ServingResult:
         series = (finish, start, first) if gen else (finish, start)
         qs = np.full((len(series), 4), math.nan)
         ns, lat_sum, _, _, wait_sum, _, _, t1, good, late, per_dev, _, _ = summarize(
-            series, arr, start, finish, first, device, self._index, self.latency_target_s, nd,
-            _SUMMARY_Q_TABLE[:len(series)], qs)
+            series,
+            arr,
+            start,
+            finish,
+            first,
+            device,
+            self._index,
+            self.latency_target_s,
+            nd,
+            _SUMMARY_Q_TABLE[: len(series)],
+            qs,
+        )
         t0 = float(arr[0])
         dur = max(float(t1) - t0, 1e-300)
         q, wait_p99 = qs[0], qs[1, 0]
@@ -124,22 +147,31 @@ class ServingResult:
         offered, cap, throughput, stable, reason = self._load(ns, late, per_dev, dur, gen)
         busy = self.device_busy_s
         out = {
-            "policy": self.policy, "devices": list(self.devices), "requests": self.n, "served": ns,
+            "policy": self.policy,
+            "devices": list(self.devices),
+            "requests": self.n,
+            "served": ns,
             "batches": self.batches,
-            "mean_batch": ((real / self.batches) if gen else ns / self.batches) if self.batches else 0.0,
-            "offered_rps": float(offered), "capacity_rps": cap,
+            "mean_batch": ((real / self.batches) if gen else ns / self.batches)
+            if self.batches
+            else 0.0,
+            "offered_rps": float(offered),
+            "capacity_rps": cap,
             "throughput_rps": throughput,
             "goodput_rps": float(good) / dur,
             "latency_target_s": self.latency_target_s,
             "latency_mean_s": lat_sum / ns if ns else math.nan,
-            "latency_p50_s": float(q[0]), "latency_p90_s": float(q[1]),
-            "latency_p99_s": float(q[2]), "latency_p999_s": float(q[3]),
+            "latency_p50_s": float(q[0]),
+            "latency_p90_s": float(q[1]),
+            "latency_p99_s": float(q[2]),
+            "latency_p999_s": float(q[3]),
             "queueing_mean_s": wait_sum / ns if ns else math.nan,
             "queueing_p99_s": float(wait_p99),
             "utilization": float(busy.sum() / (dur * nd)),
             "device_utilization": (busy / dur).tolist(),
             "padded_token_waste": float(1.0 - real / comp) if comp else 0.0,
-            "stable": stable, "unstable_reason": reason,
+            "stable": stable,
+            "unstable_reason": reason,
         }
         if gen:
             out["ttft_p50_s"], out["ttft_p99_s"] = float(qs[2, 0]), float(qs[2, 1])
@@ -152,7 +184,11 @@ class ServingResult:
         nd = len(self.devices)
         t0 = float(arr[0])
         # one request offers no rate (NaN: it cannot overload anything); requests all at one instant an infinite one
-        offered = math.nan if self.n < 2 else ((self.n - 1) / (arr[-1] - t0) if arr[-1] > t0 else math.inf)
+        offered = (
+            math.nan
+            if self.n < 2
+            else ((self.n - 1) / (arr[-1] - t0) if arr[-1] > t0 else math.inf)
+        )
         backlog = self.n - ns + int(late)
         busy = self.device_busy_s
         cap = float(np.sum(np.divide(per_dev, busy, out=np.zeros(nd), where=busy > 0)))
@@ -161,12 +197,22 @@ class ServingResult:
         throughput = ns / dur
         stable, reason = True, ""
         if self.stopped_early:
-            stable, reason = False, (f"stopped: more than {self.max_waiting:,} requests waiting; offered "
-                                     f"{offered:,.0f} req/s vs capacity about {cap:,.0f} req/s")
+            stable, reason = (
+                False,
+                (
+                    f"stopped: more than {self.max_waiting:,} requests waiting; offered "
+                    f"{offered:,.0f} req/s vs capacity about {cap:,.0f} req/s"
+                ),
+            )
         elif self.n >= 100 and backlog > max(50, 0.05 * self.n):
-            stable, reason = False, (f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
-                                     f"last arrived; offered {offered:,.0f} req/s vs capacity about "
-                                     f"{cap:,.0f} req/s")
+            stable, reason = (
+                False,
+                (
+                    f"queue grew: {backlog:,} of {self.n:,} requests were still waiting when the "
+                    f"last arrived; offered {offered:,.0f} req/s vs capacity about "
+                    f"{cap:,.0f} req/s"
+                ),
+            )
         elif ns and not gen and np.any(busy * offered / ns > 1.0):
             # A device given a share per_dev/ns of the offered rate serves per_dev/busy requests per
             # busy second; it keeps up only if busy x offered / ns <= 1. Beyond that there is no
@@ -174,11 +220,23 @@ class ServingResult:
             # Not for generation: there "busy" is the time any sequence runs.
             d = int(np.argmax(busy * offered / ns))
             off_d, cap_d = offered * per_dev[d] / ns, per_dev[d] / busy[d]
-            stable, reason = False, (f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
-                                     f"{cap_d:,.0f} req/s (requests served per busy second)")
-        elif self.n >= 100 and math.isfinite(offered) and throughput < STABLE_SERVED_SHARE * offered:
-            stable, reason = False, (f"served {throughput:,.4g} req/s of {offered:,.0f} offered: requests wait for the "
-                                     "policy's longest delay (or a batch that never fills) longer than the run")
+            stable, reason = (
+                False,
+                (
+                    f"offered {off_d:,.0f} req/s to {self.devices[d]} exceeds its capacity about "
+                    f"{cap_d:,.0f} req/s (requests served per busy second)"
+                ),
+            )
+        elif (
+            self.n >= 100 and math.isfinite(offered) and throughput < STABLE_SERVED_SHARE * offered
+        ):
+            stable, reason = (
+                False,
+                (
+                    f"served {throughput:,.4g} req/s of {offered:,.0f} offered: requests wait for the "
+                    "policy's longest delay (or a batch that never fills) longer than the run"
+                ),
+            )
         return float(offered), cap, throughput, stable, reason
 
     def slo_view(self, q: float = 99.0) -> dict:
@@ -193,18 +251,36 @@ class ServingResult:
         cached = self.__dict__.get("_summary")
         gen = self.first_token_s is not None
         if cached is not None and q in _SUMMARY_QS:
-            return {"latency_q_s": cached[_SUMMARY_QS[q]], "stable": cached["stable"],
-                    "utilization": cached["utilization"]}
+            return {
+                "latency_q_s": cached[_SUMMARY_QS[q]],
+                "stable": cached["stable"],
+                "utilization": cached["utilization"],
+            }
         arr = self.arrival_s
         start, finish, device = self.times
         ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
-            arr, start, finish, np.zeros(0), device, self._index, self.latency_target_s, len(self.devices),
-            (finish, start), np.zeros(0), np.zeros(0), np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0)))[:11]
+            arr,
+            start,
+            finish,
+            np.zeros(0),
+            device,
+            self._index,
+            self.latency_target_s,
+            len(self.devices),
+            (finish, start),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros((0, 0), dtype=np.bool_),
+            np.zeros((0, 0)),
+        )[:11]
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
         lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
-        return {"latency_q_s": float(lat), "stable": stable,
-                "utilization": float(self.device_busy_s.sum() / (dur * len(self.devices)))}
+        return {
+            "latency_q_s": float(lat),
+            "stable": stable,
+            "utilization": float(self.device_busy_s.sum() / (dur * len(self.devices))),
+        }
 
     @property
     def _index(self) -> np.ndarray:
@@ -231,8 +307,11 @@ class ServingResult:
     def __repr__(self):
         s = self._summary
         flag = "" if s["stable"] else f"  UNSTABLE: {s['unstable_reason']}"
-        gen = (f", TTFT p99 {s['ttft_p99_s'] * 1e3:,.1f} ms, TBT p99 {s['tbt_p99_s'] * 1e3:,.2f} ms"
-               if "ttft_p99_s" in s else "")
+        gen = (
+            f", TTFT p99 {s['ttft_p99_s'] * 1e3:,.1f} ms, TBT p99 {s['tbt_p99_s'] * 1e3:,.2f} ms"
+            if "ttft_p99_s" in s
+            else ""
+        )
         return (
             f"ServingResult({s['policy']} on {', '.join(self.devices)}: {s['served']:,}/{s['requests']:,} served, "
             f"{s['throughput_rps']:,.1f} req/s, p50 {s['latency_p50_s'] * 1e3:,.2f} ms, p99 "
@@ -243,8 +322,11 @@ class ServingResult:
     def _repr_html_(self):
         s = self._summary
         rows = "".join(
-            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>" if isinstance(v, float) else f"<tr><td>{k}</td><td>{v}</td></tr>"
-            for k, v in s.items() if k not in ("devices", "device_utilization")
+            f"<tr><td>{k}</td><td>{v:,.4g}</td></tr>"
+            if isinstance(v, float)
+            else f"<tr><td>{k}</td><td>{v}</td></tr>"
+            for k, v in s.items()
+            if k not in ("devices", "device_utilization")
         )
         return f"<table><caption>ServingResult</caption>{rows}</table>"
 
@@ -255,5 +337,8 @@ def _between_tokens(gap_s, gap_weight) -> dict:
     if gap_s is None or not gap_weight.sum():
         return {"tbt_p50_s": math.nan, "tbt_p99_s": math.nan, "tbt_mean_s": math.nan}
     q = weighted_quantiles(gap_s, gap_weight, (50, 99))
-    return {"tbt_p50_s": float(q[0]), "tbt_p99_s": float(q[1]),
-            "tbt_mean_s": float(np.dot(gap_s, gap_weight) / gap_weight.sum())}
+    return {
+        "tbt_p50_s": float(q[0]),
+        "tbt_p99_s": float(q[1]),
+        "tbt_mean_s": float(np.dot(gap_s, gap_weight) / gap_weight.sum()),
+    }

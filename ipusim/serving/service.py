@@ -61,8 +61,12 @@ class ServiceModel:
         shape = batch_shape.py_func if plain else batch_shape
         r, j, _ = shape(self.len_step, self.packed, self.pack_len, size, mx, int(lens.sum()))
         if self.packed:  # first-fit decreasing, as the simulator packs a batch
-            r = packing.first_fit_rows(np.sort(lens)[::-1].copy(), self.pack_len, self.pack_len,
-                                       np.empty(lens.size, np.int64))
+            r = packing.first_fit_rows(
+                np.sort(lens)[::-1].copy(),
+                self.pack_len,
+                self.pack_len,
+                np.empty(lens.size, np.int64),
+            )
         return float((lookup_s.py_func if plain else lookup_s)(self.table, r, j))
 
     def fit_limit(self, length: int) -> int:
@@ -83,7 +87,9 @@ class ServiceModel:
         return f"ServiceModel({self.name}: {kind}, up to {self.max_rows} rows, {self.source})"
 
 
-def fixed_service(seconds: float, *, per_request_s: float = 0.0, max_batch: int = 1) -> ServiceModel:
+def fixed_service(
+    seconds: float, *, per_request_s: float = 0.0, max_batch: int = 1
+) -> ServiceModel:
     """A batch of b requests takes ``seconds + per_request_s * b``, whatever the lengths (M/D/1 when b = 1)."""
     s = positive("seconds", seconds, at_most=_limits.MAX_SECONDS, why="one batch's time, s")
     c = positive("per_request_s", per_request_s, allow_zero=True, at_most=_limits.MAX_SECONDS)
@@ -101,7 +107,9 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
     _limits.check_memory("max_batch", b, 16 * b, "a service table of two float64 per batch size")
     tab = np.zeros((b + 1, 2))
     tab[1:, 1] = m
-    return ServiceModel(f"exponential mean {m * 1e3:g} ms", tab, 0, random="exp", source="exponential")
+    return ServiceModel(
+        f"exponential mean {m * 1e3:g} ms", tab, 0, random="exp", source="exponential"
+    )
 
 
 MAX_CHIP_ROWS = tables.ROW_GRID[-1]  # rows of a chip_service table, at most (the last grid point)
@@ -150,17 +158,30 @@ def chip_service(
     if max_len > m.max_positions:
         raise ValueError(f"max_len {max_len} exceeds {m.name}'s max_positions {m.max_positions}")
     step = positive("len_step", len_step, integer=True)
-    b = positive("max_batch", max_batch, integer=True, at_most=MAX_CHIP_ROWS,
-                 why=f"the chip's time table is simulated on a row grid up to {MAX_CHIP_ROWS:,} rows "
-                     "(a tile simulator call costs ~10 ms and grows with the rows)")
+    b = positive(
+        "max_batch",
+        max_batch,
+        integer=True,
+        at_most=MAX_CHIP_ROWS,
+        why=f"the chip's time table is simulated on a row grid up to {MAX_CHIP_ROWS:,} rows "
+        "(a tile simulator call costs ~10 ms and grows with the rows)",
+    )
     _limits.check_step(b, max_len, name="max_batch")
-    n_chips = positive("chips", chips, integer=True, at_most=_limits.MAX_CHIPS, why="chips per replica")
+    n_chips = positive(
+        "chips", chips, integer=True, at_most=_limits.MAX_CHIPS, why="chips per replica"
+    )
     if grid not in ("fine", "coarse"):
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
     exact_rows = c.kind == "gpu" if exact_rows is None else bool(exact_rows)
     rows = max(64, b) if grid == "fine" else b
-    spec = tables.replica(c, m, chips=n_chips, streaming=None if streaming is None else bool(streaming),
-                          placement=placement, length=max_len)
+    spec = tables.replica(
+        c,
+        m,
+        chips=n_chips,
+        streaming=None if streaming is None else bool(streaming),
+        placement=placement,
+        length=max_len,
+    )
     where = f" {spec.label()}" if spec.label() else ""
     where += " streamed" if streaming else ""
     if packed:
@@ -172,13 +193,21 @@ def chip_service(
             tab = tables.time_table(spec, "forward", rows, pl, pl, True)[:, :2]
         else:
             tab = tables.coarse_table(spec, "forward", rows, pl)[:, [0, pl]]
-        return ServiceModel(f"{c.name}{where} {m.name} packed {pl}", _rows(tab, b), pl, packed=True, pack_len=pl,
-                            source=tables.source(spec))
+        return ServiceModel(
+            f"{c.name}{where} {m.name} packed {pl}",
+            _rows(tab, b),
+            pl,
+            packed=True,
+            pack_len=pl,
+            source=tables.source(spec),
+        )
     if grid == "fine":
         tab = tables.time_table(spec, "forward", rows, max_len, step, exact_rows)
     else:
         tab = tables.coarse_table(spec, "forward", rows, max_len)
-    return ServiceModel(f"{c.name}{where} {m.name} padded", _rows(tab, b), 1, source=tables.source(spec))
+    return ServiceModel(
+        f"{c.name}{where} {m.name} padded", _rows(tab, b), 1, source=tables.source(spec)
+    )
 
 
 def _rows(tab, b):
@@ -187,8 +216,15 @@ def _rows(tab, b):
     return out
 
 
-def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, long_fraction: float = 0.3,
-                    seed: int = 0) -> dict:
+def surrogate_error(
+    service: ServiceModel,
+    chip,
+    model,
+    *,
+    samples: int = 50,
+    long_fraction: float = 0.3,
+    seed: int = 0,
+) -> dict:
     """Relative error of a padded ``service`` table against direct machine-model calls.
 
     Each sample is a batch of random size (1..max_rows) of mixed lengths
@@ -200,12 +236,16 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
     from .. import lengths, machine, workloads
 
     if service.packed or not service.len_step:
-        raise ValueError("surrogate_error checks padded chip tables (from chip_service with packed=False)")
+        raise ValueError(
+            "surrogate_error checks padded chip tables (from chip_service with packed=False)"
+        )
     rng = np.random.default_rng(seed)
     errs, refused, mismatch = [], 0, 0
     for k in range(positive("samples", samples, integer=True)):
         r = int(rng.integers(1, service.max_rows + 1))
-        lens = np.minimum(lengths.sample(r, long_fraction=long_fraction, seed=seed + k), service.max_len)
+        lens = np.minimum(
+            lengths.sample(r, long_fraction=long_fraction, seed=seed + k), service.max_len
+        )
         res = machine.simulate(chip, workloads.step(model, lens, pad_to=int(lens.max())))
         fits = bool(res.fits) and math.isfinite(res.time_s)
         tab = service.time_s(lens)
@@ -216,9 +256,15 @@ def surrogate_error(service: ServiceModel, chip, model, *, samples: int = 50, lo
         else:
             errs.append(tab / res.time_s - 1.0)
     e = np.abs(errs) if errs else np.array([math.nan])
-    return {"samples": int(samples), "compared": len(errs), "refused": refused, "fit_mismatches": mismatch,
-            "max_rel_error": float(e.max()), "mean_rel_error": float(e.mean()),
-            "mean_signed_error": float(np.mean(errs)) if errs else math.nan}
+    return {
+        "samples": int(samples),
+        "compared": len(errs),
+        "refused": refused,
+        "fit_mismatches": mismatch,
+        "max_rel_error": float(e.max()),
+        "mean_rel_error": float(e.mean()),
+        "mean_signed_error": float(np.mean(errs)) if errs else math.nan,
+    }
 
 
 @njit(cache=True, error_model="numpy")

@@ -51,8 +51,11 @@ def cache_dir() -> Path | None:
         if not os.path.isabs(base):  # "~" left unexpanded: no home directory
             raise RuntimeError(base)
     except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
-        _note("home", "ipusim: note: no home directory for the table cache; tables are rebuilt each run "
-                      "(set IPUSIM_CACHE_DIR to a writable folder)")
+        _note(
+            "home",
+            "ipusim: note: no home directory for the table cache; tables are rebuilt each run "
+            "(set IPUSIM_CACHE_DIR to a writable folder)",
+        )
         return None
     return Path(base) / "tables"
 
@@ -72,7 +75,12 @@ def entry_path(key: str) -> Path | None:
 def encode(key: str, tab: np.ndarray) -> bytes:
     """The bytes of an entry for ``tab`` built for ``key``."""
     data = np.ascontiguousarray(tab, dtype=DTYPE).tobytes()
-    head = {"key": key, "shape": list(tab.shape), "dtype": DTYPE, "sha256": hashlib.sha256(data).hexdigest()}
+    head = {
+        "key": key,
+        "shape": list(tab.shape),
+        "dtype": DTYPE,
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
     return MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n" + data
 
 
@@ -87,7 +95,7 @@ def decode(key: str, blob: bytes, shape=None) -> tuple[np.ndarray | None, str]:
     if end < 0:
         return None, "truncated or unreadable header"
     try:
-        head = json.loads(blob[len(MAGIC):end])
+        head = json.loads(blob[len(MAGIC) : end])
         got_shape = tuple(int(x) for x in head["shape"])
         got_key, dtype, digest = str(head["key"]), str(head["dtype"]), str(head["sha256"])
     except (ValueError, TypeError, KeyError, UnicodeDecodeError):
@@ -97,8 +105,11 @@ def decode(key: str, blob: bytes, shape=None) -> tuple[np.ndarray | None, str]:
     if dtype != DTYPE:
         return None, f"dtype {dtype!r}, expected {DTYPE!r}"
     if any(n < 0 for n in got_shape) or (shape is not None and got_shape != tuple(shape)):
-        return None, f"shape {got_shape}, expected {tuple(shape) if shape is not None else 'non-negative'}"
-    data = blob[end + 1:]
+        return (
+            None,
+            f"shape {got_shape}, expected {tuple(shape) if shape is not None else 'non-negative'}",
+        )
+    data = blob[end + 1 :]
     if len(data) != 8 * int(np.prod(got_shape, dtype=object)):
         return None, f"{len(data):,} bytes of data for shape {got_shape} (truncated or padded)"
     if hashlib.sha256(data).hexdigest() != digest:
@@ -147,7 +158,10 @@ def load(key: str, *, shape=None, check=None) -> np.ndarray | None:
 
 
 def _discard(p: Path, why: str):
-    print(f"ipusim: note: table cache file {p} is {why}; discarded, rebuilding the table", file=sys.stderr)
+    print(
+        f"ipusim: note: table cache file {p} is {why}; discarded, rebuilding the table",
+        file=sys.stderr,
+    )
     try:
         if p.is_dir() and not p.is_symlink():
             os.rmdir(p)
@@ -171,8 +185,11 @@ def store(key: str, tab: np.ndarray) -> None:
         with _files.atomic_write(p, "wb", private=True) as f:
             f.write(blob)
     except OSError as err:
-        _note(("store", str(p.parent)), f"ipusim: note: cannot write the table cache in {p.parent} "
-              f"({err.strerror or err}); running uncached (set IPUSIM_CACHE_DIR to a writable folder)")
+        _note(
+            ("store", str(p.parent)),
+            f"ipusim: note: cannot write the table cache in {p.parent} "
+            f"({err.strerror or err}); running uncached (set IPUSIM_CACHE_DIR to a writable folder)",
+        )
 
 
 def times_check(tab: np.ndarray, *, zero_edges: bool) -> str | None:

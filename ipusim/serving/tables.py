@@ -62,7 +62,9 @@ class Replica:
     model: object  # workloads.TransformerConfig
     chips: int = 1
     streaming: bool | None = None
-    tensor: int | None = None  # chips per layer of a tensor/pipeline placement (None: layers in turn)
+    tensor: int | None = (
+        None  # chips per layer of a tensor/pipeline placement (None: layers in turn)
+    )
 
     def __post_init__(self):
         if self.tensor is None:
@@ -76,9 +78,13 @@ class Replica:
         if t not in placement.tensor_degrees(self.model, t):
             raise ValueError(f"Replica.tensor={t} must divide {self.model.name}'s heads and d_ff")
         if n // t > self.model.layers:
-            raise ValueError(f"{n // t} pipeline stages exceed {self.model.name}'s {self.model.layers} layers")
+            raise ValueError(
+                f"{n // t} pipeline stages exceed {self.model.name}'s {self.model.layers} layers"
+            )
         if self.streaming is not None:
-            raise ValueError("a placed Replica (tensor set) lets the machine model choose streaming: streaming=None")
+            raise ValueError(
+                "a placed Replica (tensor set) lets the machine model choose streaming: streaming=None"
+            )
 
     @property
     def pipeline(self) -> int:
@@ -91,8 +97,16 @@ class Replica:
         return "" if self.chips == 1 else f"x{self.chips}"
 
 
-def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, placement=None,
-            phases=("forward",), length: int | None = None) -> Replica:
+def replica(
+    chip,
+    model,
+    *,
+    chips: int = 1,
+    streaming: bool | None = None,
+    placement=None,
+    phases=("forward",),
+    length: int | None = None,
+) -> Replica:
     """The ``Replica`` a service model runs on: ``placement`` None gives ``chips`` chips holding the
     layers in turn; a ``placement.PlacedStep`` its tensor x pipeline chips; ``"search"`` the
     fastest placement on up to ``chips`` chips (``placed_replica`` with ``phases`` and ``length``)."""
@@ -105,8 +119,10 @@ def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, place
     from ..placement import PlacedStep  # here: the placement model is not needed without one
 
     if streaming is not None:
-        raise ValueError("streaming applies to a replica without a placement; a placement lets the machine "
-                         "model choose per stage")
+        raise ValueError(
+            "streaming applies to a replica without a placement; a placement lets the machine "
+            "model choose per stage"
+        )
     if isinstance(placement, str) and placement == "search":
         return placed_replica(c, m, n, phases=phases, length=length)
     if isinstance(placement, PlacedStep):
@@ -115,10 +131,14 @@ def replica(chip, model, *, chips: int = 1, streaming: bool | None = None, place
         if placement.chip != c.name:
             raise ValueError(f"placement is for chip {placement.chip!r}, not {c.name!r}")
         return Replica(c, m, placement.tensor * placement.pipeline, None, placement.tensor)
-    raise ValueError(f"placement must be None, 'search' or a placement.PlacedStep, got {placement!r}")
+    raise ValueError(
+        f"placement must be None, 'search' or a placement.PlacedStep, got {placement!r}"
+    )
 
 
-def placed_replica(chip, model, chips: int, *, phases=("forward",), length: int | None = None) -> Replica:
+def placed_replica(
+    chip, model, chips: int, *, phases=("forward",), length: int | None = None
+) -> Replica:
     """The replica the placement search (``placement.place``) finds fastest on up to ``chips``
     chips for one sequence of ``length`` tokens (default the model's longest) in every phase
     (the slowest phase's placement), as a tensor/pipeline ``Replica`` of ``tensor x pipeline``
@@ -154,9 +174,16 @@ def stage_model(model, chips: int):
     2-token vocabulary); they sit on the first and last stages."""
     if chips <= 1:
         return model
-    return dataclasses.replace(model, name=f"{model.name} stage of {chips}", layers=-(-model.layers // chips),
-                               vocab=2, type_vocab=0, learned_positions=False, tied_embeddings=True,
-                               published_params=0.0)
+    return dataclasses.replace(
+        model,
+        name=f"{model.name} stage of {chips}",
+        layers=-(-model.layers // chips),
+        vocab=2,
+        type_vocab=0,
+        learned_positions=False,
+        tied_embeddings=True,
+        published_params=0.0,
+    )
 
 
 def step_result(spec: Replica, step):
@@ -164,15 +191,24 @@ def step_result(spec: Replica, step):
     from .. import machine, workloads
 
     if spec.tensor:
-        raise ValueError("a placed Replica has no one-chip step: use replica_step_s (placement.assess)")
+        raise ValueError(
+            "a placed Replica has no one-chip step: use replica_step_s (placement.assess)"
+        )
 
     if spec.chips > 1:
-        step = workloads.step(stage_model(step.model, spec.chips), list(step.lengths), phase=step.phase,
-                              pad_to=step.row_len or None, dtype_bytes=step.dtype_bytes)
+        step = workloads.step(
+            stage_model(step.model, spec.chips),
+            list(step.lengths),
+            phase=step.phase,
+            pad_to=step.row_len or None,
+            dtype_bytes=step.dtype_bytes,
+        )
     if spec.chip.kind != "tile":
         return machine.simulate(spec.chip, step)
     weights = "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
-    return machine.simulate(spec.chip, step, weights=weights, explain=False)  # tables read fits and time only
+    return machine.simulate(
+        spec.chip, step, weights=weights, explain=False
+    )  # tables read fits and time only
 
 
 def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
@@ -196,7 +232,11 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
     if spec.chips > 1 and ok:
         tokens = step.batch * (1 if step.phase == "decode" else max(step.lengths))
         link = spec.chip.link_bandwidth_bytes_per_s
-        hop = tokens * step.model.d_model * step.dtype_bytes * (spec.chips - 1) / link if link > 0 else _INF
+        hop = (
+            tokens * step.model.d_model * step.dtype_bytes * (spec.chips - 1) / link
+            if link > 0
+            else _INF
+        )
         t = spec.chips * t + hop
     return t, (ok, streams)
 
@@ -224,7 +264,9 @@ def _code_key() -> str:
 def _describe(x):
     """A full, stable description of a key part (every field of a dataclass, not its repr)."""
     if dataclasses.is_dataclass(x):
-        return (type(x).__name__,) + tuple((f.name, _describe(getattr(x, f.name))) for f in dataclasses.fields(x))
+        return (type(x).__name__,) + tuple(
+            (f.name, _describe(getattr(x, f.name))) for f in dataclasses.fields(x)
+        )
     if isinstance(x, dict):
         return tuple(sorted((str(k), _describe(v)) for k, v in x.items()))
     if isinstance(x, (list, tuple)):
@@ -264,7 +306,11 @@ def _memo_token(parts):
     for p in parts:
         if p is None or isinstance(p, (str, int, float, bool)):
             out.append((type(p), repr(p)))
-        elif dataclasses.is_dataclass(p) and not isinstance(p, type) and p.__dataclass_params__.frozen:
+        elif (
+            dataclasses.is_dataclass(p)
+            and not isinstance(p, type)
+            and p.__dataclass_params__.frozen
+        ):
             out.append(("id", id(p)))
         else:
             return None
@@ -308,8 +354,11 @@ def cached(build, *parts, shape=None, check=None) -> np.ndarray:
             tab.setflags(write=False)
             why = check(tab) if check is not None else None
             if why:
-                table_cache._note(("built", parts[0]), f"ipusim: note: a {parts[0]} table built by the machine "
-                                  f"model {why}; it is used but not cached")
+                table_cache._note(
+                    ("built", parts[0]),
+                    f"ipusim: note: a {parts[0]} table built by the machine "
+                    f"model {why}; it is used but not cached",
+                )
             else:
                 table_cache.store(key, tab)
         _memory[key] = tab
@@ -330,7 +379,9 @@ def _step_eval(spec, phase, rows, length, memo):
         from .. import workloads
 
         pad = None if phase == "decode" else length
-        memo[key] = replica_step_s(spec, workloads.step(spec.model, [length] * rows, phase=phase, pad_to=pad))
+        memo[key] = replica_step_s(
+            spec, workloads.step(spec.model, [length] * rows, phase=phase, pad_to=pad)
+        )
     return memo[key]
 
 
@@ -347,16 +398,18 @@ def _fill_rows(spec, phase, max_rows, rows_grid, length, memo):
         ta, ga = _step_eval(spec, phase, a, length, memo)
         tb, gb = _step_eval(spec, phase, b, length, memo)
         if ga == gb and math.isfinite(ta) and math.isfinite(tb):
-            col[a + 1:b] = np.interp(np.arange(a + 1, b), [a, b], [ta, tb])
+            col[a + 1 : b] = np.interp(np.arange(a + 1, b), [a, b], [ta, tb])
         elif ga == gb:  # both do not fit: rows in between need at least a's memory
-            col[a + 1:b] = _INF
+            col[a + 1 : b] = _INF
         else:
             for r in range(a + 1, b):
                 col[r] = _step_eval(spec, phase, r, length, memo)[0]
     return col
 
 
-def time_table(spec: Replica, phase: str, max_rows: int, max_len: int, len_step: int, exact_rows: bool):
+def time_table(
+    spec: Replica, phase: str, max_rows: int, max_len: int, len_step: int, exact_rows: bool
+):
     """Seconds of one step, ``tab[rows, j]``; ``inf`` where the step does not fit.
 
     ``phase`` "decode": one new token per sequence with ``j * len_step`` tokens of context
@@ -368,9 +421,18 @@ def time_table(spec: Replica, phase: str, max_rows: int, max_len: int, len_step:
     interpolated within a regime and computed exactly across one.
     """
     cols = -(-max_len // len_step) if phase == "decode" else max_len
-    return cached(lambda: _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows),
-                   "fine", spec, phase, max_rows, max_len, len_step, exact_rows, shape=(max_rows + 1, cols + 1),
-                   check=functools.partial(table_cache.times_check, zero_edges=True))
+    return cached(
+        lambda: _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows),
+        "fine",
+        spec,
+        phase,
+        max_rows,
+        max_len,
+        len_step,
+        exact_rows,
+        shape=(max_rows + 1, cols + 1),
+        check=functools.partial(table_cache.times_check, zero_edges=True),
+    )
 
 
 def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
@@ -380,13 +442,19 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
         return progress(it, desc=f"{spec.model.name} {phase} table: {what}", leave=False, delay=2.0)
 
     memo: dict = {}
-    rows_grid = list(range(1, max_rows + 1)) if exact_rows else sorted({r for r in ROW_GRID if r < max_rows} | {max_rows})
+    rows_grid = (
+        list(range(1, max_rows + 1))
+        if exact_rows
+        else sorted({r for r in ROW_GRID if r < max_rows} | {max_rows})
+    )
     n_len = -(-max_len // len_step)
     grid = sorted({min(j * len_step, max_len) for j in range(1, n_len + 1)})
     if phase == "decode":
         tab = np.zeros((max_rows + 1, n_len + 1))
         for j in bar(range(1, n_len + 1), "lengths"):
-            tab[:, j] = _fill_rows(spec, phase, max_rows, rows_grid, min(j * len_step, max_len), memo)
+            tab[:, j] = _fill_rows(
+                spec, phase, max_rows, rows_grid, min(j * len_step, max_len), memo
+            )
         return tab
     cols = set(grid)
     for r in bar(rows_grid, "rows"):
@@ -404,7 +472,9 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
                 cols.add(lo)
             prev = (L, g)
     cols = sorted(cols)
-    vals = np.array([_fill_rows(spec, phase, max_rows, rows_grid, L, memo) for L in bar(cols, "lengths")]).T
+    vals = np.array(
+        [_fill_rows(spec, phase, max_rows, rows_grid, L, memo) for L in bar(cols, "lengths")]
+    ).T
     idx = np.searchsorted(cols, np.arange(1, max_len + 1), side="left")  # the next length computed
     tab = np.zeros((max_rows + 1, max_len + 1))
     tab[:, 1:] = vals[:, idx]
@@ -426,8 +496,9 @@ def mixed_table_bytes(max_rows: int, max_prompt: int, prompt_step: int) -> int:
     return MIXED_BYTES_PER_CELL * int(max_rows) ** 2 * (-(-int(max_prompt) // int(prompt_step)) + 1)
 
 
-def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int, *,
-                name: str = "max_rows") -> np.ndarray:
+def mixed_table(
+    spec: Replica, max_rows: int, max_prompt: int, prompt_step: int, *, name: str = "max_rows"
+) -> np.ndarray:
     """Seconds of one step that prefills ``r`` prompts beside ``d`` decoding sequences,
     ``tab[d, r, j]`` for d >= 1, r >= 1, d + r <= ``max_rows``; prompts padded to
     ``j * prompt_step`` tokens (column j, capped at ``max_prompt``). ``inf`` where the step
@@ -472,11 +543,23 @@ def mixed_table(spec: Replica, max_rows: int, max_prompt: int, prompt_step: int,
     B = positive(name, max_rows, integer=True)
     ps = positive("prompt_step", prompt_step, integer=True)
     mp = positive("max_prompt", max_prompt, integer=True)
-    limits.check_memory(name, B, mixed_table_bytes(B, mp, ps),
-                        f"a mixed prefill + decode table of {name}^2 x {-(-mp // ps) + 1} prompt columns of "
-                        "float64; generation_model(..., mixed=False) prices such iterations as two steps")
-    return cached(lambda: _build_mixed(spec, B, mp, ps), "mixed", spec, B, mp, ps,
-                   shape=(B, B, -(-mp // ps) + 1), check=table_cache.mixed_check)
+    limits.check_memory(
+        name,
+        B,
+        mixed_table_bytes(B, mp, ps),
+        f"a mixed prefill + decode table of {name}^2 x {-(-mp // ps) + 1} prompt columns of "
+        "float64; generation_model(..., mixed=False) prices such iterations as two steps",
+    )
+    return cached(
+        lambda: _build_mixed(spec, B, mp, ps),
+        "mixed",
+        spec,
+        B,
+        mp,
+        ps,
+        shape=(B, B, -(-mp // ps) + 1),
+        check=table_cache.mixed_check,
+    )
 
 
 def mixed_grid(max_rows: int, max_prompt: int, prompt_step: int) -> tuple[dict, list, list]:
@@ -511,8 +594,9 @@ def _build_mixed(spec, max_rows, max_prompt, prompt_step):
             dd = B - r if d is None else d
             for L in lens:
                 if (dd, r, L) not in memo:
-                    memo[dd, r, L] = replica_step_s(spec, workloads.step(spec.model, [L] * r + [1] * dd,
-                                                                         phase="prefill"))[0]
+                    memo[dd, r, L] = replica_step_s(
+                        spec, workloads.step(spec.model, [L] * r + [1] * dd, phase="prefill")
+                    )[0]
             vals.append(_interp_or_inf(lens, [memo[dd, r, L] for L in lens], cols))
         return _interp_or_inf(r_grid, np.array(vals), np.arange(1, top + 1))
 
@@ -522,7 +606,7 @@ def _build_mixed(spec, max_rows, max_prompt, prompt_step):
         top = B - r
         ds = [d for d in lines if d < top]
         vals = np.array([at_d[d][r - 1] for d in ds] + [edge[r - 1]])  # [d knots, column]
-        tab[1:top + 1, r, 1:] = _interp_or_inf(ds + [top], vals, np.arange(1, top + 1))
+        tab[1 : top + 1, r, 1:] = _interp_or_inf(ds + [top], vals, np.arange(1, top + 1))
     return tab
 
 
@@ -557,7 +641,9 @@ def pow2_grid(lo: int, hi: int) -> list[int]:
     return g
 
 
-def coarse_grid(spec: Replica, phase: str, max_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def coarse_grid(
+    spec: Replica, phase: str, max_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows grid, length grid, seconds[rows, length]) of the machine model on powers of two."""
     bg = np.array(pow2_grid(1, max_rows), dtype=float)
     lg = np.array(pow2_grid(COARSE_MIN_LEN, spec.model.max_positions), dtype=float)
@@ -565,18 +651,40 @@ def coarse_grid(spec: Replica, phase: str, max_rows: int) -> tuple[np.ndarray, n
     def build():
         from .. import workloads
 
-        return [[replica_step_s(spec, workloads.step(spec.model, [int(ln)] * int(b), phase=phase))[0] for ln in lg]
-                for b in bg]
+        return [
+            [
+                replica_step_s(spec, workloads.step(spec.model, [int(ln)] * int(b), phase=phase))[0]
+                for ln in lg
+            ]
+            for b in bg
+        ]
 
-    return bg, lg, cached(build, "coarse", spec, phase, max_rows, shape=(bg.size, lg.size),
-                           check=functools.partial(table_cache.times_check, zero_edges=False))
+    return (
+        bg,
+        lg,
+        cached(
+            build,
+            "coarse",
+            spec,
+            phase,
+            max_rows,
+            shape=(bg.size, lg.size),
+            check=functools.partial(table_cache.times_check, zero_edges=False),
+        ),
+    )
 
 
 def coarse_time_s(spec: Replica, phase: str, max_rows: int, rows, length) -> np.ndarray:
     """Seconds for ``rows`` x ``length`` (arrays, broadcast to a rows x length table),
     bilinear in log rows and log length between the coarse grid points."""
     bg, lg, grid = coarse_grid(spec, phase, max_rows)
-    return _bilinear_log(bg, lg, grid, np.atleast_1d(np.asarray(rows, float)), np.atleast_1d(np.asarray(length, float)))
+    return _bilinear_log(
+        bg,
+        lg,
+        grid,
+        np.atleast_1d(np.asarray(rows, float)),
+        np.atleast_1d(np.asarray(length, float)),
+    )
 
 
 def coarse_table(spec: Replica, phase: str, max_rows: int, max_len: int, cols=None) -> np.ndarray:
@@ -584,13 +692,16 @@ def coarse_table(spec: Replica, phase: str, max_rows: int, max_len: int, cols=No
     the coarse grid; row 0 and column 0 are unused (zero)."""
     cols = np.arange(1, max_len + 1) if cols is None else np.asarray(cols)
     tab = np.zeros((max_rows + 1, cols.size + 1))
-    tab[1:, 1:] = coarse_time_s(spec, phase, max_rows, np.arange(1, max_rows + 1), np.minimum(cols, max_len))
+    tab[1:, 1:] = coarse_time_s(
+        spec, phase, max_rows, np.arange(1, max_rows + 1), np.minimum(cols, max_len)
+    )
     tab.setflags(write=False)
     return tab
 
 
 def _bilinear_log(bg, lg, grid, b, ln):
     """Interpolate ``grid`` (rows ``bg``, columns ``lg``) bilinearly in log b and log ln."""
+
     def weights(g, x):
         if g.size == 1:
             return np.zeros(x.size, dtype=np.int64), np.zeros(x.size)
@@ -604,7 +715,11 @@ def _bilinear_log(bg, lg, grid, b, ln):
     j1 = np.minimum(j + 1, lg.size - 1)
     u, v = u[:, None], v[None, :]
     with np.errstate(invalid="ignore"):
-        out = ((1 - u) * (1 - v) * grid[np.ix_(i, j)] + u * (1 - v) * grid[np.ix_(i1, j)]
-               + (1 - u) * v * grid[np.ix_(i, j1)] + u * v * grid[np.ix_(i1, j1)])
+        out = (
+            (1 - u) * (1 - v) * grid[np.ix_(i, j)]
+            + u * (1 - v) * grid[np.ix_(i1, j)]
+            + (1 - u) * v * grid[np.ix_(i, j1)]
+            + u * v * grid[np.ix_(i1, j1)]
+        )
     # A cell next to a grid point that does not fit (inf) is unavailable too (0 x inf = nan).
     return np.where(np.isnan(out), np.inf, out)

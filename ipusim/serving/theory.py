@@ -19,8 +19,10 @@ def pk_wait_s(rate_per_s, mean_service_s: float, cv2: float):
     c = positive("cv2", cv2, allow_zero=True)
     rho = np.asarray(rate_per_s, dtype=float) * s
     if np.any(rho <= 0) or np.any(rho >= 1):
-        raise ValueError(f"utilization rate x service must lie in (0, 1), got {rho!r}: "
-                         "at 1 or more the queue has no steady state")
+        raise ValueError(
+            f"utilization rate x service must lie in (0, 1), got {rho!r}: "
+            "at 1 or more the queue has no steady state"
+        )
     w = rho * s * (1 + c) / (2 * (1 - rho))
     return float(w) if np.ndim(w) == 0 else w
 

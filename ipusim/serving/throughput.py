@@ -40,21 +40,40 @@ class Throughput:
         return self.real_tokens / self.computed_tokens
 
     def to_dict(self) -> dict:
-        return {"chip": self.chip, "model": self.model, "mode": self.mode,
-                "requests": self.requests, "batches": self.batches, "time_s": self.time_s,
-                "requests_per_s": self.requests_per_s, "real_tokens": self.real_tokens,
-                "computed_tokens": self.computed_tokens, "token_efficiency": self.token_efficiency,
-                "flops": self.flops}
+        return {
+            "chip": self.chip,
+            "model": self.model,
+            "mode": self.mode,
+            "requests": self.requests,
+            "batches": self.batches,
+            "time_s": self.time_s,
+            "requests_per_s": self.requests_per_s,
+            "real_tokens": self.real_tokens,
+            "computed_tokens": self.computed_tokens,
+            "token_efficiency": self.token_efficiency,
+            "flops": self.flops,
+        }
 
     def __repr__(self):
-        return (f"Throughput({self.chip}, {self.model}, {self.mode}: {self.requests_per_s:,.0f} "
-                f"requests/s over {self.requests:,} requests in {self.batches} batches, "
-                f"{self.token_efficiency:.1%} of computed tokens real)")
+        return (
+            f"Throughput({self.chip}, {self.model}, {self.mode}: {self.requests_per_s:,.0f} "
+            f"requests/s over {self.requests:,} requests in {self.batches} batches, "
+            f"{self.token_efficiency:.1%} of computed tokens real)"
+        )
 
 
-def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int = 64,
-                       max_len: int = 512, max_per_row: int | None = 3,
-                       strategy: str = "spfhp", dtype_bytes: int = 2) -> Throughput:
+def encoder_throughput(
+    chip,
+    lens,
+    mode: str,
+    *,
+    model="bert-base",
+    batch: int = 64,
+    max_len: int = 512,
+    max_per_row: int | None = 3,
+    strategy: str = "spfhp",
+    dtype_bytes: int = 2,
+) -> Throughput:
     """Run ``lens`` (requests, in arrival order) through ``chip`` in batches; requests/s.
 
     Each batch's time is ``ipusim.machine.step_time_s`` (the tile simulator on a tile chip,
@@ -90,8 +109,10 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
     def step_time_s(c, s):  # the fit rule: a step that does not fit has no time, so refuse it
         r = _simulate(c, s)
         if not r.fits or not math.isfinite(r.time_s):
-            raise ValueError(f"{mode}: a batch of {s.batch} rows ({s.tokens:,} tokens) of {cfg.name} does not fit "
-                             f"{c.name}: {r.fit_message or 'no time'}; use a smaller batch")
+            raise ValueError(
+                f"{mode}: a batch of {s.batch} rows ({s.tokens:,} tokens) of {cfg.name} does not fit "
+                f"{c.name}: {r.fit_message or 'no time'}; use a smaller batch"
+            )
         return r.time_s
 
     t = 0.0
@@ -102,7 +123,7 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
         p = pack(arr, L, strategy, max_per_row=max_per_row)
         rows = p.rows_as_lists(limit=10_000_000)
         for i in range(0, len(rows), B):
-            chunk = rows[i: i + B]
+            chunk = rows[i : i + B]
             seqs = [v for r in chunk for v in r] + [L - sum(r) for r in chunk if sum(r) < L]
             s = step(cfg, seqs, dtype_bytes=dtype_bytes)
             t += step_time_s(c, s)
@@ -111,13 +132,15 @@ def encoder_throughput(chip, lens, mode: str, *, model="bert-base", batch: int =
             nb += 1
     else:
         for i in range(0, arr.size, B):
-            chunk = arr[i: i + B]
+            chunk = arr[i : i + B]
             pad_to = {"pad": L, "pad-batch": int(chunk.max()), "unpadded": None}[mode]
             s = step(cfg, chunk, pad_to=pad_to, dtype_bytes=dtype_bytes)
             if mode == "unpadded" and isinstance(c, GpuChip):
                 from ..gpu import remove_padding
 
-                r = remove_padding(c, chunk, L, "bytetransformer", model=cfg, dtype_bytes=dtype_bytes)
+                r = remove_padding(
+                    c, chunk, L, "bytetransformer", model=cfg, dtype_bytes=dtype_bytes
+                )
                 if not r.fits:
                     step_time_s(c, s)  # raises with the fit message
                 t += r.time_s

@@ -87,8 +87,8 @@ def _weighted_quantiles_kernel(values, weights, qs, out):
     stats = np.empty(2 * nq)
     for r in range(2 * nq):
         j = rbin[r]
-        v = np.append(bv[off[j]:off[j + 1]], first[j])
-        w = np.append(bw[off[j]:off[j + 1]], ties[j])
+        v = np.append(bv[off[j] : off[j + 1]], first[j])
+        w = np.append(bw[off[j] : off[j + 1]], ties[j])
         o = np.argsort(v)
         k = ranks[r] - below[r]
         c = 0

@@ -18,7 +18,22 @@ from .space import grid, grid_size, parse_value, parse_values, parse_vary, point
 from .tasks import TASKS, register, task
 
 __all__ = [
-    "TASKS", "SweepResult", "against_gpu", "break_even", "check_address", "grid", "grid_size",
-    "local_cluster", "pareto_front", "parse_value", "parse_values", "parse_vary", "point_key",
-    "read_table", "register", "run", "sample", "task",
+    "TASKS",
+    "SweepResult",
+    "against_gpu",
+    "break_even",
+    "check_address",
+    "grid",
+    "grid_size",
+    "local_cluster",
+    "pareto_front",
+    "parse_value",
+    "parse_values",
+    "parse_vary",
+    "point_key",
+    "read_table",
+    "register",
+    "run",
+    "sample",
+    "task",
 ]

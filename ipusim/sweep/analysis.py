@@ -70,7 +70,9 @@ def pareto_front(table, x: str = "per_usd", y: str = "per_j"):
     with a throughput above 0; sorted by ``x``."""
     for c in (x, y):
         if c not in table:
-            raise ValueError(f"column {c!r} not in the table; valid: {', '.join(map(str, table.columns))}")
+            raise ValueError(
+                f"column {c!r} not in the table; valid: {', '.join(map(str, table.columns))}"
+            )
     ok = table[(table["error"] == "") & (table[x].astype(float) > 0) & (table[y].astype(float) > 0)]
     ok = ok.sort_values([x, y], ascending=[False, False], kind="stable")
     best_y, keep = -math.inf, []
@@ -102,18 +104,38 @@ def break_even(table, param: str, *, ratio: str = "ratio", level: float = 1.0):
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
         g = g[g[ratio].notna()].sort_values(param, kind="stable")
-        xs, rs, ks = g[param].astype(float).to_list(), g[ratio].astype(float).to_list(), g["point_key"].to_list()
-        row = {**dict(zip(others, key, strict=True)), "param": param, "value": math.nan, "below_key": "",
-               "above_key": "", "note": ""}
+        xs, rs, ks = (
+            g[param].astype(float).to_list(),
+            g[ratio].astype(float).to_list(),
+            g["point_key"].to_list(),
+        )
+        row = {
+            **dict(zip(others, key, strict=True)),
+            "param": param,
+            "value": math.nan,
+            "below_key": "",
+            "above_key": "",
+            "note": "",
+        }
         for i in range(len(xs) - 1):
             a, b = rs[i] - level, rs[i + 1] - level
             if a == 0:
-                row.update(value=xs[i], below_key=ks[i], above_key=ks[i], note="level at a swept value")
+                row.update(
+                    value=xs[i], below_key=ks[i], above_key=ks[i], note="level at a swept value"
+                )
                 break
             if a * b < 0 or (b == 0):
-                fa = a / (a - b) if math.isfinite(a) and math.isfinite(b) else (1.0 if math.isinf(b) else 0.0)
-                row.update(value=xs[i] + fa * (xs[i + 1] - xs[i]), below_key=ks[i], above_key=ks[i + 1],
-                           note="rises through level" if b > a else "falls through level")
+                fa = (
+                    a / (a - b)
+                    if math.isfinite(a) and math.isfinite(b)
+                    else (1.0 if math.isinf(b) else 0.0)
+                )
+                row.update(
+                    value=xs[i] + fa * (xs[i + 1] - xs[i]),
+                    below_key=ks[i],
+                    above_key=ks[i + 1],
+                    note="rises through level" if b > a else "falls through level",
+                )
                 break
         else:
             if rs:

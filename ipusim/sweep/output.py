@@ -25,7 +25,7 @@ META = ("point", "point_key", "task")
 
 
 def out_format(path) -> str:
-    """"parquet" or "csv" from the file's extension (ValueError otherwise)."""
+    """ "parquet" or "csv" from the file's extension (ValueError otherwise)."""
     ext = Path(path).suffix.lower()
     if ext not in FORMATS:
         raise ValueError(f"output {str(path)!r} must end in .parquet, .pq or .csv")
@@ -38,7 +38,11 @@ def tidy(rows_or_frame, params=()):
     name) and ``error`` ("" for a point that ran, else the reason it was refused)."""
     import pandas as pd
 
-    df = rows_or_frame if isinstance(rows_or_frame, pd.DataFrame) else pd.DataFrame(list(rows_or_frame))
+    df = (
+        rows_or_frame
+        if isinstance(rows_or_frame, pd.DataFrame)
+        else pd.DataFrame(list(rows_or_frame))
+    )
     if df.empty:
         return pd.DataFrame(columns=[*META, *params, "error"])
     df = df.sort_values("point", kind="stable").reset_index(drop=True)
@@ -72,8 +76,17 @@ class Sink:
     disk or any other write error keeps every chunk it wrote, and a resumed one continues after
     them."""
 
-    def __init__(self, path=None, *, resume: bool = False, chunk_rows: int = 1000, params=(),
-                 overwrite: bool = False, retry_refused: bool = False, flush_s: float = 60.0):
+    def __init__(
+        self,
+        path=None,
+        *,
+        resume: bool = False,
+        chunk_rows: int = 1000,
+        params=(),
+        overwrite: bool = False,
+        retry_refused: bool = False,
+        flush_s: float = 60.0,
+    ):
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         self.path = None if path is None else Path(path)
@@ -100,9 +113,11 @@ class Sink:
         if not resume and not overwrite:
             for what in (self.path, self.parts):
                 if what.exists():
-                    raise ValueError(f"output {str(what)!r} already exists (from an earlier sweep): resume to "
-                                     "continue it (--resume), overwrite to replace it (--overwrite), or give "
-                                     "another file")
+                    raise ValueError(
+                        f"output {str(what)!r} already exists (from an earlier sweep): resume to "
+                        "continue it (--resume), overwrite to replace it (--overwrite), or give "
+                        "another file"
+                    )
         if resume:
             for f in self._existing():
                 df = _read(f, own=f != self.path)
@@ -116,19 +131,26 @@ class Sink:
             shutil.rmtree(self.parts, ignore_errors=True)
         self.parts.mkdir(exist_ok=True)
         _files.clean_leftovers(self.parts)
-        nums = [int(f.stem.split("-")[1]) for f in self.parts.glob("part-*.parquet") if f.stem.split("-")[1].isdigit()]
+        nums = [
+            int(f.stem.split("-")[1])
+            for f in self.parts.glob("part-*.parquet")
+            if f.stem.split("-")[1].isdigit()
+        ]
         self._n = max(nums, default=-1) + 1
 
     def _existing(self):
-        found = [self.path] if self._resume and self.path.exists() else []  # overwrite: the old table is not read
+        found = (
+            [self.path] if self._resume and self.path.exists() else []
+        )  # overwrite: the old table is not read
         if self.parts.exists():
             found += sorted(self.parts.glob("part-*.parquet"))
         return found
 
     def write(self, rows) -> None:
         self.rows.extend(rows)
-        if self.path is not None and (len(self.rows) >= self.chunk_rows
-                                      or time.monotonic() - self._last >= self.flush_s):
+        if self.path is not None and (
+            len(self.rows) >= self.chunk_rows or time.monotonic() - self._last >= self.flush_s
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -178,8 +200,13 @@ def _read(f, *, own: bool):
     except Exception as err:  # pyarrow and pandas raise their own types for a damaged file
         msg = str(err).splitlines()[0] if str(err) else type(err).__name__
         if not own:
-            raise ValueError(f"output {str(f)!r} cannot be resumed: not a readable sweep table ({msg})") from None
-        print(f"ipusim: note: sweep part {f} is unreadable ({msg}); removed, its points run again", file=sys.stderr)
+            raise ValueError(
+                f"output {str(f)!r} cannot be resumed: not a readable sweep table ({msg})"
+            ) from None
+        print(
+            f"ipusim: note: sweep part {f} is unreadable ({msg}); removed, its points run again",
+            file=sys.stderr,
+        )
         with contextlib.suppress(OSError):
             os.unlink(f)
         return None

@@ -65,15 +65,28 @@ class SweepResult:
 
     def to_dict(self) -> dict:
         b = self.best()
-        return {"task": self.task, "mode": self.mode, "points": int(len(self.table)), "computed": self.computed,
-                "skipped": self.skipped, "refused": self.refused, "workers": self.workers,
-                "elapsed_s": self.elapsed_s, "points_per_s": self.points_per_s, "out": self.out,
-                "best": None if b is None else {k: (v.item() if hasattr(v, "item") else v) for k, v in b.items()}}
+        return {
+            "task": self.task,
+            "mode": self.mode,
+            "points": int(len(self.table)),
+            "computed": self.computed,
+            "skipped": self.skipped,
+            "refused": self.refused,
+            "workers": self.workers,
+            "elapsed_s": self.elapsed_s,
+            "points_per_s": self.points_per_s,
+            "out": self.out,
+            "best": None
+            if b is None
+            else {k: (v.item() if hasattr(v, "item") else v) for k, v in b.items()},
+        }
 
     def __repr__(self):
-        return (f"SweepResult({self.task}: {len(self.table):,} points ({self.computed:,} run, {self.skipped:,} "
-                f"resumed, {self.refused:,} refused) in {self.elapsed_s:.2f} s, {self.points_per_s:,.1f} points/s, "
-                f"{self.mode} on {self.workers} worker(s))")
+        return (
+            f"SweepResult({self.task}: {len(self.table):,} points ({self.computed:,} run, {self.skipped:,} "
+            f"resumed, {self.refused:,} refused) in {self.elapsed_s:.2f} s, {self.points_per_s:,.1f} points/s, "
+            f"{self.mode} on {self.workers} worker(s))"
+        )
 
 
 def run_batch(fn, task_name: str, batch) -> list:
@@ -89,7 +102,11 @@ def _outputs(fn, points) -> list:
         try:
             outs.append((fn(point), ""))
         except Exception as err:  # a refused point, never an aborted sweep
-            msg = str(err).splitlines()[0] if str(err) else traceback.format_exception_only(err)[-1].strip()
+            msg = (
+                str(err).splitlines()[0]
+                if str(err)
+                else traceback.format_exception_only(err)[-1].strip()
+            )
             outs.append((None, f"{type(err).__name__}: {msg}"))
     return outs
 
@@ -114,11 +131,26 @@ def _run_packed(fn, blob: bytes) -> bytes:
     return pickle.dumps(_outputs(fn, pickle.loads(blob)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed: dict | None = None,
-        mode: str = "auto", scheduler: str | None = None, workers: int | None = None, client=None,
-        batch_size: int | None = None, out=None, resume: bool = False, chunk_rows: int = 1000,
-        retries: int = 2, show_progress: bool = True, connect_timeout_s: float = 3.0,
-        overwrite: bool = False, retry_refused: bool = False) -> SweepResult:
+def run(
+    task: str = "simulate",
+    points=None,
+    *,
+    vary: dict | None = None,
+    fixed: dict | None = None,
+    mode: str = "auto",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    client=None,
+    batch_size: int | None = None,
+    out=None,
+    resume: bool = False,
+    chunk_rows: int = 1000,
+    retries: int = 2,
+    show_progress: bool = True,
+    connect_timeout_s: float = 3.0,
+    overwrite: bool = False,
+    retry_refused: bool = False,
+) -> SweepResult:
     """Run ``task`` on every point and return a ``SweepResult`` (``.table`` is the tidy table).
 
     The points are ``points`` (an iterable of dicts) or the grid of ``vary`` over ``fixed``
@@ -152,11 +184,19 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
             raise ValueError("points is empty")
         params = tuple(dict.fromkeys([*(fixed or {}), *first]))
         pts = _checked(task, fixed, itertools.chain([first], it))
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    from_env = None if (client is not None or mode == "serial") else os.environ.get("DASK_SCHEDULER_ADDRESS")
+    from_env = (
+        None
+        if (client is not None or mode == "serial")
+        else os.environ.get("DASK_SCHEDULER_ADDRESS")
+    )
     address = scheduler or from_env or None
     if address is not None:
         check_address(address)
@@ -164,9 +204,19 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
         explicit = client is not None or address is not None or workers is not None
         mode = "dask" if explicit or n_total is None or n_total > SERIAL_AT_MOST else "serial"
 
-    sink = Sink(out, resume=resume, chunk_rows=chunk_rows, params=params, overwrite=overwrite,
-                retry_refused=retry_refused)
-    todo = ((i, k, p) for i, p in enumerate(pts) if (k := space.point_key(p, task)) not in sink.done_keys)
+    sink = Sink(
+        out,
+        resume=resume,
+        chunk_rows=chunk_rows,
+        params=params,
+        overwrite=overwrite,
+        retry_refused=retry_refused,
+    )
+    todo = (
+        (i, k, p)
+        for i, p in enumerate(pts)
+        if (k := space.point_key(p, task)) not in sink.done_keys
+    )
     skipped = len(sink.done_keys)
     n_todo = None if n_total is None else max(n_total - skipped, 0)
     dashboard, n_workers = "", 1
@@ -178,8 +228,15 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
             dashboard = cl.dashboard_link or ""
             if t.takes_chip:
                 _warm_workers(cl)
-        bar = stack.enter_context(contextlib.closing(
-            _progress(total=n_todo, desc=f"sweep {task}", **({} if show_progress else {"disable": True}))))
+        bar = stack.enter_context(
+            contextlib.closing(
+                _progress(
+                    total=n_todo,
+                    desc=f"sweep {task}",
+                    **({} if show_progress else {"disable": True}),
+                )
+            )
+        )
         t0 = time.perf_counter()
         if cl is None:
             for batch in _chunks(todo, batch_size or 64):
@@ -194,8 +251,18 @@ def run(task: str = "simulate", points=None, *, vary: dict | None = None, fixed:
             _run_dask(cl, t.fn, task, batches, sink, bar, n_workers, retries)
         table = sink.finish()
         elapsed = time.perf_counter() - t0
-    return SweepResult(table, task, mode, elapsed, len(table) - skipped, skipped, n_workers,
-                       None if out is None else str(out), dashboard, params)
+    return SweepResult(
+        table,
+        task,
+        mode,
+        elapsed,
+        len(table) - skipped,
+        skipped,
+        n_workers,
+        None if out is None else str(out),
+        dashboard,
+        params,
+    )
 
 
 def _checked(task, fixed, points):
@@ -269,8 +336,16 @@ def _run_dask(cl, fn, task_name, batches, sink, bar, n_workers, retries):
         try:
             rows = _rows(task_name, batch, pickle.loads(fut.result()))
         except Exception as err:  # the batch failed outside any point (e.g. KilledWorker)
-            rows = [{"point": i, "point_key": k, "task": task_name, **p, "error": f"{type(err).__name__}: {err}"}
-                    for i, k, p in batch]
+            rows = [
+                {
+                    "point": i,
+                    "point_key": k,
+                    "task": task_name,
+                    **p,
+                    "error": f"{type(err).__name__}: {err}",
+                }
+                for i, k, p in batch
+            ]
         sink.write(rows)
         bar.update(len(rows))
         fut.release()
@@ -312,7 +387,9 @@ def _connect(address, timeout_s):
     try:
         cl = Client(address, timeout=f"{timeout_s}s", set_as_default=False)
     except (OSError, TimeoutError) as err:
-        raise ValueError(f"cannot reach a Dask scheduler at {address} within {timeout_s:g} s ({err})") from None
+        raise ValueError(
+            f"cannot reach a Dask scheduler at {address} within {timeout_s:g} s ({err})"
+        ) from None
     try:
         yield cl
     finally:
@@ -352,8 +429,13 @@ def local_cluster(workers: int | None = None, *, dashboard: bool = True, process
     import dask
 
     with dask.config.set(QUIET_CLUSTER):
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                               dashboard_address=":0" if dashboard else None, silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address=":0" if dashboard else None,
+            silence_logs=logging.ERROR,
+        )
         client = Client(cluster, set_as_default=False)
     try:
         yield client

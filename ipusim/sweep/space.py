@@ -24,9 +24,23 @@ import numpy as np
 from .. import limits, units
 
 _BINARY = units.IEC
-_DECIMAL = {**units.SI, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-            "b": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "w": 1.0, "s": 1.0, "ms": 1e-3,
-            "us": 1e-6, "%": 0.01}
+_DECIMAL = {
+    **units.SI,
+    "k": 1e3,
+    "m": 1e6,
+    "g": 1e9,
+    "t": 1e12,
+    "b": 1.0,
+    "hz": 1.0,
+    "khz": 1e3,
+    "mhz": 1e6,
+    "ghz": 1e9,
+    "w": 1.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "%": 0.01,
+}
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%]*)(?:/s)?\s*$")
 
 
@@ -53,9 +67,11 @@ def parse_value(text, name: str = ""):
         return int(v) if re.fullmatch(r"[-+]?\d+", num) else v
     scale = _BINARY.get(unit) or _DECIMAL.get(unit)
     if scale is None:
-        raise ValueError(f"unknown unit {m.group(2)!r} in {text!r}; valid: "
-                         f"{', '.join(['KiB', 'MiB', 'GiB', 'k', 'M', 'G', 'GB', 'TB', 'GHz', 'MHz', 'W', 'ms', 'us', '%'])}"
-                         " (optionally followed by /s)")
+        raise ValueError(
+            f"unknown unit {m.group(2)!r} in {text!r}; valid: "
+            f"{', '.join(['KiB', 'MiB', 'GiB', 'k', 'M', 'G', 'GB', 'TB', 'GHz', 'MHz', 'W', 'ms', 'us', '%'])}"
+            " (optionally followed by /s)"
+        )
     v = float(num) * scale
     return int(v) if v == int(v) and abs(v) < 2**62 else v
 
@@ -71,7 +87,9 @@ def parse_values(spec: str, name: str = "") -> list:
         raise ValueError("empty value list: give lo:hi:n, a,b,c or one value")
     if ":" in s:
         parts = s.split(":")
-        if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3].strip().lower() not in ("log", "lin")):
+        if len(parts) not in (3, 4) or (
+            len(parts) == 4 and parts[3].strip().lower() not in ("log", "lin")
+        ):
             raise ValueError(f"range {spec!r} must be lo:hi:n or lo:hi:n:log")
         lo, hi, n = parse_value(parts[0], name), parse_value(parts[1], name), parse_value(parts[2])
         log = len(parts) == 4 and parts[3].strip().lower() == "log"
@@ -88,7 +106,9 @@ def value_range(lo, hi, n, *, log: bool = False, what: str = "range") -> list:
             raise ValueError(f"{what}: {name} must be a finite number, got {v!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{what}: the number of values must be a whole number >= 1, got {n!r}")
-    limits.check_at_most(f"{what}: the number of values", n, MAX_VALUES, "values of one swept parameter")
+    limits.check_at_most(
+        f"{what}: the number of values", n, MAX_VALUES, "values of one swept parameter"
+    )
     if hi < lo:
         raise ValueError(f"{what}: hi ({hi}) is below lo ({lo})")
     if n == 1 and lo != hi:
@@ -130,12 +150,15 @@ def grid(vary: dict, fixed: dict | None = None):
 def grid_size(vary: dict) -> int:
     """Points in ``grid(vary)``; refused past ``MAX_POINTS``."""
     n = math.prod(len(v) for v in _check_vary(vary).values())
-    limits.check_at_most("grid points", n, MAX_POINTS, "points in one sweep (~1 ms to minutes each)")
+    limits.check_at_most(
+        "grid points", n, MAX_POINTS, "points in one sweep (~1 ms to minutes each)"
+    )
     return n
 
 
-def sample(ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lhs", seed: int = 0,
-           log=()) -> list[dict]:
+def sample(
+    ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lhs", seed: int = 0, log=()
+) -> list[dict]:
     """``n`` points drawn from ``ranges``: ``{name: (lo, hi)}`` for a number (uniform, or
     log-uniform for names in ``log``; whole numbers when both ends are) or ``{name: [choices]}``.
 
@@ -156,7 +179,11 @@ def sample(ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lh
             u = (rng.permutation(n) + rng.random(n)) / n
         else:
             u = rng.random(n)
-        if isinstance(r, tuple) and len(r) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r):
+        if (
+            isinstance(r, tuple)
+            and len(r) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+        ):
             lo, hi = r
             if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
                 raise ValueError(f"range of {name!r} must be (lo, hi) with lo <= hi, got {r!r}")
@@ -166,8 +193,11 @@ def sample(ranges: dict, n: int, *, fixed: dict | None = None, method: str = "lh
                 v = np.exp(np.log(lo) + u * (np.log(hi) - np.log(lo)))
             else:
                 v = lo + u * (hi - lo)
-            cols[name] = ([int(round(x)) for x in v] if isinstance(lo, int) and isinstance(hi, int)
-                          else [float(x) for x in v])
+            cols[name] = (
+                [int(round(x)) for x in v]
+                if isinstance(lo, int) and isinstance(hi, int)
+                else [float(x) for x in v]
+            )
         else:
             choices = list(r)
             if not choices:
@@ -184,7 +214,9 @@ def point_key(point: dict, task: str = "") -> str:
     return hashlib.sha1(_KEY_JSON.encode([task, items]).encode()).hexdigest()[:16]
 
 
-_KEY_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps(..., separators=...) builds one per call
+_KEY_JSON = json.JSONEncoder(
+    separators=(",", ":")
+)  # json.dumps(..., separators=...) builds one per call
 
 
 def _canon(v):

@@ -55,9 +55,13 @@ TASKS: dict[str, Task] = {}
 
 def register(name: str, *, params: dict, doc: str = "", takes_chip: bool = True):
     """Decorator: register ``fn(point) -> row`` as task ``name`` with its ``params`` defaults."""
+
     def deco(fn):
-        TASKS[name] = Task(name, fn, dict(params), doc or (fn.__doc__ or "").strip().split("\n")[0], takes_chip)
+        TASKS[name] = Task(
+            name, fn, dict(params), doc or (fn.__doc__ or "").strip().split("\n")[0], takes_chip
+        )
         return fn
+
     return deco
 
 
@@ -70,10 +74,16 @@ def task(name: str) -> Task:
 
 def chip_fields(kind: str | None = None) -> tuple:
     """Names of the numeric chip fields a point may set (of one kind, or of either)."""
-    classes = {"tile": (hardware.TileChip,), "gpu": (hardware.GpuChip,), None: (hardware.TileChip, hardware.GpuChip)}
+    classes = {
+        "tile": (hardware.TileChip,),
+        "gpu": (hardware.GpuChip,),
+        None: (hardware.TileChip, hardware.GpuChip),
+    }
     names = []
     for cls in classes[kind]:
-        names += [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "sources", "notes")]
+        names += [
+            f.name for f in dataclasses.fields(cls) if f.name not in ("name", "sources", "notes")
+        ]
     return tuple(dict.fromkeys(names))
 
 
@@ -83,8 +93,10 @@ def check_names(task_name: str, names) -> None:
     allowed = set(t.params) | (set(CHIP_PARAMS) | set(chip_fields()) if t.takes_chip else set())
     bad = [n for n in names if n not in allowed]
     if bad:
-        raise ValueError(f"unknown parameter {bad[0]!r} for task {task_name!r}; valid: "
-                         f"{', '.join(sorted(allowed))}")
+        raise ValueError(
+            f"unknown parameter {bad[0]!r} for task {task_name!r}; valid: "
+            f"{', '.join(sorted(allowed))}"
+        )
 
 
 def make_chip(point: dict):
@@ -145,9 +157,18 @@ def headline(throughput_per_s: float, power_w: float, usd_per_hour: float) -> di
 _SPLITS = ("compute", "sync", "exchange", "streaming", "memory", "launch")
 
 
-@register("simulate", params={"model": "bert-base", "batch": 32, "seq_len": 128, "phase": "forward",
-                              "packed": False, "chips": 1},
-          doc="one step on one chip or placed on `chips` chips (ipusim.machine.simulate); throughput in sequences/s")
+@register(
+    "simulate",
+    params={
+        "model": "bert-base",
+        "batch": 32,
+        "seq_len": 128,
+        "phase": "forward",
+        "packed": False,
+        "chips": 1,
+    },
+    doc="one step on one chip or placed on `chips` chips (ipusim.machine.simulate); throughput in sequences/s",
+)
 def simulate(point: dict) -> dict:
     """One step of ``model`` (``batch`` sequences of ``seq_len`` tokens, ``phase``) on the point's chip.
 
@@ -166,19 +187,33 @@ def simulate(point: dict) -> dict:
     chips = int(chips) if isinstance(chips, float) and chips.is_integer() else chips
     pad = None if (p["packed"] or p["phase"] == "decode") else seq
     limits.check_step(batch, seq, name="batch")  # before the list of ``batch`` lengths is built
-    r = machine.simulate(c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad), chips=chips)
+    r = machine.simulate(
+        c, workloads.step(p["model"], [seq] * batch, phase=p["phase"], pad_to=pad), chips=chips
+    )
     thr = r.throughput_seq_per_s if r.fits else 0.0
     price = price_usd_per_hour(point, c)
     n = int(r.placement.chips_used) if r.placement is not None else 1
-    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
-           **headline(thr, c.power_w * n, price * n), "usd_per_chip_hour": price,
-           "throughput_tokens_per_s": float(r.throughput_tokens_per_s) if r.fits else 0.0,
-           "energy_j": float(r.energy_j),
-           "latency_s": float(r.time_s)}
+    row = {
+        "chip_name": r.chip,
+        "kind": r.kind,
+        "fit": r.fit,
+        "time_s": float(r.time_s),
+        **headline(thr, c.power_w * n, price * n),
+        "usd_per_chip_hour": price,
+        "throughput_tokens_per_s": float(r.throughput_tokens_per_s) if r.fits else 0.0,
+        "energy_j": float(r.energy_j),
+        "latency_s": float(r.time_s),
+    }
     if chips > 1:
         pl = r.placement
-        row.update(usd_per_hour=price * n, chips_used=n, tensor=int(pl.tensor),
-                   pipeline=int(pl.pipeline), data=int(pl.data), micro_batches=int(pl.micro_batches))
+        row.update(
+            usd_per_hour=price * n,
+            chips_used=n,
+            tensor=int(pl.tensor),
+            pipeline=int(pl.pipeline),
+            data=int(pl.data),
+            micro_batches=int(pl.micro_batches),
+        )
     for k in (*_SPLITS, *(("link",) if chips > 1 else ())):
         row[f"split_{k}_s"] = float(r.split[k]) if (r.fits and k in r.split) else math.nan
     row["message"] = r.fit_message
@@ -223,21 +258,41 @@ def service_table(c, model, seq_len: int, max_batch: int):
                 tab[r, 1], fit[r] = math.inf, fa
             else:
                 tab[r, 1], fit[r] = run(r)
-    return serving.ServiceModel(f"{c.name} {model} padded {seq_len}", tab, seq_len, source="machine"), fit
+    return serving.ServiceModel(
+        f"{c.name} {model} padded {seq_len}", tab, seq_len, source="machine"
+    ), fit
 
 
 def _serve_at(rate, n, seq_len, pol, svc, slo, seed):
     from .. import arrivals, serving
 
     arr = arrivals.poisson(rate, n, seed=seed)
-    return serving.simulate(arr, np.full(n, seq_len), pol, svc, latency_target_s=slo, seed=seed,
-                            max_waiting=max(1000, n // 5)).summary()
+    return serving.simulate(
+        arr,
+        np.full(n, seq_len),
+        pol,
+        svc,
+        latency_target_s=slo,
+        seed=seed,
+        max_waiting=max(1000, n // 5),
+    ).summary()
 
 
-@register("serve", params={"model": "bert-base", "seq_len": 128, "max_batch": 32, "rate_per_s": None,
-                           "slo_p99_s": 0.05, "max_delay_s": 0.002, "n_requests": 2000, "seed": 0,
-                           "search_steps": 11},
-          doc="dynamic batching on one chip (ipusim.serving.simulate); throughput in requests/s at the p99 target")
+@register(
+    "serve",
+    params={
+        "model": "bert-base",
+        "seq_len": 128,
+        "max_batch": 32,
+        "rate_per_s": None,
+        "slo_p99_s": 0.05,
+        "max_delay_s": 0.002,
+        "n_requests": 2000,
+        "seed": 0,
+        "search_steps": 11,
+    },
+    doc="dynamic batching on one chip (ipusim.serving.simulate); throughput in requests/s at the p99 target",
+)
 def serve(point: dict) -> dict:
     """Requests of ``seq_len`` tokens (Poisson) through ``policies.Dynamic(b, max_delay_s)`` onto
     the point's chip, ``b`` the largest batch up to ``max_batch`` that fits.
@@ -261,33 +316,73 @@ def serve(point: dict) -> dict:
     row = {"chip_name": c.name, "kind": c.kind}
     price = price_usd_per_hour(point, c)
     if b == 0:
-        return {**row, "fit": fit[1], "largest_batch": 0, **headline(0.0, c.power_w, price),
-                "message": f"no batch of {seq}-token requests fits {c.name}"}
+        return {
+            **row,
+            "fit": fit[1],
+            "largest_batch": 0,
+            **headline(0.0, c.power_w, price),
+            "message": f"no batch of {seq}-token requests fits {c.name}",
+        }
     pol = policies.Dynamic(b, float(p["max_delay_s"]))
     peak = float(np.max(np.arange(1, b + 1) / t[:b]))
     if p["rate_per_s"] is not None:
         s = _serve_at(float(p["rate_per_s"]), n, seq, pol, svc, slo, seed)
         good = s["stable"] and s["latency_p99_s"] <= slo
     else:
-        rate, r = capacity.capacity_at(slo, np.full(n, seq), pol, [svc], top=peak, iters=int(p["search_steps"]),
-                                       seed=seed, max_waiting=max(1000, n // 5), latency_target_s=slo)
+        rate, r = capacity.capacity_at(
+            slo,
+            np.full(n, seq),
+            pol,
+            [svc],
+            top=peak,
+            iters=int(p["search_steps"]),
+            seed=seed,
+            max_waiting=max(1000, n // 5),
+            latency_target_s=slo,
+        )
         s, good = r.summary(), rate > 0
     thr = s["throughput_rps"] if good else 0.0
-    return {**row, "fit": fit[b], "largest_batch": b, "batch_time_s": float(t[b - 1]),
-            "peak_rps": peak, **headline(thr, c.power_w, price),
-            "offered_rps": s["offered_rps"], "meets_slo": bool(good), "stable": bool(s["stable"]),
-            "latency_p50_s": s["latency_p50_s"], "latency_p90_s": s["latency_p90_s"],
-            "latency_p99_s": s["latency_p99_s"], "latency_p999_s": s["latency_p999_s"],
-            "mean_batch": s["mean_batch"], "utilization": s["utilization"],
-            "message": "" if good else (s["unstable_reason"] or f"p99 {s['latency_p99_s']:.4g} s > target {slo:g} s")}
+    return {
+        **row,
+        "fit": fit[b],
+        "largest_batch": b,
+        "batch_time_s": float(t[b - 1]),
+        "peak_rps": peak,
+        **headline(thr, c.power_w, price),
+        "offered_rps": s["offered_rps"],
+        "meets_slo": bool(good),
+        "stable": bool(s["stable"]),
+        "latency_p50_s": s["latency_p50_s"],
+        "latency_p90_s": s["latency_p90_s"],
+        "latency_p99_s": s["latency_p99_s"],
+        "latency_p999_s": s["latency_p999_s"],
+        "mean_batch": s["mean_batch"],
+        "utilization": s["utilization"],
+        "message": ""
+        if good
+        else (s["unstable_reason"] or f"p99 {s['latency_p99_s']:.4g} s > target {slo:g} s"),
+    }
 
 
 # ------------------------------------------------------------------------------------------
 # embed
 # ------------------------------------------------------------------------------------------
-@register("embed", params={"n_tables": 26, "rows": 1_000_000, "dim": 128, "pooling": 1, "batch": 2048,
-                           "zipf": 0.0, "training": False, "chips": 1, "cache": True, "seed": 0},
-          doc="one embedding step on chips of one kind (ipusim.embeddings.simulate); throughput in samples/s")
+@register(
+    "embed",
+    params={
+        "n_tables": 26,
+        "rows": 1_000_000,
+        "dim": 128,
+        "pooling": 1,
+        "batch": 2048,
+        "zipf": 0.0,
+        "training": False,
+        "chips": 1,
+        "cache": True,
+        "seed": 0,
+    },
+    doc="one embedding step on chips of one kind (ipusim.embeddings.simulate); throughput in samples/s",
+)
 def embed(point: dict) -> dict:
     """``n_tables`` uniform tables of ``rows`` x ``dim`` (FP32), ``pooling`` look-ups per table per
     sample, ``batch`` samples, Zipf skew ``zipf``, on ``chips`` copies of the point's chip."""
@@ -295,16 +390,35 @@ def embed(point: dict) -> dict:
 
     p = {**TASKS["embed"].params, **point}
     c = make_chip(point)
-    tabs = embeddings.uniform_tables(int(p["n_tables"]), int(p["rows"]), int(p["dim"]), int(p["pooling"]))
-    w = embeddings.Workload(f"{int(p['n_tables'])} x {int(p['rows'])} x {int(p['dim'])}", tabs, int(p["batch"]),
-                            zipf=float(p["zipf"]), training=bool(p["training"]))
-    r = embeddings.simulate(c, w, chips=int(p["chips"]), cache=bool(p["cache"]), seed=int(p["seed"]))
+    tabs = embeddings.uniform_tables(
+        int(p["n_tables"]), int(p["rows"]), int(p["dim"]), int(p["pooling"])
+    )
+    w = embeddings.Workload(
+        f"{int(p['n_tables'])} x {int(p['rows'])} x {int(p['dim'])}",
+        tabs,
+        int(p["batch"]),
+        zipf=float(p["zipf"]),
+        training=bool(p["training"]),
+    )
+    r = embeddings.simulate(
+        c, w, chips=int(p["chips"]), cache=bool(p["cache"]), seed=int(p["seed"])
+    )
     ok = r.fits and math.isfinite(r.time_s)
-    price = price_usd_per_hour(point, c)  # one chip's; the cluster's columns are for r.chips of them
-    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.time_s),
-           **headline(r.samples_per_s if ok else 0.0, r.power_w, price * r.chips), "usd_per_chip_hour": price,
-           "lookups_per_s": float(r.lookups_per_s) if ok else 0.0, "hit_rate": float(r.hit_rate),
-           "energy_j": float(r.energy_j), "message": r.fit_message}
+    price = price_usd_per_hour(
+        point, c
+    )  # one chip's; the cluster's columns are for r.chips of them
+    row = {
+        "chip_name": r.chip,
+        "kind": r.kind,
+        "fit": r.fit,
+        "time_s": float(r.time_s),
+        **headline(r.samples_per_s if ok else 0.0, r.power_w, price * r.chips),
+        "usd_per_chip_hour": price,
+        "lookups_per_s": float(r.lookups_per_s) if ok else 0.0,
+        "hit_rate": float(r.hit_rate),
+        "energy_j": float(r.energy_j),
+        "message": r.fit_message,
+    }
     for k in ("compute", "sync", "exchange", "streaming", "memory", "launch", "links"):
         row[f"split_{k}_s"] = float(r.split[k]) if (ok and k in r.split) else math.nan
     return row
@@ -313,9 +427,20 @@ def embed(point: dict) -> dict:
 # ------------------------------------------------------------------------------------------
 # train
 # ------------------------------------------------------------------------------------------
-_TRAIN_SPLITS = ("ops_compute", "ops_exchange", "ops_sync", "ops_streaming", "ops_memory", "ops_launch",
-                 "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
-                 "optimizer")
+_TRAIN_SPLITS = (
+    "ops_compute",
+    "ops_exchange",
+    "ops_sync",
+    "ops_streaming",
+    "ops_memory",
+    "ops_launch",
+    "recompute",
+    "tensor_parallel",
+    "pipeline_bubble",
+    "pipeline_p2p",
+    "data_parallel",
+    "optimizer",
+)
 """training.model.evaluate's split: the ops' machine-model categories (``ops_``: a tile chip's
 compute, exchange, sync, streaming; a GPU's compute, memory, launch), recomputation, then the
 collectives, the pipeline and the optimizer; a category a chip does not have is NaN."""
@@ -326,15 +451,30 @@ def _modes(value, allowed, what):
     if isinstance(value, str) and value.strip().lower() == "any":
         return tuple(allowed)
     if what == "sharding":
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer)) or value not in allowed:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float, np.integer))
+            or value not in allowed
+        ):
             raise ValueError(f"sharding must be 0, 1, 2, 3 or 'any', got {value!r}")
         return (int(value),)
     return (str(value),)
 
 
-@register("train", params={"model": "llama-2-70b", "chips": 1024, "tokens": 2e12, "seq_len": None,
-                           "global_batch": None, "recompute": "any", "sharding": "any", "usd_per_kwh": None},
-          doc="the fastest training placement on `chips` chips (ipusim.training.best_placement); throughput in tokens/s")
+@register(
+    "train",
+    params={
+        "model": "llama-2-70b",
+        "chips": 1024,
+        "tokens": 2e12,
+        "seq_len": None,
+        "global_batch": None,
+        "recompute": "any",
+        "sharding": "any",
+        "usd_per_kwh": None,
+    },
+    doc="the fastest training placement on `chips` chips (ipusim.training.best_placement); throughput in tokens/s",
+)
 def train(point: dict) -> dict:
     """The fastest placement of ``model``'s training step on ``chips`` copies of the point's chip
     (``ipusim.training.best_placement``; ``seq_len``/``global_batch`` default to the model's
@@ -360,30 +500,53 @@ def train(point: dict) -> dict:
         chips = int(chips)
     rc = _modes(p["recompute"], training.RECOMPUTE, "recompute")
     z = _modes(p["sharding"], training.SHARDING, "sharding")
-    opt = {k: (int(p[k]) if isinstance(p[k], float) and float(p[k]).is_integer() else p[k])
-           for k in ("seq_len", "global_batch") if p[k] is not None}
-    r = training.best_placement(p["model"], c, chips, recompute=rc, sharding=z, explain=False, **opt)
+    opt = {
+        k: (int(p[k]) if isinstance(p[k], float) and float(p[k]).is_integer() else p[k])
+        for k in ("seq_len", "global_batch")
+        if p[k] is not None
+    }
+    r = training.best_placement(
+        p["model"], c, chips, recompute=rc, sharding=z, explain=False, **opt
+    )
     price = price_usd_per_hour(point, c)
     kwh = None if p["usd_per_kwh"] is None else float(p["usd_per_kwh"])
     fits = r.fit != "does_not_fit"
     run = r.run(float(p["tokens"]), usd_per_chip_hour=price, usd_per_kwh=kwh)
     pl = r.placement
-    row = {"chip_name": r.chip, "kind": r.kind, "fit": r.fit, "time_s": float(r.step_time_s),
-           "step_time_s": float(r.step_time_s),
-           **headline(r.tokens_per_s if fits else 0.0, r.power_w * r.chips, price * r.chips),
-           "usd_per_chip_hour": price, "usd_per_hour": price * r.chips,
-           "tokens_per_s": float(r.tokens_per_s) if fits else 0.0,
-           "mfu": float(r.mfu) if fits else 0.0, "hfu": float(r.hfu) if fits else 0.0,
-           "seq_len_used": r.seq_len, "global_batch_used": r.global_batch,
-           "data": pl.data, "tensor": pl.tensor, "pipeline": pl.pipeline, "micro_batch": pl.micro_batch,
-           "recompute_used": pl.recompute, "sharding_used": pl.sharding, "micro_batches": r.micro_batches,
-           "memory_per_chip_bytes": r.memory_total_bytes,
-           "days": float(run.days), "chip_hours": float(run.chip_hours), "cost_usd": float(run.cost_usd),
-           "energy_kwh": float(run.energy_kwh), "energy_j": float(run.energy_kwh) * 3.6e6,
-           "message": r.fit_message}
+    row = {
+        "chip_name": r.chip,
+        "kind": r.kind,
+        "fit": r.fit,
+        "time_s": float(r.step_time_s),
+        "step_time_s": float(r.step_time_s),
+        **headline(r.tokens_per_s if fits else 0.0, r.power_w * r.chips, price * r.chips),
+        "usd_per_chip_hour": price,
+        "usd_per_hour": price * r.chips,
+        "tokens_per_s": float(r.tokens_per_s) if fits else 0.0,
+        "mfu": float(r.mfu) if fits else 0.0,
+        "hfu": float(r.hfu) if fits else 0.0,
+        "seq_len_used": r.seq_len,
+        "global_batch_used": r.global_batch,
+        "data": pl.data,
+        "tensor": pl.tensor,
+        "pipeline": pl.pipeline,
+        "micro_batch": pl.micro_batch,
+        "recompute_used": pl.recompute,
+        "sharding_used": pl.sharding,
+        "micro_batches": r.micro_batches,
+        "memory_per_chip_bytes": r.memory_total_bytes,
+        "days": float(run.days),
+        "chip_hours": float(run.chip_hours),
+        "cost_usd": float(run.cost_usd),
+        "energy_kwh": float(run.energy_kwh),
+        "energy_j": float(run.energy_kwh) * 3.6e6,
+        "message": r.fit_message,
+    }
     unknown = set(r.split) - set(_TRAIN_SPLITS)
     if unknown:
-        raise ValueError(f"training split categories {sorted(unknown)} have no sweep column (_TRAIN_SPLITS)")
+        raise ValueError(
+            f"training split categories {sorted(unknown)} have no sweep column (_TRAIN_SPLITS)"
+        )
     for k in _TRAIN_SPLITS:
         row[f"split_{k}_s"] = float(r.split[k]) if (fits and k in r.split) else math.nan
     return row
@@ -392,9 +555,18 @@ def train(point: dict) -> dict:
 # ------------------------------------------------------------------------------------------
 # checklist
 # ------------------------------------------------------------------------------------------
-@register("checklist", params={"gpu": "a100-80gb", "model": "bert-base", "rate_per_s": 300.0,
-                               "slo_p99_s": 0.05, "long_fraction": 0.4, "seed": 0},
-          doc="the migration checklist's verdict for the chip against a GPU (ipusim.checklist)")
+@register(
+    "checklist",
+    params={
+        "gpu": "a100-80gb",
+        "model": "bert-base",
+        "rate_per_s": 300.0,
+        "slo_p99_s": 0.05,
+        "long_fraction": 0.4,
+        "seed": 0,
+    },
+    doc="the migration checklist's verdict for the chip against a GPU (ipusim.checklist)",
+)
 def checklist(point: dict) -> dict:
     """Run the checklist (inference checks, no training) on the point's chip against ``gpu``."""
     from .. import checklist as cl
@@ -403,12 +575,24 @@ def checklist(point: dict) -> dict:
     c = make_chip(point)
     g = hardware.chip(p["gpu"])
     prices = cl.Prices().with_prices({c.name: price_usd_per_hour(point, c)})
-    case = cl.Case(model=p["model"], rate_per_s=float(p["rate_per_s"]), slo_p99_s=float(p["slo_p99_s"]),
-                   long_fraction=float(p["long_fraction"]), candidates=(cl.Candidate(c), cl.Candidate(g)),
-                   prices=prices, seed=int(p["seed"]))
+    case = cl.Case(
+        model=p["model"],
+        rate_per_s=float(p["rate_per_s"]),
+        slo_p99_s=float(p["slo_p99_s"]),
+        long_fraction=float(p["long_fraction"]),
+        candidates=(cl.Candidate(c), cl.Candidate(g)),
+        prices=prices,
+        seed=int(p["seed"]),
+    )
     rep = cl.run_checklist(case, show_progress=False)
-    row = {"chip_name": c.name, "kind": c.kind, "gpu": g.name, "decision": rep.decision,
-           "score": float(rep.verdict.score), "veto": rep.verdict.veto}
+    row = {
+        "chip_name": c.name,
+        "kind": c.kind,
+        "gpu": g.name,
+        "decision": rep.decision,
+        "score": float(rep.verdict.score),
+        "veto": rep.verdict.veto,
+    }
     for cid, chk in rep.checks.items():
         row[f"{cid}_status"] = chk.status
     return row
@@ -420,8 +604,12 @@ def checklist(point: dict) -> dict:
 SPIN_CHUNK = 100  # loop steps of arithmetic between two reads of the thread's CPU clock (5-10 us)
 
 
-@register("spin", params={"seconds": 0.001, "rep": 0}, takes_chip=False,
-          doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)")
+@register(
+    "spin",
+    params={"seconds": 0.001, "rep": 0},
+    takes_chip=False,
+    doc="burn `seconds` of CPU in a busy loop and return it (measures the sweep's overhead)",
+)
 def spin(point: dict) -> dict:
     """Busy-loop until this thread has used ``seconds`` of CPU time (a fixed amount of work: on a
     busy machine it takes longer than ``seconds`` of wall time, as a real point would) and return

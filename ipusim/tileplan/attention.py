@@ -22,7 +22,9 @@ from ..workloads import Op, Step
 from .base import PARTIAL_BYTES, OpPlan, budget_bytes, dealt_phase
 from .search import candidates, fewest
 
-RESCALE_FLOPS_PER_ROW = 3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
+RESCALE_FLOPS_PER_ROW = (
+    3  # ASSUMPTION: per query row and key block: new max, exp(old - new), sum update
+)
 
 
 def _query_chunks(s: Step):
@@ -33,7 +35,9 @@ def _query_chunks(s: Step):
     return L, L
 
 
-def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
+def attention_tables(
+    s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False
+):
     """Piece tables (first key block, each later key block) of ``which`` with every
     (sequence, head) cut in ``r`` chunks and its keys in ``key_blocks`` blocks.
 
@@ -44,10 +48,15 @@ def attention_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int,
     and sum per row (2 x 4 bytes), and the softmax of every block after the first rescales
     the accumulator (``head_dim + RESCALE_FLOPS_PER_ROW`` FLOPs per row).
     """
-    return [np.repeat(t, s.model.heads * r, axis=0) for t in _attention_seq_tables(s, r, key_blocks, which, n_tiles, first_only)]
+    return [
+        np.repeat(t, s.model.heads * r, axis=0)
+        for t in _attention_seq_tables(s, r, key_blocks, which, n_tiles, first_only)
+    ]
 
 
-def _attention_seq_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False):
+def _attention_seq_tables(
+    s: Step, r: int, key_blocks: int, which: str, n_tiles: int, first_only: bool = False
+):
     """``attention_tables`` before the repeat: one row per sequence, since the ``heads x r``
     pieces of a sequence are alike (``np.repeat(row, heads * r)`` gives the piece table; the
     columns are element-wise in the rows, so repeating before or after is the same, bit for bit)."""
@@ -64,23 +73,51 @@ def _attention_seq_tables(s: Step, r: int, key_blocks: int, which: str, n_tiles:
     area = qc * kb  # scores of one key block
     z = np.zeros_like(area)
     online = nb > 1
-    acc = online * (qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES)  # accumulator and running max/sum
+    acc = online * (
+        qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES
+    )  # accumulator and running max/sum
     out = []
-    for first in ((True,) if first_only else (True, False)):
+    for first in (True,) if first_only else (True, False):
         if which == "attn_scores":
             recv = (first * qc + kb) * hd * dt * remote
-            sent = (first * qc + kb / r) * hd * dt * remote  # query rows once, K once per head (multicast)
-            t = np.column_stack([2 * area * hd, (qc + kb) * hd * dt, recv, sent,
-                                 (qc + kb) * hd * dt + area * dt + acc, z])
+            sent = (
+                (first * qc + kb / r) * hd * dt * remote
+            )  # query rows once, K once per head (multicast)
+            t = np.column_stack(
+                [
+                    2 * area * hd,
+                    (qc + kb) * hd * dt,
+                    recv,
+                    sent,
+                    (qc + kb) * hd * dt + area * dt + acc,
+                    z,
+                ]
+            )
         elif which == "attn_context":
             recv = kb * hd * dt * remote
             out_b = qc * hd * (PARTIAL_BYTES if online else dt)
-            t = np.column_stack([2 * area * hd, area * dt + kb * hd * dt, recv, recv / r,  # V once per head
-                                 area * dt + kb * hd * dt + out_b + (acc - online * qc * hd * PARTIAL_BYTES), z])
+            t = np.column_stack(
+                [
+                    2 * area * hd,
+                    area * dt + kb * hd * dt,
+                    recv,
+                    recv / r,  # V once per head
+                    area * dt + kb * hd * dt + out_b + (acc - online * qc * hd * PARTIAL_BYTES),
+                    z,
+                ]
+            )
         else:  # softmax in place on the score block; rescale the accumulator after the first block
             rescale = (not first) * online * qc * (hd + RESCALE_FLOPS_PER_ROW)
-            t = np.column_stack([5 * area + rescale, 2 * area * dt + (not first) * online * 2 * qc * hd * PARTIAL_BYTES,
-                                 z, z, 2 * area * dt + acc, z])
+            t = np.column_stack(
+                [
+                    5 * area + rescale,
+                    2 * area * dt + (not first) * online * 2 * qc * hd * PARTIAL_BYTES,
+                    z,
+                    z,
+                    2 * area * dt + acc,
+                    z,
+                ]
+            )
         out.append(t)
     return out
 
@@ -107,7 +144,9 @@ def _distribute_repeated(rows, rep, n_tiles, out):
 
 
 @njit(cache=True)
-def _attention_pass_max(rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x):
+def _attention_pass_max(
+    rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x
+):
     """(largest compute cycles, largest exchange cycles, largest working set) over the tiles
     of one attention superstep whose pieces are ``np.repeat(rows, rep, axis=0)``, dealt as
     ``_distribute`` deals them (a tile's pieces are consecutive; its sums are accumulated
@@ -174,8 +213,26 @@ def _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab
 
 
 @njit(cache=True)
-def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_tiles, amp_rate, vector_rate,
-                           sram_rate, vertex, amp_overhead, rearrange, x, sync):
+def _attention_cost_kernel(
+    rows,
+    keys,
+    decode,
+    r,
+    nb,
+    hd,
+    dt,
+    remote,
+    rep,
+    n_tiles,
+    amp_rate,
+    vector_rate,
+    sram_rate,
+    vertex,
+    amp_overhead,
+    rearrange,
+    x,
+    sync,
+):
     """``_attention_cost_tables`` without its tables: (cycles, largest working set) of the three
     attention ops for ``r`` chunks and ``nb`` key blocks, from the per-sequence ``rows`` and
     ``keys`` (``_query_chunks``), each sequence's row repeated ``rep`` = heads x r times.
@@ -190,8 +247,9 @@ def _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, rep, n_til
             if not first and times == 0:
                 continue
             _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab)
-            cmax, xmax, wmax = _attention_pass_max(tab, rep, n_tiles, rate, sram_rate, vertex, amp,
-                                                   amp_overhead, rearrange, x)
+            cmax, xmax, wmax = _attention_pass_max(
+                tab, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x
+            )
             cyc += times * (sync + cmax + xmax)
             work = max(work, wmax)
     return cyc, work
@@ -204,7 +262,9 @@ def _attention_phases(s, c, r, nb, which):
     out = []
     for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
         per = np.zeros((c.tiles, t.shape[1] + 1))
-        _distribute_repeated(np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per)
+        _distribute_repeated(
+            np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per
+        )
         out.append(per)
     return out[0], out[-1]
 
@@ -215,12 +275,25 @@ def _attention_cost(s, c, r, nb):
     rows, keys = _query_chunks(s)
     T = c.tiles
     return _attention_cost_kernel(
-        np.ascontiguousarray(rows, dtype=np.float64), np.ascontiguousarray(keys, dtype=np.float64),
-        s.phase == "decode", r, nb, s.model.head_dim, s.dtype_bytes, (T - 1) / T, s.model.heads * r, T,
-        float(c.amp_flops_per_cycle_per_tile(s.dtype_bytes)), float(c.fp32_flops_per_cycle_per_tile),
-        float(c.sram_bytes_per_cycle_per_tile), float(c.vertex_overhead_cycles),
-        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE),
-        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY, float(c.sync_cycles))
+        np.ascontiguousarray(rows, dtype=np.float64),
+        np.ascontiguousarray(keys, dtype=np.float64),
+        s.phase == "decode",
+        r,
+        nb,
+        s.model.head_dim,
+        s.dtype_bytes,
+        (T - 1) / T,
+        s.model.heads * r,
+        T,
+        float(c.amp_flops_per_cycle_per_tile(s.dtype_bytes)),
+        float(c.fp32_flops_per_cycle_per_tile),
+        float(c.sram_bytes_per_cycle_per_tile),
+        float(c.vertex_overhead_cycles),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES),
+        float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
+        float(c.sync_cycles),
+    )
 
 
 def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
@@ -238,6 +311,7 @@ def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
     best, least = None, None
     counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
     for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
+
         def cost(nb, r=r):
             cyc, work = _attention_cost(s, c, r, nb)
             return cyc, nb, work, bool(work <= budget)
@@ -254,8 +328,9 @@ def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
     return least[1], least[2], False, budget
 
 
-def map_attention(op: Op, s: Step, c: TileChip, r: int, key_blocks: int, fits: bool,
-                  budget: float) -> OpPlan:
+def map_attention(
+    op: Op, s: Step, c: TileChip, r: int, key_blocks: int, fits: bool, budget: float
+) -> OpPlan:
     """Attention products and softmax: pieces are chunks of one head of one sequence, run
     over ``key_blocks`` passes (see ``attention_tables``); the softmax reuses the score
     layout so it needs no exchange. Q, K and V (the qkv output) are held while it runs."""
@@ -272,10 +347,23 @@ def map_attention(op: Op, s: Step, c: TileChip, r: int, key_blocks: int, fits: b
     rows, keys = _query_chunks(s)
     q = float(rows.max()) if s.phase == "decode" else float(rows.max()) / r
     kk = float(keys.max()) / (r if s.phase == "decode" else key_blocks)
-    part = f"{G} head-sequences x {r} chunks" + (f", {key_blocks} key blocks (online softmax)" if key_blocks > 1 else "")
-    return OpPlan(op, part, G * r, phases, first[:, 5], work + live, over_budget=not fits,
-                  passes=key_blocks, pass_axis="keys" if key_blocks > 1 else "", block=(q, kk),
-                  working_set_bytes=float(work.max()), budget_bytes=float(budget))
+    part = f"{G} head-sequences x {r} chunks" + (
+        f", {key_blocks} key blocks (online softmax)" if key_blocks > 1 else ""
+    )
+    return OpPlan(
+        op,
+        part,
+        G * r,
+        phases,
+        first[:, 5],
+        work + live,
+        over_budget=not fits,
+        passes=key_blocks,
+        pass_axis="keys" if key_blocks > 1 else "",
+        block=(q, kk),
+        working_set_bytes=float(work.max()),
+        budget_bytes=float(budget),
+    )
 
 
 def attention_live_bytes(s: Step, T: int) -> float:

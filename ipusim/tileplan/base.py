@@ -31,6 +31,7 @@ PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulat
 # Dealing pieces to tiles
 # ------------------------------------------------------------------------------------------
 
+
 @njit(cache=True)
 def _distribute(work, n_tiles, out):
     """Deal pieces to tiles in order: piece i goes to tile (i * n_tiles) // P; sum per tile.
@@ -71,7 +72,9 @@ class Phase:
     vertices: np.ndarray  # pieces (vertices) per tile
     recv: np.ndarray  # bytes received in the exchange before the compute
     send: np.ndarray  # bytes sent in that exchange
-    dtype_bytes: int = 2  # operand bytes of an AMP phase: 2 runs at the FP16 rate, 4 at the FP32 rate
+    dtype_bytes: int = (
+        2  # operand bytes of an AMP phase: 2 runs at the FP16 rate, 4 at the FP32 rate
+    )
 
 
 @dataclass
@@ -85,7 +88,9 @@ class OpPlan:
     weights: np.ndarray  # always-live weight bytes, all instances
     temp: np.ndarray  # peak temporary bytes while one instance runs (working set + live inputs)
     stream_bytes: float = 0.0  # bytes copied from off-chip DRAM per instance (streaming mode)
-    over_budget: bool = False  # working set exceeds availableMemoryProportion even at the most passes tried
+    over_budget: bool = (
+        False  # working set exceeds availableMemoryProportion even at the most passes tried
+    )
     passes: int = 1  # serial passes per instance
     pass_axis: str = ""  # "m", "n", "k" (matmul), "keys" (attention) or "" (one pass)
     block: tuple = ()  # largest per-tile block: (m, k, n) rows x contraction x columns; attention (rows, keys)
@@ -107,7 +112,17 @@ def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:
     """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
     op's input is spread over all of them). ``dtype_bytes``: operand bytes (the AMP's rate)."""
     f, ld, rv, sd = (per_tile[:, i] for i in range(4))
-    return Phase(op, label, amp, f, ld, per_tile[:, -1], rv, np.full(sd.size, sd.sum() / sd.size), dtype_bytes)
+    return Phase(
+        op,
+        label,
+        amp,
+        f,
+        ld,
+        per_tile[:, -1],
+        rv,
+        np.full(sd.size, sd.sum() / sd.size),
+        dtype_bytes,
+    )
 
 
 def budget_bytes(c: TileChip) -> float:

@@ -58,8 +58,29 @@ def _weight_remote(T, pm, pn, pk):
 
 
 @njit(cache=True)
-def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, budget,
-                 in_share, vertex, two_per_flop, amp_overhead, rearrange, x, sync, red_per_elem):
+def _grid_search(
+    sm,
+    sk,
+    sn,
+    dt,
+    T,
+    cm,
+    cn,
+    ck,
+    acc,
+    passes,
+    reductions,
+    held,
+    budget,
+    in_share,
+    vertex,
+    two_per_flop,
+    amp_overhead,
+    rearrange,
+    x,
+    sync,
+    red_per_elem,
+):
     """Best grid of one pass count: the cost of every candidate (pm, pn, pk) of the
     ascending ``cm x cn x ck`` with ``pm pn pk <= T``, in C order, one at a time.
 
@@ -96,10 +117,21 @@ def _grid_search(sm, sk, sn, dt, T, cm, cn, ck, acc, passes, reductions, held, b
                 out_b = PARTIAL_BYTES if (red or acc) else dt
                 recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
                 part = (pk - 1) / pk * (mb * nb)
-                cyc = (vertex + two_per_flop * (mb * kb) * nb + amp_overhead + recv / rearrange
-                       + recv / x + sync)
+                cyc = (
+                    vertex
+                    + two_per_flop * (mb * kb) * nb
+                    + amp_overhead
+                    + recv / rearrange
+                    + recv / x
+                    + sync
+                )
                 red_cyc = sync + part * red_per_elem if red else 0.0
-                temp = (mb * kb) * dt + kb * nb * dt + (mb * nb) * out_b + (part * PARTIAL_BYTES if red else 0.0)
+                temp = (
+                    (mb * kb) * dt
+                    + kb * nb * dt
+                    + (mb * nb) * out_b
+                    + (part * PARTIAL_BYTES if red else 0.0)
+                )
                 temp = temp + held
                 total = passes * cyc + reductions * red_cyc
                 if temp <= budget and total < best_total:
@@ -127,12 +159,38 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
     held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
     pm, pn, pk, total, temp, fits = _grid_search(
-        sm, sk, sn, dt, T, candidates(sm, T), candidates(sn, T), candidates(sk, T, small=4, factors=(1, 3)),
-        axis == "k" and passes > 1, passes, 1 if axis == "k" or passes == 1 else passes, float(held),
-        float(budget), dt * (T - 1) / T, float(c.vertex_overhead_cycles), 2.0 / c.amp_flops_per_cycle_per_tile(dt),
-        float(_cal.AMP_PHASE_OVERHEAD_CYCLES), float(_cal.REARRANGE_BYTES_PER_CYCLE), x, float(c.sync_cycles),
-        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile)
-    return MatmulPlan(int(pm), int(pn), int(pk), axis if passes > 1 else "", passes, float(total), float(temp), bool(fits))
+        sm,
+        sk,
+        sn,
+        dt,
+        T,
+        candidates(sm, T),
+        candidates(sn, T),
+        candidates(sk, T, small=4, factors=(1, 3)),
+        axis == "k" and passes > 1,
+        passes,
+        1 if axis == "k" or passes == 1 else passes,
+        float(held),
+        float(budget),
+        dt * (T - 1) / T,
+        float(c.vertex_overhead_cycles),
+        2.0 / c.amp_flops_per_cycle_per_tile(dt),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES),
+        float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        x,
+        float(c.sync_cycles),
+        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile,
+    )
+    return MatmulPlan(
+        int(pm),
+        int(pn),
+        int(pk),
+        axis if passes > 1 else "",
+        passes,
+        float(total),
+        float(temp),
+        bool(fits),
+    )
 
 
 def _pass_counts(dim: int) -> list:
@@ -141,9 +199,10 @@ def _pass_counts(dim: int) -> list:
     return [int(p) for p in candidates(dim, dim, small=16, factors=(1, 3)) if p > 1]
 
 
-
 @plan_cache(maxsize=4096)
-def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", budget: float = -1.0) -> MatmulPlan:
+def _plan_matmul(
+    m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", budget: float = -1.0
+) -> MatmulPlan:
     """The matmul plan: the fastest of the one-pass plan (if any grid fits the budget) and,
     along each axis, the fewest passes that fit. ``passes > 0`` forces that many
     passes over ``axis``. ``budget < 0`` means ``budget_bytes(c)``."""
@@ -161,8 +220,17 @@ def _plan_matmul(m, k, n, dt, c: TileChip, passes: int = 0, axis: str = "k", bud
     return best or one
 
 
-def plan_matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2, passes: int | None = None,
-                axis: str = "k", budget: float | None = None) -> MatmulPlan:
+def plan_matmul(
+    c,
+    m: int,
+    k: int,
+    n: int,
+    *,
+    dtype_bytes: int = 2,
+    passes: int | None = None,
+    axis: str = "k",
+    budget: float | None = None,
+) -> MatmulPlan:
     """The planner's choice for an (m x k) @ (k x n) matmul on tile chip ``c``.
 
     By default: the fastest of one pass (when a grid's working set fits ``budget`` bytes per
@@ -193,11 +261,16 @@ def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
     # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
     send = (m * k * dt * (T - 1) / T + k * n * dt * (1.0 if pm > 1 else remote_w)) / P
     out_b = PARTIAL_BYTES if (pk > 1 or acc) else dt
-    table = np.column_stack([
-        2 * mi * kl * nj, (mi * kl + kl * nj) * dt,
-        mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w, np.full(P, send),
-        mi * kl * dt + kl * nj * dt + mi * nj * out_b, np.zeros(P),
-    ])
+    table = np.column_stack(
+        [
+            2 * mi * kl * nj,
+            (mi * kl + kl * nj) * dt,
+            mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w,
+            np.full(P, send),
+            mi * kl * dt + kl * nj * dt + mi * nj * out_b,
+            np.zeros(P),
+        ]
+    )
     return table, mi * nj
 
 
@@ -205,9 +278,16 @@ def _reduce_table(area, pk):
     """Reduction of FP32 partials: each of the pk tiles of a block owns 1/pk of its output."""
     part = area / pk
     z = np.zeros(area.size)
-    return np.column_stack([(pk - 1) * part, 2 * pk * part * PARTIAL_BYTES, (pk - 1) * part * PARTIAL_BYTES,
-                            (pk - 1) * part * PARTIAL_BYTES, z, z])
-
+    return np.column_stack(
+        [
+            (pk - 1) * part,
+            2 * pk * part * PARTIAL_BYTES,
+            (pk - 1) * part * PARTIAL_BYTES,
+            (pk - 1) * part * PARTIAL_BYTES,
+            z,
+            z,
+        ]
+    )
 
 
 @plan_cache(maxsize=1024)
@@ -224,8 +304,14 @@ def _matmul_dealt(m, k, n, dt, T, pm, pn, pk, acc):
     return per, red
 
 
-def map_matmul(op: Op, c: TileChip, dt: int, tied: bool = False, live_bytes: float = 0.0,
-               budget: float | None = None) -> OpPlan:
+def map_matmul(
+    op: Op,
+    c: TileChip,
+    dt: int,
+    tied: bool = False,
+    live_bytes: float = 0.0,
+    budget: float | None = None,
+) -> OpPlan:
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
 
     ``live_bytes``: the op's input held per tile while it runs (beside the working set);
@@ -248,22 +334,42 @@ def map_matmul(op: Op, c: TileChip, dt: int, tied: bool = False, live_bytes: flo
             d = dict(dims)
             if P > 1:
                 d[axis] = size
-            per, red = _matmul_dealt(d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1)
-            per_size[size] = (dealt_phase(op.name, "matmul", True, per, dt), per,
-                              red if red is None else dealt_phase(op.name, "reduce", False, red), red)
+            per, red = _matmul_dealt(
+                d["m"], d["k"], d["n"], dt, T, pm, pn, pk, axis == "k" and P > 1
+            )
+            per_size[size] = (
+                dealt_phase(op.name, "matmul", True, per, dt),
+                per,
+                red if red is None else dealt_phase(op.name, "reduce", False, red),
+                red,
+            )
         ph, per, rph, red = per_size[size]
         phases.append(ph)
         if rph is not None and (axis != "k" or i == len(sizes) - 1):
             phases.append(rph)
-    work = np.max([per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()], axis=0)
+    work = np.max(
+        [per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()],
+        axis=0,
+    )
     live = live_bytes + (m * n * dt / T if axis in ("m", "n") and P > 1 else 0.0)
     part = f"m/{pm} x n/{pn} x k/{pk} on {pm * pn * pk} tiles"
     if P > 1:
         part += f", {P} passes over {axis}"
     sub = {a: -(-dims[a] // (P if a == axis else 1)) for a in dims}
     block = (-(-sub["m"] // pm), -(-sub["k"] // pk), -(-sub["n"] // pn))
-    plan = OpPlan(op, part, pm * pn * pk, phases, weights, work + live, over_budget=not pl.fits,
-                  passes=P, pass_axis=axis, block=block, working_set_bytes=float(work.max()),
-                  budget_bytes=float(budget))
+    plan = OpPlan(
+        op,
+        part,
+        pm * pn * pk,
+        phases,
+        weights,
+        work + live,
+        over_budget=not pl.fits,
+        passes=P,
+        pass_axis=axis,
+        block=block,
+        working_set_bytes=float(work.max()),
+        budget_bytes=float(budget),
+    )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
     return plan

@@ -22,7 +22,9 @@ def _deal_same(row, P: int, n_tiles: int) -> np.ndarray:
     """``deal`` of ``P`` identical pieces ``row``: a count per tile times the row (the tests
     hold it to ``deal`` of the P rows)."""
     row = np.asarray(row, dtype=np.float64)
-    counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles).astype(np.float64)
+    counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles).astype(
+        np.float64
+    )
     return np.column_stack([counts[:, None] * row[None, :], counts])
 
 
@@ -42,8 +44,16 @@ def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan
     fl = op.flops / op.count / op.m * w
     recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
     per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, c.tiles)
-    return OpPlan(op, f"{rows} rows x {chunks} chunks", P, [dealt_phase(op.name, op.kind, False, per)],
-                  per[:, 5], per[:, 4], block=(w,), working_set_bytes=float(per[:, 4].max()))
+    return OpPlan(
+        op,
+        f"{rows} rows x {chunks} chunks",
+        P,
+        [dealt_phase(op.name, op.kind, False, per)],
+        per[:, 5],
+        per[:, 4],
+        block=(w,),
+        working_set_bytes=float(per[:, 4].max()),
+    )
 
 
 def _distinct(idx: np.ndarray, n: int) -> np.ndarray:
@@ -95,10 +105,18 @@ def map_embedding(op: Op, s: Step, c: TileChip, seed: int) -> OpPlan:
         send += np.bincount(_distinct(idx, nrows) * T // nrows, minlength=T)[:T] * d * dt
         owned += _rows_per_tile(nrows, T) * d * dt
     k = len(tables)
-    per = _deal_same([op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T)
-    plan = OpPlan(op, f"{ntok} tokens; {k} tables row-split", ntok,
-                  [dealt_phase(op.name, "embedding", False, per)], owned, per[:, 4],
-                  working_set_bytes=float(per[:, 4].max()))
+    per = _deal_same(
+        [op.flops / ntok, (k + 1) * d * dt, k * d * dt, 0.0, (k + 1) * d * dt, 0.0], ntok, T
+    )
+    plan = OpPlan(
+        op,
+        f"{ntok} tokens; {k} tables row-split",
+        ntok,
+        [dealt_phase(op.name, "embedding", False, per)],
+        owned,
+        per[:, 4],
+        working_set_bytes=float(per[:, 4].max()),
+    )
     plan.phases[0].send = send
     plan.stream_bytes = float(ntok * k * d * dt)
     return plan

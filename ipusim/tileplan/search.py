@@ -57,10 +57,12 @@ _PLAN_CACHES = []  # the memoised planners ``clear_plan_cache`` empties
 def plan_cache(maxsize: int):
     """``functools.lru_cache(maxsize)`` whose cache ``clear_plan_cache`` empties (for results
     ranked with the calibrated costs)."""
+
     def wrap(fn):
         cached = lru_cache(maxsize=maxsize)(fn)
         _PLAN_CACHES.append(cached)
         return cached
+
     return wrap
 
 

@@ -55,14 +55,20 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, unlimited: bool = False) -
     att_ops = [i for i, op in enumerate(s.ops) if op.kind in ("attention", "softmax")]
     live = [_live_bytes(op, s, T) for op in s.ops]
     if unlimited:
-        return _plan_ops(c, s, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops))
+        return _plan_ops(
+            c, s, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops)
+        )
     budgets = [op_budget(c, s, op, lv) for op, lv in zip(s.ops, live, strict=True)]
     plans = _plan_ops(c, s, seed, budgets, live, att_ops, [None] * len(s.ops))
     on_chip = _on_chip_estimate(c, s)
     floor = 0.1 * budget_bytes(c)
     for _ in range(4):
         placed = sum(p.weights for p in plans)
-        always = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed) + (placed if on_chip else 0.0)
+        always = (
+            c.code_bytes_per_tile
+            + always_live_other_bytes(c, s, placed)
+            + (placed if on_chip else 0.0)
+        )
         redo = []
         for i, p in enumerate(plans):
             if p.op.kind not in ("matmul", "attention", "softmax"):
@@ -79,7 +85,15 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, unlimited: bool = False) -
             for i in att_ops:
                 budgets[i] = b
             redo = sorted(set(redo) | set(att_ops))
-        plans = _plan_ops(c, s, seed, budgets, live, att_ops, [None if i in redo else p for i, p in enumerate(plans)])
+        plans = _plan_ops(
+            c,
+            s,
+            seed,
+            budgets,
+            live,
+            att_ops,
+            [None if i in redo else p for i, p in enumerate(plans)],
+        )
     return plans
 
 
@@ -102,7 +116,9 @@ def _room_base(c: TileChip, s: Step) -> float:
     cfg, dt = s.model, s.dtype_bytes
     kv = 0.0
     if s.phase in ("prefill", "decode"):
-        kv = cfg.kv_bytes_per_token(dt) * float(s.lengths.sum() if s.phase == "decode" else s.tokens)
+        kv = cfg.kv_bytes_per_token(dt) * float(
+            s.lengths.sum() if s.phase == "decode" else s.tokens
+        )
     return c.code_bytes_per_tile + (kv + s.tokens * cfg.d_model * dt) / c.tiles
 
 

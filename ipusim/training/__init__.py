@@ -18,7 +18,19 @@ from .search import best_placement, candidates, smallest_chip_count
 from .step import RECIPES, Placement, TrainingRun, TrainingStep, recipe, simulate
 
 __all__ = [
-    "BYTES_PER_PARAM", "RECIPES", "RECOMPUTE", "SHARDING",
-    "Placement", "TrainingRun", "TrainingStep", "activation_bytes_per_layer", "best_placement",
-    "bubble_fraction", "candidates", "forward_time_s", "recipe", "simulate", "smallest_chip_count",
+    "BYTES_PER_PARAM",
+    "RECIPES",
+    "RECOMPUTE",
+    "SHARDING",
+    "Placement",
+    "TrainingRun",
+    "TrainingStep",
+    "activation_bytes_per_layer",
+    "best_placement",
+    "bubble_fraction",
+    "candidates",
+    "forward_time_s",
+    "recipe",
+    "simulate",
+    "smallest_chip_count",
 ]

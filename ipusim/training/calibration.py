@@ -21,9 +21,15 @@ from .. import workloads
 from .step import Placement
 
 MEGATRON_175B = {
-    "model": "gpt-3-175b", "chip": "a100-80gb", "chips": 1024, "seq_len": 2048, "global_batch": 1536,
+    "model": "gpt-3-175b",
+    "chip": "a100-80gb",
+    "chips": 1024,
+    "seq_len": 2048,
+    "global_batch": 1536,
     "placement": Placement(8, 8, 16, 1, "full", 0),
-    "tflops_per_gpu": 140.0, "days_300b_tokens": 34.0, "source": "NARAYANAN2021, Table 1 and §5.1",
+    "tflops_per_gpu": 140.0,
+    "days_300b_tokens": 34.0,
+    "source": "NARAYANAN2021, Table 1 and §5.1",
 }
 """Megatron-LM's run. Micro-batch 1 is Megatron-LM's setting for GPT-3 175B (ASSUMPTION: the table
 does not print it)."""
@@ -34,38 +40,85 @@ LLAMA2_TOKENS = 2e12
 LLAMA2_CHIPS = 2048  # ASSUMPTION: the paper gives no GPU count per model; 2,048 is the CLI example
 
 LLAMA2_13B = workloads.TransformerConfig(
-    "llama-2-13b", "decoder", 40, 5120, 40, 13824, 32000, 4096, gated_mlp=True, learned_positions=False,
-    tied_embeddings=False, biases=False, published_params=13.0e9,
+    "llama-2-13b",
+    "decoder",
+    40,
+    5120,
+    40,
+    13824,
+    32000,
+    4096,
+    gated_mlp=True,
+    learned_positions=False,
+    tied_embeddings=False,
+    biases=False,
+    published_params=13.0e9,
     source="Touvron et al. 2023 (Llama 2), model card: 13B, 40 layers, d 5120, 40 heads",
 )
 
-BOW_POD16_BERT_BASE = {"model": "bert-base", "chip": "bow", "chips": 16, "seq_len": 128, "global_batch": 65_536,
-                       "seq_per_s": 16_391.0, "source": "GC-PERF-CN (facts §6.3): BERT-base phase 1, PopART, SDK 3.1"}
-BOW_POD16_BERT_LARGE = {"model": "bert-large", "chip": "bow", "chips": 16, "seq_len": 384, "global_batch": 16_384,
-                        "seq_per_s": 1_470.0,
-                        "source": "GC-PERF-CN (facts §6.3, Bow Pod16 table): BERT-large phase 2, PopART, pre-SDK 2.5"}
+BOW_POD16_BERT_BASE = {
+    "model": "bert-base",
+    "chip": "bow",
+    "chips": 16,
+    "seq_len": 128,
+    "global_batch": 65_536,
+    "seq_per_s": 16_391.0,
+    "source": "GC-PERF-CN (facts §6.3): BERT-base phase 1, PopART, SDK 3.1",
+}
+BOW_POD16_BERT_LARGE = {
+    "model": "bert-large",
+    "chip": "bow",
+    "chips": 16,
+    "seq_len": 384,
+    "global_batch": 16_384,
+    "seq_per_s": 1_470.0,
+    "source": "GC-PERF-CN (facts §6.3, Bow Pod16 table): BERT-large phase 2, PopART, pre-SDK 2.5",
+}
 GRAPHCORE_ROWS = (BOW_POD16_BERT_BASE, BOW_POD16_BERT_LARGE)
 
 # Tolerances, fixed before comparing.
-TOL_MEGATRON_TFLOPS = 0.15  # the search's best placement: hardware TFLOP/s per GPU within 15% of 140
-TOL_MEGATRON_DAYS = 0.15  # restricted to the paper's set-up: full recomputation (its §3.5), no sharding
+TOL_MEGATRON_TFLOPS = (
+    0.15  # the search's best placement: hardware TFLOP/s per GPU within 15% of 140
+)
+TOL_MEGATRON_DAYS = (
+    0.15  # restricted to the paper's set-up: full recomputation (its §3.5), no sharding
+)
 TOL_LLAMA2_GPU_HOURS = 0.25
-TOL_BOW_SEQ_PER_S = 0.25  # the search's best placement on the Pod16: sequences/s within 25% of Graphcore's
+TOL_BOW_SEQ_PER_S = (
+    0.25  # the search's best placement on the Pod16: sequences/s within 25% of Graphcore's
+)
 
 
 def graphcore_seq_per_s(row: dict) -> float:
     """Sequences/s of the search's best placement for a published Graphcore row."""
     from .search import best_placement
 
-    r = best_placement(row["model"], row["chip"], row["chips"], seq_len=row["seq_len"],
-                       global_batch=row["global_batch"], explain=False)
+    r = best_placement(
+        row["model"],
+        row["chip"],
+        row["chips"],
+        seq_len=row["seq_len"],
+        global_batch=row["global_batch"],
+        explain=False,
+    )
     return r.tokens_per_s / row["seq_len"]
 
 
-def _row(run: str, quantity: str, published: float, predicted: float, tol: float, source: str, step) -> dict:
+def _row(
+    run: str, quantity: str, published: float, predicted: float, tol: float, source: str, step
+) -> dict:
     ratio = predicted / published
-    return {"run": run, "quantity": quantity, "published": published, "predicted": predicted, "ratio": ratio,
-            "tolerance": tol, "within": abs(ratio - 1.0) <= tol, "source": source, "step": step}
+    return {
+        "run": run,
+        "quantity": quantity,
+        "published": published,
+        "predicted": predicted,
+        "ratio": ratio,
+        "tolerance": tol,
+        "within": abs(ratio - 1.0) <= tol,
+        "source": source,
+        "step": step,
+    }
 
 
 def published_table() -> list[dict]:
@@ -75,22 +128,82 @@ def published_table() -> list[dict]:
     from .search import best_placement
 
     m = MEGATRON_175B
-    meg = best_placement(m["model"], m["chip"], m["chips"], seq_len=m["seq_len"], global_batch=m["global_batch"],
-                         explain=False)
-    meg21 = best_placement(m["model"], m["chip"], m["chips"], seq_len=m["seq_len"], global_batch=m["global_batch"],
-                           recompute=("full",), sharding=(0,), explain=False)
-    rows = [_row("GPT-3 175B, 1,024 A100-80GB", "TFLOP/s per GPU", m["tflops_per_gpu"],
-                 meg.hardware_flops_per_chip / 1e12, TOL_MEGATRON_TFLOPS, m["source"], meg),
-            _row("GPT-3 175B, 1,024 A100-80GB (full recompute, no sharding)", "days for 300B tokens",
-                 m["days_300b_tokens"], meg21.run(3e11).days, TOL_MEGATRON_DAYS, m["source"], meg21)]
+    meg = best_placement(
+        m["model"],
+        m["chip"],
+        m["chips"],
+        seq_len=m["seq_len"],
+        global_batch=m["global_batch"],
+        explain=False,
+    )
+    meg21 = best_placement(
+        m["model"],
+        m["chip"],
+        m["chips"],
+        seq_len=m["seq_len"],
+        global_batch=m["global_batch"],
+        recompute=("full",),
+        sharding=(0,),
+        explain=False,
+    )
+    rows = [
+        _row(
+            "GPT-3 175B, 1,024 A100-80GB",
+            "TFLOP/s per GPU",
+            m["tflops_per_gpu"],
+            meg.hardware_flops_per_chip / 1e12,
+            TOL_MEGATRON_TFLOPS,
+            m["source"],
+            meg,
+        ),
+        _row(
+            "GPT-3 175B, 1,024 A100-80GB (full recompute, no sharding)",
+            "days for 300B tokens",
+            m["days_300b_tokens"],
+            meg21.run(3e11).days,
+            TOL_MEGATRON_DAYS,
+            m["source"],
+            meg21,
+        ),
+    ]
     for name, hours in LLAMA2_GPU_HOURS.items():
-        r = best_placement(LLAMA2_13B if name == "llama-2-13b" else name, "a100-80gb", LLAMA2_CHIPS, seq_len=4096,
-                           global_batch=1024, explain=False)
-        rows.append(_row(f"{name}, {LLAMA2_CHIPS:,} A100-80GB", "A100-hours for 2T tokens", float(hours),
-                         r.run(LLAMA2_TOKENS).chip_hours, TOL_LLAMA2_GPU_HOURS, "TOUVRON2023, Table 2", r))
+        r = best_placement(
+            LLAMA2_13B if name == "llama-2-13b" else name,
+            "a100-80gb",
+            LLAMA2_CHIPS,
+            seq_len=4096,
+            global_batch=1024,
+            explain=False,
+        )
+        rows.append(
+            _row(
+                f"{name}, {LLAMA2_CHIPS:,} A100-80GB",
+                "A100-hours for 2T tokens",
+                float(hours),
+                r.run(LLAMA2_TOKENS).chip_hours,
+                TOL_LLAMA2_GPU_HOURS,
+                "TOUVRON2023, Table 2",
+                r,
+            )
+        )
     for g in GRAPHCORE_ROWS:
-        r = best_placement(g["model"], g["chip"], g["chips"], seq_len=g["seq_len"], global_batch=g["global_batch"],
-                           explain=False)
-        rows.append(_row(f"{g['model']}, SL {g['seq_len']}, Bow Pod16", "sequences/s", g["seq_per_s"],
-                         r.tokens_per_s / g["seq_len"], TOL_BOW_SEQ_PER_S, g["source"], r))
+        r = best_placement(
+            g["model"],
+            g["chip"],
+            g["chips"],
+            seq_len=g["seq_len"],
+            global_batch=g["global_batch"],
+            explain=False,
+        )
+        rows.append(
+            _row(
+                f"{g['model']}, SL {g['seq_len']}, Bow Pod16",
+                "sequences/s",
+                g["seq_per_s"],
+                r.tokens_per_s / g["seq_len"],
+                TOL_BOW_SEQ_PER_S,
+                g["source"],
+                r,
+            )
+        )
     return rows

@@ -51,11 +51,22 @@ class ConvergenceRun:
         return {"steps": self.steps.tolist(), "loss": {k: v.tolist() for k, v in self.loss.items()}}
 
     def __repr__(self):
-        return "ConvergenceRun(final loss: " + ", ".join(f"{k} {v[-1]:.4g}" for k, v in self.loss.items()) + ")"
+        return (
+            "ConvergenceRun(final loss: "
+            + ", ".join(f"{k} {v[-1]:.4g}" for k, v in self.loss.items())
+            + ")"
+        )
 
 
-def fp16_updates(*, steps: int = 2000, features: int = 64, samples: int = 512, lr: float = 1e-3,
-                 weight_scale: float = 8.0, seed: int = 0) -> ConvergenceRun:
+def fp16_updates(
+    *,
+    steps: int = 2000,
+    features: int = 64,
+    samples: int = 512,
+    lr: float = 1e-3,
+    weight_scale: float = 8.0,
+    seed: int = 0,
+) -> ConvergenceRun:
     """Gradient descent on a linear regression whose true weights are of size ``weight_scale``
     (so FP16's spacing near them, ~``weight_scale / 1024``, dwarfs ``lr x gradient`` late in
     training), with the weights stored in FP32, in FP16 rounded to nearest, and in FP16 with
@@ -69,7 +80,9 @@ def fp16_updates(*, steps: int = 2000, features: int = 64, samples: int = 512, l
     X = rng.standard_normal((samples, features))
     w_true = weight_scale * (1.0 + 0.25 * rng.standard_normal(features))
     y = X @ w_true
-    w0 = w_true + 0.5 * rng.standard_normal(features)  # start near the answer: the late phase of training
+    w0 = w_true + 0.5 * rng.standard_normal(
+        features
+    )  # start near the answer: the late phase of training
     loss = {}
     for mode in ROUNDINGS:
         r = np.random.default_rng(seed + 1)

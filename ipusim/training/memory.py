@@ -44,7 +44,9 @@ allocator fragmentation take the rest (a few GB on an 80 GB part)."""
 def activation_bytes_per_layer(seq_len, micro_batch, d_model, heads, t, recompute: str):
     """Bytes of activations one layer stores for one micro-batch on one chip (Korthikanti
     et al. 2022, see the module docstring); element-wise over array arguments."""
-    s, b, h, a, t = (np.asarray(x, dtype=np.float64) for x in (seq_len, micro_batch, d_model, heads, t))
+    s, b, h, a, t = (
+        np.asarray(x, dtype=np.float64) for x in (seq_len, micro_batch, d_model, heads, t)
+    )
     if recompute == "full":
         return 2.0 * s * b * h / t
     if recompute == "selective":

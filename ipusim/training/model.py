@@ -47,7 +47,9 @@ def stage_params(cfg, p):
     p = np.asarray(p, float)
     lp = np.ceil(cfg.layers / p)
     layer = lp * cfg.layer_params
-    head_extra = cfg.head_params + (cfg.vocab * cfg.d_model if cfg.tied_embeddings and cfg.kind == "decoder" else 0)
+    head_extra = cfg.head_params + (
+        cfg.vocab * cfg.d_model if cfg.tied_embeddings and cfg.kind == "decoder" else 0
+    )
     first = layer + cfg.embedding_params
     last = layer + cfg.head_params + np.where(p > 1, head_extra - cfg.head_params, 0.0)
     both = cfg.params + 0.0 * p
@@ -56,7 +58,9 @@ def stage_params(cfg, p):
 
 def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sharding):
     """Memory per chip by category and the level index (``LEVELS``; -1: does not fit), arrays."""
-    d, t, p, b, rc, z = np.broadcast_arrays(*(np.asarray(x) for x in (d, t, p, b, recompute, sharding)))
+    d, t, p, b, rc, z = np.broadcast_arrays(
+        *(np.asarray(x) for x in (d, t, p, b, recompute, sharding))
+    )
     d, t, p, b = (x.astype(float) for x in (d, t, p, b))
     s = float(seq_len)
     m = global_batch / (d * b)
@@ -65,9 +69,14 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
     # ---- memory per chip -------------------------------------------------------------
     params_chip = stage_params(cfg, p) / t
     st = mem.state_bytes(params_chip, d, z)
-    act_layer = np.select([rc_full, rc_sel], [mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "full"),
-                                              mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "selective")],
-                          mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "none"))
+    act_layer = np.select(
+        [rc_full, rc_sel],
+        [
+            mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "full"),
+            mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "selective"),
+        ],
+        mem.activation_bytes_per_layer(s, b, cfg.d_model, cfg.heads, t, "none"),
+    )
     in_flight = np.minimum(p, m)
     logits = mem.logits_bytes(s, b, cfg.vocab, t) if cfg.kind == "decoder" else 0.0 * b
     act = np.maximum(act_layer * lp * in_flight, act_layer * lp + logits)
@@ -82,17 +91,30 @@ def evaluate_memory(cfg, chip, seq_len, global_batch, d, t, p, b, recompute, sha
     else:
         sram, dram = float(chip.data_bytes), float(chip.offchip_bytes)
         # Streamed states come in one matmul at a time, double-buffered (weights and gradients).
-        biggest = max(cfg.d_model * (cfg.d_model + 2 * cfg.kv_dim), (2 if cfg.gated_mlp else 1) * cfg.d_model * cfg.d_ff)
+        biggest = max(
+            cfg.d_model * (cfg.d_model + 2 * cfg.kv_dim),
+            (2 if cfg.gated_mlp else 1) * cfg.d_model * cfg.d_ff,
+        )
         layer_buf = 2.0 * (biggest / t) * (mem.BYTES_WEIGHT + mem.BYTES_GRAD)
         fit0 = total <= sram
         fit1 = (total - st["optimizer"] <= sram) & (st["optimizer"] <= dram)
         fit2 = (act + working + layer_buf <= sram) & (states <= dram)
         level = np.select([fit0, fit1, fit2], [0, 1, 2], -1)
 
-    return {"level": level, "levels_fit": (fit0, fit1, fit2), "params_chip": params_chip, "states": st,
-            "memory": {"weights": st["weights"], "gradients": st["gradients"], "optimizer": st["optimizer"],
-                       "activations": act, "working": working},
-            "memory_total": total}
+    return {
+        "level": level,
+        "levels_fit": (fit0, fit1, fit2),
+        "params_chip": params_chip,
+        "states": st,
+        "memory": {
+            "weights": st["weights"],
+            "gradients": st["gradients"],
+            "optimizer": st["optimizer"],
+            "activations": act,
+            "working": working,
+        },
+        "memory_total": total,
+    }
 
 
 def _reserved_bytes(cfg, chip, t, level, mr):
@@ -100,8 +122,11 @@ def _reserved_bytes(cfg, chip, t, level, mr):
     the states kept on chip at ``level`` and the stored activations, less the simulated layer's
     own weights (which the tile simulator places itself)."""
     st = mr["states"]
-    on_chip = np.select([level == 0, level == 1], [st["weights"] + st["gradients"] + st["optimizer"],
-                                                   st["weights"] + st["gradients"]], 0.0)
+    on_chip = np.select(
+        [level == 0, level == 1],
+        [st["weights"] + st["gradients"] + st["optimizer"], st["weights"] + st["gradients"]],
+        0.0,
+    )
     own = np.where(level < 2, cfg.layer_params * mem.BYTES_WEIGHT / t, 0.0)
     return np.maximum(0.0, on_chip + mr["memory"]["activations"] - own)
 
@@ -124,8 +149,12 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
     tile = chip.kind == "tile"
     units = chip.tiles if tile else 1
     g = _ops.RESERVE_GRANULE_BYTES
-    quanta = [np.ceil(_reserved_bytes(cfg, chip, t, np.full(n, lv), mr) / units / g) if tile and not bound
-              else np.zeros(n) for lv in range(len(LEVELS))]
+    quanta = [
+        np.ceil(_reserved_bytes(cfg, chip, t, np.full(n, lv), mr) / units / g)
+        if tile and not bound
+        else np.zeros(n)
+        for lv in range(len(LEVELS))
+    ]
     rows: dict = {}
     for i in np.flatnonzero(level >= 0):
         # The lowest level whose states fit the chip in total; on a tile chip, if a tile then
@@ -135,8 +164,16 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
                 continue
             key = (int(t.flat[i]), int(b.flat[i]), float(quanta[lv].flat[i]), lv == 2)
             if key not in rows:
-                rows[key] = _ops.chip_layer_times(chip, cfg, int(s), key[1], key[0], reserved_bytes=key[2] * g * units,
-                                                  stream=key[3], ends=not bound)
+                rows[key] = _ops.chip_layer_times(
+                    chip,
+                    cfg,
+                    int(s),
+                    key[1],
+                    key[0],
+                    reserved_bytes=key[2] * g * units,
+                    stream=key[3],
+                    ends=not bound,
+                )
             layer, ends = rows[key]
             if (layer.fits and ends.fits) or bound:
                 break
@@ -146,21 +183,32 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
         r = int(rc.flat[i])
         recompute = layer.forward_s if r == 2 else (layer.attention_s if r == 1 else 0.0)
         grads = 0.0
-        if key[3]:  # gradients accumulated in Streaming Memory: read and written back per micro-batch
-            grads = 2.0 * mr["params_chip"].flat[i] * mem.BYTES_GRAD / chip.offchip_bandwidth_bytes_per_s
+        if key[
+            3
+        ]:  # gradients accumulated in Streaming Memory: read and written back per micro-batch
+            grads = (
+                2.0
+                * mr["params_chip"].flat[i]
+                * mem.BYTES_GRAD
+                / chip.offchip_bandwidth_bytes_per_s
+            )
         lpi = float(lp.flat[i])
         base = lpi * (layer.forward_s + layer.backward_s) + ends.forward_s + ends.backward_s
         t_mb[i] = base + lpi * recompute + grads
         t_rc[i] = lpi * recompute
         ok[i] = True
         for k in set(layer.split) | set(ends.split):
-            split.setdefault(k, np.zeros(n))[i] = lpi * layer.split.get(k, 0.0) + ends.split.get(k, 0.0)
+            split.setdefault(k, np.zeros(n))[i] = lpi * layer.split.get(k, 0.0) + ends.split.get(
+                k, 0.0
+            )
         if grads:
             split.setdefault("streaming", np.zeros(n))[i] += grads
     return t_mb, t_rc, split, ok, used
 
 
-def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sharding, *, bound=False):
+def evaluate(
+    cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sharding, *, bound=False
+):
     """Time and memory of a training step for arrays of placements (all broadcastable).
 
     ``recompute`` is an integer array indexing ``memory.RECOMPUTE``; ``sharding`` holds 0-3.
@@ -169,7 +217,9 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     FLOP counts. The caller checks that ``d * t * p == chips`` and ``global_batch`` divides
     into ``d * b``. ``bound=True`` gives a lower bound on each step time (see ``_stage_times``).
     """
-    d, t, p, b, rc, z = np.broadcast_arrays(*(np.asarray(x) for x in (d, t, p, b, recompute, sharding)))
+    d, t, p, b, rc, z = np.broadcast_arrays(
+        *(np.asarray(x) for x in (d, t, p, b, recompute, sharding))
+    )
     d, t, p, b = (x.astype(float) for x in (d, t, p, b))
     s = float(seq_len)
     m = global_batch / (d * b)  # micro-batches per replica per step
@@ -207,10 +257,12 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
     # (stages 0 and 1); with the gradients sharded (stages 2 and 3) a replica keeps only its
     # 1/d shard, so each micro-batch's gradients are reduce-scattered as they are made (m per step).
     scatters = np.where(z >= 2, m, 1.0)
-    t_dp = np.where(z >= 1,
-                    scatters * _group_reduce_scatter(fab, grad_bytes, d, stride)
-                    + _group_all_gather(fab, w_bytes, d, stride),
-                    _group_all_reduce(fab, grad_bytes, d, stride))
+    t_dp = np.where(
+        z >= 1,
+        scatters * _group_reduce_scatter(fab, grad_bytes, d, stride)
+        + _group_all_gather(fab, w_bytes, d, stride),
+        _group_all_reduce(fab, grad_bytes, d, stride),
+    )
     gathers = np.where(z >= 3, m * (2.0 + rc_full), 0.0)
     t_dp = t_dp + gathers * _group_all_gather(fab, w_bytes, d, stride)
 
@@ -224,7 +276,10 @@ def evaluate(cfg, chip, chips, seq_len, global_batch, d, t, p, b, recompute, sha
         big = 2 * mem.BYTES_OPTIMIZER
         small = mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM - big
         dram_bw = chip.offchip_bandwidth_bytes_per_s or bw
-        t_opt = np.where(level >= 1, upd_params * big / dram_bw, upd_params * big / bw) + upd_params * small / bw
+        t_opt = (
+            np.where(level >= 1, upd_params * big / dram_bw, upd_params * big / bw)
+            + upd_params * small / bw
+        )
 
     bubble = (p - 1.0) * t_mb
     step = t_pipe + t_p2p + t_dp + t_opt
@@ -282,8 +337,9 @@ def _split(fab, size, stride):
 
 def _vec(fn):
     def wrapped(fab, nbytes, size, stride, *rest):
-        nbytes, size, stride = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(size, float),
-                                                   np.asarray(stride, float))
+        nbytes, size, stride = np.broadcast_arrays(
+            np.asarray(nbytes, float), np.asarray(size, float), np.asarray(stride, float)
+        )
         out = np.empty(nbytes.shape)
         cache = {}
         for i in np.ndindex(nbytes.shape):
@@ -292,6 +348,7 @@ def _vec(fn):
                 cache[key] = fn(fab, *key, *rest)
             out[i] = cache[key]
         return out
+
     return wrapped
 
 
@@ -330,7 +387,9 @@ def _p2p(fab, nbytes, cross):
     nbytes, cross = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(cross, bool))
     out = np.empty(nbytes.shape)
     for i in np.ndindex(nbytes.shape):
-        out[i] = collectives.point_to_point_s(float(nbytes[i]), fab.inter if cross[i] else fab.intra)
+        out[i] = collectives.point_to_point_s(
+            float(nbytes[i]), fab.inter if cross[i] else fab.intra
+        )
     return out
 
 

@@ -65,11 +65,15 @@ def backward_ops(ops, dtype_bytes: int = 2) -> tuple:
         if o.kind == "matmul":
             w = o.weight_bytes > 0
             out.append(workloads.matmul_op(f"{o.name}.dx", o.count, o.m, o.n, o.k, dt, weights=w))
-            out.append(workloads.matmul_op(f"{o.name}.dw", o.count, o.k, o.m, o.n, dt, weights=False))
+            out.append(
+                workloads.matmul_op(f"{o.name}.dw", o.count, o.k, o.m, o.n, dt, weights=False)
+            )
         elif o.kind in _ATTENTION_KINDS:
             continue
         else:
-            out.append(dataclasses.replace(o, name=f"{o.name}.bwd", act_read_bytes=2.0 * o.act_read_bytes))
+            out.append(
+                dataclasses.replace(o, name=f"{o.name}.bwd", act_read_bytes=2.0 * o.act_read_bytes)
+            )
     return tuple(out)
 
 
@@ -83,7 +87,10 @@ def _sub_step(cfg, seq_len: int, micro_batch: int, ops=None) -> workloads.Step:
 def _reserved_chip(c, reserved_bytes: float):
     """Tile chip ``c`` with each tile's SRAM cut by its share of ``reserved_bytes`` (rounded up to
     ``RESERVE_GRANULE_BYTES``); ``None`` when no room is left beside the code."""
-    per_tile = math.ceil(max(0.0, reserved_bytes) / c.tiles / RESERVE_GRANULE_BYTES) * RESERVE_GRANULE_BYTES
+    per_tile = (
+        math.ceil(max(0.0, reserved_bytes) / c.tiles / RESERVE_GRANULE_BYTES)
+        * RESERVE_GRANULE_BYTES
+    )
     left = c.sram_per_tile_bytes - per_tile
     if left <= c.code_bytes_per_tile:
         return None
@@ -95,7 +102,9 @@ class LayerTimes:
     """Seconds of one layer's (or the embedding and head's) ops for one micro-batch on one chip."""
 
     forward_s: float  # the forward ops (inf: does not fit)
-    backward_s: float  # input- and weight-gradient matmuls, element-wise backward, attention backward
+    backward_s: (
+        float  # input- and weight-gradient matmuls, element-wise backward, attention backward
+    )
     attention_s: float  # the forward attention core (what selective recomputation repeats)
     split: dict  # machine-model category -> seconds over forward and backward (compute, exchange, sync, ...)
     fits: bool
@@ -113,8 +122,9 @@ def _time(c, step, weights):
 
 
 @functools.lru_cache(maxsize=4096)
-def layer_times(c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str = "layer",
-                weights: str = "auto") -> LayerTimes:
+def layer_times(
+    c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str = "layer", weights: str = "auto"
+) -> LayerTimes:
     """Forward and backward seconds of one micro-batch on one chip ``c`` (a chip object) for
     ``part``: "layer" (one transformer layer of the ``tensor``-way shard) or "ends" (the
     embedding, final norm and head of the shard). ``weights`` goes to the tile simulator
@@ -131,18 +141,41 @@ def layer_times(c, cfg, seq_len: int, micro_batch: int, tensor: int, part: str =
     fwd = _time(c, fwd_step, weights)
     if not fwd.fits:
         return _INF
-    bwd = _time(c, _sub_step(sh, seq_len, micro_batch, backward_ops(fwd_step.ops, fwd_step.dtype_bytes)), weights)
+    bwd = _time(
+        c,
+        _sub_step(sh, seq_len, micro_batch, backward_ops(fwd_step.ops, fwd_step.dtype_bytes)),
+        weights,
+    )
     if not bwd.fits:
         return _INF
     kinds = {o.name: o.kind for o in fwd_step.ops}
-    att = float(sum(t for n, t in zip(fwd.op_names, fwd.op_time_s, strict=True) if kinds[n] in _ATTENTION_KINDS))
-    split = {k: fwd.split.get(k, 0.0) + bwd.split.get(k, 0.0) + (ATTENTION_BACKWARD * att if k == "compute" else 0.0)
-             for k in set(fwd.split) | set(bwd.split) | {"compute"}}
+    att = float(
+        sum(
+            t
+            for n, t in zip(fwd.op_names, fwd.op_time_s, strict=True)
+            if kinds[n] in _ATTENTION_KINDS
+        )
+    )
+    split = {
+        k: fwd.split.get(k, 0.0)
+        + bwd.split.get(k, 0.0)
+        + (ATTENTION_BACKWARD * att if k == "compute" else 0.0)
+        for k in set(fwd.split) | set(bwd.split) | {"compute"}
+    }
     return LayerTimes(fwd.time_s, bwd.time_s + ATTENTION_BACKWARD * att, att, split, True)
 
 
-def chip_layer_times(chip, cfg, seq_len: int, micro_batch: int, tensor: int, *, reserved_bytes: float = 0.0,
-                     stream: bool = False, ends: bool = True) -> tuple[LayerTimes, LayerTimes]:
+def chip_layer_times(
+    chip,
+    cfg,
+    seq_len: int,
+    micro_batch: int,
+    tensor: int,
+    *,
+    reserved_bytes: float = 0.0,
+    stream: bool = False,
+    ends: bool = True,
+) -> tuple[LayerTimes, LayerTimes]:
     """(one layer, embedding and head) for one micro-batch on one chip, with ``reserved_bytes`` of
     training state always-live on a tile chip (ignored on a GPU, whose HBM fit is checked by
     ``training.memory``) and its weights streamed from Streaming Memory when ``stream``.
@@ -162,8 +195,15 @@ def chip_layer_times(chip, cfg, seq_len: int, micro_batch: int, tensor: int, *, 
     return layer, layer_times(c, cfg, int(seq_len), int(micro_batch), int(tensor), "ends", weights)
 
 
-def forward_time_s(model, chip, seq_len: int, micro_batch: int, *, tensor: int = 1,
-                   reserved_bytes: float | None = None) -> float:
+def forward_time_s(
+    model,
+    chip,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tensor: int = 1,
+    reserved_bytes: float | None = None,
+) -> float:
     """Seconds of the whole model's forward for one micro-batch on one chip as the training step
     prices it: ``layers x`` one layer plus the embedding and head. ``reserved_bytes`` defaults to
     the 16-bit weights of everything but the layer (what ``machine.simulate`` of the whole forward
@@ -172,7 +212,9 @@ def forward_time_s(model, chip, seq_len: int, micro_batch: int, *, tensor: int =
     c = _chip(chip)
     if reserved_bytes is None:
         reserved_bytes = (cfg.weight_bytes(2) - cfg.layer_params * 2.0) / tensor
-    layer, ends = chip_layer_times(c, cfg, seq_len, micro_batch, tensor, reserved_bytes=reserved_bytes)
+    layer, ends = chip_layer_times(
+        c, cfg, seq_len, micro_batch, tensor, reserved_bytes=reserved_bytes
+    )
     return cfg.layers * layer.forward_s + ends.forward_s
 
 
@@ -181,5 +223,13 @@ def clear_cache() -> None:
     layer_times.cache_clear()
 
 
-__all__ = ["ATTENTION_BACKWARD", "RESERVE_GRANULE_BYTES", "LayerTimes", "backward_ops", "chip_layer_times",
-           "clear_cache", "forward_time_s", "layer_times"]
+__all__ = [
+    "ATTENTION_BACKWARD",
+    "RESERVE_GRANULE_BYTES",
+    "LayerTimes",
+    "backward_ops",
+    "chip_layer_times",
+    "clear_cache",
+    "forward_time_s",
+    "layer_times",
+]

@@ -26,7 +26,9 @@ def _divisors(n: int, at_most: int | None = None) -> list[int]:
     return [k for k in range(1, min(n, n if at_most is None else at_most) + 1) if n % k == 0]
 
 
-def candidates(cfg, chips: int, global_batch: int, recompute=mem.RECOMPUTE, sharding=mem.SHARDING) -> dict:
+def candidates(
+    cfg, chips: int, global_batch: int, recompute=mem.RECOMPUTE, sharding=mem.SHARDING
+) -> dict:
     """Every placement on the grid, as arrays ``d, t, p, b, recompute, sharding`` (``recompute``
     and ``sharding`` restrict the modes tried)."""
     rcs = [mem.RECOMPUTE.index(r) for r in _check_modes(recompute, sharding)]
@@ -43,11 +45,13 @@ def candidates(cfg, chips: int, global_batch: int, recompute=mem.RECOMPUTE, shar
                 continue
             for b in _divisors(global_batch // d, MAX_MICRO_BATCH):
                 for rc in rcs:
-                    for z in (zs if d > 1 else zs[:1]):
+                    for z in zs if d > 1 else zs[:1]:
                         rows.append((d, t, p, b, rc, z))
     if not rows:
-        raise ValueError(f"no placement of {chips} chips divides the global batch of {global_batch} "
-                         f"sequences; use a batch divisible by more of the chip count's factors")
+        raise ValueError(
+            f"no placement of {chips} chips divides the global batch of {global_batch} "
+            f"sequences; use a batch divisible by more of the chip count's factors"
+        )
     a = np.array(rows, dtype=np.int64)
     return {k: a[:, i] for i, k in enumerate(("d", "t", "p", "b", "recompute", "sharding"))}
 
@@ -58,17 +62,31 @@ def _check_modes(recompute, sharding):
         if r not in mem.RECOMPUTE:
             raise ValueError(f"unknown recompute {r!r}; valid: {', '.join(mem.RECOMPUTE)}")
     if not recompute or not tuple(sharding) or any(z not in mem.SHARDING for z in sharding):
-        raise ValueError(f"recompute and sharding must be non-empty; sharding stages are 0-3, got {sharding!r}")
+        raise ValueError(
+            f"recompute and sharding must be non-empty; sharding stages are 0-3, got {sharding!r}"
+        )
     return recompute
 
 
 def _placement(g, i) -> Placement:
-    return Placement(int(g["d"][i]), int(g["t"][i]), int(g["p"][i]), int(g["b"][i]),
-                     mem.RECOMPUTE[int(g["recompute"][i])], int(g["sharding"][i]))
+    return Placement(
+        int(g["d"][i]),
+        int(g["t"][i]),
+        int(g["p"][i]),
+        int(g["b"][i]),
+        mem.RECOMPUTE[int(g["recompute"][i])],
+        int(g["sharding"][i]),
+    )
 
 
-_KNOBS = (("d", "data-parallel degree"), ("t", "tensor-parallel degree"), ("p", "pipeline degree"),
-          ("b", "micro-batch"), ("recompute", "recomputation"), ("sharding", "sharding stage"))
+_KNOBS = (
+    ("d", "data-parallel degree"),
+    ("t", "tensor-parallel degree"),
+    ("p", "pipeline degree"),
+    ("b", "micro-batch"),
+    ("recompute", "recomputation"),
+    ("sharding", "sharding stage"),
+)
 
 
 class _Timer:
@@ -85,8 +103,16 @@ class _Timer:
 
     def _evaluate(self, idx, bound=False):
         g = self.g
-        return _model.evaluate(*self.args, g["d"][idx], g["t"][idx], g["p"][idx], g["b"][idx],
-                               g["recompute"][idx], g["sharding"][idx], bound=bound)
+        return _model.evaluate(
+            *self.args,
+            g["d"][idx],
+            g["t"][idx],
+            g["p"][idx],
+            g["b"][idx],
+            g["recompute"][idx],
+            g["sharding"][idx],
+            bound=bound,
+        )
 
     def fastest(self, idx):
         """Index (into the grid) of the fastest placement among ``idx`` that fits, or None."""
@@ -124,23 +150,49 @@ def _why_not(c, g, timer, mem_row, best) -> list[dict]:
         j = timer.fastest(idx)
         if j is not None:
             tj = timer.times[j]
-            out.append({"knob": label, "placement": _placement(g, j).to_dict(), "fits": True,
-                        "step_time_s": float(tj), "slower_by": float(tj / tb - 1.0),
-                        "why": f"{tj / tb - 1.0:.1%} slower"})
+            out.append(
+                {
+                    "knob": label,
+                    "placement": _placement(g, j).to_dict(),
+                    "fits": True,
+                    "step_time_s": float(tj),
+                    "slower_by": float(tj / tb - 1.0),
+                    "why": f"{tj / tb - 1.0:.1%} slower",
+                }
+            )
         else:
             j = idx[np.argmin(mem_row["memory_total"][idx])]
             need = float(mem_row["memory_total"][j])
             cap = float(c.hbm_bytes * mem.GPU_USABLE_FRACTION if c.kind == "gpu" else c.data_bytes)
-            out.append({"knob": label, "placement": _placement(g, j).to_dict(), "fits": False,
-                        "step_time_s": float("inf"), "slower_by": float("inf"),
-                        "why": f"does not fit: needs {need / 1e9:,.2f} GB per chip"
-                               + (f" (capacity {cap / 1e9:,.2f} GB)" if c.kind == "gpu" else
-                                  " with its states in Streaming Memory where needed, or a tile overflows")})
+            out.append(
+                {
+                    "knob": label,
+                    "placement": _placement(g, j).to_dict(),
+                    "fits": False,
+                    "step_time_s": float("inf"),
+                    "slower_by": float("inf"),
+                    "why": f"does not fit: needs {need / 1e9:,.2f} GB per chip"
+                    + (
+                        f" (capacity {cap / 1e9:,.2f} GB)"
+                        if c.kind == "gpu"
+                        else " with its states in Streaming Memory where needed, or a tile overflows"
+                    ),
+                }
+            )
     return out
 
 
-def best_placement(model, chip, chips: int, *, seq_len: int | None = None, global_batch: int | None = None,
-                   recompute=mem.RECOMPUTE, sharding=mem.SHARDING, explain: bool = True) -> TrainingStep:
+def best_placement(
+    model,
+    chip,
+    chips: int,
+    *,
+    seq_len: int | None = None,
+    global_batch: int | None = None,
+    recompute=mem.RECOMPUTE,
+    sharding=mem.SHARDING,
+    explain: bool = True,
+) -> TrainingStep:
     """The fastest placement of a training step that fits on ``chips`` chips.
 
     When none fits, the result has ``fit == "does_not_fit"`` and ``fit_message`` gives the
@@ -148,8 +200,9 @@ def best_placement(model, chip, chips: int, *, seq_len: int | None = None, globa
     cfg, c, chips, seq_len, global_batch = inputs(model, chip, chips, seq_len, global_batch)
     sharding = (sharding,) if isinstance(sharding, int) else tuple(sharding)
     g = candidates(cfg, chips, global_batch, recompute, sharding)
-    mem_row = _model.evaluate_memory(cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"],
-                                     g["recompute"], g["sharding"])
+    mem_row = _model.evaluate_memory(
+        cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"], g["recompute"], g["sharding"]
+    )
     timer = _Timer(cfg, c, chips, seq_len, global_batch, g, mem_row["level"] >= 0)
     i = timer.fastest(np.arange(g["d"].size))
     if i is not None:
@@ -157,16 +210,32 @@ def best_placement(model, chip, chips: int, *, seq_len: int | None = None, globa
         return build(cfg, c, chips, seq_len, global_batch, _placement(g, i), timer.row(i), 0, alts)
     # Nothing fits: the least memory-hungry placement, and how many chips would do.
     i = int(np.argmin(mem_row["memory_total"]))
-    row = _model.evaluate(cfg, c, chips, seq_len, global_batch, *(g[k][i] for k in ("d", "t", "p", "b")),
-                          g["recompute"][i], g["sharding"][i])
+    row = _model.evaluate(
+        cfg,
+        c,
+        chips,
+        seq_len,
+        global_batch,
+        *(g[k][i] for k in ("d", "t", "p", "b")),
+        g["recompute"][i],
+        g["sharding"][i],
+    )
     res = build(cfg, c, chips, seq_len, global_batch, _placement(g, i), row)
     more = _chips_that_fit(cfg, c, chips, seq_len, global_batch, recompute, sharding)
-    tried = ("every recompute and sharding option tried" if set(recompute) == set(mem.RECOMPUTE)
-             and set(sharding) == set(mem.SHARDING) else "with the recompute and sharding options given")
-    way = (f"the smallest chip count that fits ({tried}): {more}" if more
-           else f"no chip count up to {chips * 64} fits ({tried}); use a chip with more memory")
+    tried = (
+        "every recompute and sharding option tried"
+        if set(recompute) == set(mem.RECOMPUTE) and set(sharding) == set(mem.SHARDING)
+        else "with the recompute and sharding options given"
+    )
+    way = (
+        f"the smallest chip count that fits ({tried}): {more}"
+        if more
+        else f"no chip count up to {chips * 64} fits ({tried}); use a chip with more memory"
+    )
     if tried.startswith("with"):
-        wider = _chips_that_fit(cfg, c, chips // 2 or 1, seq_len, global_batch, mem.RECOMPUTE, mem.SHARDING)
+        wider = _chips_that_fit(
+            cfg, c, chips // 2 or 1, seq_len, global_batch, mem.RECOMPUTE, mem.SHARDING
+        )
         if wider and wider <= chips:
             way += "; with full recomputation and sharding allowed it fits on these chips"
     return _replace_msg(res, f"no placement fits on {chips} {c.name}: {res.fit_message}; {way}")
@@ -186,15 +255,31 @@ def _chips_that_fit(cfg, c, chips, seq_len, global_batch, recompute, sharding):
             g = candidates(cfg, n, global_batch, recompute, sharding)
         except ValueError:
             continue
-        m = _model.evaluate_memory(cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"],
-                                   g["recompute"], g["sharding"])
+        m = _model.evaluate_memory(
+            cfg,
+            c,
+            seq_len,
+            global_batch,
+            g["d"],
+            g["t"],
+            g["p"],
+            g["b"],
+            g["recompute"],
+            g["sharding"],
+        )
         if (m["level"] >= 0).any():
             return n
     return None
 
 
-def smallest_chip_count(model, chip, *, seq_len: int | None = None, global_batch: int | None = None,
-                        limit: int = 1 << 16) -> int | None:
+def smallest_chip_count(
+    model,
+    chip,
+    *,
+    seq_len: int | None = None,
+    global_batch: int | None = None,
+    limit: int = 1 << 16,
+) -> int | None:
     """The fewest chips (a power of two, up to ``limit``) on which some placement fits (memory only)."""
     cfg, c, _, seq_len, global_batch = inputs(model, chip, 1, seq_len, global_batch)
     n = 1
@@ -205,8 +290,18 @@ def smallest_chip_count(model, chip, *, seq_len: int | None = None, global_batch
             except ValueError:
                 g = None
             if g is not None:
-                m = _model.evaluate_memory(cfg, c, seq_len, global_batch, g["d"], g["t"], g["p"], g["b"],
-                                           g["recompute"], g["sharding"])
+                m = _model.evaluate_memory(
+                    cfg,
+                    c,
+                    seq_len,
+                    global_batch,
+                    g["d"],
+                    g["t"],
+                    g["p"],
+                    g["b"],
+                    g["recompute"],
+                    g["sharding"],
+                )
                 if (m["level"] >= 0).any():
                     return n
         n *= 2

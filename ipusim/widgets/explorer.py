@@ -96,7 +96,11 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
     building = False
     for c in w.children:  # labels in full ("max delay ms", not "max dela..."), unless set
         style = getattr(c, "style", None)
-        if getattr(c, "description", "") and hasattr(style, "description_width") and not style.description_width:
+        if (
+            getattr(c, "description", "")
+            and hasattr(style, "description_width")
+            and not style.description_width
+        ):
             style.description_width = "initial"
     if first_error:  # the explorer's default view fails: say so where it is built
         raise first_error[0]
@@ -107,10 +111,15 @@ def interactive(fn, *args, **controls) -> widgets.interactive:
 
 def _as_outputs(cap) -> tuple:
     """A ``capture_output`` result as ``Output.outputs`` entries: text first, then displays."""
-    outs = [{"output_type": "stream", "name": name, "text": text}
-            for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr)) if text]
-    outs += [{"output_type": "display_data", "data": o.data, "metadata": o.metadata or {}}
-             for o in cap.outputs]
+    outs = [
+        {"output_type": "stream", "name": name, "text": text}
+        for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr))
+        if text
+    ]
+    outs += [
+        {"output_type": "display_data", "data": o.data, "metadata": o.metadata or {}}
+        for o in cap.outputs
+    ]
     return tuple(outs)
 
 

@@ -29,8 +29,10 @@ def show(distribution="squad-384", long_pct=40, max_len=384, strategy="spfhp", m
     P.length_histogram(h, max_len=max_len, ax=a1)
     P.rows_picture(res, n_rows=20, ax=a2)
     waste = res.flops()["wasted_fraction"]
-    fig.suptitle(f"{h.name}: {res.rows:,} rows, efficiency {res.efficiency:.1%}, "
-                 f"BERT-base FLOPs wasted {waste:.1%}")
+    fig.suptitle(
+        f"{h.name}: {res.rows:,} rows, efficiency {res.efficiency:.1%}, "
+        f"BERT-base FLOPs wasted {waste:.1%}"
+    )
     fig.tight_layout()
     plt.show()
     return res

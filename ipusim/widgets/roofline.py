@@ -16,7 +16,9 @@ BATCHES = tuple(2**i for i in range(10))  # 1 .. 512
 SEQ_LENS = tuple(2**i for i in range(4, 13))  # 16 .. 4096
 
 
-def show_step(chip: str, model: str, batch: int, seq_len: int, phase: str = "forward", fused: bool = False):
+def show_step(
+    chip: str, model: str, batch: int, seq_len: int, phase: str = "forward", fused: bool = False
+):
     """Draw the explorer's two panels for one choice and return its ``StepRoofline``.
 
     A sequence length beyond the model's maximum is clipped to that maximum (and said so).
@@ -37,8 +39,13 @@ def show_step(chip: str, model: str, batch: int, seq_len: int, phase: str = "for
     return r
 
 
-def roofline_explorer(chip: str = "gc200", model: str = "bert-base", batch: int = 8, seq_len: int = 128,
-                      phase: str = "forward") -> widgets.interactive:
+def roofline_explorer(
+    chip: str = "gc200",
+    model: str = "bert-base",
+    batch: int = 8,
+    seq_len: int = 128,
+    phase: str = "forward",
+) -> widgets.interactive:
     """Controls for chip, model, batch, sequence length, phase and fusion, wired to ``show_step``.
 
     Returns the ``ipywidgets.interactive``; its ``.result`` is the current ``StepRoofline``.
@@ -47,8 +54,12 @@ def roofline_explorer(chip: str = "gc200", model: str = "bert-base", batch: int 
         chip=widgets.Dropdown(options=list(hardware.PRESETS), value=chip, description="chip"),
         model=widgets.Dropdown(options=list(workloads.MODELS), value=model, description="model"),
         batch=widgets.SelectionSlider(options=list(BATCHES), value=batch, description="batch"),
-        seq_len=widgets.SelectionSlider(options=list(SEQ_LENS), value=seq_len, description="seq len"),
-        phase=widgets.Dropdown(options=["forward", "decode", "train"], value=phase, description="phase"),
+        seq_len=widgets.SelectionSlider(
+            options=list(SEQ_LENS), value=seq_len, description="seq len"
+        ),
+        phase=widgets.Dropdown(
+            options=["forward", "decode", "train"], value=phase, description="phase"
+        ),
         fused=widgets.Checkbox(value=False, description="fused kernels"),
     )
     for w in controls.values():

@@ -40,22 +40,35 @@ def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 
         plots.batch_sizes(r, ax=axes[1])
         s = r.summary()
         state = "stable" if s["stable"] else "UNSTABLE"
-        fig.suptitle(f"{chip}: {s['throughput_rps']:,.0f} req/s, p99 {s['latency_p99_s'] * 1e3:,.1f} ms, "
-                     f"utilization {s['utilization']:.0%}, padding waste {s['padded_token_waste']:.0%} ({state})")
+        fig.suptitle(
+            f"{chip}: {s['throughput_rps']:,.0f} req/s, p99 {s['latency_p99_s'] * 1e3:,.1f} ms, "
+            f"utilization {s['utilization']:.0%}, padding waste {s['padded_token_waste']:.0%} ({state})"
+        )
         fig.tight_layout()
         plt.show()
         return r
 
     longest = int(np.max(lengths.sample(n, long_fraction=0.2, seed=1)))
     cap = serving.chip_service(chips[0], model, max_batch=16).throughput_rps(longest, 16)
-    rate0 = 10 ** (math.floor(math.log10(0.5 * cap) / 0.05) * 0.05)  # on the slider's 0.05-decade grid
+    rate0 = 10 ** (
+        math.floor(math.log10(0.5 * cap) / 0.05) * 0.05
+    )  # on the slider's 0.05-decade grid
     return interactive(
         show,
         chip=W.Dropdown(options=list(chips), value=chips[0], description="chip"),
-        policy=W.Dropdown(options=["static", "dynamic", "token", "buckets", "adaptive"], value="dynamic",
-                          description="policy"),
-        rate=W.FloatLogSlider(value=rate0, base=10, min=1, max=4.5, step=0.05, description="rate (req/s)"),
+        policy=W.Dropdown(
+            options=["static", "dynamic", "token", "buckets", "adaptive"],
+            value="dynamic",
+            description="policy",
+        ),
+        rate=W.FloatLogSlider(
+            value=rate0, base=10, min=1, max=4.5, step=0.05, description="rate (req/s)"
+        ),
         max_batch=W.IntSlider(value=16, min=1, max=64, description="max batch"),
-        max_delay_ms=W.FloatSlider(value=2.0, min=0.0, max=20.0, step=0.5, description="max delay ms"),
-        long_fraction=W.FloatSlider(value=0.2, min=0.0, max=1.0, step=0.05, description="long share"),
+        max_delay_ms=W.FloatSlider(
+            value=2.0, min=0.0, max=20.0, step=0.5, description="max delay ms"
+        ),
+        long_fraction=W.FloatSlider(
+            value=0.2, min=0.0, max=1.0, step=0.05, description="long share"
+        ),
     )

@@ -19,7 +19,9 @@ def show_pair(table, x: str, y: str, *, value: str = "ratio"):
     first value; returns the slice of the table drawn."""
     if x == y:
         raise ValueError("pick two different parameters")
-    others = [p for p in varied(table, table.attrs.get("params", list(table.columns))) if p not in (x, y)]
+    others = [
+        p for p in varied(table, table.attrs.get("params", list(table.columns))) if p not in (x, y)
+    ]
     sl = table
     for p in others:
         sl = sl[sl[p] == sorted(sl[p].unique())[0]]

@@ -35,7 +35,9 @@ def show_step(chip: str, model: str, batch: int, seq_len: int, packed: bool = Fa
     return r
 
 
-def step_explorer(chip: str = "gc200", model: str = "bert-base", batch: int = 32, seq_len: int = 128):
+def step_explorer(
+    chip: str = "gc200", model: str = "bert-base", batch: int = 32, seq_len: int = 128
+):
     """Controls for ``show_step``; returns the ``ipywidgets.interactive`` (its ``.result`` is the StepResult)."""
     models = [m for m in workloads.MODELS if not m.startswith(("llama-2-70b", "gpt-3"))]
     return interactive(

@@ -33,7 +33,10 @@ def training_explorer():
         show,
         model=w.Dropdown(options=list(workloads.MODELS), value="llama-2-70b", description="model"),
         chip=w.Dropdown(options=list(hardware.PRESETS), value="gc200", description="chip"),
-        chips=w.SelectionSlider(options=[2**k for k in range(3, 14)], value=1024, description="chips"),
-        streaming_gb_s=w.FloatLogSlider(value=64.0, base=10, min=1, max=3.5, step=0.25,
-                                        description="Streaming GB/s"),
+        chips=w.SelectionSlider(
+            options=[2**k for k in range(3, 14)], value=1024, description="chips"
+        ),
+        streaming_gb_s=w.FloatLogSlider(
+            value=64.0, base=10, min=1, max=3.5, step=0.25, description="Streaming GB/s"
+        ),
     )
