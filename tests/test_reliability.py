@@ -68,7 +68,7 @@ def _notes(stderr: str) -> list:
     """The ``ipusim:`` notes on stderr (a progress bar of a long table build may stand beside them)."""
     lines = stderr.splitlines()
     assert not any("Traceback" in ln for ln in lines), stderr
-    return [ln for ln in lines if ln.startswith("ipusim:")]
+    return [ln for ln in lines if ln.startswith("ipusim")]
 
 
 SIMULATE = f"{PY} -m ipusim simulate --chip gc200 --model bert-base --batch 4 --seq-len 128 --json"

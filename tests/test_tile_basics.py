@@ -103,3 +103,9 @@ def test_largest_mixed_precision_gemm_on_gc2_matches_the_published_size():
     assert _largest_square_gemm(hardware.chip("gc2"), 2) == pytest.approx(
         2688, rel=GEMM_FIT_TOLERANCE
     )
+
+
+def test_largest_mixed_precision_gemm_on_gc2_drift_guard():
+    """While the mixed-precision fit is outside its band (the strict xfail above), hold it where
+    it is: 4,804 (1.79x JIA-FT's 2,688) when this band was recorded, after seeing it."""
+    assert 1.6 <= _largest_square_gemm(hardware.chip("gc2"), 2) / 2688 <= 1.95
