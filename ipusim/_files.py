@@ -39,7 +39,7 @@ _KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     return next((what for test, what in _KINDS if test(mode)), "not a regular file")
 
 
@@ -58,7 +58,7 @@ def regular_file(name: str, path) -> Path:
     except OSError as err:
         raise ValueError(f"{name} {str(path)!r} cannot be read: {err.strerror or err}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{name} {str(path)!r} is {_kind(st.st_mode)}, not a regular file")
+        raise ValueError(f"{name} {str(path)!r} is {file_kind(st.st_mode)}, not a regular file")
     return p
 
 
@@ -74,7 +74,7 @@ def open_regular(name: str, path):
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ValueError(f"{name} {str(path)!r} is {_kind(mode)}, not a regular file")
+        raise ValueError(f"{name} {str(path)!r} is {file_kind(mode)}, not a regular file")
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")

@@ -25,12 +25,12 @@ def _typed(row: dict) -> dict:
     return out
 
 
-def read_rows(path) -> tuple[dict, ...]:
+def read_rows(path, name: str = "measurements file") -> tuple[dict, ...]:
     """Rows of a CSV in the registry's format (``published.md``), typed; ``ValueError`` names
     the row (its line) and the column when a row is malformed."""
     from ._validate import read_text_file
 
-    rows = list(csv.DictReader(io.StringIO(read_text_file("measurements file", path), newline="")))
+    rows = list(csv.DictReader(io.StringIO(read_text_file(name, path), newline="")))
     return tuple(_check(_row_or_raise(r, i + 2, path), i + 2, path) for i, r in enumerate(rows))
 
 
@@ -58,7 +58,7 @@ def _check(r, line, path) -> dict:
 def registry() -> tuple[dict, ...]:
     """Every row of ``ipusim/data/published.csv``, typed (ints, floats, None for blanks)."""
     with resources.as_file(resources.files("ipusim") / "data" / "published.csv") as p:
-        return read_rows(p)
+        return read_rows(p, "the registry of published measurements")
 
 
 def rows(

@@ -117,7 +117,7 @@ def _tess_line():
     return float(a), float(b)
 
 
-def _gemm_tflops() -> float:
+def gemm_tflops() -> float:
     from . import tiles
     from .hardware import chip
 
@@ -145,7 +145,7 @@ def fit() -> dict:
         for _ in range(60):
             mid = math.sqrt(lo * hi)
             with overrides(REARRANGE_BYTES_PER_CYCLE=mid):
-                fast = _gemm_tflops() > target
+                fast = gemm_tflops() > target
             lo, hi = (lo, mid) if fast else (mid, hi)
     rate = float(f"{math.sqrt(lo * hi):.2g}")
     return {
@@ -168,7 +168,7 @@ def c600():
     )
 
 
-def _tess_point(n_rows: int) -> float:
+def tess_point(n_rows: int) -> float:
     """Simulated TFLOPS of TESS-PF's benchmark: one ``[N,16] @ [16,16]`` vertex per Bow tile."""
     from . import tiles
     from .hardware import chip
@@ -193,7 +193,7 @@ def _tess_point(n_rows: int) -> float:
     return flops * T / (prog.slowest[0, 0] / bow.clock_hz) / 1e12
 
 
-def _exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
+def exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
     """Simulated aggregate exchange, TB/s: every tile sends and receives ``bytes_per_tile``."""
     from . import tiles
     from .workloads import matmul_op
@@ -247,7 +247,7 @@ def calibration_table() -> list[dict]:
         )
 
     for n, tf in TESS_PF_BOW_FP16_TFLOPS:
-        add(f"TESS-PF on-tile matmul N={n}", "bow", "TFLOPS", tf, _tess_point(n), "in")
+        add(f"TESS-PF on-tile matmul N={n}", "bow", "TFLOPS", tf, tess_point(n), "in")
     from .hardware import chip
 
     gc2 = chip("gc2")
@@ -256,7 +256,7 @@ def calibration_table() -> list[dict]:
         "gc2",
         "TB/s",
         JIA_FT_EXCHANGE_BYTES_PER_S / 1e12,
-        _exchange_point(gc2),
+        exchange_point(gc2),
         "in",
     )
     size, flops_s = JIA_FT_GEMM
@@ -266,7 +266,7 @@ def calibration_table() -> list[dict]:
         "gc2",
         "TFLOPS",
         flops_s / 1e12,
-        _gemm_tflops(),
+        gemm_tflops(),
         "in",
     )
     per_row = squad_sequences_per_row()

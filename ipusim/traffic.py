@@ -22,7 +22,6 @@ import csv
 import io
 import json
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 
@@ -277,7 +276,9 @@ def synthetic(n: int = 500, *, rate_per_s: float = 4.0, seed: int = 0) -> list[d
 
 def write_csv(path, rows: list[dict]) -> None:
     """Write trace rows (dicts with the same keys) as a CSV with a header."""
-    with Path(path).open("w", newline="") as fh:
+    from ._files import atomic_write
+
+    with atomic_write(path, newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)

@@ -57,17 +57,17 @@ def _tile(fn):
 
 
 def _tile_onchip_matmul(r, tc):
-    return tc._tess_point(r["batch"])
+    return tc.tess_point(r["batch"])
 
 
 def _tile_exchange(r, tc):
     from .hardware import chip
 
-    return tc._exchange_point(chip(r["chip"]))
+    return tc.exchange_point(chip(r["chip"]))
 
 
 def _tile_gemm(r, tc):
-    return tc._gemm_tflops()
+    return tc.gemm_tflops()
 
 
 def _dtype_bytes(r) -> int:

@@ -9,8 +9,11 @@ from .. import hardware, lengths, workloads
 from .._json import json_safe
 
 
-def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) -> None:
-    """``--chip`` and ``--model``, listing the presets; each required unless given a default."""
+def add_chip_and_model(
+    p, *, chip: str | None = None, model: str | None = None, model_note: str = ""
+) -> None:
+    """``--chip`` and ``--model``, listing the presets; each required unless given a default
+    (``model_note`` is added to ``--model``'s help)."""
     p.add_argument(
         "--chip", required=chip is None, default=chip, help=_presets("chip", hardware.PRESETS, chip)
     )
@@ -18,7 +21,7 @@ def add_chip_and_model(p, *, chip: str | None = None, model: str | None = None) 
         "--model",
         required=model is None,
         default=model,
-        help=_presets("model", workloads.MODELS, model),
+        help=_presets("model", workloads.MODELS, model) + model_note,
     )
 
 

@@ -31,7 +31,9 @@ def run(args) -> int:
 
     result = calibration.calibrate(calibration.measurements(args.measurements))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
+        from .._files import atomic_write
+
+        with atomic_write(args.out) as f:
             f.write(calibration.to_toml(result, args.measurements))
     if args.json:
         print_json(result)

@@ -28,10 +28,12 @@ _MS = limits.MAX_SECONDS * 1e3  # any one time option, ms
 
 
 def add_arguments(p):
-    add_chip_and_model(p, chip="gc200", model="bert-base")
-    for a in p._actions:  # generation (output lengths given) defaults to a decoder
-        if a.dest == "model":
-            a.help += "; gpt2 for generation (--output-tokens, or a --trace with output lengths)"
+    add_chip_and_model(
+        p,
+        chip="gc200",
+        model="bert-base",
+        model_note="; gpt2 for generation (--output-tokens, or a --trace with output lengths)",
+    )
     p.set_defaults(model=None)
     p.add_argument(
         "--service",

@@ -83,7 +83,9 @@ def run(args) -> int:
     after = validation.validate(args.area, params=params) if params else None
     summary = validation.summary(results)
     if args.csv:
-        with open(args.csv, "w", newline="", encoding="utf-8") as f:
+        from .._files import atomic_write
+
+        with atomic_write(args.csv, newline="") as f:
             w = csv.DictWriter(f, list(results[0]), lineterminator="\n")
             w.writeheader()
             w.writerows(after or results)

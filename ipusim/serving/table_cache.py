@@ -51,7 +51,7 @@ def cache_dir() -> Path | None:
         if not os.path.isabs(base):  # "~" left unexpanded: no home directory
             raise RuntimeError(base)
     except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
-        _note(
+        note_once(
             "home",
             "ipusim: note: no home directory for the table cache; tables are rebuilt each run "
             "(set IPUSIM_CACHE_DIR to a writable folder)",
@@ -60,7 +60,7 @@ def cache_dir() -> Path | None:
     return Path(base) / "tables"
 
 
-def _note(tag, text: str) -> None:
+def note_once(tag, text: str) -> None:
     """``text`` on stderr, once per process for each ``tag``."""
     if tag not in _state["notes"]:
         _state["notes"].add(tag)
@@ -136,7 +136,7 @@ def load(key: str, *, shape=None, check=None) -> np.ndarray | None:
     except OSError:  # not there (or the folder is unreadable): build it
         return None
     if not stat.S_ISREG(st.st_mode):
-        return _discard(p, f"{_files._kind(st.st_mode)}, not a regular file")
+        return _discard(p, f"{_files.file_kind(st.st_mode)}, not a regular file")
     want = None if shape is None else len(MAGIC) + 8 * int(np.prod(shape, dtype=object))
     if want is not None and not want < st.st_size <= want + _MAX_HEADER:
         return _discard(p, f"{st.st_size:,} bytes, not an entry of shape {tuple(shape)}")
@@ -185,7 +185,7 @@ def store(key: str, tab: np.ndarray) -> None:
         with _files.atomic_write(p, "wb", private=True) as f:
             f.write(blob)
     except OSError as err:
-        _note(
+        note_once(
             ("store", str(p.parent)),
             f"ipusim: note: cannot write the table cache in {p.parent} "
             f"({err.strerror or err}); running uncached (set IPUSIM_CACHE_DIR to a writable folder)",
@@ -195,7 +195,7 @@ def store(key: str, tab: np.ndarray) -> None:
 def times_check(tab: np.ndarray, *, zero_edges: bool) -> str | None:
     """Why ``tab`` cannot be a table of step times (rows x lengths), or None: every time > 0 or
     ``inf`` (does not fit), no NaN, fit monotone in the batch (a step that does not fit with
-    ``r`` rows does not fit with more: the fit rule's assumption, ``largest_replica_batch``);
+    ``r`` rows does not fit with more: the fit rule's assumption, ``serving.capacity.largest_batch``);
     with ``zero_edges`` row 0 and column 0 are the unused zeros."""
     body = tab[1:, 1:] if zero_edges else tab
     if zero_edges and (np.any(tab[0] != 0) or np.any(tab[:, 0] != 0)):

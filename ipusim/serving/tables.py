@@ -354,7 +354,7 @@ def cached(build, *parts, shape=None, check=None) -> np.ndarray:
             tab.setflags(write=False)
             why = check(tab) if check is not None else None
             if why:
-                table_cache._note(
+                table_cache.note_once(
                     ("built", parts[0]),
                     f"ipusim: note: a {parts[0]} table built by the machine "
                     f"model {why}; it is used but not cached",
