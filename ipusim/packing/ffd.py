@@ -1,5 +1,6 @@
 """First-fit decreasing on individual lengths: the Numba kernels ``first_fit_rows`` and
-``first_fit_rows_into`` (its plain-Python reference is in ``tests/packing_reference.py``). Lengths in tokens."""
+``first_fit_rows_into`` (its plain-Python reference is in ``tests/packing_reference.py``), and
+``first_fit_shape``, the rows and fullest row they give, from a histogram's counts. Lengths in tokens."""
 
 from __future__ import annotations
 
@@ -63,3 +64,61 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
             tree[node] = max(tree[2 * node], tree[2 * node + 1])
             node //= 2
     return rows
+
+
+def first_fit_shape(counts, max_len: int, max_per_row: int) -> tuple[int, int]:
+    """(rows, most sequences in a row) that ``first_fit_rows`` gives for the histogram
+    ``counts`` (``counts[i]`` sequences of ``i + 1`` tokens, all <= ``max_len``), without
+    placing the sequences one by one: O(distinct lengths^2) work, memory of that order.
+
+    First fit on lengths taken longest first puts the sequences of one length into the
+    leftmost row with room, so the leftmost such row takes ``min(free // l, max_per_row -
+    held)`` of them before the next row takes any. Rows in the same state form a run
+    ``[free tokens, sequences held, rows]``; one length splits at most one run and opens at
+    most two new ones. Runs that can take nothing more (full by count, or less free space
+    than the shortest length) are closed and leave the list.
+    """
+    counts = np.asarray(counts, np.int64)
+    present = np.flatnonzero(counts > 0)
+    if present.size == 0:
+        return 0, 0
+    shortest = int(present[0]) + 1
+    K = int(max_per_row)
+    runs: list[list[int]] = []  # open runs in row order: [free, held, rows]
+    rows = widest = 0
+    for i in present[::-1]:
+        ln, rem = int(i) + 1, int(counts[i])
+        out: list[list[int]] = []
+        for run in runs:
+            free, held, m = run
+            q = min(free // ln, K - held) if rem > 0 else 0
+            if q <= 0:
+                out.append(run)
+                continue
+            if q * m <= rem:
+                out.append([free - q * ln, held + q, m])
+                rem -= q * m
+                continue
+            full, part = divmod(rem, q)
+            if full:
+                out.append([free - q * ln, held + q, full])
+            if part:
+                out.append([free - part * ln, held + part, 1])
+            left = m - full - (1 if part else 0)
+            if left:
+                out.append([free, held, left])
+            rem = 0
+        if rem > 0:
+            q = min(max_len // ln, K)
+            full, part = divmod(rem, q)
+            rows += full + (1 if part else 0)
+            if full:
+                out.append([max_len - q * ln, q, full])
+            if part:
+                out.append([max_len - part * ln, part, 1])
+        runs = []
+        for run in out:
+            widest = max(widest, run[1])
+            if run[1] < K and run[0] >= shortest:
+                runs.append(run)
+    return rows, widest
