@@ -875,3 +875,16 @@ def test_pack_ffd_refused_before_any_sequence_is_placed(tmp_path, capsys, monkey
     monkeypatch.setenv(limits.ENV_MAX_MEMORY, "64M")
     with pytest.raises(ValueError, match=r"ffd rows x fullest row \(5,001 x 10,000\)"):
         strategies.pack(lengths.load_histogram(f), 1_000_000, "ffd")
+
+
+def test_ffd_shape_gives_up_past_its_work_limit_and_pack_still_runs():
+    # 20,000 distinct lengths, one each: every row differs, so the runs are as many as the rows;
+    # the shape pass stops at its step limit (None) and pack checks the row matrix after the pass.
+    from ipusim.packing import pack
+    from ipusim.packing.ffd import first_fit_shape
+
+    counts = np.ones(20_000, np.int64)
+    assert first_fit_shape(counts, 20_000, 20_000) is None
+    assert first_fit_shape(counts[:2000], 2000, 2000) == (1001, 2)  # under the limit: exact
+    p = pack(np.arange(1, 20_001), 20_000, "ffd")
+    assert p.rows == 10_001 and p.compositions.shape == (10_001, 2)

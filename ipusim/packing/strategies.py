@@ -91,7 +91,8 @@ def pack_bytes(
     spfhp, bfhp, nnlshp: their (2 x max_len + 1) x max_per_row composition table. ffd: its
     per-sequence work arrays and its (rows x fullest row) row matrix, whose shape
     ``first_fit_shape`` gives exactly from the histogram's counts before any sequence is
-    placed. pad and bucket: one entry per distinct length.
+    placed (with too many distinct lengths for that, the work arrays only, and the row
+    matrix is checked after the pass). pad and bucket: one entry per distinct length.
     """
     K = max_len if max_per_row is None else min(int(max_per_row), max_len)
     if strategy in ("spfhp", "bfhp", "nnlshp"):
@@ -106,7 +107,13 @@ def pack_bytes(
                 FFD_BYTES_PER_SEQUENCE * hist.n,
                 f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
             )
-        rows, width = first_fit_shape(hist.counts, max_len, K)
+        shape = first_fit_shape(hist.counts, max_len, K)
+        if shape is None:  # too many distinct lengths: the rows are checked after the pass
+            return (
+                FFD_BYTES_PER_SEQUENCE * hist.n,
+                f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
+            )
+        rows, width = shape
         return (
             FFD_BYTES_PER_CELL * rows * width + FFD_BYTES_PER_SEQUENCE * hist.n,
             f"ffd rows x fullest row ({rows:,} x {width:,}) = {rows * width:,} cells of its row "
@@ -224,7 +231,14 @@ def pack(
 def _rows_from_assignment(sorted_lengths, srow, nrows):
     """(rows, slots) lengths of each row from the row index of each (sorted) sequence."""
     per_row = np.bincount(srow, minlength=nrows)
-    width = int(per_row.max())  # its memory was checked by ``pack_bytes`` before the pass
+    width = int(per_row.max())
+    limits.check_memory(  # checked before the pass too, when ``first_fit_shape`` finished
+        f"ffd rows x fullest row ({nrows:,} x {width:,})",
+        nrows * width,
+        FFD_BYTES_PER_CELL * nrows * width + FFD_BYTES_PER_SEQUENCE * srow.size,
+        f"ffd's row matrix, {FFD_BYTES_PER_CELL} bytes per cell, and its work arrays; "
+        "a longer row holds more short sequences",
+    )
     out = np.zeros((nrows, width), np.int64)
     order = np.argsort(srow, kind="stable")
     rows_sorted = srow[order]
