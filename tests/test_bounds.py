@@ -840,3 +840,53 @@ def test_forked_measure_sees_an_allocation(monkeypatch):
     r = _run_forked(["fake"])
     assert r["rc"] == 2 and r["err"] == "ipusim fake: error: one line\n"
     assert 200 * 2**20 <= r["growth"] < 260 * 2**20
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ffd_shape_from_counts_matches_the_kernel(seed):
+    # first_fit_shape (over the histogram's counts) gives the rows and fullest row that the
+    # one-by-one kernel gives, exactly, with and without a cap on sequences per row.
+    from ipusim.packing.ffd import first_fit_rows, first_fit_shape
+
+    rng = np.random.default_rng(seed)
+    L = int(rng.integers(1, 80))
+    K = L if seed % 3 == 0 else int(rng.integers(1, 9))
+    counts = rng.integers(0, 7, size=L) * (rng.random(L) < 0.5)
+    counts[int(rng.integers(0, L))] += 1
+    s = np.repeat(np.arange(1, L + 1), counts)[::-1].copy()
+    srow = np.empty(s.size, np.int64)
+    rows = first_fit_rows(s, L, K, srow)
+    assert first_fit_shape(counts, L, K) == (rows, int(np.bincount(srow).max()))
+
+
+def test_pack_ffd_refused_before_any_sequence_is_placed(tmp_path, capsys, monkeypatch):
+    # The row matrix's shape comes from the histogram, so a too-large one is refused before
+    # the sequences are expanded or placed: both raise here if they are reached.
+    from ipusim import lengths
+    from ipusim.packing import strategies
+
+    def reached(*a, **k):
+        raise AssertionError("the one-by-one pass ran before the refusal")
+
+    monkeypatch.setattr(strategies, "first_fit_rows", reached)
+    monkeypatch.setattr(lengths.Histogram, "expand", reached)
+    f = tmp_path / "lens.csv"
+    f.write_text("length,count\n1,10000\n500000,10000\n")
+    argv = ["pack", "--histogram", str(f), "--max-len", "1000000", "--strategy", "ffd"]
+    _refused([*argv, "--max-memory", "64M"], capsys, "(5,001 x 10,000)", "needs about 801 MB")
+    monkeypatch.setenv(limits.ENV_MAX_MEMORY, "64M")
+    with pytest.raises(ValueError, match=r"ffd rows x fullest row \(5,001 x 10,000\)"):
+        strategies.pack(lengths.load_histogram(f), 1_000_000, "ffd")
+
+
+def test_ffd_shape_gives_up_past_its_work_limit_and_pack_still_runs():
+    # 20,000 distinct lengths, one each: every row differs, so the runs are as many as the rows;
+    # the shape pass stops at its step limit (None) and pack checks the row matrix after the pass.
+    from ipusim.packing import pack
+    from ipusim.packing.ffd import first_fit_shape
+
+    counts = np.ones(20_000, np.int64)
+    assert first_fit_shape(counts, 20_000, 20_000) is None
+    assert first_fit_shape(counts[:2000], 2000, 2000) == (1001, 2)  # under the limit: exact
+    p = pack(np.arange(1, 20_001), 20_000, "ffd")
+    assert p.rows == 10_001 and p.compositions.shape == (10_001, 2)

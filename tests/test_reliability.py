@@ -214,9 +214,10 @@ def test_a_sweep_stopped_by_a_full_disk_resumes_from_its_last_chunk(ns, tmp_path
         except OSError as err:
             stopped = err.strerror
         parts = sorted(p.name for p in pathlib.Path(out + ".parts").iterdir())
+        held = sum(len(sweep.read_table(p)) for p in pathlib.Path(out + ".parts").glob("part-*"))
         os.unlink("{disk}/fill")
         res = sweep.run("spin", out=out, resume=True, **kw)
-        print(json.dumps({{"stopped": stopped, "parts": parts, "skipped": res.skipped, "computed": res.computed,
+        print(json.dumps({{"stopped": stopped, "parts": parts, "held": held, "skipped": res.skipped, "computed": res.computed,
                           "rows": len(sweep.read_table(out))}}))
     """)
     (tmp_path / "run.py").write_text(code)
@@ -230,4 +231,46 @@ def test_a_sweep_stopped_by_a_full_disk_resumes_from_its_last_chunk(ns, tmp_path
     kept = len(r["parts"])
     assert r["stopped"] == "No space left on device" and kept >= 1
     assert all(p.startswith("part-") for p in r["parts"])  # whole chunks only, no temporary
-    assert (r["skipped"], r["computed"], r["rows"]) == (10 * kept, 200 - 10 * kept, 200)
+    # every row in the kept parts (whole chunks, then what fit of the held rows) is skipped
+    assert (r["skipped"], r["computed"], r["rows"]) == (r["held"], 200 - r["held"], 200)
+
+
+def test_a_write_error_keeps_the_rows_held_that_still_fit(tmp_path, monkeypatch):
+    """Runs everywhere: a disk with room for 37 rows (a write past it raises ENOSPC). Chunks of
+    10 fill 30 rows; the fourth chunk fails and is written in halves (5, then 2), so 37 rows
+    are kept, not 30, and a resume after space is freed runs only the other 163 points."""
+    import errno
+
+    from ipusim import sweep
+    from ipusim.sweep import output
+
+    real = output.Sink._write_part
+    room = {"rows": 37}
+
+    def small_disk(self, rows):
+        if self.written + len(rows) > room["rows"]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(self, rows)
+
+    monkeypatch.setattr(output.Sink, "_write_part", small_disk)
+    out = tmp_path / "s.parquet"
+    kw = dict(
+        vary={"rep": list(range(200))},
+        fixed={"seconds": 0.0},
+        mode="serial",
+        chunk_rows=10,
+        batch_size=10,
+        show_progress=False,
+    )
+    with pytest.raises(OSError) as stop:
+        sweep.run("spin", out=out, **kw)
+    assert stop.value.errno == errno.ENOSPC
+    parts = sorted((tmp_path / "s.parquet.parts").iterdir())
+    kept = [len(output.read_table(p)) for p in parts]
+    assert kept == [10, 10, 10, 5, 2], kept
+    room["rows"] = 10**9  # space freed
+    res = sweep.run("spin", out=out, resume=True, **kw)
+    assert (res.skipped, res.computed) == (37, 163)
+    table = sweep.read_table(out)
+    assert len(table) == 200 and table["point_key"].is_unique
+    assert sorted(table["rep"]) == list(range(200))

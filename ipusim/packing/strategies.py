@@ -8,7 +8,7 @@ import numpy as np
 from .. import lengths as _lengths
 from .. import limits
 from .._validate import choice, lengths_array, positive
-from .ffd import first_fit_rows
+from .ffd import first_fit_rows, first_fit_shape
 from .nnls import run_nnlshp
 from .result import STRATEGIES, Packing
 from .spfhp import run_spfhp
@@ -89,8 +89,10 @@ def pack_bytes(
     into rows of ``max_len`` tokens with ``strategy`` needs, estimated before anything is built.
 
     spfhp, bfhp, nnlshp: their (2 x max_len + 1) x max_per_row composition table. ffd: its
-    per-sequence work arrays; the row matrix is checked once the rows are known
-    (``_rows_from_assignment``). pad and bucket: one entry per distinct length.
+    per-sequence work arrays and its (rows x fullest row) row matrix, whose shape
+    ``first_fit_shape`` gives exactly from the histogram's counts before any sequence is
+    placed (with too many distinct lengths for that, the work arrays only, and the row
+    matrix is checked after the pass). pad and bucket: one entry per distinct length.
     """
     K = max_len if max_per_row is None else min(int(max_per_row), max_len)
     if strategy in ("spfhp", "bfhp", "nnlshp"):
@@ -100,9 +102,23 @@ def pack_bytes(
             f"{SPFHP_BYTES_PER_CELL} bytes per cell with its work copies",
         )
     if strategy == "ffd":
+        if hist.longest > max_len:  # refused by ``pack`` before anything is placed
+            return (
+                FFD_BYTES_PER_SEQUENCE * hist.n,
+                f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
+            )
+        shape = first_fit_shape(hist.counts, max_len, K)
+        if shape is None:  # too many distinct lengths: the rows are checked after the pass
+            return (
+                FFD_BYTES_PER_SEQUENCE * hist.n,
+                f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
+            )
+        rows, width = shape
         return (
-            FFD_BYTES_PER_SEQUENCE * hist.n,
-            f"ffd places {hist.n:,} sequences one by one, {FFD_BYTES_PER_SEQUENCE} bytes each",
+            FFD_BYTES_PER_CELL * rows * width + FFD_BYTES_PER_SEQUENCE * hist.n,
+            f"ffd rows x fullest row ({rows:,} x {width:,}) = {rows * width:,} cells of its row "
+            f"matrix, {FFD_BYTES_PER_CELL} bytes each, and {hist.n:,} sequences' work arrays, "
+            f"{FFD_BYTES_PER_SEQUENCE} bytes each; a longer row holds more short sequences",
         )
     return 8.0 * (max_len + (0 if hist is None else hist.max_len)), "one entry per length"
 
@@ -163,7 +179,7 @@ def pack(
     hist, arr = _as_source(source, max_len)
     if strategy == "ffd":
         need, why = pack_bytes(hist, max_len, strategy, max_per_row=K)
-        limits.check_memory("sequences", hist.n, need, why)
+        limits.check_memory("ffd sequences", hist.n, need, why)
     name = hist.name
     lens = hist.lengths
     if strategy in ("pad", "bucket"):
@@ -216,7 +232,7 @@ def _rows_from_assignment(sorted_lengths, srow, nrows):
     """(rows, slots) lengths of each row from the row index of each (sorted) sequence."""
     per_row = np.bincount(srow, minlength=nrows)
     width = int(per_row.max())
-    limits.check_memory(
+    limits.check_memory(  # checked before the pass too, when ``first_fit_shape`` finished
         f"ffd rows x fullest row ({nrows:,} x {width:,})",
         nrows * width,
         FFD_BYTES_PER_CELL * nrows * width + FFD_BYTES_PER_SEQUENCE * srow.size,

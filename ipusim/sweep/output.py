@@ -6,7 +6,8 @@ whole chunks). ``finish`` gathers them into ``out`` (Parquet for ``.parquet``/``
 ``.csv``, itself written whole) and removes the folder. An existing ``out`` is continued
 (resume: the point keys found in it and in the parts are skipped, refused ones too unless
 retried) or replaced (overwrite), never merged into a new sweep unasked. A write error (a
-full disk) stops the sweep with every chunk written so far kept for the resume.
+full disk) stops the sweep with every chunk written so far kept for the resume, and of the
+rows computed since, as many as still fit (written in smaller pieces).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class Sink:
     found are skipped; with ``retry_refused`` the refused ones run again and their new rows
     replace the old) or ``overwrite`` (start afresh). Chunks are written every ``chunk_rows``
     rows or ``flush_s`` seconds, each whole (``_files.atomic_write``): a sweep stopped by a full
-    disk or any other write error keeps every chunk it wrote, and a resumed one continues after
-    them."""
+    disk or any other write error keeps every chunk it wrote and, in smaller pieces, as many of
+    the rows it held as still fit (``flush``); a resumed one continues after them."""
 
     def __init__(
         self,
@@ -154,15 +155,36 @@ class Sink:
             self.flush()
 
     def flush(self) -> None:
+        """Write the rows held as one part file. On a write error (``OSError``: a full disk)
+        they are written in pieces of half the size, then half that, down to one row, so
+        every row that fits is kept for ``resume``; the rows that do not stay held and the
+        first error is raised (the sweep stops)."""
         self._last = time.monotonic()
         if self.path is None or not self.rows:
             return
-        df = tidy(self.rows, self.params)
+        rows, done, size, first_err = self.rows, 0, len(self.rows), None
+        while done < len(rows):
+            piece = rows[done : done + size]
+            try:
+                self._write_part(piece)
+            except OSError as err:
+                first_err = first_err or err
+                if size == 1:
+                    break
+                size //= 2
+                continue
+            done += len(piece)
+        self.rows = rows[done:]
+        if first_err is not None:
+            raise first_err
+
+    def _write_part(self, rows) -> None:
+        """``rows`` as the next part file, whole or not at all (``_files.atomic_write``)."""
+        df = tidy(rows, self.params)
         with _files.atomic_write(self.parts / f"part-{self._n:06d}.parquet", "wb") as f:
             df.to_parquet(f, index=False)
         self._n += 1
-        self.written += len(self.rows)
-        self.rows = []
+        self.written += len(rows)
 
     def finish(self):
         """The whole table (point order); with a path, also written there (whole) and the parts removed."""

@@ -161,7 +161,8 @@ def run(
     ``out`` (.parquet or .csv) receives the rows in chunks of ``chunk_rows`` (``output.Sink``); an
     existing ``out`` is refused unless ``resume`` (skip the points already in it; with
     ``retry_refused`` run its refused points again) or ``overwrite`` (replace it). A write error
-    (a full disk) ends the run with every chunk written so far kept for ``resume``.
+    (a full disk) ends the run with every chunk written so far kept for ``resume``, and of the
+    rows computed since, as many as still fit (``output.Sink.flush``).
     ``retries`` re-runs a batch whose worker raised outside a point.
     """
     t = tasks.task(task)
