@@ -12,7 +12,6 @@ import ipusim
 
 PKG = Path(ipusim.__file__).parent
 SWITCHES = {"engine", "use_kernel", "exhaustive", "reference", "ref"}
-# ipusim.training.search keeps its exhaustive reference until the training search is rewritten
 KNOWN: set = set()
 
 

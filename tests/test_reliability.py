@@ -65,7 +65,7 @@ def ns(tmp_path_factory):
 
 
 def _notes(stderr: str) -> list:
-    """The ``ipusim:`` notes on stderr (a progress bar of a long table build may stand beside them)."""
+    """ipusim's own lines on stderr, notes and errors (a table build's progress bar may stand beside them)."""
     lines = stderr.splitlines()
     assert not any("Traceback" in ln for ln in lines), stderr
     return [ln for ln in lines if ln.startswith("ipusim")]

@@ -81,8 +81,8 @@ def test_embeddings_module_quotes_the_registry():
 
 
 def test_tile_module_quotes_the_registry():
-    """ipusim/tile_calibration.py keeps its own constants (another change rewrites the tile
-    basics): they must equal the registry's rows, value and tolerance."""
+    """ipusim/tile_calibration.py keeps its own constants: they must equal the registry's rows,
+    value and tolerance."""
     from ipusim import tile_calibration as tc
 
     tess = {r["batch"]: r for r in V.rows(source="TESS-PF")}
@@ -117,8 +117,8 @@ def test_tile_module_quotes_the_registry():
 
 
 def test_training_module_quotes_the_registry():
-    """ipusim/training/calibration.py keeps its own constants (another change rewrites the
-    training model): they must equal the registry's rows."""
+    """ipusim/training/calibration.py keeps its own constants: they must equal the registry's
+    rows."""
     from ipusim.training import calibration as cal
 
     m = V.row("megatron-gpt3-175b-tflops")
