@@ -26,6 +26,13 @@ def plain_capacity(lengths, su, policy, slo, top, *, servers=1, seed=0, iters=7)
             s["stable"] and s["latency_p99_s"] <= slo and s["utilization"] < search.MAX_UTILIZATION
         )
 
+    return log_bisection(run, ok, top, iters)
+
+
+def log_bisection(run, ok, top, iters):
+    """(highest rate that passes ``ok``, the run there): plain bisection in log rate between
+    top / 1e4 and top, each probe a whole ``run(rate)``; (0, the run at top / 1e4) when even
+    that fails."""
     lo, hi = top / 1e4, top
     r_lo = run(lo)
     if not ok(r_lo):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from checklist_reference import log_bisection
 
 from ipusim import policies as P
 from ipusim import serving
@@ -54,22 +55,7 @@ def plain_capacity_at(
             and s["utilization"] < capacity.MAX_UTILIZATION
         )
 
-    lo, hi = top / 1e4, top
-    r_lo = run(lo)
-    if not ok(r_lo):
-        return 0.0, r_lo
-    best = r_lo
-    r_hi = run(hi)
-    if ok(r_hi):
-        return hi, r_hi
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        r = run(mid)
-        if ok(r):
-            lo, best = mid, r
-        else:
-            hi = mid
-    return lo, best
+    return log_bisection(run, ok, top, iters)
 
 
 def _same_summary(a, b):
