@@ -219,6 +219,17 @@ def test_every_verdict_follows_its_rule_from_its_own_numbers(board):
     )
 
 
+def test_hybrid_verdict_weighs_the_disaggregated_split_at_equal_cost(board):
+    n = board[10].numbers
+    colo = max(v for k, v in n.items() if k.startswith("capacity_rps_co_located"))
+    split = max(v for k, v in n.items() if k.startswith("capacity_rps_disaggregated"))
+    assert n["disaggregated_over_colocated_x"] == pytest.approx(split / colo, rel=1e-12)
+    link = min(v for k, v in n.items() if k.startswith("link_over_compute"))
+    assert board[10].state == rules.hybrid(
+        n["tile_speedup_long_x"], n["tile_speedup_short_x"], link, split / colo
+    )
+
+
 # ---- the comparators, on synthetic inputs ------------------------------------------------
 S, C, D = claims.SUPPORTED, claims.CONTRADICTED, claims.DEPENDS
 
@@ -248,10 +259,11 @@ def test_two_part_rules_flip_at_their_thresholds():
         rules.variable_length(0.5, 0.29),
     ) == (S, C, D)
     assert (
-        rules.hybrid(1.1, 1.0, 0.99),
-        rules.hybrid(1.0, 1.0, 1.0),
-        rules.hybrid(1.1, 1.0, 1.0),
-    ) == (S, C, D)
+        rules.hybrid(1.1, 1.0, 0.99, 1.01),
+        rules.hybrid(1.0, 1.0, 1.0, 1.0),
+        rules.hybrid(1.1, 1.0, 1.0, 1.0),
+        rules.hybrid(1.0, 1.0, 1.0, 1.01),
+    ) == (S, C, D, D)
 
 
 def test_one_threshold_rules_flip():

@@ -2,7 +2,8 @@
 
 A request arrives at the prefill pool, which batches prompts as any batched service does
 (``batching.simulate`` with the prefill chip's ``GenerationModel.prefill`` table, padded rows,
-the pool's own policy): the first token is out when its prefill batch ends (TTFT). Its KV cache
+the pool's own policy; by default a dynamic batcher without delay, of at most the largest
+batch that fits the chip at every prompt length up to the longest): the first token is out when its prefill batch ends (TTFT). Its KV cache
 (``prompt x model.kv_bytes_per_token()`` bytes) then crosses a link of ``kv_link_bytes_per_s``;
 each prefill device sends its requests' caches one after another, in the order their prefills
 end. The request joins the decode pool (request i to decode device i mod ``decode_count``), which
@@ -123,7 +124,18 @@ def simulate_disaggregated(
             f"prompt + output up to {int((pr + out).max())} tokens exceeds the model's tables "
             f"(decode context {decode.max_ctx}, prompt {prefill.prefill.max_len})"
         )
-    pol = prefill_policy or P.make("dynamic", max_batch=B, max_delay_s=0.0)
+    if prefill_policy is None:  # the largest prompt batch that fits the prefill chip, up to B
+        step = prefill.prefill.len_step or int(pr.max())
+        fit = min(
+            B,
+            *(prefill.prefill.fit_limit(k) for k in range(step, int(pr.max()) + step, step)),
+        )
+        if fit < 1:
+            raise ValueError(
+                f"a prompt of {int(pr.max())} tokens does not fit the prefill chip {prefill.name}"
+            )
+        prefill_policy = P.make("dynamic", max_batch=fit, max_delay_s=0.0)
+    pol = prefill_policy
     pre = simulate(
         arr, pr, pol, [prefill.prefill] * npf, latency_target_s=latency_target_s, max_waiting=None
     )
