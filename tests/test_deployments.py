@@ -34,7 +34,7 @@ def test_routed_run_is_each_pool_run_on_its_own_requests(gens):
     arr = arrivals.poisson(200.0, n, seed=5)
     pol = policies.Continuous(max_batch=8)
     r = DP.simulate_routed(
-        arr, pr, out, (gens["a100-80gb"], 2), (gens["gc200"], 3), threshold=255, policy=pol
+        arr, pr, out, (gens["a100-80gb"], 2, pol), (gens["gc200"], 3, pol), threshold=255
     )
     assert r.devices == ("a100-80gb gpt2",) * 2 + ("gc200 gpt2",) * 3
     for (gen, count, offset), idx in (
@@ -53,10 +53,12 @@ def test_compare_spends_one_budget_and_every_capacity_meets_the_target(gens):
     pr = lengths.sample_long_text_mix(n, 0.4, seed=1)
     out = np.random.default_rng(2).integers(16, 129, n)
     c = DP.compare("a100-80gb", "gc200", "gpt2", pr, out, slo_p99_s=0.5, max_batch=8, iters=5)
-    assert len(c.deployments) == 6 and {d.kind for d in c.deployments} == set(DP.KINDS)
-    assert {d.usd_per_hour for d in c.deployments} == {
-        16.0
-    }  # 8 x 2.00 = 10 x 1.60 = 4 x 2.00 + 5 x 1.60
+    assert {d.kind for d in c.deployments} == set(DP.KINDS)
+    # 8 x 2.00 = 10 x 1.60 = 4 x 2.00 + 5 x 1.60 USD an hour; a split spends at most that
+    assert {d.usd_per_hour for d in c.deployments if d.kind != "disaggregated"} == {16.0}
+    splits = [d for d in c.deployments if d.kind == "disaggregated"]
+    assert len(splits) == 7 + 8 and all(14.0 <= d.usd_per_hour <= 16.0 for d in splits)
+    assert "disaggregated: prefill 1 x a100-80gb, decode 8 x gc200" in [d.name for d in splits]
     for d in c.deployments:
         assert d.capacity_rps > 0 and d.result.stable and d.result.latency_p99_s <= 0.5
     best = c.best("disaggregated")

@@ -598,9 +598,15 @@ HYBRID_GENERATION = {
 }
 
 
+def hybrid_generation(prices=None):
+    """Claim 10's serving comparison (a ``serving.deployments.Comparison``) at ``prices`` (an
+    ``ipusim.prices.Prices``; None: its ASSUMED defaults); computed once per pair of prices."""
+    p = _prices(prices)
+    return _generation(p.chip_hour(GPU), p.chip_hour(TILE))
+
+
 @functools.cache
 def _generation(usd_gpu: float, usd_tile: float):
-    """Claim 10's serving comparison (``serving.deployments.compare``) at these chip-hour prices."""
     import numpy as np
 
     from .. import lengths
@@ -643,7 +649,7 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
             att / (a100.peak_flops * gpu.TENSOR_EFFICIENCY)
         )  # the GPU model's rate
     best = min(ratios.values())
-    cmp = _generation(p.chip_hour(GPU), p.chip_hour(TILE))
+    cmp = hybrid_generation(p)
     colo, routed, split = (cmp.best(k) for k in ("co-located", "length-routed", "disaggregated"))
     gain = cmp.gain("disaggregated")
     state = rules.hybrid(sp_long, sp_short, best, gain)
@@ -660,7 +666,7 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
     }
     summary = (
         f"the {TILE} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {GPU}'s speed, "
-        f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; at {colo.usd_per_hour:.2f} USD/h, "
+        f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; at up to {colo.usd_per_hour:.2f} USD/h, "
         f"GPT-2 generation at p99 <= {cmp.slo_p99_s:g} s: {split.name} carries {split.capacity_rps:,.0f} req/s, "
         f"{routed.name} {routed.capacity_rps:,.0f}, {colo.name} {colo.capacity_rps:,.0f} ({gain:.2f}x for the split); "
         f"offloading attention in training moves bytes for {best:.1f}x (at best) the time the GPU needs to compute it"
@@ -677,7 +683,8 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
             "routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {TILE} and {GPU}",
             "serving": f"{g['model']} generation, {g['requests']:,} requests, {g['long_fraction']:.0%} long "
             f"prompts (256-512 tokens, else 16-128), replies of {g['output_tokens'][0]}-{g['output_tokens'][1]} "
-            f"tokens; continuous batching (max 32); the same hourly cost for every deployment ({text}); "
+            f"tokens; continuous batching (max 32); at most the same hourly cost for every deployment, "
+            f"every split of it weighed ({text}); "
             "KV cache over one 100 Gb/s port per prefill chip (ASSUMPTION, serving.disaggregated); "
             "serving.deployments.compare",
             "training": "GPT-3 175B and Llama-2-70B recipes; the GPU's share of its node's InfiniBand as "

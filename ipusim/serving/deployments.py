@@ -1,11 +1,13 @@
 """Generation on two chip kinds at one hourly cost: co-located, length-routed or disaggregated.
 
 ``equal_cost_counts`` finds the fewest chips of each kind that cost the same per hour (n_a of
-chip A, n_b of chip B). ``compare`` spends twice that on six deployments and finds each one's
+chip A, n_b of chip B). ``compare`` spends twice that on each deployment and finds each one's
 capacity at a p99 target with ``capacity.capacity_at`` (the same requests in each, Poisson
 arrivals scaled to each rate):
 
-* co-located on A (2 n_a chips) or on B (2 n_b chips): continuous batching on every chip,
+* co-located on A (2 n_a chips) or on B (2 n_b chips): continuous batching on every chip (at
+  most ``max_batch`` sequences, and no more than one prefill pass and one decode step of the
+  chip hold: ``disaggregated.prompt_batch_limit``, ``decode_batch_limit``),
   requests dealt in turn (``simulate_generation``);
 * length-routed on n_a A + n_b B: prompts of at most ``threshold`` tokens to one pool, longer
   ones to the other, each pool as co-located (both ways round);
@@ -14,7 +16,9 @@ arrivals scaled to each rate):
 
 Continuous batching keeps a device "busy" whenever any sequence runs, so the search's
 utilization gate is off here: a deployment passes a rate while its run is stable (its queue does
-not grow) and its p99 end-to-end latency is within the target.
+not grow) and its p99 end-to-end latency is within the target, and no rate above
+``MAX_UTILIZATION`` x its saturation throughput (every request waiting at once) is tried: a
+finite run shorter than the target hides a growing queue.
 """
 
 from __future__ import annotations
@@ -27,10 +31,16 @@ import numpy as np
 from .. import policies as P
 from .. import workloads
 from .._validate import positive
-from .capacity import capacity_at
-from .disaggregated import DEFAULT_KV_LINK_BYTES_PER_S, simulate_disaggregated
+from .capacity import MAX_UTILIZATION, capacity_at
+from .disaggregated import (
+    DEFAULT_KV_LINK_BYTES_PER_S,
+    decode_batch_limit,
+    prompt_batch_limit,
+    simulate_disaggregated,
+)
 from .generation import generation_model, simulate_generation
 from .result import ServingResult
+from .service import lookup_s
 
 KINDS = ("co-located", "length-routed", "disaggregated")
 
@@ -69,6 +79,11 @@ class Comparison:
     slo_p99_s: float  # s, p99 end-to-end latency target
     threshold: int  # tokens: the longest prompt the length router counts as short
     requests: int
+    max_batch: int = 32  # sequences of the decode steps in ``phase_s`` (both chips hold them)
+    median_prompt: int = 0  # tokens
+    # chip -> {"prefill_s": one prompt of the median length, "decode_s": a step of max_batch
+    # sequences at the median prompt's context}, s: why a phase belongs on a chip
+    phase_s: dict = field(default_factory=dict)
 
     def best(self, kind: str) -> Deployment:
         """The deployment of ``kind`` (one of ``KINDS``) with the highest capacity."""
@@ -148,34 +163,35 @@ def merge(arrival_s, prompt_tokens, output_tokens, parts, policy: str) -> Servin
     )
 
 
-def simulate_routed(arrival_s, prompt_tokens, output_tokens, short, long, *, threshold, policy):
+def simulate_routed(arrival_s, prompt_tokens, output_tokens, short, long, *, threshold):
     """Prompts of at most ``threshold`` tokens to pool ``short``, longer ones to pool ``long``; a
-    pool is (``GenerationModel``, chips), each chip running ``policy`` (``simulate_generation``)."""
+    pool is (``GenerationModel``, chips, policy), each chip running the policy on the requests
+    dealt to it in turn (``simulate_generation``)."""
     arr = np.asarray(arrival_s, dtype=np.float64)
     pr = np.asarray(prompt_tokens, dtype=np.int64)
     out = np.asarray(output_tokens, dtype=np.int64)
     parts = []
-    for (gen, count), idx in (
+    for (gen, count, pol), idx in (
         (short, np.flatnonzero(pr <= threshold)),
         (long, np.flatnonzero(pr > threshold)),
     ):
         if idx.size:
-            r = simulate_generation(arr[idx], pr[idx], out[idx], policy, gen, replicas=count)
+            r = simulate_generation(arr[idx], pr[idx], out[idx], pol, gen, replicas=count)
             parts.append((idx, r))
     return merge(
         arr,
         pr,
         out,
         parts,
-        f"length-routed at {threshold} tokens: short to {short[1]} x {short[0].name}, "
-        f"long to {long[1]} x {long[0].name}; {policy.describe()}",
+        f"length-routed at {threshold} tokens: short to {short[1]} x {short[0].name} "
+        f"({short[2].describe()}), long to {long[1]} x {long[0].name} ({long[2].describe()})",
     )
 
 
 def compare(
     chip_a: str,
     chip_b: str,
-    model: str,
+    model,
     prompt_tokens,
     output_tokens,
     *,
@@ -187,7 +203,8 @@ def compare(
     iters: int = 9,
     seed: int = 0,
 ) -> Comparison:
-    """The six deployments of the module docstring for requests of ``prompt_tokens`` and
+    """The deployments of the module docstring for ``model`` (a preset name or a
+    ``workloads`` model) and requests of ``prompt_tokens`` and
     ``output_tokens`` (one entry per request; arrivals: a Poisson draw from ``seed``), at the
     counts ``equal_cost_counts`` gives for ``prices`` (an ``ipusim.prices.Prices``; None: its
     ASSUMED defaults). ``threshold``: the longest short prompt (default 255: ``lengths``'
@@ -208,18 +225,25 @@ def compare(
     n_a, n_b = equal_cost_counts(usd[chip_a], usd[chip_b])
     gen = {c: generation_model(c, model, max_batch=B) for c in (chip_a, chip_b)}
     kvb = workloads.model(model).kv_bytes_per_token()
-    pol = P.Continuous(max_batch=B)
+    # each chip runs at most the sequences one of its decode steps holds at the longest context,
+    # and admits at most the prompts one of its prefill passes holds
+    ctx = int((pr + out).max())
+    dec_b = {c: decode_batch_limit(g, ctx, B) for c, g in gen.items()}
+    pol = {
+        c: P.Continuous(max_batch=min(dec_b[c], prompt_batch_limit(g, int(pr.max()), B)))
+        for c, g in gen.items()
+    }
     half = {chip_a: n_a, chip_b: n_b}
-    # an upper bound on any deployment's rate: every chip making a full batch of tokens per
-    # single-row decode step, for the mean reply
-    fastest = min(float(np.nanmin(g.decode[1, 1:])) for g in gen.values())
-    top = 2 * (n_a + n_b) * B / fastest / float(out.mean())
 
     def search(run):
-        cap, res = capacity_at(
-            slo, pr, pol, [], top=top, iters=iters, seed=seed, run=run, max_utilization=math.inf
+        # a finite run hides a slowly growing queue (its p99 can pass while the queue grows), so
+        # the search stays below MAX_UTILIZATION x what the deployment serves with every request
+        # waiting at once (its throughput at saturation), as the checklist's rate_bound does
+        burst = run(np.zeros(pr.size))
+        top = MAX_UTILIZATION * pr.size / float(np.nanmax(burst.finish_s))
+        return capacity_at(
+            slo, pr, None, [], top=top, iters=iters, seed=seed, run=run, max_utilization=math.inf
         )
-        return cap, res
 
     runs = []
     for c in (chip_a, chip_b):
@@ -228,7 +252,9 @@ def compare(
                 f"co-located: {2 * half[c]} x {c}",
                 "co-located",
                 ((c, 2 * half[c]),),
-                lambda a, c=c: simulate_generation(a, pr, out, pol, gen[c], replicas=2 * half[c]),
+                lambda a, c=c: simulate_generation(
+                    a, pr, out, pol[c], gen[c], replicas=2 * half[c]
+                ),
             )
         )
     for s, lg in ((chip_a, chip_b), (chip_b, chip_a)):
@@ -241,36 +267,49 @@ def compare(
                     a,
                     pr,
                     out,
-                    (gen[s], half[s]),
-                    (gen[lg], half[lg]),
+                    (gen[s], half[s], pol[s]),
+                    (gen[lg], half[lg], pol[lg]),
                     threshold=threshold,
-                    policy=pol,
                 ),
             )
         )
+    budget = 2 * n_a * usd[chip_a]
     for p, d in ((chip_a, chip_b), (chip_b, chip_a)):
-        runs.append(
-            (
-                f"disaggregated: prefill {p}, decode {d}",
-                "disaggregated",
-                ((p, half[p]), (d, half[d])),
-                lambda a, p=p, d=d: simulate_disaggregated(
-                    a,
-                    pr,
-                    out,
-                    prefill=gen[p],
-                    decode=gen[d],
-                    kv_bytes_per_token=kvb,
-                    prefill_count=half[p],
-                    decode_count=half[d],
-                    max_batch=B,
-                    kv_link_bytes_per_s=kv_link_bytes_per_s,
-                )[0],
+        # every split of the budget: k prefill chips, and as many decode chips as the rest buys
+        for k in range(1, int(budget / usd[p] + 1e-9) + 1):
+            m = int((budget - k * usd[p]) / usd[d] + 1e-9)
+            if m < 1:
+                break
+            runs.append(
+                (
+                    f"disaggregated: prefill {k} x {p}, decode {m} x {d}",
+                    "disaggregated",
+                    ((p, k), (d, m)),
+                    lambda a, p=p, d=d, k=k, m=m: simulate_disaggregated(
+                        a,
+                        pr,
+                        out,
+                        prefill=gen[p],
+                        decode=gen[d],
+                        kv_bytes_per_token=kvb,
+                        prefill_count=k,
+                        decode_count=m,
+                        max_batch=dec_b[d],
+                        kv_link_bytes_per_s=kv_link_bytes_per_s,
+                    )[0],
+                )
             )
-        )
+    med, rows = int(np.median(pr)), min(dec_b.values())
+    phase_s = {
+        c: {
+            "prefill_s": float(lookup_s(g.prefill.table, 1, -(-med // g.prefill.len_step))),
+            "decode_s": float(lookup_s(g.decode, rows, -(-med // g.ctx_step))),
+        }
+        for c, g in gen.items()
+    }
     deps = []
     for name, kind, chips, run in runs:
         cap, res = search(run)
         cost = sum(usd[c] * k for c, k in chips)
         deps.append(Deployment(name, kind, chips, cost, float(cap), res))
-    return Comparison(tuple(deps), slo, threshold, int(pr.size))
+    return Comparison(tuple(deps), slo, threshold, int(pr.size), rows, med, phase_s)
