@@ -51,9 +51,12 @@ def split_proposal(case) -> tuple[list[dict], list[Evidence], str]:
             ),
         )
     outputs = np.full(prompts.size, case.output_tokens)
-    cmp = deployments.compare(
-        gpu, tile, m, prompts, outputs, prices=case.prices, slo_p99_s=case.slo_p99_s, iters=7
-    )
+    try:
+        cmp = deployments.compare(
+            gpu, tile, m, prompts, outputs, prices=case.prices, slo_p99_s=case.slo_p99_s, iters=7
+        )
+    except ValueError as e:  # a pool that cannot hold this traffic's longest prompt or context
+        return [], [], f"a disaggregated split was not weighed: {e}"
     split, colo = cmp.best("disaggregated"), cmp.best("co-located")
     gain = cmp.gain("disaggregated")
     ev = [

@@ -43,6 +43,7 @@ from .result import ServingResult
 from .service import lookup_s
 
 KINDS = ("co-located", "length-routed", "disaggregated")
+MAX_SPLITS = 8  # prefill-pool sizes weighed per direction (all of them up to this many)
 
 
 @dataclass(frozen=True)
@@ -276,10 +277,12 @@ def compare(
     budget = 2 * n_a * usd[chip_a]
     for p, d in ((chip_a, chip_b), (chip_b, chip_a)):
         # every split of the budget: k prefill chips, and as many decode chips as the rest buys
-        for k in range(1, int(budget / usd[p] + 1e-9) + 1):
+        top_k = int((budget - usd[d]) / usd[p] + 1e-9)  # leave the money for one decode chip
+        ks = range(1, top_k + 1)
+        if top_k > MAX_SPLITS:  # a big budget: MAX_SPLITS counts spread over the range
+            ks = sorted({int(round(x)) for x in np.linspace(1, top_k, MAX_SPLITS)})
+        for k in ks:
             m = int((budget - k * usd[p]) / usd[d] + 1e-9)
-            if m < 1:
-                break
             runs.append(
                 (
                     f"disaggregated: prefill {k} x {p}, decode {m} x {d}",
