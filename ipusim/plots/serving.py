@@ -208,9 +208,9 @@ def deployment_capacities(comparison, ax=None):
     (one hourly cost): one bar each, in the colour of its first chip (the only one, the prefill
     chip or the short prompts' chip) with hatching in the colour of its second; a dashed line at
     the best one-kind deployment."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8.4, 3.8), layout="constrained")
     deps = list(comparison.deployments)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.4, 1.2 + 0.22 * len(deps)), layout="constrained")
     y = np.arange(len(deps))[::-1]
     for yi, d in zip(y, deps, strict=True):
         first = d.chips[0][0]
@@ -230,7 +230,8 @@ def deployment_capacities(comparison, ax=None):
     ax.set_xlim(0, 1.2 * max(d.capacity_rps for d in deps))
     ax.set_xlabel(f"capacity at p99 <= {comparison.slo_p99_s:g} s (requests/s)")
     ax.set_title(
-        f"{deps[0].usd_per_hour:.2f} USD an hour each; bar colour: first chip, hatching: second",
+        f"at most {max(d.usd_per_hour for d in deps):.2f} USD an hour each; bar colour: first chip, "
+        "hatching: second",
         fontsize=9,
     )
     ax.legend(loc="lower right", fontsize=8)
