@@ -30,8 +30,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .. import hardware
-from .style import chip_color
-from .tiles import PHASE_COLORS
+from .style import PHASE_COLORS, chip_color
 
 SERIES = (
     ("01", "Memory wall"),
@@ -840,7 +839,7 @@ def parallelism_grid(data: int = 2, tensor: int = 2, pipeline: int = 4, ax=None)
                     ax,
                     (s * sx + bw + 0.1, y0 + 0.1),
                     (s * sx + bw + 0.1, top - 0.1),
-                    color="#d62728",
+                    color=PHASE_COLORS["exchange"],
                     both=True,
                     lw=1.5,
                 )

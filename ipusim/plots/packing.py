@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_rgb
 from matplotlib.ticker import MaxNLocator
 
+from .style import OTHER_COLORS
+
 _PAD = "#d9d9d9"
-_SEQ_COLORS = plt.get_cmap("tab20").colors
+# sequences and packers: the second palette and a lighter shade of each (20 colours, none a chip's)
+_SEQ_COLORS = tuple(
+    c for base in OTHER_COLORS for c in (base, tuple(0.55 + 0.45 * v for v in to_rgb(base)))
+) + ("#5a5a5a", "#3b7a57", "#6b4226", "#f5c242")
 
 
 def _ax(ax, figsize=(7, 4)):

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..serving import theory
-from .style import UNSTABLE_LABEL, UNSTABLE_STYLE, label_color
+from .style import UNSTABLE_LABEL, UNSTABLE_STYLE, label_color, other_color
 
 
 def _ax(ax):
@@ -70,8 +70,8 @@ def timeline(result, ax=None, *, title: str = "", max_requests: int | None = Non
     n = result.n if max_requests is None else min(result.n, max_requests)
     idx = np.arange(n)
     a, s, f = result.arrival_s[:n], result.start_s[:n], result.finish_s[:n]
-    ax.hlines(idx, a, s, color="tab:orange", lw=0.6, label="waiting")
-    ax.hlines(idx, s, f, color="tab:blue", lw=1.6, label="in a batch on the device")
+    ax.hlines(idx, a, s, color=other_color(5), lw=0.6, label="waiting")
+    ax.hlines(idx, s, f, color=other_color(0), lw=1.6, label="in a batch on the device")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("request number")
     ax.set_title(title or result.policy)

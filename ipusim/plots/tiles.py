@@ -9,15 +9,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .style import PHASE_COLORS, other_color
+
 KIB = 1024
-PHASE_COLORS = {
-    "compute": "tab:green",
-    "sync": "tab:red",
-    "exchange": "tab:blue",
-    "streaming": "tab:purple",
-    "memory": "tab:orange",
-    "launch": "tab:gray",
-}
+
+LIMIT_COLOR = "#000000"  # a tile's SRAM limit, drawn as a line
 FLOORPLAN_COLUMNS = (
     16  # ASSUMPTION: GC2 has 16 tile columns (IPUG §2.1); GC200 layout not published
 )
@@ -48,7 +44,7 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
         interpolation="nearest",
     )
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
-    cb.ax.axhline(limit, color="tab:red", lw=2)
+    cb.ax.axhline(limit, color=LIMIT_COLOR, lw=2)
     cb.set_label(f"peak memory per tile (KiB)\nred line: tile limit {limit:,.0f} KiB")
     ax.set_xlabel(f"tile position within its column ({per} tiles per column)")
     ax.set_ylabel(f"tile column (one row each, {columns})")
@@ -67,12 +63,12 @@ def memory_histogram(prof, ax=None, bins: int = 64):
     ax.hist(
         prof.memory / KIB,
         bins=bins,
-        color="tab:blue",
+        color=other_color(0),
         alpha=0.8,
         label="peak (always-live + temporary)",
     )
     ax.hist(prof.always_live / KIB, bins=bins, color="tab:gray", alpha=0.6, label="always-live")
-    ax.axvline(limit, color="tab:red", lw=2, label=f"tile limit {limit:,.0f} KiB")
+    ax.axvline(limit, color=LIMIT_COLOR, lw=2, label=f"tile limit {limit:,.0f} KiB")
     ax.set_xlabel("memory per tile (KiB)")
     ax.set_ylabel("tiles")
     ax.set_title(
@@ -90,9 +86,9 @@ def fullest_tiles(prof, n: int = 5, ax=None):
     al = np.array([t["always_live"] for t in top]) / KIB
     tmp = np.array([t["temporary"] for t in top]) / KIB
     ax.barh(y, al, color="tab:gray", label="always-live (code, weights, KV)")
-    ax.barh(y, tmp, left=al, color="tab:blue", label="temporary (peak op)")
+    ax.barh(y, tmp, left=al, color=other_color(0), label="temporary (peak op)")
     limit = prof.chip.sram_per_tile_bytes / KIB
-    ax.axvline(limit, color="tab:red", lw=2, label="tile limit")
+    ax.axvline(limit, color=LIMIT_COLOR, lw=2, label="tile limit")
     ax.set_yticks(y, [f"tile {t['tile']} ({t['op']})" for t in top])
     ax.set_xlabel("KiB")
     ax.set_title(f"The {len(top)} fullest tiles")
