@@ -89,5 +89,6 @@ def test_notebook_runs_headless(path, monkeypatch):
 def test_notebook_runs_in_full_mode(path, monkeypatch):
     """The full size a reader gets in JupyterLab: the asserts on taught numbers hold there too."""
     monkeypatch.setenv("IPUSIM_QUICK", "0")
+    monkeypatch.setenv("IPUSIM_PROGRESS", "0")  # headless: no bar stored as a frozen "0%"
     monkeypatch.setenv("MPLBACKEND", "Agg")
     _execute(path)
