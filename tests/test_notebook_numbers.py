@@ -110,3 +110,29 @@ def test_04_bucket_widths_in_the_prose_are_the_librarys():
         p = packing.pack(lens, max_len, "bucket")  # default: 8 equal buckets
         # each length pads to the next multiple of the bucket width
         assert p.total_tokens == int(sum(-(-x // width) * width for x in lens))
+
+
+# ---------------------------------------------------------------------------- 08 design space
+@pytest.mark.slow
+def test_08_exercise_1_break_even_tiles_at_batch_32_and_1():
+    """Exercise 1's answer: the full-size (8 x 8) BERT-base grid's break-even tile count, from
+    512 KiB per tile up, at batch 32 and at batch 1, as the prose rounds them (to 1%)."""
+    from ipusim import sweep
+
+    text = _markdown("08_design_space.ipynb")
+    m = re.search(r"from about ([\d,]+) tiles at batch 32 to about ([\d,]+) at batch 1", text)
+    assert m, "exercise 1's answer should state both break-evens"
+    stated = [int(g.replace(",", "")) for g in m.groups()]
+    vary = {
+        "sram_per_tile_bytes": sweep.parse_values("256KiB:2MiB:8"),
+        "tiles": sweep.parse_values("736:5888:8"),
+    }
+    found = []
+    for batch in (32, 1):
+        fixed = {"chip": "gc200", "model": "bert-base", "batch": batch, "seq_len": 128}
+        t = sweep.run("simulate", vary=vary, fixed=fixed, mode="serial", show_progress=False)
+        be = sweep.break_even(sweep.against_gpu(t.table, "a100-80gb"), "tiles")
+        found.append(float(be[be["sram_per_tile_bytes"] >= 512 * 1024]["value"].median()))
+    for s, f in zip(stated, found, strict=True):
+        assert abs(s / f - 1) < 0.01, (stated, found)
+    assert (found[1] < found[0]) == ("Down" in text.split("<summary>Answers</summary>")[1][:40])
