@@ -9,7 +9,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .style import PHASE_COLORS, other_color
+from .style import PHASE_COLORS, legend_outside, other_color
 
 KIB = 1024
 
@@ -236,10 +236,10 @@ def throughput_sweep(
     """Throughput curves against ``x``, one per chip (a preset name as the label takes the
     series' colour, ``plots.style``).
 
-    Points that do not fit are left off the line and drawn with the ``does_not_fit`` marker
-    (hollow) at the value given in ``curves`` (pass the as-if-it-fitted throughput there, e.g.
-    from ``extra["time_if_unlimited_s"]``; zero or inf values are not drawn); points whose
-    weights stream from off-chip DRAM take the ``streams`` marker (half filled).
+    Points that do not fit have no throughput (the fit rule): they are left off the line and
+    drawn with the ``does_not_fit`` marker (hollow) on a band at the bottom of the axes, below
+    every measured point, whatever ``curves`` holds for them; points whose weights stream from
+    off-chip DRAM take the ``streams`` marker (half filled). The legend sits outside the data.
     """
     from .style import FIT_LABELS, chip_color, fit_style
 
@@ -266,7 +266,7 @@ def throughput_sweep(
         (line,) = ax.plot(x, y_line, "-", color=col, label=label)
         col = line.get_color()
         xs = np.asarray(x)
-        for state, sel in (("on_chip", ok & ~st), ("streams", ok & st), ("does_not_fit", ~ok)):
+        for state, sel in (("on_chip", ok & ~st), ("streams", ok & st)):
             sel = sel & np.isfinite(y) & (y > 0)
             if sel.any():
                 ax.plot(
@@ -276,17 +276,28 @@ def throughput_sweep(
                     ls="none",
                     color=col,
                     mec=col,
-                    ms=6 if state != "does_not_fit" else 8,
+                    ms=6,
                     fillstyle=fit_style(state)["fillstyle"],
-                    label=None
-                    if state == "on_chip"
-                    else f"{label}: {FIT_LABELS[state]}"
-                    + (" (time if it did)" if state == "does_not_fit" else ""),
+                    label=None if state == "on_chip" else f"{label}: {FIT_LABELS[state]}",
                 )
+        if (~ok).any():  # no time exists: a hollow marker on the bottom band, never at a value
+            ax.plot(
+                xs[~ok],
+                np.full((~ok).sum(), 0.03),
+                "o",
+                ls="none",
+                color=col,
+                mec=col,
+                ms=8,
+                fillstyle=fit_style("does_not_fit")["fillstyle"],
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label=f"{label}: {FIT_LABELS['does_not_fit']} (no time, bottom band)",
+            )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return ax
 
 
