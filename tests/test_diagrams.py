@@ -227,6 +227,21 @@ TERMS = (
     "length-bucket batching",
     "adaptive batching",
     "continuous batching",
+    "percentile, p50, p99",
+    "utilisation",
+    "stable",
+    "Kendall's notation",
+    "coefficient of variation",
+    "micro-batch",
+    "1F1B",
+    "bubble",
+    "recomputation",
+    "sharding",
+    "ZeRO",
+    "placement",
+    "Zipf",
+    "hit rate",
+    "latency",
 )
 
 
