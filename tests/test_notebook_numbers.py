@@ -136,3 +136,26 @@ def test_08_exercise_1_break_even_tiles_at_batch_32_and_1():
     for s, f in zip(stated, found, strict=True):
         assert abs(s / f - 1) < 0.01, (stated, found)
     assert (found[1] < found[0]) == ("Down" in text.split("<summary>Answers</summary>")[1][:40])
+
+
+# ---------------------------------------------------------------------------- quoted numbers
+@pytest.mark.parametrize("name", sorted(__import__("prose_numbers").QUOTES))
+def test_every_registered_quote_is_in_the_prose(name):
+    """The slow full-mode run compares each quoted number with its output line; here, fast, the
+    quote must still be in the prose (an edit that rewords a quoted number updates the registry)."""
+    import prose_numbers
+
+    text = _markdown(name)
+    missing = [q.what for q in prose_numbers.QUOTES[name] if not re.search(q.prose, text)]
+    assert not missing, f"{name}: quoted numbers no longer in the prose: {missing}"
+
+
+def test_a_quote_that_disagrees_with_its_output_is_a_problem():
+    import prose_numbers
+
+    name = "08_design_space.ipynb"
+    md = "the break-even moves from about 3,650 tiles at batch 32"
+    assert prose_numbers.problems(name, md, "break-even at 3,651-3,651 tiles") == []
+    bad = prose_numbers.problems(name, md, "break-even at 5,090-5,090 tiles")
+    assert len(bad) == 1 and "prose says 3,650, output prints 5,090" in bad[0]
+    assert "output not found" in prose_numbers.problems(name, md, "")[0]
