@@ -156,3 +156,18 @@ def test_sweep_heatmap_marks_every_cell_by_its_fit_state_with_human_labels():
     labels = [x.get_text() for x in ax.get_legend().get_texts()]
     assert {style.FIT_LABELS[s] for s in t["fit"]} <= set(labels)
     plt.close("all")
+
+
+def test_packing_sequence_colours_are_neither_chips_nor_padding_grey():
+    import math
+
+    from matplotlib.colors import to_rgb
+
+    from ipusim.plots import packing
+
+    chips = list(style.CHIP_COLORS.values()) + list(style.KIND_COLORS.values())
+    assert len(packing._SEQ_COLORS) == 20
+    for c in packing._SEQ_COLORS:
+        assert min(math.dist(_rgb(c), _rgb(k)) for k in chips) >= style.MIN_DISTANCE, c
+        r, g, b = to_rgb(c)
+        assert max(r, g, b) - min(r, g, b) > 0.08, f"{c} is grey: grey means padding"

@@ -10,10 +10,12 @@ from matplotlib.ticker import MaxNLocator
 from .style import OTHER_COLORS
 
 _PAD = "#d9d9d9"
-# sequences and packers: the second palette and a lighter shade of each (20 colours, none a chip's)
+# sequences and packers: the second palette without its greys and black (grey is padding) and a
+# lighter shade of each, then eight more; 20 colours, none a chip's (tests/test_plot_style.py)
+_BASES = tuple(c for c in OTHER_COLORS if c not in ("#7f7f7f", "#000000"))
 _SEQ_COLORS = tuple(
-    c for base in OTHER_COLORS for c in (base, tuple(0.55 + 0.45 * v for v in to_rgb(base)))
-) + ("#5a5a5a", "#3b7a57", "#6b4226", "#f5c242")
+    c for base in _BASES for c in (base, tuple(0.65 + 0.35 * v for v in to_rgb(base)))
+) + ("#3b7a57", "#6b4226", "#f5c242", "#d95f02", "#66a61e", "#a6761d", "#e7298a", "#1b9e77")
 
 
 def _ax(ax, figsize=(7, 4)):
