@@ -159,3 +159,39 @@ def test_a_quote_that_disagrees_with_its_output_is_a_problem():
     bad = prose_numbers.problems(name, md, "break-even at 5,090-5,090 tiles")
     assert len(bad) == 1 and "prose says 3,650, output prints 5,090" in bad[0]
     assert "output not found" in prose_numbers.problems(name, md, "")[0]
+
+
+@pytest.mark.slow
+def test_08_exercise_4_more_flops_do_not_reach_break_even():
+    """Exercise 4's answer: Llama-2-70B training on 1,024 chips at 4 TB/s of link, with 1-16x the
+    GC200's FP16 rate per tile: no break-even, the ratio at 128 and at 2,048 FLOPs per cycle as the
+    prose rounds them (0.01), and still below 0.5 with 4 TB/s of Streaming Memory too."""
+    from ipusim import sweep
+
+    text = _markdown("08_design_space.ipynb")
+    m = re.search(r"rises from about (0\.\d+) at 128 to about (0\.\d+) at 2,048", text)
+    assert m, "exercise 4's answer should state the ratio at both ends"
+    fixed = {"chip": "gc200", "model": "llama-2-70b", "chips": 1024, "tokens": 2e12}
+    flops = [128, 256, 512, 1024, 2048]
+    t = sweep.run(
+        "train",
+        vary={
+            "fp16_flops_per_cycle_per_tile": flops,
+            "link_bandwidth_bytes_per_s": [4e12],
+            "offchip_bandwidth_bytes_per_s": [64e9, 4e12],
+        },
+        fixed=fixed,
+        mode="serial",
+        show_progress=False,
+    )
+    vs = sweep.against_gpu(t.table, "a100-80gb")
+    slow = vs[vs["offchip_bandwidth_bytes_per_s"] == 64e9].sort_values(
+        "fp16_flops_per_cycle_per_tile"
+    )
+    ratios = slow["ratio"].to_numpy()
+    assert (
+        abs(ratios[0] - float(m.group(1))) <= 0.01 and abs(ratios[-1] - float(m.group(2))) <= 0.01
+    )
+    assert ratios[-1] - ratios[-2] < 0.01  # levels off
+    assert vs["ratio"].max() < 0.5
+    assert sweep.break_even(slow, "fp16_flops_per_cycle_per_tile")["value"].isna().all()
