@@ -195,3 +195,25 @@ def test_08_exercise_4_more_flops_do_not_reach_break_even():
     assert ratios[-1] - ratios[-2] < 0.01  # levels off
     assert vs["ratio"].max() < 0.5
     assert sweep.break_even(slow, "fp16_flops_per_cycle_per_tile")["value"].isna().all()
+
+
+# ---------------------------------------------------------------------------- 07 sparse embeddings
+def test_07_exercises_2_and_3_answers_are_the_librarys():
+    """Exercise 2: doubling the Streaming Memory bandwidth roughly doubles the 13 GB point and
+    leaves it 'about five times' behind the A100 (4.5-5.5x); exercise 3: the chip count and board
+    power that hold dlrm-mlperf's tables in SRAM, as stated."""
+    from ipusim import embeddings
+
+    text = _markdown("07_sparse_embeddings.ipynb")
+    gc200 = hardware.chip("gc200")
+    w = embeddings.Workload("13 GB", embeddings.uniform_tables(26, 1_000_000, 128), 2048, 4, 0.0)
+    base = embeddings.simulate(gc200, w)
+    fast = embeddings.simulate(gc200.replace(offchip_bandwidth_bytes_per_s=128e9), w)
+    a100 = embeddings.simulate("a100-80gb", w)
+    assert "roughly twice the look-ups per second, still about five" in text
+    assert 1.8 < fast.lookups_per_s / base.lookups_per_s < 2.1
+    assert 4.5 < a100.lookups_per_s / fast.lookups_per_s < 5.5
+    m = re.search(r"= (\d+) chips\s+before\s+any buffers, (\d+) kW", text)
+    assert m, "exercise 3 should state the chips and the kW"
+    n = math.ceil(embeddings.preset("dlrm-mlperf").table_bytes / gc200.data_bytes)
+    assert int(m.group(1)) == n and int(m.group(2)) == round(n * gc200.power_w / 1e3)
