@@ -217,3 +217,21 @@ def test_07_exercises_2_and_3_answers_are_the_librarys():
     assert m, "exercise 3 should state the chips and the kW"
     n = math.ceil(embeddings.preset("dlrm-mlperf").table_bytes / gc200.data_bytes)
     assert int(m.group(1)) == n and int(m.group(2)) == round(n * gc200.power_w / 1e3)
+
+
+# ---------------------------------------------------------------------------- 06 training
+def test_06_exercise_2_tensor_parallel_shares_are_the_librarys():
+    """Exercise 2's answer: the tensor-parallel all-reduces' share of Llama-2-70B's step on 1,024
+    A100s and H100s, at the same placement, as the prose rounds them (to the percent, +-1)."""
+    from ipusim import training
+
+    text = _markdown("06_training_at_scale.ipynb")
+    m = re.search(r"about (\d+)% of the A100's step and about (\d+)% of the H100's", text)
+    assert m, "exercise 2 should state both shares"
+    steps = [
+        training.best_placement("llama-2-70b", c, 1024, explain=False)
+        for c in ("a100-80gb", "h100-sxm")
+    ]
+    assert steps[0].placement.label() == steps[1].placement.label()  # "at the same placement"
+    for stated, s in zip(m.groups(), steps, strict=True):
+        assert abs(int(stated) - 100 * s.split["tensor_parallel"] / s.step_time_s) <= 1
