@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Patch
 
 from .style import FIT_LABELS, axes, chip_color, fit_style, legend_outside
 
@@ -68,28 +69,60 @@ def hit_rate_vs_skew(skews, closed, simulated, ax=None, *, label="", color=None)
 def per_watt_bars(table: list[dict], ax=None):
     """Throughput per watt relative to the best GPU of each case (linear axis, 1 = that GPU).
 
-    ``table`` rows: ``case``, ``chip``, ``per_w`` (0 when it does not fit).
+    ``table`` rows: ``case``, ``chip``, ``kind``, ``per_w`` (0 when it does not fit) and,
+    optionally, ``fit``: a bar whose step streams is hatched, one that does not fit is marked
+    with a hollow marker on the axis (the series' fit rule, ``plots.style``). The legend sits
+    outside the data.
     """
     ax = axes(ax, (8, 4.4))
     cases = list(dict.fromkeys(r["case"] for r in table))
     chips = list(dict.fromkeys(r["chip"] for r in table))
     width = 0.8 / len(chips)
+    seen = set()
     for j, ch in enumerate(chips):
-        vals = []
+        vals, fits = [], []
         for case in cases:
             gpu_best = max(r["per_w"] for r in table if r["case"] == case and r["kind"] == "gpu")
-            v = next(r["per_w"] for r in table if r["case"] == case and r["chip"] == ch)
-            vals.append(v / gpu_best if gpu_best > 0 else np.nan)
-        ax.bar(
-            np.arange(len(cases)) + (j - (len(chips) - 1) / 2) * width,
-            vals,
-            width,
-            color=chip_color(ch),
-            label=ch,
-        )
+            row = next(r for r in table if r["case"] == case and r["chip"] == ch)
+            vals.append(row["per_w"] / gpu_best if gpu_best > 0 else np.nan)
+            fits.append(row.get("fit", "on_chip"))
+        xs = np.arange(len(cases)) + (j - (len(chips) - 1) / 2) * width
+        bars = ax.bar(xs, vals, width, color=chip_color(ch), label=ch)
+        for bar, x, state in zip(bars, xs, fits, strict=True):
+            seen.add(state)
+            if state == "streams":
+                bar.set_hatch("////")
+                bar.set_edgecolor("white")
+            elif state == "does_not_fit":
+                ax.plot(
+                    x,
+                    0,
+                    "o",
+                    color=chip_color(ch),
+                    ms=7,
+                    clip_on=False,
+                    **{"fillstyle": fit_style("does_not_fit")["fillstyle"]},
+                )
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(cases)), cases, rotation=15, ha="right", fontsize=8)
     ax.set_ylabel("throughput per watt / best GPU's")
-    ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
+    handles, _ = ax.get_legend_handles_labels()
+    if "streams" in seen:
+        handles.append(
+            Patch(facecolor="0.6", hatch="////", edgecolor="white", label=FIT_LABELS["streams"])
+        )
+    if "does_not_fit" in seen:
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                marker="o",
+                ls="none",
+                color="0.3",
+                fillstyle=fit_style("does_not_fit")["fillstyle"],
+                label=FIT_LABELS["does_not_fit"],
+            )
+        )
+    legend_outside(ax, handles=handles)
     return ax
