@@ -235,3 +235,17 @@ def test_06_exercise_2_tensor_parallel_shares_are_the_librarys():
     assert steps[0].placement.label() == steps[1].placement.label()  # "at the same placement"
     for stated, s in zip(m.groups(), steps, strict=True):
         assert abs(int(stated) - 100 * s.split["tensor_parallel"] / s.step_time_s) <= 1
+
+
+# ---------------------------------------------------------------------------- 01 memory wall
+def test_01_exercise_1_first_batch_that_does_not_fit():
+    """Exercise 1's answer: the first GPT-2 decode batch (1,024 context) whose bound no longer fits
+    one GC200's tile SRAM, as ``roofline.sweep`` gives it."""
+    from ipusim import roofline
+
+    text = _markdown("01_memory_wall.ipynb")
+    m = re.search(r"flips from True to False at batch (\d+)", text)
+    assert m, "exercise 1 should state the batch"
+    fits = roofline.sweep(["gc200"], "gpt2", range(1, 65), [1024], phase="decode").fits[0, :, 0]
+    first = int(np.argmin(fits)) + 1
+    assert fits[: first - 1].all() and not fits[first - 1 :].any() and first == int(m.group(1))
