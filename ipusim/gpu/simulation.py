@@ -53,6 +53,14 @@ class KernelResult:
         )
 
 
+def _gpu_chip(chip, fn: str) -> GpuChip:
+    """The GPU chip ``chip`` names (or is); ``ValueError`` naming ``fn`` for a tile chip."""
+    c = resolve(chip)
+    if not isinstance(c, GpuChip):
+        raise ValueError(f"{fn} needs a GPU chip, got {c.kind} chip {c.name!r}")
+    return c
+
+
 def simulate_kernel(
     chip,
     blocks: int,
@@ -73,9 +81,7 @@ def simulate_kernel(
     >>> r.waves
     2
     """
-    c = resolve(chip)
-    if not isinstance(c, GpuChip):
-        raise ValueError(f"simulate_kernel needs a GPU chip, got {c.kind} chip {c.name!r}")
+    c = _gpu_chip(chip, "simulate_kernel")
     blocks = positive("blocks", blocks, integer=True)
     block_flops = positive("block_flops", block_flops, allow_zero=True)
     block_hbm_bytes = positive("block_hbm_bytes", block_hbm_bytes, allow_zero=True)
@@ -121,9 +127,7 @@ def elementwise_kernel_s(chip, elements: int, bytes_moved: float, simt_flops: fl
     """Seconds of one memory-streaming kernel (copy, gather, an optimizer update): ``elements``
     outputs, ``bytes_moved`` HBM bytes read and written, ``simt_flops`` on the CUDA cores; its
     blocks in waves over the SMs (``run_waves``), launch included."""
-    c = resolve(chip)
-    if not isinstance(c, GpuChip):
-        raise ValueError(f"elementwise_kernel_s needs a GPU chip, got {c.kind} chip {c.name!r}")
+    c = _gpu_chip(chip, "elementwise_kernel_s")
     elements = positive("elements", elements, integer=True)
     bytes_moved = positive("bytes_moved", bytes_moved, allow_zero=True)
     simt_flops = positive("simt_flops", simt_flops, allow_zero=True)
