@@ -154,3 +154,22 @@ def test_elementwise_rejects_bad_input():
         from ipusim import gpu
 
         gpu.elementwise_kernel_s("bow", 10, 40.0)
+
+
+def test_data_parallel_beyond_a_pod64_crosses_the_gateway_links():
+    # 32 replicas of 8 pipelined Bow chips = 256 chips: 8 replicas of each stage per Pod64 on
+    # IPU-Links, 4 pods joined by GW-Links (GC-BOW2000: 2 x 100 Gb/s per 4 chips, 6.25 GB/s a chip).
+    # The accumulated gradients are all-reduced once per step, in the pod and then across pods.
+    cfg, bow = workloads.model("bert-large"), hardware.chip("bow")
+    fab = collectives.fabric(bow, 256)
+    assert fab.inter.name == "gateway" and fab.chips_per_node == 64
+    assert fab.inter.bandwidth_bytes_per_s == pytest.approx(2 * 100e9 / 8 / 4, rel=1e-12)
+    r = tm.evaluate(cfg, bow, 256, 384, 16384, 32, 1, 8, 8, 2, 0)
+    n = float(tm.stage_params(cfg, 8)) * tmem.BYTES_GRAD
+    expect = collectives.hierarchical_all_reduce_s(n, 8, 4, fab.intra, fab.inter)
+    assert float(np.ravel(r["split"]["data_parallel"])[0]) == pytest.approx(expect, rel=1e-9)
+    one_pod = tm.evaluate(cfg, bow, 64, 384, 16384, 8, 1, 8, 8, 2, 0)
+    assert float(np.ravel(one_pod["split"]["data_parallel"])[0]) == pytest.approx(
+        collectives.all_reduce_s(n, 8, fab.intra), rel=1e-9
+    )
+    assert expect > collectives.all_reduce_s(n, 8, fab.intra)
