@@ -84,7 +84,13 @@ from .params import (
     TENSORRT_KERNELS,
     WAVE_FILL_CYCLES,
 )
-from .simulation import KernelResult, check_efficiency, simulate, simulate_kernel
+from .simulation import (
+    KernelResult,
+    check_efficiency,
+    elementwise_kernel_s,
+    simulate,
+    simulate_kernel,
+)
 from .varlen import (
     FT_FUSED_MHA_MAX_LEN,
     HOST_SYNC_S,
@@ -132,6 +138,7 @@ __all__ = [
     "KernelResult",
     "calibration_table",
     "check_efficiency",
+    "elementwise_kernel_s",
     "fit_calibration",
     "fit_tensor_efficiency",
     "fastertransformer_padded",
