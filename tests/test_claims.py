@@ -51,6 +51,29 @@ def test_docs_claims_links_each_claim_to_its_function(board):
         assert f"`{v.function}`" in row, n
 
 
+def test_docs_state_what_the_comparison_rule_changed_with_the_computed_numbers(board):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8")
+    row = {
+        n: next(line for line in text.splitlines() if line.startswith(f"| #{n} |"))
+        for n in (7, 8, 14, 15)
+    }
+    n8, n15 = board[8].numbers, board[15].numbers
+    for key in ("8_length_buckets", "padded_to_the_batchs_longest"):
+        for m in (0, 40):
+            assert f"{n8[f'flops_cut_{key}_{m}pct_long']:.0%}" in row[8], (key, m)
+    assert "**depends**" in row[8] and board[8].state == claims.DEPENDS
+    for key in ("llama_2_7b", "bert_base"):
+        assert f"{n15[f'training_advantage_{key}_x']:.2f}x" in row[15], key
+    assert f"{n15['state_over_gpu_hbm_llama_2_7b_x']:.1f}x" in row[15]
+    for key in ("padded_to_512", "padding_removed"):
+        for m in (0, 40):
+            assert f"{board[7].numbers[f'ratio_vs_{key}_{m}pct_long_x']:.2f}x" in row[7], (key, m)
+    assert f"{board[14].numbers['per_w_ratio_bert_base_encoder_x']:.2f}x" in row[14]
+    assert all(f": {board[n].state}" in row[n] for n in (7, 14, 15))
+
+
 def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
     with pytest.raises(ValueError, match="one of supported"):
         claims.ClaimVerdict(1, "t", "maybe", "s", "r")
