@@ -305,3 +305,64 @@ def options(params: dict | None, chip) -> dict:
             "from its own measurements"
         )
     return {"tensor_efficiency": g["tensor_efficiency"], "launch_s": g["launch_s"]}
+
+
+def calibrated_chip(params: dict | None, chip):
+    """``chip`` (a preset name or chip object) as the calibration ``params`` (from ``load``) sets
+    it, for code that takes a chip rather than simulator options (the checklist, serving tables):
+    the calibrated GPU is a copy named ``<preset>*`` whose per-kernel cost is ``launch_s`` and
+    whose FP16 tensor rate per SM is scaled by ``tensor_efficiency / gpu.TENSOR_EFFICIENCY``, so
+    every matmul takes the time ``gpu.simulate(..., tensor_efficiency=...)`` gives (the same
+    product of rate and efficiency; an MFU computed against it is against the scaled peak). A chip
+    the calibration does not name comes back unchanged."""
+    from . import hardware
+    from .gpu.params import TENSOR_EFFICIENCY
+
+    c = hardware.chip(chip)
+    g = (params or {}).get("gpu")
+    if not g or c.name != g["chip"]:
+        return c
+    return c.replace(
+        name=c.name + "*",
+        fp16_flops_per_cycle_per_sm=c.fp16_flops_per_cycle_per_sm
+        * g["tensor_efficiency"]
+        / TENSOR_EFFICIENCY,
+        kernel_launch_s=g["launch_s"],
+    )
+
+
+def moved(params: dict) -> list[dict]:
+    """Each parameter ``params`` (from ``load``) sets: ``parameter``, ``chip`` (GPU) or "tile",
+    ``preset``, ``calibrated`` and ``change`` (calibrated / preset - 1)."""
+    from . import hardware
+    from . import tile_calibration as tc
+    from .gpu.params import TENSOR_EFFICIENCY
+
+    rows = []
+    g = params.get("gpu")
+    if g:
+        for name, preset in (
+            ("tensor_efficiency", TENSOR_EFFICIENCY),
+            ("launch_s", hardware.chip(g["chip"]).kernel_launch_s),
+        ):
+            rows.append(
+                {
+                    "parameter": name,
+                    "chip": g["chip"],
+                    "preset": preset,
+                    "calibrated": g[name],
+                    "change": g[name] / preset - 1 if preset else math.inf,
+                }
+            )
+    preset = tc.current()
+    for name, v in (params.get("tile") or {}).items():
+        rows.append(
+            {
+                "parameter": name,
+                "chip": "tile",
+                "preset": preset[name],
+                "calibrated": v,
+                "change": v / preset[name] - 1 if preset[name] else math.inf,
+            }
+        )
+    return rows
