@@ -63,6 +63,12 @@ def test_poc_calibration_moves_the_documented_case_and_says_why(cal_file):
     assert res["score_change"] > 0  # the slower GPU moves the verdict towards the tile chip
     assert res["why"] and res["why"][0].startswith("C2, C4:")
     assert res["changed"] == (res["before"].decision != res["after"].decision)
+    # docs/validation.md states these numbers for this file and case
+    text = (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert f"{-moved['tensor_efficiency']['change']:.0%} slower in its matmuls" in text
+    assert f"{moved['launch_s']['change']:.0%} more per-kernel cost" in text
+    assert f"moves {res['score_change']:.1f} points towards the GC200" in text
+    assert f"decision stays {res['after'].decision.upper()}" in text and not res["changed"]
 
 
 def test_cli_checklist_calibration_reports_moves_and_verdicts(cal_file, capsys):

@@ -102,31 +102,13 @@ def _energy(which: str, tile: str = TILE, gpu: str = GPU) -> dict:
     return machine.energy_comparison(s, tile, gpu)
 
 
-def _verdict(
-    claim,
-    title,
-    state,
-    summary,
-    rule,
-    numbers,
-    assumptions,
-    function,
-    notebooks,
-    break_even="",
-    *,
-    chips=(None, None),
-    prices=None,
-):
-    """The verdict, with its row of the comparison table (``chips``: the (tile, GPU) judged,
-    when a sensitivity row replaces the table's; ``prices``: the price set used)."""
+def _verdict(*fields, break_even="", chips=(None, None), prices=None):
+    """The verdict from ``fields`` (claim, title, state, summary, rule, numbers, assumptions,
+    function name, notebooks), with its row of the comparison table (``chips``: the (tile, GPU)
+    judged, when a sensitivity row replaces the table's; ``prices``: the price set used)."""
+    claim, _, state, *_, function, notebooks = fields
     return ClaimVerdict(
-        claim,
-        title,
-        state,
-        summary,
-        rule,
-        numbers,
-        assumptions,
+        *fields[:7],
         break_even if state == DEPENDS else "",
         f"ipusim.claims.{function}",
         tuple(notebooks),
