@@ -444,6 +444,20 @@ def test_cli_json_parses(board, capsys):
     assert sum(d["counts"].values()) == 2
 
 
+def test_cli_sensitivity_rows_in_json_and_text(capsys):
+    from ipusim import cli
+
+    assert cli.main(["claims", "--json", "--claim", "5", "--sensitivity"]) == 0
+    c = json.loads(capsys.readouterr().out)["verdicts"][0]["comparison"]
+    assert [(r["tile"], r["gpu"]) for r in c["sensitivity_verdicts"]] == [
+        tuple(p) for p in c["sensitivity"]
+    ]
+    assert all(r["state"] in claims.STATES for r in c["sensitivity_verdicts"])
+    assert cli.main(["claims", "--claim", "5", "--sensitivity"]) == 0
+    out = capsys.readouterr().out
+    assert f"compares {TILE} vs {GPU}" in out and "sensitivity bow vs h200:" in out
+
+
 def test_cli_bad_arguments_exit_2_with_one_line(capsys):
     from ipusim import cli
 
