@@ -82,3 +82,22 @@ def test_cli_checklist_calibration_reports_moves_and_verdicts(cal_file, capsys):
     assert main(["checklist", "--calibration", str(cal_file), "--no-progress"]) == 0
     md = capsys.readouterr().out
     assert "## Calibration" in md and "tensor_efficiency" in md and "Verdict before:" in md
+
+
+def test_c2_p99_interval_and_a_straddled_target_is_said(monkeypatch):
+    """C2 gives the p99 at the offered rate with its replication interval, and says when the
+    interval contains the target (whether it meets the target is then within the noise)."""
+    from ipusim.checklist import Context
+    from ipusim.checklist.throughput import check_throughput
+
+    case = C.default_case()
+    c2 = check_throughput(case, Context(case))
+    ev = {e.key: e.value for e in c2.evidence}
+    lo, hi = ev["p99_lo_at_rate.a100-80gbx1"], ev["p99_hi_at_rate.a100-80gbx1"]
+    assert 0 < lo <= hi < case.slo_p99_s * 1e3 and "straddles" not in c2.reason
+    slo = case.slo_p99_s
+    monkeypatch.setattr(
+        Context, "offered_interval", lambda *a, **k: {"lo": slo * 0.9, "hi": slo * 1.1, "n": 5}
+    )
+    c2 = check_throughput(case, Context(case))
+    assert "straddles the 50" in c2.reason and "within the simulation's noise" in c2.reason
