@@ -12,8 +12,8 @@ Parameters set (documented in ``ipusim.gpu.params`` and ``ipusim.hardware``):
   bounded to ``TENSOR_EFFICIENCY_BOUNDS``;
 * ``launch_s``: seconds per kernel (``kernel_launch_s``), bounded to ``LAUNCH_BOUNDS_S``.
 
-Rule (the same as ``ipusim.gpu.calibration.fit_calibration`` uses for the published TensorRT
-rows, on a continuous range instead of a grid): the pair minimising
+Rule: ``ipusim.gpu.calibration.least_squares``, the one rule that also set the presets from the
+published TensorRT rows (``gpu.fit_calibration``): the pair minimising
 ``sum(ln(predicted / measured)**2)`` over the rows, within the bounds. A step's time is its
 time without launches plus kernels x the per-kernel cost, so each efficiency is simulated once;
 the efficiency is searched on a 0.01 grid and refined by golden section, the per-kernel cost by
@@ -30,31 +30,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-TENSOR_EFFICIENCY_BOUNDS = (
-    0.20,
-    1.00,
-)  # a fraction of peak; below 0.2 the chip is not the one named
-LAUNCH_BOUNDS_S = (0.0, 50e-6)  # seconds per kernel; 10x the preset's 4.9 us
-_GOLDEN = (math.sqrt(5) - 1) / 2
-
-
-def _golden(f, lo, hi, iters=60):
-    a, b = lo, hi
-    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iters):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - _GOLDEN * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + _GOLDEN * (b - a)
-            fd = f(d)
-    return (a + b) / 2
-
+from .gpu.calibration import (  # the one bounded least-squares rule, and its bounds
+    LAUNCH_BOUNDS_S,
+    TENSOR_EFFICIENCY_BOUNDS,
+    golden_section,
+    least_squares,
+)
 
 TILE_WORKLOADS = {
     "tile-onchip-matmul": ("bow", "AMP_PHASE_OVERHEAD_CYCLES"),
@@ -159,7 +140,7 @@ def fit_tile(rows) -> dict:
             p = {"tile": {**chosen, name: v}}
             return sum(math.log(predict(r, p) / r["value"]) ** 2 for r in mine)
 
-        x = _golden(cost, *(map(math.log, (lo, hi)) if log else (lo, hi)), iters=50)
+        x = golden_section(cost, *(map(math.log, (lo, hi)) if log else (lo, hi)), iters=50)
         chosen[name] = math.exp(x) if log else x
     before = [math.log(predict(r) / r["value"]) ** 2 for r in rows]
     after = [math.log(predict(r, {"tile": chosen}) / r["value"]) ** 2 for r in rows]
@@ -184,66 +165,43 @@ def calibrate(rows) -> dict:
     return out
 
 
-def _launchless(rows, eff):
-    from .gpu import simulate
+def _points(rows):
     from .workloads import step
 
-    t0, k = [], []
-    for r in rows:
-        res = simulate(
+    return [
+        (
             r["chip"],
             step(r["model"], [r["seq_len"]] * r["batch"], pad_to=r["seq_len"]),
-            tensor_efficiency=eff,
-            launch_s=0.0,
+            r["value"] * 1e-3,
         )
-        t0.append(res.extra["time_if_unlimited_s"])
-        k.append(sum(x["count"] for x in res.extra["kernels"]))
-    return np.array(t0), np.array(k, float)
+        for r in rows
+    ]
+
+
+def _rms_log_error(points, **params) -> float:
+    from .gpu import simulate
+
+    errs = [math.log(simulate(c, st, **params).time_s / m) ** 2 for c, st, m in points]
+    return math.sqrt(sum(errs) / len(errs))
 
 
 def fit(rows) -> dict:
-    """The bounded least-squares rule of the module docstring over ``rows`` (from
-    ``measurements``): chip, tensor_efficiency, launch_s, rows, and the root-mean-square
+    """``ipusim.gpu.calibration.least_squares`` (the rule of the module docstring) over ``rows``
+    (from ``measurements``): chip, tensor_efficiency, launch_s, rows, and the root-mean-square
     ``ln(predicted / measured)`` before (preset parameters) and after."""
     from .gpu.params import TENSOR_EFFICIENCY
-
-    measured = np.array([r["value"] for r in rows]) * 1e-3
-    cache = {}
-
-    def inner(eff):
-        if eff not in cache:
-            t0, k = _launchless(rows, eff)
-
-            def cost(launch):
-                return float(np.sum(np.log((t0 + k * launch) / measured) ** 2))
-
-            launch = _golden(cost, *LAUNCH_BOUNDS_S)
-            cache[eff] = (cost(launch), launch)
-        return cache[eff]
-
-    grid = np.round(
-        np.arange(TENSOR_EFFICIENCY_BOUNDS[0], TENSOR_EFFICIENCY_BOUNDS[1] + 1e-9, 0.01), 2
-    )
-    best = min(grid, key=lambda e: inner(float(e))[0])
-    lo, hi = (
-        max(TENSOR_EFFICIENCY_BOUNDS[0], best - 0.01),
-        min(TENSOR_EFFICIENCY_BOUNDS[1], best + 0.01),
-    )
-    eff = _golden(lambda e: inner(e)[0], lo, hi, iters=30)
-    cost, launch = inner(eff)
-    chip = rows[0]["chip"]
     from .hardware import chip as _chip
 
-    t0, k = _launchless(rows, TENSOR_EFFICIENCY)
-    before = float(np.sum(np.log((t0 + k * _chip(chip).kernel_launch_s) / measured) ** 2))
-    n = len(rows)
+    points = _points(rows)
+    best = least_squares(points)
+    chip = rows[0]["chip"]
     return {
         "chip": chip,
-        "tensor_efficiency": float(eff),
-        "launch_s": float(launch),
-        "rows": n,
-        "rms_log_error_before": math.sqrt(before / n),
-        "rms_log_error_after": math.sqrt(cost / n),
+        "tensor_efficiency": best["tensor_efficiency"],
+        "launch_s": best["launch_s"],
+        "rows": len(rows),
+        "rms_log_error_before": _rms_log_error(points),
+        "rms_log_error_after": math.sqrt(best["cost"] / len(rows)),
         "tensor_efficiency_preset": TENSOR_EFFICIENCY,
         "launch_s_preset": _chip(chip).kernel_launch_s,
     }
@@ -347,3 +305,64 @@ def options(params: dict | None, chip) -> dict:
             "from its own measurements"
         )
     return {"tensor_efficiency": g["tensor_efficiency"], "launch_s": g["launch_s"]}
+
+
+def calibrated_chip(params: dict | None, chip):
+    """``chip`` (a preset name or chip object) as the calibration ``params`` (from ``load``) sets
+    it, for code that takes a chip rather than simulator options (the checklist, serving tables):
+    the calibrated GPU is a copy named ``<preset>*`` whose per-kernel cost is ``launch_s`` and
+    whose FP16 tensor rate per SM is scaled by ``tensor_efficiency / gpu.TENSOR_EFFICIENCY``, so
+    every matmul takes the time ``gpu.simulate(..., tensor_efficiency=...)`` gives (the same
+    product of rate and efficiency; an MFU computed against it is against the scaled peak). A chip
+    the calibration does not name comes back unchanged."""
+    from . import hardware
+    from .gpu.params import TENSOR_EFFICIENCY
+
+    c = hardware.chip(chip)
+    g = (params or {}).get("gpu")
+    if not g or c.name != g["chip"]:
+        return c
+    return c.replace(
+        name=c.name + "*",
+        fp16_flops_per_cycle_per_sm=c.fp16_flops_per_cycle_per_sm
+        * g["tensor_efficiency"]
+        / TENSOR_EFFICIENCY,
+        kernel_launch_s=g["launch_s"],
+    )
+
+
+def moved(params: dict) -> list[dict]:
+    """Each parameter ``params`` (from ``load``) sets: ``parameter``, ``chip`` (GPU) or "tile",
+    ``preset``, ``calibrated`` and ``change`` (calibrated / preset - 1)."""
+    from . import hardware
+    from . import tile_calibration as tc
+    from .gpu.params import TENSOR_EFFICIENCY
+
+    rows = []
+    g = params.get("gpu")
+    if g:
+        for name, preset in (
+            ("tensor_efficiency", TENSOR_EFFICIENCY),
+            ("launch_s", hardware.chip(g["chip"]).kernel_launch_s),
+        ):
+            rows.append(
+                {
+                    "parameter": name,
+                    "chip": g["chip"],
+                    "preset": preset,
+                    "calibrated": g[name],
+                    "change": g[name] / preset - 1 if preset else math.inf,
+                }
+            )
+    preset = tc.current()
+    for name, v in (params.get("tile") or {}).items():
+        rows.append(
+            {
+                "parameter": name,
+                "chip": "tile",
+                "preset": preset[name],
+                "calibrated": v,
+                "change": v / preset[name] - 1 if preset[name] else math.inf,
+            }
+        )
+    return rows

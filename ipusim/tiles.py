@@ -70,6 +70,7 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     Phase,
     always_live_other_bytes,
     budget_bytes,
+    map_elementwise,
     map_matmul,
     plan_matmul,
     plan_step,
@@ -675,3 +676,33 @@ def matmul(c, m: int, k: int, n: int, *, dtype_bytes: int = 2) -> TileProfile:
     return TileProfile(
         c, None, [plan], prog, "on-chip", always, plan.temp, np.zeros(c.tiles, int), res
     )
+
+
+def elementwise_s(
+    c,
+    elements: int,
+    *,
+    flops_per_element: float,
+    load_bytes_per_element: float,
+    stream_bytes_per_element: float = 0.0,
+) -> float:
+    """Seconds of one element-wise op in place over ``elements`` values spread evenly over the
+    tiles of ``c`` (an optimizer update): one superstep (sync, then each tile's vector FLOPs or
+    its ``load_bytes_per_element`` of SRAM traffic, whichever is slower, ``run_program``), plus,
+    when its operands live in Streaming Memory, ``stream_bytes_per_element`` copied in and out at
+    ``offchip_bandwidth_bytes_per_s`` and not overlapped (the streaming rule of ``profile``)."""
+    from ._validate import positive
+    from .workloads import Op
+
+    c = _tile_chip(c, "elementwise_s")
+    elements = positive("elements", elements, integer=True)
+    fpe = positive("flops_per_element", flops_per_element, allow_zero=True)
+    lpe = positive("load_bytes_per_element", load_bytes_per_element, allow_zero=True)
+    spe = positive("stream_bytes_per_element", stream_bytes_per_element, allow_zero=True)
+    if spe and not c.offchip_bandwidth_bytes_per_s:
+        raise ValueError(f"chip {c.name!r} has no Streaming Memory to stream operands from")
+    op = Op("elementwise", "activation", 1, fpe * elements, 0.0, lpe * elements, 0.0)
+    prog = run_program(c, [map_elementwise(op, c, elements, lpe)])
+    cycles = float((prog.superstep_cycles * prog.count).sum())
+    stream = spe * elements / c.offchip_bandwidth_bytes_per_s if spe else 0.0
+    return cycles / c.clock_hz + stream

@@ -184,3 +184,14 @@ def test_tile_round_trip_recovers_known_parameters_within_2_percent(tmp_path):
     out = tmp_path / "t.toml"
     out.write_text(calibration.to_toml(res, str(path)))
     assert calibration.load(out)["tile"] == pytest.approx(res["tile"]["parameters"], rel=1e-5)
+
+
+def test_one_rule_sets_the_presets_and_a_users_calibration(tmp_path):
+    """The published TensorRT rows given to ``calibrate`` as a user's measurements come out as the
+    presets' own fit (``gpu.fit_calibration``): both call ``gpu.calibration.least_squares``."""
+    from ipusim import gpu, published
+
+    trt = [r for r in published.rows(source="TRT-BERT") if r["model"] == "bert-base"]
+    rows = [_measurement(r["chip"], "bert-base", r["seq_len"], r["batch"], r["value"]) for r in trt]
+    res = calibration.fit(calibration.measurements(_write(tmp_path / "trt.csv", rows)))
+    assert (res["tensor_efficiency"], res["launch_s"]) == pytest.approx(gpu.fit_calibration())

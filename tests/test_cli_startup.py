@@ -139,3 +139,16 @@ def test_service_time_of_one_batch_is_the_kernels_answer():
                 got,
                 want,
             )
+
+
+def test_progress_bars_are_off_in_headless_runs(monkeypatch):
+    """IPUSIM_PROGRESS=0 (set by every headless notebook run) gives the do-nothing bar, so no
+    executed notebook stores a frozen "0%" bar; unset, a full-size run shows one."""
+    from ipusim import config
+
+    monkeypatch.setenv("IPUSIM_QUICK", "0")
+    monkeypatch.delenv("IPUSIM_PROGRESS", raising=False)
+    assert config.progress_bars()
+    monkeypatch.setenv("IPUSIM_PROGRESS", "0")
+    assert not config.progress_bars()
+    assert isinstance(config.progress([1]), config._NoBar)

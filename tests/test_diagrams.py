@@ -80,6 +80,9 @@ def test_bsp_superstep_phases_from_the_chip():
     end = 3000 + c.sync_cycles + max(xb) / c.exchange_bytes_per_cycle_per_tile
     assert f"{end / c.clock_hz * 1e6:.2f} µs" in s
     assert len(ax.get_yticks()) == 3
+    # ipusim.tiles' order: sync, then exchange, then compute (left to right)
+    x = {str(tx.get_text()).split("\n")[0]: tx.get_position()[0] for tx in ax.texts}
+    assert x["sync"] < x["exchange"] < x["compute"]
 
 
 @pytest.mark.parametrize(
@@ -224,6 +227,21 @@ TERMS = (
     "length-bucket batching",
     "adaptive batching",
     "continuous batching",
+    "percentile, p50, p99",
+    "utilisation",
+    "stable",
+    "Kendall's notation",
+    "coefficient of variation",
+    "micro-batch",
+    "1F1B",
+    "bubble",
+    "recomputation",
+    "sharding",
+    "ZeRO",
+    "placement",
+    "Zipf",
+    "hit rate",
+    "latency",
 )
 
 

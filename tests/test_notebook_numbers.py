@@ -110,3 +110,142 @@ def test_04_bucket_widths_in_the_prose_are_the_librarys():
         p = packing.pack(lens, max_len, "bucket")  # default: 8 equal buckets
         # each length pads to the next multiple of the bucket width
         assert p.total_tokens == int(sum(-(-x // width) * width for x in lens))
+
+
+# ---------------------------------------------------------------------------- 08 design space
+@pytest.mark.slow
+def test_08_exercise_1_break_even_tiles_at_batch_32_and_1():
+    """Exercise 1's answer: the full-size (8 x 8) BERT-base grid's break-even tile count, from
+    512 KiB per tile up, at batch 32 and at batch 1, as the prose rounds them (to 1%)."""
+    from ipusim import sweep
+
+    text = _markdown("08_design_space.ipynb")
+    m = re.search(r"from about ([\d,]+) tiles at batch 32 to about ([\d,]+) at batch 1", text)
+    assert m, "exercise 1's answer should state both break-evens"
+    stated = [int(g.replace(",", "")) for g in m.groups()]
+    vary = {
+        "sram_per_tile_bytes": sweep.parse_values("256KiB:2MiB:8"),
+        "tiles": sweep.parse_values("736:5888:8"),
+    }
+    found = []
+    for batch in (32, 1):
+        fixed = {"chip": "gc200", "model": "bert-base", "batch": batch, "seq_len": 128}
+        t = sweep.run("simulate", vary=vary, fixed=fixed, mode="serial", show_progress=False)
+        be = sweep.break_even(sweep.against_gpu(t.table, "a100-80gb"), "tiles")
+        found.append(float(be[be["sram_per_tile_bytes"] >= 512 * 1024]["value"].median()))
+    for s, f in zip(stated, found, strict=True):
+        assert abs(s / f - 1) < 0.01, (stated, found)
+    assert (found[1] < found[0]) == ("Down" in text.split("<summary>Answers</summary>")[1][:40])
+
+
+# ---------------------------------------------------------------------------- quoted numbers
+@pytest.mark.parametrize("name", sorted(__import__("prose_numbers").QUOTES))
+def test_every_registered_quote_is_in_the_prose(name):
+    """The slow full-mode run compares each quoted number with its output line; here, fast, the
+    quote must still be in the prose (an edit that rewords a quoted number updates the registry)."""
+    import prose_numbers
+
+    text = _markdown(name)
+    missing = [q.what for q in prose_numbers.QUOTES[name] if not re.search(q.prose, text)]
+    assert not missing, f"{name}: quoted numbers no longer in the prose: {missing}"
+
+
+def test_a_quote_that_disagrees_with_its_output_is_a_problem():
+    import prose_numbers
+
+    name = "08_design_space.ipynb"
+    md = "the break-even moves from about 3,650 tiles at batch 32"
+    assert prose_numbers.problems(name, md, "break-even at 3,651-3,651 tiles") == []
+    bad = prose_numbers.problems(name, md, "break-even at 5,090-5,090 tiles")
+    assert len(bad) == 1 and "prose says 3,650, output prints 5,090" in bad[0]
+    assert "output not found" in prose_numbers.problems(name, md, "")[0]
+
+
+@pytest.mark.slow
+def test_08_exercise_4_more_flops_do_not_reach_break_even():
+    """Exercise 4's answer: Llama-2-70B training on 1,024 chips at 4 TB/s of link, with 1-16x the
+    GC200's FP16 rate per tile: no break-even, the ratio at 128 and at 2,048 FLOPs per cycle as the
+    prose rounds them (0.01), and still below 0.5 with 4 TB/s of Streaming Memory too."""
+    from ipusim import sweep
+
+    text = _markdown("08_design_space.ipynb")
+    m = re.search(r"rises from about (0\.\d+) at 128 to about (0\.\d+) at 2,048", text)
+    assert m, "exercise 4's answer should state the ratio at both ends"
+    fixed = {"chip": "gc200", "model": "llama-2-70b", "chips": 1024, "tokens": 2e12}
+    flops = [128, 256, 512, 1024, 2048]
+    t = sweep.run(
+        "train",
+        vary={
+            "fp16_flops_per_cycle_per_tile": flops,
+            "link_bandwidth_bytes_per_s": [4e12],
+            "offchip_bandwidth_bytes_per_s": [64e9, 4e12],
+        },
+        fixed=fixed,
+        mode="serial",
+        show_progress=False,
+    )
+    vs = sweep.against_gpu(t.table, "a100-80gb")
+    slow = vs[vs["offchip_bandwidth_bytes_per_s"] == 64e9].sort_values(
+        "fp16_flops_per_cycle_per_tile"
+    )
+    ratios = slow["ratio"].to_numpy()
+    assert (
+        abs(ratios[0] - float(m.group(1))) <= 0.01 and abs(ratios[-1] - float(m.group(2))) <= 0.01
+    )
+    assert ratios[-1] - ratios[-2] < 0.01  # levels off
+    assert vs["ratio"].max() < 0.5
+    assert sweep.break_even(slow, "fp16_flops_per_cycle_per_tile")["value"].isna().all()
+
+
+# ---------------------------------------------------------------------------- 07 sparse embeddings
+def test_07_exercises_2_and_3_answers_are_the_librarys():
+    """Exercise 2: doubling the Streaming Memory bandwidth roughly doubles the 13 GB point and
+    leaves it 'about five times' behind the A100 (4.5-5.5x); exercise 3: the chip count and board
+    power that hold dlrm-mlperf's tables in SRAM, as stated."""
+    from ipusim import embeddings
+
+    text = _markdown("07_sparse_embeddings.ipynb")
+    gc200 = hardware.chip("gc200")
+    w = embeddings.Workload("13 GB", embeddings.uniform_tables(26, 1_000_000, 128), 2048, 4, 0.0)
+    base = embeddings.simulate(gc200, w)
+    fast = embeddings.simulate(gc200.replace(offchip_bandwidth_bytes_per_s=128e9), w)
+    a100 = embeddings.simulate("a100-80gb", w)
+    assert "roughly twice the look-ups per second, still about five" in text
+    assert 1.8 < fast.lookups_per_s / base.lookups_per_s < 2.1
+    assert 4.5 < a100.lookups_per_s / fast.lookups_per_s < 5.5
+    m = re.search(r"= (\d+) chips\s+before\s+any buffers, (\d+) kW", text)
+    assert m, "exercise 3 should state the chips and the kW"
+    n = math.ceil(embeddings.preset("dlrm-mlperf").table_bytes / gc200.data_bytes)
+    assert int(m.group(1)) == n and int(m.group(2)) == round(n * gc200.power_w / 1e3)
+
+
+# ---------------------------------------------------------------------------- 06 training
+def test_06_exercise_2_tensor_parallel_shares_are_the_librarys():
+    """Exercise 2's answer: the tensor-parallel all-reduces' share of Llama-2-70B's step on 1,024
+    A100s and H100s, at the same placement, as the prose rounds them (to the percent, +-1)."""
+    from ipusim import training
+
+    text = _markdown("06_training_at_scale.ipynb")
+    m = re.search(r"about (\d+)% of the A100's step and about (\d+)% of the H100's", text)
+    assert m, "exercise 2 should state both shares"
+    steps = [
+        training.best_placement("llama-2-70b", c, 1024, explain=False)
+        for c in ("a100-80gb", "h100-sxm")
+    ]
+    assert steps[0].placement.label() == steps[1].placement.label()  # "at the same placement"
+    for stated, s in zip(m.groups(), steps, strict=True):
+        assert abs(int(stated) - 100 * s.split["tensor_parallel"] / s.step_time_s) <= 1
+
+
+# ---------------------------------------------------------------------------- 01 memory wall
+def test_01_exercise_1_first_batch_that_does_not_fit():
+    """Exercise 1's answer: the first GPT-2 decode batch (1,024 context) whose bound no longer fits
+    one GC200's tile SRAM, as ``roofline.sweep`` gives it."""
+    from ipusim import roofline
+
+    text = _markdown("01_memory_wall.ipynb")
+    m = re.search(r"flips from True to False at batch (\d+)", text)
+    assert m, "exercise 1 should state the batch"
+    fits = roofline.sweep(["gc200"], "gpt2", range(1, 65), [1024], phase="decode").fits[0, :, 0]
+    first = int(np.argmin(fits)) + 1
+    assert fits[: first - 1].all() and not fits[first - 1 :].any() and first == int(m.group(1))

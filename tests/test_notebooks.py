@@ -1,4 +1,6 @@
-"""Every notebook runs headless, top to bottom, as a test; and is committed stripped."""
+"""Every notebook runs headless, top to bottom, as a test; and is committed stripped. Under
+``-m slow`` each runs at full size too, where every number its prose quotes must equal the output
+that prints it (``tests/prose_numbers.py``) and no progress bar may be stored."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 import nbclient
 import nbformat
+import prose_numbers
 import pytest
 from browser_notebooks import executed_elsewhere, runtime_warnings, stream_outputs
 
@@ -34,7 +37,7 @@ def test_notebook_is_stripped_and_uses_python3(path):
         assert "sys.path" not in src, f"{path.name} cell {i} edits sys.path; import ipusim instead"
 
 
-def _execute(path: Path) -> None:
+def _execute(path: Path):
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb,
@@ -45,6 +48,7 @@ def _execute(path: Path) -> None:
     client.execute()  # raises CellExecutionError, naming the cell, on any error or failed assert
     problems = runtime_warnings(path.name, stream_outputs(nb))
     assert not problems, "\n".join(problems)
+    return nb
 
 
 def test_a_printed_runtime_warning_is_a_problem():
@@ -89,5 +93,16 @@ def test_notebook_runs_headless(path, monkeypatch):
 def test_notebook_runs_in_full_mode(path, monkeypatch):
     """The full size a reader gets in JupyterLab: the asserts on taught numbers hold there too."""
     monkeypatch.setenv("IPUSIM_QUICK", "0")
+    monkeypatch.setenv("IPUSIM_PROGRESS", "0")  # headless: no bar stored as a frozen "0%"
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    _execute(path)
+    nb = _execute(path)
+    # every number the prose quotes equals the output that prints it (tests/prose_numbers.py)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    stdout = "\n".join(text for _, name, text in stream_outputs(nb) if name == "stdout")
+    found = prose_numbers.problems(path.name, markdown, stdout)
+    bars = [
+        f"{path.name}: code cell {i} stores a progress bar"
+        for i, _, t in stream_outputs(nb)
+        if "0%|" in t
+    ]
+    assert not found + bars, "\n".join(found + bars)

@@ -78,3 +78,96 @@ def test_sweep_heatmap_ticks_use_one_notation_per_axis():
     mixed = _fmt_axis([262144, 1.49e6, 2 * 1024**2])  # one value is not a round binary size
     assert mixed == ["262k", "1.49M", "2.1M"]
     assert _fmt_axis([2450.0, 5888.0]) == ["2.45k", "5.89k"]
+
+
+def _rgb(c):
+    from matplotlib.colors import to_rgb
+
+    return [255 * v for v in to_rgb(c)]
+
+
+def test_the_other_palette_cannot_be_read_as_a_chip():
+    """Workloads, memory levels, phases, policies and packers take colours far from every chip's,
+    and matplotlib's default cycle (C0, C1, ...) is that palette once ipusim.plots is imported."""
+    import math
+
+    import matplotlib as mpl
+
+    chips = list(style.CHIP_COLORS.values()) + list(style.KIND_COLORS.values())
+    nearest = min(math.dist(_rgb(o), _rgb(c)) for o in style.OTHER_COLORS for c in chips)
+    assert nearest >= style.MIN_DISTANCE, nearest
+    assert len(set(style.OTHER_COLORS)) == len(style.OTHER_COLORS)
+    assert mpl.rcParams["axes.prop_cycle"].by_key()["color"] == list(style.OTHER_COLORS)
+    assert style.other_color(len(style.OTHER_COLORS)) == style.OTHER_COLORS[0]
+
+
+def test_no_plot_module_colours_a_non_chip_with_a_chip_colour():
+    """A plot module names no blue, red or purple by hand: those are the chips' (chip_color)."""
+    import re
+    from pathlib import Path
+
+    import ipusim.plots as plots
+
+    chipish = re.compile(
+        r"""["'](tab:(blue|red|purple|cyan)|"""
+        + "|".join(re.escape(c) for c in style.CHIP_COLORS.values())
+        + r""")["']""",
+        re.IGNORECASE,
+    )
+    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+        if path.name == "style.py":
+            continue
+        bad = [ln.strip() for ln in path.read_text().splitlines() if chipish.search(ln)]
+        assert not bad, f"{path.name} picks a chip colour by hand: {bad}"
+
+
+def test_legend_outside_sits_right_of_the_data():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="a")
+    leg = style.legend_outside(ax)
+    fig.canvas.draw()
+    box = leg.get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1
+    plt.close(fig)
+
+
+def test_sweep_heatmap_marks_every_cell_by_its_fit_state_with_human_labels():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from ipusim.plots import sweep as ps
+
+    t = pd.DataFrame(
+        {
+            "tiles": [736, 1472, 736, 1472],
+            "sram_per_tile_bytes": [256 * 1024, 256 * 1024, 512 * 1024, 512 * 1024],
+            "fit": ["does_not_fit", "streams", "on_chip", "on_chip"],
+            "ratio": [0.0, 0.5, 0.8, 1.5],
+        }
+    )
+    ax = ps.ratio_heatmap(t, "tiles", "sram_per_tile_bytes")
+    marks = [ln for ln in ax.lines if ln.get_marker() == "o"]
+    assert sorted(ln.get_fillstyle() for ln in marks) == sorted(
+        style.fit_style(s)["fillstyle"] for s in t["fit"]
+    )
+    assert ax.get_xlabel() == "tiles per chip" and "bytes" in ax.get_ylabel()
+    labels = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert {style.FIT_LABELS[s] for s in t["fit"]} <= set(labels)
+    plt.close("all")
+
+
+def test_packing_sequence_colours_are_neither_chips_nor_padding_grey():
+    import math
+
+    from matplotlib.colors import to_rgb
+
+    from ipusim.plots import packing
+
+    chips = list(style.CHIP_COLORS.values()) + list(style.KIND_COLORS.values())
+    assert len(packing._SEQ_COLORS) == 20
+    for c in packing._SEQ_COLORS:
+        assert min(math.dist(_rgb(c), _rgb(k)) for k in chips) >= style.MIN_DISTANCE, c
+        r, g, b = to_rgb(c)
+        assert max(r, g, b) - min(r, g, b) > 0.08, f"{c} is grey: grey means padding"

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ipusim import collectives, hardware, machine, training, workloads
+from ipusim.training import memory as tmem
 from ipusim.training import model as tm
 from ipusim.training import ops
 
@@ -87,3 +88,88 @@ def test_a_tile_that_overflows_moves_state_off_chip():
     assert int(np.ravel(tm.evaluate_memory(cfg, bow, *args)["level"])[0]) == 0
     r = tm.evaluate(cfg, bow, 16, *args)
     assert int(np.ravel(r["level"])[0]) == 1 and np.isfinite(np.ravel(r["step_time_s"])[0])
+
+
+# ---- the optimizer update: an element-wise op of the machine model --------------------------
+ADAM_PARAMS = 40_000_000  # a BERT-large pipeline stage's shard, about
+
+
+@pytest.mark.parametrize("chip", ["gc200", "bow"])
+def test_tile_optimizer_update_is_a_superstep_bound_by_tile_sram(chip):
+    # On chip: 28 B/param of SRAM traffic over all tiles (16 B/cycle each) set the pace, since
+    # 14 FP32 operations take fewer cycles than 28 bytes; one sync on top, nothing else.
+    c = hardware.chip(chip)
+    got = ops.optimizer_s(c, ADAM_PARAMS, 0)
+    sram = ADAM_PARAMS * tmem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM
+    floor = sram / c.sram_bandwidth_bytes_per_s
+    assert floor < got <= floor * 1.01 + (c.sync_cycles + 2 * c.vertex_overhead_cycles) / c.clock_hz
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_tile_optimizer_state_in_streaming_memory_adds_its_copy(level):
+    c = hardware.chip("bow")
+    on = ops.optimizer_s(c, ADAM_PARAMS, 0)
+    streamed = ops.optimizer_s(c, ADAM_PARAMS, level)
+    copy = ADAM_PARAMS * ops.STREAMED_UPDATE_BYTES[level] / c.offchip_bandwidth_bytes_per_s
+    assert streamed == pytest.approx(on + copy, rel=1e-9)
+    assert ops.STREAMED_UPDATE_BYTES[2] > ops.STREAMED_UPDATE_BYTES[1] > 0
+
+
+@pytest.mark.parametrize("chip", ["a100-80gb", "h100-sxm"])
+def test_gpu_optimizer_update_streams_hbm(chip):
+    # One memory-bound kernel: no faster than its bytes at full HBM bandwidth, no slower than
+    # at the GPU model's HBM efficiency plus a launch and a partial last wave (5 %).
+    from ipusim import gpu
+
+    c = hardware.chip(chip)
+    got = ops.optimizer_s(c, ADAM_PARAMS, 0)
+    moved = ADAM_PARAMS * tmem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM
+    assert moved / c.hbm_bandwidth_bytes_per_s < got
+    assert got <= 1.05 * moved / (c.hbm_bandwidth_bytes_per_s * gpu.HBM_EFFICIENCY) + (
+        c.kernel_launch_s
+    )
+
+
+def test_optimizer_split_is_the_op_time():
+    pl = training.Placement(data=2, tensor=1, pipeline=8, micro_batch=8, recompute="full")
+    r = training.simulate("bert-large", "bow", pl, seq_len=384, global_batch=16384)
+    c = hardware.chip("bow")
+    params = round(float(tm.stage_params(workloads.model("bert-large"), 8)))
+    level = tm.LEVELS.index(
+        "on_chip" if r.memory_where["optimizer"] == "tile SRAM" else "optimizer_streamed"
+    )
+    assert r.split["optimizer"] == pytest.approx(ops.optimizer_s(c, params, level), rel=1e-9)
+
+
+def test_elementwise_rejects_bad_input():
+    from ipusim import tiles
+
+    with pytest.raises(ValueError, match="elements"):
+        tiles.elementwise_s("bow", 0, flops_per_element=1.0, load_bytes_per_element=4.0)
+    with pytest.raises(ValueError, match="Streaming Memory"):
+        tiles.elementwise_s(
+            "gc2", 10, flops_per_element=1.0, load_bytes_per_element=4.0, stream_bytes_per_element=4
+        )
+    with pytest.raises(ValueError, match="GPU"):
+        from ipusim import gpu
+
+        gpu.elementwise_kernel_s("bow", 10, 40.0)
+
+
+def test_data_parallel_beyond_a_pod64_crosses_the_gateway_links():
+    # 32 replicas of 8 pipelined Bow chips = 256 chips: 8 replicas of each stage per Pod64 on
+    # IPU-Links, 4 pods joined by GW-Links (GC-BOW2000: 2 x 100 Gb/s per 4 chips, 6.25 GB/s a chip).
+    # The accumulated gradients are all-reduced once per step, in the pod and then across pods.
+    cfg, bow = workloads.model("bert-large"), hardware.chip("bow")
+    fab = collectives.fabric(bow, 256)
+    assert fab.inter.name == "gateway" and fab.chips_per_node == 64
+    assert fab.inter.bandwidth_bytes_per_s == pytest.approx(2 * 100e9 / 8 / 4, rel=1e-12)
+    r = tm.evaluate(cfg, bow, 256, 384, 16384, 32, 1, 8, 8, 2, 0)
+    n = float(tm.stage_params(cfg, 8)) * tmem.BYTES_GRAD
+    expect = collectives.hierarchical_all_reduce_s(n, 8, 4, fab.intra, fab.inter)
+    assert float(np.ravel(r["split"]["data_parallel"])[0]) == pytest.approx(expect, rel=1e-9)
+    one_pod = tm.evaluate(cfg, bow, 64, 384, 16384, 8, 1, 8, 8, 2, 0)
+    assert float(np.ravel(one_pod["split"]["data_parallel"])[0]) == pytest.approx(
+        collectives.all_reduce_s(n, 8, fab.intra), rel=1e-9
+    )
+    assert expect > collectives.all_reduce_s(n, 8, fab.intra)

@@ -58,8 +58,12 @@ def test_profiler_views_draw_what_they_say():
         "total",
     }
     ax = pt.throughput_sweep([1, 2, 3], {"a": [1.0, 2.0, 3.0]}, fits={"a": [True, True, False]})
-    assert "a: does not fit (time if it did)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "a: does not fit (no time, bottom band)" in [
+        t.get_text() for t in ax.get_legend().get_texts()
+    ]
     assert np.isnan(ax.lines[0].get_ydata()[2])  # a step that does not fit breaks the line
+    hollow = [ln for ln in ax.lines if ln.get_fillstyle() == "none"]
+    assert len(hollow) == 1 and list(hollow[0].get_ydata()) == [0.03]  # axes fraction, no value
     plt.close("all")
 
 

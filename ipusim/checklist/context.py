@@ -18,6 +18,14 @@ from ..serving import capacity, tables
 from . import search
 from .case import Case
 
+P99_REPLICATIONS = 5
+"""Seeded replications of the offered-rate run behind C2's p99 interval (a few: each is one run)."""
+
+
+class _Unstable(Exception):
+    """A replication whose queue grows without bound: no percentile to put in an interval."""
+
+
 HOUR_S = 3600.0
 MAX_SERVING_BATCH = 128  # rows of a deployment's service tables, at most
 
@@ -442,6 +450,36 @@ class Context:
         return search.serve(
             arr, lens, dep.service, dep.policy, replicas * self.depth(dep.placement)
         )
+
+    def offered_interval(self, cand, dep: Deployment, replicas: int, n: int = P99_REPLICATIONS):
+        """The p99 at the offered rate with its interval: ``n`` independent seeded replications
+        of ``offered``'s Poisson run (``serving.replications``: warm-up discarded, Student-t
+        interval), each with its own arrivals and request order. None for an arrival trace
+        (one trace, nothing to replicate) or a run that is not stable."""
+        from ..serving import replications
+
+        case = self.case
+        if case.arrivals is not None:
+            return None
+
+        def one(seed):
+            rng = np.random.default_rng(seed)
+            arr = arrivals.poisson(case.rate_per_s, self.lengths.size, seed=seed)
+            r = search.serve(
+                arr,
+                rng.permutation(self.lengths),
+                dep.service,
+                dep.policy,
+                replicas * self.depth(dep.placement),
+            )
+            if not r.stable:
+                raise _Unstable
+            return r.arrival_s, r.latency_s
+
+        try:
+            return replications.replicate(one, n, seed=case.seed, qs=(99.0,))["latency_p99_s"]
+        except _Unstable:
+            return None
 
     def sources(self) -> str:
         srcs = set()

@@ -125,7 +125,11 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         per_chip_hour = (case.prices.chip_hour(tc) + e_tile) / tile[
             "usd_per_million_at_capacity"
         ]  # M req
-        parity = gpu["usd_per_million_at_capacity"] * per_chip_hour - e_tile
+        from ..claims import break_even_usd_per_chip_hour  # the one break-even rule
+
+        parity = break_even_usd_per_chip_hour(
+            gpu["usd_per_million_at_capacity"] * per_chip_hour, 1.0, e_tile
+        )  # the GPUs' cost of one tile chip-hour's requests, against the tile chip-hour
         data["parity_price_at_capacity"] = parity
         ev.append(
             Evidence(

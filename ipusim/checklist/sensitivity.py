@@ -42,8 +42,12 @@ def check_sensitivity(case: Case, ctx: Context | None = None) -> Check:
     # Price ratio: tile chip-hour price multiplied by k; cost is linear in k.
     e_tile = tc.chip.power_w / 1e3 * case.prices.usd_per_kwh
     p_tile = case.prices.chip_hour(tc.chip)
-    gpu_per_hour_per_req = gd.usd_per_hour / case.rate_per_s
-    k_star = (gpu_per_hour_per_req * case.rate_per_s / td.chips_needed - e_tile) / p_tile
+    from ..claims import break_even_usd_per_chip_hour  # the one break-even rule
+
+    k_star = (
+        break_even_usd_per_chip_hour(gd.usd_per_hour, td.chips_needed, e_tile * td.chips_needed)
+        / p_tile
+    )
     ratio_now = p_tile / case.prices.chip_hour(gc.chip)
     if k_star <= 0:  # the tile deployment's energy alone costs more than the GPU deployment
         k_star = math.nan

@@ -15,6 +15,7 @@ TRAINING_CLAIM = (
     "70B-175B parameter models trained on IPU clusters at 15-20% lower cost per dollar "
     "than GPU clusters"
 )
+CLAIMED_TRAINING_SAVING = 0.15  # the low end of "15-20%" (claim 11, ipusim.claims.training_cost)
 
 
 def training_chips(case: Case) -> list:
@@ -147,12 +148,17 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     big = next(
         (m for m in tr.models if m.name == case.model.name), max(tr.models, key=lambda m: m.params)
     )
+    from .. import claims
+    from ..claims import rules as claim_rules
+
     e_tile = tile_c.power_w / 1e3 * case.prices.usd_per_kwh
     need = {}  # per model: the tile chip-hour price at which it trains 15% cheaper (cost is linear in it)
     for m in tr.models:
         t_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "tile")
         g_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "gpu")
-        need[m.name] = 0.85 * g_m["usd"] / t_m["chip_hours"] - e_tile
+        need[m.name] = claims.break_even_usd_per_chip_hour(  # claim 11's one break-even rule
+            g_m["usd"], t_m["chip_hours"], e_tile * t_m["chip_hours"], CLAIMED_TRAINING_SAVING
+        )
     need_price = need[big.name]
     ev.append(
         Evidence(
@@ -165,11 +171,12 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     judged = [m.name for m in tr.models if m.params >= 60e9] or [big.name]
     # The claim is "15-20% lower cost"; judged by the claim's one rule (ipusim.claims.rules.price_claim):
     # with any price ASSUMED it depends on the price (or is contradicted when no price gives it).
-    from ..claims import rules as claim_rules
-
     assumed = any(case.prices.is_assumed(n) for n in (tile_c.name, gpu_c.name, "kwh"))
     state = claim_rules.price_claim(
-        min(1 - ratios[n] for n in judged), min(need[n] for n in judged), 0.15, assumed
+        min(1 - ratios[n] for n in judged),
+        min(need[n] for n in judged),
+        CLAIMED_TRAINING_SAVING,
+        assumed,
     )
     verdict = (
         state

@@ -8,14 +8,18 @@
 Each verdict is ``supported``, ``contradicted`` or ``depends`` (``ipusim.claims.verdict``),
 computed from library numbers by the rule in ``ipusim.claims.rules``; a verdict that rests
 on assumed prices or on something the user chooses is ``depends`` and states its break-even
-value. Notebooks and the checklist judge a claim with the same rule, and
-``python -m ipusim claims [--json]`` prints the scoreboard.
+value. Every claim compares the chips of its row of one table (``ipusim.claims.comparisons``:
+same generation, GC200 against A100-80GB, unless the article names a part; Bow against H100 and
+H200 as a sensitivity row, ``sensitivity(n)``) at one price set (``ipusim.prices``), and a claim
+that rests on prices has one break-even, computed here. Notebooks and the checklist judge a
+claim with the same rule, and ``python -m ipusim claims [--json]`` prints the scoreboard.
 """
 
 from __future__ import annotations
 
 from .. import texttable
-from . import rules
+from . import comparisons, rules
+from .comparisons import TABLE, break_even_usd_per_chip_hour, run_break_even
 from .judges import (
     bert_throughput,
     clear_cache,
@@ -65,6 +69,13 @@ def judge(claim: int) -> ClaimVerdict:
     return CLAIMS[claim]()
 
 
+def sensitivity(claim: int) -> list[ClaimVerdict]:
+    """Claim ``claim`` judged by the same rule on each later pair of its comparison-table row
+    (``comparisons.TABLE[claim].sensitivity``: Bow against H100 and H200), in that order."""
+    judge(claim)  # checks the number
+    return [CLAIMS[claim](tile=t, gpu=g) for t, g in TABLE[claim].sensitivity]
+
+
 def scoreboard(claims=None) -> list[ClaimVerdict]:
     """Verdicts on ``claims`` (claim numbers; default all 15), in claim order."""
     nums = sorted(CLAIMS) if claims is None else list(claims)
@@ -87,13 +98,16 @@ def scoreboard_markdown(verdicts: list[ClaimVerdict], *, links: bool = False) ->
 
 __all__ = [
     "CLAIMS",
+    "TABLE",
     "CONTRADICTED",
     "DEPENDS",
     "STATES",
     "SUPPORTED",
     "ClaimVerdict",
     "bert_throughput",
+    "break_even_usd_per_chip_hour",
     "clear_cache",
+    "comparisons",
     "data_movement_energy",
     "dynamic_batching",
     "dynamic_graphs",
@@ -106,8 +120,10 @@ __all__ = [
     "memory_wall_training",
     "on_chip_bandwidth",
     "rules",
+    "run_break_even",
     "scoreboard",
     "scoreboard_markdown",
+    "sensitivity",
     "sparse_embeddings",
     "tile_memory_latency",
     "training_cost",

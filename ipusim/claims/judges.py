@@ -16,7 +16,8 @@ import math
 
 from .. import hardware, limits, machine, workloads
 from .._validate import positive
-from . import rules
+from . import comparisons, rules
+from .comparisons import SAME_GENERATION, pair, run_break_even
 from .verdict import DEPENDS, ClaimVerdict
 
 # Figures the claims are judged on that are measurements, not presets (source keys, docs/facts.md).
@@ -33,9 +34,7 @@ TILE_LOAD_NS, T4_SHARED_NS, T4_L1_NS = (
     20.13,
 )  # ns, measured load latencies, JIA-T (facts §1.3)
 
-TILE, GPU = (
-    machine.ENERGY_COMPARATOR
-)  # "gc200", "a100-80gb": the pair every chip-vs-chip claim uses
+TILE, GPU = SAME_GENERATION  # "gc200", "a100-80gb": the rule's default pair (claims.comparisons)
 CHIPS_TRAINING = (
     1024  # chips per training cluster (Megatron-LM's GPT-3 run, as notebook 06 and checklist C6)
 )
@@ -48,7 +47,17 @@ HOUR_S = 3600.0
 
 def clear_cache() -> None:
     """Forget the shared simulations (after changing a preset in place, say)."""
-    for f in (_sim, _scaled, _energy, _encoder, _dlrm, _per_watt_case, _train, _generation):
+    for f in (
+        _sim,
+        _scaled,
+        _energy,
+        _encoder,
+        _dlrm,
+        _per_watt_case,
+        _train,
+        _batch_growth,
+        _generation,
+    ):
         f.cache_clear()
 
 
@@ -94,29 +103,26 @@ def _bert_long(chip):  # BERT-base, 8 requests of 512 tokens: long texts (8 rows
 
 
 @functools.cache
-def _energy(which: str) -> dict:
+def _energy(which: str, tile: str = TILE, gpu: str = GPU) -> dict:
     s = (
         workloads.step("bert-base", [128] * 32, pad_to=128)
         if which == "on_chip"
         else workloads.step("llama-2-7b", [1024], phase="decode")
     )
-    return machine.energy_comparison(s, TILE, GPU)
+    return machine.energy_comparison(s, tile, gpu)
 
 
-def _verdict(
-    claim, title, state, summary, rule, numbers, assumptions, function, notebooks, break_even=""
-):
+def _verdict(*fields, break_even="", chips=(None, None), prices=None):
+    """The verdict from ``fields`` (claim, title, state, summary, rule, numbers, assumptions,
+    function name, notebooks), with its row of the comparison table (``chips``: the (tile, GPU)
+    judged, when a sensitivity row replaces the table's; ``prices``: the price set used)."""
+    claim, _, state, *_, function, notebooks = fields
     return ClaimVerdict(
-        claim,
-        title,
-        state,
-        summary,
-        rule,
-        numbers,
-        assumptions,
+        *fields[:7],
         break_even if state == DEPENDS else "",
         f"ipusim.claims.{function}",
         tuple(notebooks),
+        comparisons.TABLE[claim].to_dict(prices, *chips),
     )
 
 
@@ -150,15 +156,17 @@ def _prices(prices):
 
 
 # 1 --------------------------------------------------------------------------------------
-def on_chip_bandwidth() -> ClaimVerdict:
+def on_chip_bandwidth(tile=None, gpu=None) -> ClaimVerdict:
     """Claim 1: over 1 TB/s, and 5 TB/s and more summed over the tiles, against ~3 TB/s of HBM.
 
-    BERT-base's softmax at 8 x 512 tokens (memory-bound on both chips) timed on an H100 and on a
-    GC200 whose tile memory runs at the MEASURED STREAM bandwidth (LOUW, GC2, optimised Poplar
-    code: 7.26 TB/s), not the vendor's 47.5 TB/s peak."""
+    BERT-base's softmax at 8 x 512 tokens (memory-bound on both chips) timed on the article's
+    H100 (``gpu``; comparisons.TABLE) and on a GC200 (``tile``) whose tile memory runs at the
+    MEASURED STREAM bandwidth (LOUW, GC2, optimised Poplar code: 7.26 TB/s), not the vendor's
+    47.5 TB/s peak."""
     from .. import roofline
 
-    h100, gc200 = hardware.chip("h100-sxm"), hardware.chip("gc200")
+    tile, gpu = pair(1, tile, gpu)
+    h100, gc200 = hardware.chip(gpu), hardware.chip(tile)
     softmax = next(o for o in workloads.step("bert-base", [512] * 8).ops if o.name == "softmax")
     t_h100 = roofline.op_bound(h100, softmax).time_s
     out = {}
@@ -179,7 +187,7 @@ def on_chip_bandwidth() -> ClaimVerdict:
     }
     summary = (
         f"at the measured {STREAM_OPTIMISED_BYTES_PER_S / 1e12:.2f} TB/s the softmax moves its bytes at "
-        f"{numbers['attained_tb_per_s']:.1f} TB/s, {numbers['speedup_over_h100_x']:.1f}x the H100's "
+        f"{numbers['attained_tb_per_s']:.1f} TB/s, {numbers['speedup_over_h100_x']:.1f}x the {gpu}'s "
         f"{numbers['h100_hbm_tb_per_s']:.2f} TB/s HBM; naive C++ reaches {numbers['attained_naive_code_tb_per_s']:.1f} TB/s"
     )
     return _verdict(
@@ -190,19 +198,22 @@ def on_chip_bandwidth() -> ClaimVerdict:
         rules.BANDWIDTH_RULE,
         numbers,
         {
-            "chips": "GC200 (tile memory at the GC2's measured STREAM Triad bandwidth, LOUW) vs H100 SXM (HBM peak)",
+            "chips": f"{tile} (tile memory at the GC2's measured STREAM Triad bandwidth, LOUW) vs "
+            f"{gpu} (HBM peak); the key names say h100 after the article's comparator",
             "op": "BERT-base softmax, 8 x 512 tokens, roofline.op_bound",
             "bandwidth": "the measured one (notebook 01), not the vendor's 47.5 TB/s peak",
         },
         "on_chip_bandwidth",
         ["01_memory_wall.ipynb"],
+        chips=(tile, gpu),
     )
 
 
 # 2 --------------------------------------------------------------------------------------
-def data_movement_energy() -> ClaimVerdict:
+def data_movement_energy(tile=None, gpu=None) -> ClaimVerdict:
     """Claim 2: about 40-60% less energy moving data than a GPU (``machine.energy_comparison``)."""
-    fit, stream = _energy("on_chip"), _energy("streams")
+    tile, gpu = pair(2, tile, gpu)
+    fit, stream = _energy("on_chip", tile, gpu), _energy("streams", tile, gpu)
     d_fit, d_stream = fit["data_saving"], stream["data_saving"]
     state = rules.energy(d_fit, d_stream)
     t = fit["tile"]
@@ -215,9 +226,9 @@ def data_movement_energy() -> ClaimVerdict:
         "fit_streaming_step": stream["tile"].fit,
     }
     summary = (
-        f"BERT-base 32 x 128 on chip: {d_fit:.0%} less data-movement energy than the {GPU} "
+        f"BERT-base 32 x 128 on chip: {d_fit:.0%} less data-movement energy than the {gpu} "
         f"({fit['total_saving']:.0%} less in total); Llama-2-7B decode, weights streamed: "
-        f"{1 - d_stream:.1f}x the {GPU}'s"
+        f"{1 - d_stream:.1f}x the {gpu}'s"
     )
     return _verdict(
         2,
@@ -227,7 +238,7 @@ def data_movement_energy() -> ClaimVerdict:
         rules.ENERGY_RULE,
         numbers,
         {
-            "chips": f"{TILE} vs {GPU} (machine.ENERGY_COMPARATOR; both 7 nm parts of 2020)",
+            "chips": f"{tile} vs {gpu} (claims.comparisons.TABLE)",
             "steps": "BERT-base 32 x 128 tokens (fits on chip); Llama-2-7B decode, 1 x 1,024 tokens of context (streams)",
             "energy": "simulated StepResult.energy_split: bytes priced with the 45 nm table of ipusim.energy, FLOPs "
             "scaled to each chip's process node (energy.flop_scale); the exchange "
@@ -235,15 +246,17 @@ def data_movement_energy() -> ClaimVerdict:
         },
         "data_movement_energy",
         ["01_memory_wall.ipynb", "05_poc_checklist.ipynb"],
-        break_even=f"whether the model's weights fit in tile SRAM ({hardware.chip(TILE).data_bytes / 1e9:.2f} GB "
-        f"per {TILE}): on chip the saving is {d_fit:.0%}, streamed {d_stream:+.0%}",
+        break_even=f"whether the model's weights fit in tile SRAM ({hardware.chip(tile).data_bytes / 1e9:.2f} GB "
+        f"per {tile}): on chip the saving is {d_fit:.0%}, streamed {d_stream:+.0%}",
+        chips=(tile, gpu),
     )
 
 
 # 3 --------------------------------------------------------------------------------------
-def fine_grained_parallelism() -> ClaimVerdict:
+def fine_grained_parallelism(tile=None, gpu=None) -> ClaimVerdict:
     """Claim 3: thousands of cores suit sparse work and attention (per-op times of one step)."""
-    g, a = _bert_short(TILE), _bert_short(GPU)
+    tile, gpu = pair(3, tile, gpu)
+    g, a = _bert_short(tile), _bert_short(gpu)
     t_gc = dict(zip(g.op_names, g.op_time_s, strict=True))
     kernels = a.extra["kernels"]
     att = ("attn_scores", "softmax", "attn_context")
@@ -261,7 +274,7 @@ def fine_grained_parallelism() -> ClaimVerdict:
     }
     state = rules.fine_grained(numbers["gather_speedup_x"], numbers["attention_speedup_x"])
     summary = (
-        f"{GPU} time / {TILE} time, BERT-base 32 x 128: embedding gather {numbers['gather_speedup_x']:.2f}x, "
+        f"{gpu} time / {tile} time, BERT-base 32 x 128: embedding gather {numbers['gather_speedup_x']:.2f}x, "
         f"attention {numbers['attention_speedup_x']:.2f}x, the matmul kernels {numbers['matmul_kernels_speedup_x']:.2f}x"
     )
     return _verdict(
@@ -272,7 +285,7 @@ def fine_grained_parallelism() -> ClaimVerdict:
         rules.FINE_GRAINED_RULE,
         numbers,
         {
-            "chips": f"{TILE} vs {GPU}",
+            "chips": f"{tile} vs {gpu}",
             "step": "BERT-base, 32 x 128 tokens (on chip)",
             "times": "tile simulator per op (BSP supersteps) vs GPU simulator per fused kernel",
         },
@@ -280,15 +293,17 @@ def fine_grained_parallelism() -> ClaimVerdict:
         ["02_tile_local_compute.ipynb", "07_sparse_embeddings.ipynb"],
         break_even=f"the op: the gather runs {numbers['gather_speedup_x']:.2f}x and attention "
         f"{numbers['attention_speedup_x']:.2f}x the GPU's speed",
+        chips=(tile, gpu),
     )
 
 
 # 4 --------------------------------------------------------------------------------------
-def dynamic_graphs() -> ClaimVerdict:
+def dynamic_graphs(tile=None, gpu=None) -> ClaimVerdict:
     """Claim 4: changing the model's shapes needs no recompilation (compile-time tile plans)."""
     from .. import tiles
 
-    gc200 = hardware.chip(TILE)
+    tile, _ = pair(4, tile, gpu)
+    gc200 = hardware.chip(tile)
     s128 = workloads.step("bert-base", [128] * 8, pad_to=128)
     plan_128 = [p.partition for p in tiles.map_step(gc200, s128)]
     plan_384 = [
@@ -296,7 +311,7 @@ def dynamic_graphs() -> ClaimVerdict:
         for p in tiles.map_step(gc200, workloads.step("bert-base", [384] * 8, pad_to=384))
     ]
     changed = [s128.ops[i].name for i in range(len(plan_128)) if plan_128[i] != plan_384[i]]
-    exact, padded = _sim(TILE, (200,) * 8, 200), _sim(TILE, (200,) * 8, 384)
+    exact, padded = _sim(tile, (200,) * 8, 200), _sim(tile, (200,) * 8, 384)
     numbers = {
         "ops_repartitioned": len(changed),
         "ops": len(plan_128),
@@ -317,21 +332,23 @@ def dynamic_graphs() -> ClaimVerdict:
         rules.DYNAMIC_GRAPH_RULE,
         numbers,
         {
-            "chip": TILE,
+            "chip": tile,
             "steps": "BERT-base, 8 sequences of 128, 384 and 200 tokens",
             "compilation": "a program is the set of tile partitions tiles.map_step chooses (facts §1.4: "
             "allocation and exchange are planned at compile time)",
         },
         "dynamic_graphs",
         ["02_tile_local_compute.ipynb"],
+        chips=(tile, None),
     )
 
 
 # 5 --------------------------------------------------------------------------------------
-def tile_memory_latency() -> ClaimVerdict:
+def tile_memory_latency(tile=None, gpu=None) -> ClaimVerdict:
     """Claim 5: data kept in tile memory cuts memory-access latency by over 60% (JIA-T)."""
+    tile, gpu = pair(5, tile, gpu)
     cut = 1 - TILE_LOAD_NS / T4_SHARED_NS
-    g, a = _bert_short(TILE), _bert_short(GPU)
+    g, a = _bert_short(tile), _bert_short(gpu)
     numbers = {
         "latency_cut_vs_gpu_shared": cut,
         "latency_cut_vs_gpu_l1": 1 - TILE_LOAD_NS / T4_L1_NS,
@@ -343,7 +360,7 @@ def tile_memory_latency() -> ClaimVerdict:
         f"measured load latency {TILE_LOAD_NS} ns on a tile vs {T4_SHARED_NS} ns for a T4's shared memory "
         f"({cut:.0%} less); as a speed-up it does not carry over: the simulated BERT-base step spends "
         f"{numbers['step_exchange_share']:.0%} of its time exchanging between tiles and takes "
-        f"{numbers['step_time_vs_gpu_x']:.2f}x the {GPU}'s time"
+        f"{numbers['step_time_vs_gpu_x']:.2f}x the {gpu}'s time"
     )
     return _verdict(
         5,
@@ -354,24 +371,22 @@ def tile_memory_latency() -> ClaimVerdict:
         numbers,
         {
             "latencies": "measured, GC2 vs NVIDIA T4 (JIA-T, facts §1.3; no A100 row exists)",
-            "step": f"BERT-base 32 x 128 on {TILE} and {GPU} (context only, not in the rule)",
+            "step": f"BERT-base 32 x 128 on {tile} and {gpu} (context only, not in the rule)",
         },
         "tile_memory_latency",
         ["02_tile_local_compute.ipynb"],
+        chips=(tile, gpu),
     )
 
 
 # 6 --------------------------------------------------------------------------------------
-def dynamic_batching(n_requests: int = 3000) -> ClaimVerdict:
-    """Claim 6: the batch size follows the request rate (one dynamic batcher, light vs heavy load)."""
+@functools.cache
+def _batch_growth(chip: str, n_requests: int) -> tuple:
     import numpy as np
 
     from .. import policies, serving
 
-    n_requests = positive(
-        "n_requests", n_requests, integer=True, at_most=1_000_000, why="requests per run"
-    )
-    dev = serving.chip_service("a100-40gb", "bert-base", max_batch=64)
+    dev = serving.chip_service(chip, "bert-base", max_batch=64)
     rate = dev.throughput_rps(128, 32)
     rows = serving.sweep_rates(
         np.array([0.1, 0.9]) * rate,
@@ -380,16 +395,30 @@ def dynamic_batching(n_requests: int = 3000) -> ClaimVerdict:
         dev,
         n=int(n_requests),
     )
-    light, heavy = rows[0]["mean_batch"], rows[1]["mean_batch"]
+    return rows[0]["mean_batch"], rows[1]["mean_batch"]
+
+
+def dynamic_batching(n_requests: int = 3000, tile=None, gpu=None) -> ClaimVerdict:
+    """Claim 6: the batch size follows the request rate (one dynamic batcher, light vs heavy
+    load), judged on the tile chip whose serving stack the claim is about; the GPU of the pair
+    beside it (the same batcher)."""
+    n_requests = positive(
+        "n_requests", n_requests, integer=True, at_most=1_000_000, why="requests per run"
+    )
+    tile, gpu = pair(6, tile, gpu)
+    light, heavy = _batch_growth(tile, n_requests)
+    g_light, g_heavy = _batch_growth(gpu, n_requests)
     numbers = {
         "mean_batch_10pct_load": light,
         "mean_batch_90pct_load": heavy,
         "growth_x": heavy / light,
+        "gpu_growth_x": g_heavy / g_light,
     }
     state = rules.batching(heavy / light)
     summary = (
-        f"a dynamic batcher (up to 32, 2 ms) on an A100 40GB: mean batch {light:.1f} at 10% load, "
-        f"{heavy:.1f} at 90% ({heavy / light:.1f}x); not special to any chip"
+        f"a dynamic batcher (up to 32, 2 ms) on a {tile}: mean batch {light:.1f} at 10% load, "
+        f"{heavy:.1f} at 90% ({heavy / light:.1f}x); the same batcher on an {gpu} grows "
+        f"{g_heavy / g_light:.1f}x: not special to any chip"
     )
     return _verdict(
         6,
@@ -399,12 +428,14 @@ def dynamic_batching(n_requests: int = 3000) -> ClaimVerdict:
         rules.BATCHING_RULE,
         numbers,
         {
-            "service": "BERT-base on an A100 40GB (serving.chip_service), 128-token requests, Poisson arrivals",
+            "service": f"BERT-base on a {tile} and an {gpu} (serving.chip_service), 128-token "
+            "requests, Poisson arrivals",
             "policy": "policies.Dynamic(max_batch=32, max_delay_s=0.002)",
             "load": f"10% and 90% of back-to-back batch-32 throughput; {n_requests:,} requests",
         },
         "dynamic_batching",
         ["03_dynamic_batching.ipynb"],
+        chips=(tile, gpu),
     )
 
 
@@ -420,13 +451,15 @@ def _encoder(chip: str, mode: str, batch: int, long_fraction: float, n: int) -> 
 
 
 THROUGHPUT_BASELINES = {
-    "A100, padded to 512": ("a100-40gb", "pad", 64),
-    "A100, padding removed": ("a100-40gb", "unpadded", 64),
+    "A100, padded to 512": ("a100-80gb", "pad", 64),
+    "A100, padding removed": ("a100-80gb", "unpadded", 64),
 }
+"""The GPU serving stacks of claim 7: label -> (chip, mode, batch); the chip is the comparison
+table's GPU (``comparisons.TABLE[7]``) unless a sensitivity row replaces it."""
 THROUGHPUT_TILE = ("gc200", "packed", 8)  # 8 rows of 512 fit a GC200's tiles (notebook 04)
 
 
-def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
+def bert_throughput(n_requests: int = 256, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 7: BERT-base, A100 ~320 req/s vs an IPU of similar price ~580 (280 vs 510 at 40% long)."""
     mixes = {"0% long": 0.0, "40% long": 0.4}
     n = positive(
@@ -436,9 +469,10 @@ def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
         at_most=100_000,
         why="requests per mix (tile simulations)",
     )
-    tile = {m: _encoder(*THROUGHPUT_TILE, f, n) for m, f in mixes.items()}
+    tile_chip, gpu = pair(7, tile, gpu)
+    tile = {m: _encoder(tile_chip, *THROUGHPUT_TILE[1:], f, n) for m, f in mixes.items()}
     ratios = {
-        b: {m: tile[m] / _encoder(*cfg, f, n) for m, f in mixes.items()}
+        b: {m: tile[m] / _encoder(gpu, *cfg[1:], f, n) for m, f in mixes.items()}
         for b, cfg in THROUGHPUT_BASELINES.items()
     }
     state = rules.throughput(ratios)
@@ -452,7 +486,7 @@ def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
         b for b, by in ratios.items() if all(rules.throughput_matches(r, m) for m, r in by.items())
     ]
     summary = (
-        "GC200 packed / A100 requests/s: "
+        f"{tile_chip} packed / {gpu} requests/s: "
         + "; ".join(
             f"vs {b.split(', ')[1]} {by['0% long']:.2f}x (0% long), {by['40% long']:.2f}x (40% long)"
             for b, by in ratios.items()
@@ -467,8 +501,8 @@ def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
         rules.THROUGHPUT_RULE,
         numbers,
         {
-            "tile": "GC200, packed rows of 512 (SPFHP, <= 16 per row), 8 rows per batch",
-            "gpu": "A100 40GB, 64 requests per batch, padded to 512 or with padding removed as "
+            "tile": f"{tile_chip}, packed rows of 512 (SPFHP, <= 16 per row), 8 rows per batch",
+            "gpu": f"{gpu}, 64 requests per batch, padded to 512 or with padding removed as "
             "ByteTransformer does it (gpu.remove_padding)",
             "requests": f"{n:,} from lengths.long_text_mix (seed 1); no queueing (back-to-back batches)",
         },
@@ -476,37 +510,69 @@ def bert_throughput(n_requests: int = 256) -> ClaimVerdict:
         ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb", "05_poc_checklist.ipynb"],
         break_even="the GPU baseline: the claimed ratio appears against "
         + (", ".join(hits) or "none"),
+        chips=(tile_chip, gpu),
     )
 
 
 # 8 --------------------------------------------------------------------------------------
-def _padding_cut(long_fraction: float) -> float:
+BATCH_LONGEST = (
+    64  # requests per batch when each batch is padded to its longest (claim 7's GPU batch)
+)
+
+
+def _padding_cut(long_fraction: float, baseline: str = "padded to 512") -> float:
+    """Share of the baseline's BERT-base FLOPs that the original lengths do not need."""
+    import numpy as np
+
     from .. import lengths, packing
 
-    return packing.pack(
-        lengths.long_text_mix(long_fraction, resolution=100_000), 512, "pad"
-    ).flops()["wasted_fraction"]
+    h = lengths.long_text_mix(long_fraction, resolution=100_000)
+    if baseline == "padded to 512":
+        return packing.pack(h, 512, "pad").flops()["wasted_fraction"]
+    if baseline == "8 length buckets":
+        return packing.pack(h, 512, "bucket", buckets=8).flops()["wasted_fraction"]
+    lens = h.sample(1024 * BATCH_LONGEST, seed=1).astype(np.int64)
+    longest = np.repeat(lens.reshape(-1, BATCH_LONGEST).max(axis=1), BATCH_LONGEST)
+    batches = packing.Packing(
+        "pad", 512, 1, lens.reshape(-1, 1), np.ones(lens.size, np.int64), longest
+    )
+    return batches.flops()["wasted_fraction"]
 
 
 def variable_length() -> ClaimVerdict:
-    """Claim 8: computing on the original lengths cuts 30% and more of the computation."""
-    cut0, cut40, cut100 = (_padding_cut(f) for f in (0.0, 0.4, 1.0))
+    """Claim 8: computing on the original lengths cuts 30% and more of the computation, against
+    padding to 512 and the two baselines a real server uses (``rules.VARIABLE_LENGTH_BASELINES``)."""
+    cuts = {
+        b: tuple(_padding_cut(f, b) for f in (0.0, 0.4)) for b in rules.VARIABLE_LENGTH_BASELINES
+    }
+    cut0, cut40 = cuts["padded to 512"]
+    cut100 = _padding_cut(1.0)
     lo, hi = 0.4, 1.0  # the cut falls with the long share; bisect where it crosses 30%
     if cut100 < rules.CLAIMED_WASTE_CUT <= cut40:
         for _ in range(20):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if _padding_cut(mid) >= rules.CLAIMED_WASTE_CUT else (lo, mid)
+    key = {b: b.replace("'", "").replace(" ", "_") for b in cuts}
     numbers = {
         "flops_cut_0pct_long": cut0,
         "flops_cut_40pct_long": cut40,
         "flops_cut_100pct_long": cut100,
         "long_share_where_cut_falls_below_30pct": (lo + hi) / 2,
+        **{
+            f"flops_cut_{key[b]}_{m}pct_long": c[i]
+            for b, c in cuts.items()
+            for i, m in ((0, 0), (1, 40))
+        },
     }
-    state = rules.variable_length(cut0, cut40)
+    state = rules.variable_length(cuts)
+    holds = [b for b, c in cuts.items() if rules.variable_length_holds(*c)]
+    fails = [b for b in cuts if b not in holds]
     summary = (
-        f"padding to 512 wastes {cut0:.0%} of a batch's FLOPs at 0% long texts and {cut40:.0%} at 40%; "
-        f"only above {numbers['long_share_where_cut_falls_below_30pct']:.0%} long texts does it fall below 30% "
-        f"({cut100:.0%} for long texts only); GPU kernels without padding remove the same"
+        "FLOPs that the original lengths remove, at 0% and 40% long texts: "
+        + "; ".join(f"{b} {c[0]:.0%} and {c[1]:.0%}" for b, c in cuts.items())
+        + f"; 30% and more holds against {', '.join(holds) or 'none'}"
+        + (f", not against {', '.join(fails)}" if fails else "")
+        + "; GPU kernels without padding remove the same"
     )
     return _verdict(
         8,
@@ -518,17 +584,20 @@ def variable_length() -> ClaimVerdict:
         {
             "lengths": "lengths.long_text_mix (short 16-128 tokens, long 256-512: an ASSUMPTION, the "
             "articles do not define 'long')",
-            "baseline": "every sequence padded to 512 tokens",
-            "flops": "packing.pack(...).flops(): BERT-base FLOPs, attention included",
+            "baselines": f"every sequence padded to 512 tokens (beside); each batch of {BATCH_LONGEST} "
+            f"padded to its longest ({1024 * BATCH_LONGEST:,} requests, seed 1); 8 equal-width length "
+            "buckets (packing.pack 'bucket')",
+            "flops": "packing.Packing.flops(): BERT-base FLOPs, attention included",
         },
         "variable_length",
         ["03_dynamic_batching.ipynb", "04_unpadded_inference.ipynb"],
-        break_even=f"the long-text share: below {numbers['long_share_where_cut_falls_below_30pct']:.0%}",
+        break_even=f"the baseline: the cut holds against {', '.join(holds) or 'none'}, "
+        f"not against {', '.join(fails) or 'none'}",
     )
 
 
 # 9 --------------------------------------------------------------------------------------
-def hardware_cost(prices=None) -> ClaimVerdict:
+def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 9: for the same throughput, 20-30% lower hardware cost and a lower power bill.
 
     Throughput per chip of BERT-base (32 x 128 tokens, back-to-back batches; the step fits one
@@ -536,18 +605,23 @@ def hardware_cost(prices=None) -> ClaimVerdict:
     (chip-hour price + board power x energy price) / sequences per chip-hour. ``prices``: an
     ``ipusim.prices.Prices`` (None: its ASSUMED placeholders)."""
     p = _prices(prices)
-    t, g = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
-    tc, gc = hardware.chip(TILE), hardware.chip(GPU)
+    tile, gpu = pair(9, tile, gpu)
+    t, g = _bert_short_scaled(tile), _bert_short_scaled(gpu)
+    tc, gc = hardware.chip(tile), hardware.chip(gpu)
     thr_t, thr_g = t.sequences_per_s / t.chips_used, g.sequences_per_s / g.chips_used  # per chip
     e_t, e_g = (
         tc.power_w / 1e3 * p.usd_per_kwh,
         gc.power_w / 1e3 * p.usd_per_kwh,
     )  # USD per chip-hour of energy
-    cost_t = (p.chip_hour(TILE) + e_t) / (thr_t * HOUR_S) * 1e6
-    cost_g = (p.chip_hour(GPU) + e_g) / (thr_g * HOUR_S) * 1e6
+    cost_t = (p.chip_hour(tile) + e_t) / (thr_t * HOUR_S) * 1e6
+    cost_g = (p.chip_hour(gpu) + e_g) / (thr_g * HOUR_S) * 1e6
     saving = 1 - cost_t / cost_g
-    even = (1 - 0.20) * cost_g * thr_t * HOUR_S / 1e6 - e_t
-    text, assumed = _price_text(p, TILE, GPU)
+    gpu_cost_per_tile_hour = (
+        cost_g * thr_t * HOUR_S / 1e6
+    )  # the GPUs' cost of one tile chip-hour's work
+    even = comparisons.break_even_usd_per_chip_hour(gpu_cost_per_tile_hour, 1.0, e_t, 0.20)
+    equal = comparisons.break_even_usd_per_chip_hour(gpu_cost_per_tile_hour, 1.0, e_t)
+    text, assumed = _price_text(p, tile, gpu)
     state = rules.price_claim(saving, even, 0.20, assumed)
     numbers = {
         "tile_seq_per_s_per_chip": thr_t,
@@ -556,14 +630,15 @@ def hardware_cost(prices=None) -> ClaimVerdict:
         "gpu_usd_per_million_seq": cost_g,
         "saving": saving,
         "break_even_tile_usd_per_chip_hour": even,
+        "equal_cost_tile_usd_per_chip_hour": equal,
         "board_energy_j_per_seq_tile": t.board_j_per_sequence,
         "board_energy_j_per_seq_gpu": g.board_j_per_sequence,
         "simulated_energy_j_per_seq_tile": t.sim_j_per_sequence,
         "simulated_energy_j_per_seq_gpu": g.sim_j_per_sequence,
     }
     summary = (
-        f"at {text}: the {TILE} costs {cost_t / cost_g:.2f}x the {GPU} per sequence ({saving:+.0%} saving); "
-        f"20% saving needs the {TILE} at {even:.2f} USD/chip-hour; energy per sequence at board power "
+        f"at {text}: the {tile} costs {cost_t / cost_g:.2f}x the {gpu} per sequence ({saving:+.0%} saving); "
+        f"20% saving needs the {tile} at {even:.2f} USD/chip-hour; energy per sequence at board power "
         f"{numbers['board_energy_j_per_seq_tile'] * 1e3:.0f} vs {numbers['board_energy_j_per_seq_gpu'] * 1e3:.0f} mJ "
         f"(simulated {numbers['simulated_energy_j_per_seq_tile'] * 1e3:.1f} vs "
         f"{numbers['simulated_energy_j_per_seq_gpu'] * 1e3:.1f} mJ)"
@@ -576,15 +651,17 @@ def hardware_cost(prices=None) -> ClaimVerdict:
         rules.PRICE_RULE + "; claimed saving 20%",
         numbers,
         {
-            "chips": f"{TILE} vs {GPU}, one chip per replica",
+            "chips": f"{tile} vs {gpu}, one chip per replica",
             "step": "BERT-base 32 x 128 tokens",
             "prices": text,
             "energy": "board power all the time (PUE 1.0)",
         },
         "hardware_cost",
         ["05_poc_checklist.ipynb"],
-        break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}, {GPU} "
-        f"{p.chip_hour(GPU):.2f}): at or below it the 20% saving holds",
+        break_even=f"{tile} price {even:.2f} USD/chip-hour (today {p.chip_hour(tile):.2f}, {gpu} "
+        f"{p.chip_hour(gpu):.2f}): at or below it the 20% saving holds",
+        chips=(tile, gpu),
+        prices=p,
     )
 
 
@@ -598,15 +675,17 @@ HYBRID_GENERATION = {
 }
 
 
-def hybrid_generation(prices=None):
-    """Claim 10's serving comparison (a ``serving.deployments.Comparison``) at ``prices`` (an
-    ``ipusim.prices.Prices``; None: its ASSUMED defaults); computed once per pair of prices."""
+def hybrid_generation(prices=None, tile=None, gpu=None):
+    """Claim 10's serving comparison (a ``serving.deployments.Comparison``) of ``gpu`` and ``tile``
+    (claim 10's row of the comparison table unless given) at ``prices`` (an ``ipusim.prices.Prices``;
+    None: its ASSUMED defaults); computed once per pair of chips and prices."""
     p = _prices(prices)
-    return _generation(p.chip_hour(GPU), p.chip_hour(TILE))
+    tile, gpu = pair(10, tile, gpu)
+    return _generation(gpu, tile, p.chip_hour(gpu), p.chip_hour(tile))
 
 
 @functools.cache
-def _generation(usd_gpu: float, usd_tile: float):
+def _generation(gpu: str, tile: str, usd_gpu: float, usd_tile: float):
     import numpy as np
 
     from .. import lengths
@@ -618,22 +697,25 @@ def _generation(usd_gpu: float, usd_tile: float):
     prompts = lengths.sample_long_text_mix(n, g["long_fraction"], seed=1)
     lo, hi = g["output_tokens"]
     outputs = np.random.default_rng(2).integers(lo, hi + 1, n)
-    prices = Prices({GPU: usd_gpu, TILE: usd_tile})
+    prices = Prices({gpu: usd_gpu, tile: usd_tile})
     return deployments.compare(
-        GPU, TILE, g["model"], prompts, outputs, prices=prices, slo_p99_s=g["slo_p99_s"], iters=8
+        gpu, tile, g["model"], prompts, outputs, prices=prices, slo_p99_s=g["slo_p99_s"], iters=8
     )
 
 
-def hybrid_deployment(prices=None) -> ClaimVerdict:
+def hybrid_deployment(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 10: long texts to the tile chip and short ones to the GPU; prefill and decode split
     across the two kinds; attention offloaded in training. ``prices`` as in ``hardware_cost``
-    (the serving comparison is at equal hourly cost)."""
-    from .. import collectives, gpu, training
+    (the serving comparison is at no more than one hourly cost)."""
+    from .. import collectives, training
+    from .. import gpu as gpu_model
 
     p = _prices(prices)
-    sp_short = _bert_short(GPU).time_s / _bert_short(TILE).time_s
-    sp_long = _bert_long(GPU).time_s / _bert_long(TILE).time_s
-    a100 = hardware.chip(GPU)
+    tile, gpu = pair(10, tile, gpu)
+
+    sp_short = _bert_short(gpu).time_s / _bert_short(tile).time_s
+    sp_long = _bert_long(gpu).time_s / _bert_long(tile).time_s
+    a100 = hardware.chip(gpu)
     link = collectives.inter_node_link(a100).bandwidth_bytes_per_s
     ratios = {}
     for name in TRAINING_TOKENS:
@@ -646,14 +728,14 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
             3 * 4 * m.heads * m.head_dim * s
         )  # attention-core FLOPs per token per layer, fwd + bwd
         ratios[name] = (cross / link) / (
-            att / (a100.peak_flops * gpu.TENSOR_EFFICIENCY)
+            att / (a100.peak_flops * gpu_model.TENSOR_EFFICIENCY)
         )  # the GPU model's rate
     best = min(ratios.values())
-    cmp = hybrid_generation(p)
+    cmp = hybrid_generation(p, tile, gpu)
     colo, routed, split = (cmp.best(k) for k in ("co-located", "length-routed", "disaggregated"))
     gain = cmp.gain("disaggregated")
     state = rules.hybrid(sp_long, sp_short, best, gain)
-    text, _ = _price_text(p, TILE, GPU)
+    text, _ = _price_text(p, tile, gpu)
     numbers = {
         "tile_speedup_short_x": sp_short,
         "tile_speedup_long_x": sp_long,
@@ -665,7 +747,7 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
         "routed_over_colocated_x": cmp.gain("length-routed"),
     }
     summary = (
-        f"the {TILE} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {GPU}'s speed, "
+        f"the {tile} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {gpu}'s speed, "
         f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; at up to {colo.usd_per_hour:.2f} USD/h, "
         f"GPT-2 generation at p99 <= {cmp.slo_p99_s:g} s: {split.name} carries {split.capacity_rps:,.0f} req/s, "
         f"{routed.name} {routed.capacity_rps:,.0f}, {colo.name} {colo.capacity_rps:,.0f} ({gain:.2f}x for the split); "
@@ -680,7 +762,7 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
         rules.HYBRID_RULE,
         numbers,
         {
-            "routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {TILE} and {GPU}",
+            "routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {tile} and {gpu}",
             "serving": f"{g['model']} generation, {g['requests']:,} requests, {g['long_fraction']:.0%} long "
             f"prompts (256-512 tokens, else 16-128), replies of {g['output_tokens'][0]}-{g['output_tokens'][1]} "
             f"tokens; continuous batching (max 32); at most the same hourly cost for every deployment, "
@@ -703,6 +785,8 @@ def hybrid_deployment(prices=None) -> ClaimVerdict:
                 "offloading attention holds" if best < 1 else "offloading attention does not hold",
             ]
         ),
+        chips=(tile, gpu),
+        prices=p,
     )
 
 
@@ -714,34 +798,36 @@ def _train(name: str, chip: str, chips: int):
     return training.best_placement(name, chip, chips, explain=False)
 
 
-def training_cost(prices=None) -> ClaimVerdict:
+def training_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 11: 70B-175B pre-training at 15-20% lower cost than on GPU clusters.
 
     The fastest placement on 1,024 chips of each kind (``training.best_placement``), run for
     each model's token budget; ``prices`` as in ``hardware_cost``."""
     p = _prices(prices)
-    text, assumed = _price_text(p, TILE, GPU)
+    tile, gpu = pair(11, tile, gpu)
+    text, assumed = _price_text(p, tile, gpu)
     numbers, evens, savings = {}, [], []
     for name, tokens in TRAINING_TOKENS.items():
-        t = _train(name, TILE, CHIPS_TRAINING).run(
-            tokens, usd_per_chip_hour=p.chip_hour(TILE), usd_per_kwh=p.usd_per_kwh
+        t = _train(name, tile, CHIPS_TRAINING).run(
+            tokens, usd_per_chip_hour=p.chip_hour(tile), usd_per_kwh=p.usd_per_kwh
         )
-        g = _train(name, GPU, CHIPS_TRAINING).run(
-            tokens, usd_per_chip_hour=p.chip_hour(GPU), usd_per_kwh=p.usd_per_kwh
+        g = _train(name, gpu, CHIPS_TRAINING).run(
+            tokens, usd_per_chip_hour=p.chip_hour(gpu), usd_per_kwh=p.usd_per_kwh
         )
-        even = (0.85 * g.cost_usd - t.energy_kwh * t.usd_per_kwh) / t.chip_hours
+        even = run_break_even(t, g, 0.15)
         numbers[f"cost_ratio_{name}_x"] = t.cost_usd / g.cost_usd
         numbers[f"break_even_usd_per_chip_hour_{name}"] = even
+        numbers[f"equal_cost_usd_per_chip_hour_{name}"] = run_break_even(t, g)
         evens.append(even)
         savings.append(1 - t.cost_usd / g.cost_usd)
     even = min(evens)
     state = rules.price_claim(min(savings), even, 0.15, assumed)
     summary = (
-        f"at {text}: {TILE} / {GPU} training cost "
+        f"at {text}: {tile} / {gpu} training cost "
         + ", ".join(
             f"{k[11:-2]} {v:.2f}x" for k, v in numbers.items() if k.startswith("cost_ratio")
         )
-        + f"; 15% lower cost on both needs the {TILE} at {even:.2f} USD/chip-hour or less"
+        + f"; 15% lower cost on both needs the {tile} at {even:.2f} USD/chip-hour or less"
     )
     return _verdict(
         11,
@@ -751,7 +837,7 @@ def training_cost(prices=None) -> ClaimVerdict:
         rules.PRICE_RULE + "; claimed saving 15%",
         numbers,
         {
-            "clusters": f"{CHIPS_TRAINING} x {TILE} vs {CHIPS_TRAINING} x {GPU}, fastest placement "
+            "clusters": f"{CHIPS_TRAINING} x {tile} vs {CHIPS_TRAINING} x {gpu}, fastest placement "
             "(training.best_placement)",
             "tokens": ", ".join(f"{k} {v:.0e}" for k, v in TRAINING_TOKENS.items()),
             "prices": text,
@@ -759,23 +845,26 @@ def training_cost(prices=None) -> ClaimVerdict:
         },
         "training_cost",
         ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
-        break_even=f"{TILE} price {even:.2f} USD/chip-hour (today {p.chip_hour(TILE):.2f}): at or below it "
+        break_even=f"{tile} price {even:.2f} USD/chip-hour (today {p.chip_hour(tile):.2f}): at or below it "
         "both models train 15% cheaper",
+        chips=(tile, gpu),
+        prices=p,
     )
 
 
 # 12 -------------------------------------------------------------------------------------
-def memory_wall_training(chips: int = CHIPS_TRAINING) -> ClaimVerdict:
+def memory_wall_training(chips: int = CHIPS_TRAINING, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 12: 'compute in memory' eases the memory wall for training models over 100B parameters."""
     from .. import training
 
+    tile, gpu = pair(12, tile, gpu)
     chips = positive(
         "chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per cluster"
     )
     m = workloads.model("gpt-3-175b")
-    t, g = _train(m.name, TILE, chips), _train(m.name, GPU, chips)
+    t, g = _train(m.name, tile, chips), _train(m.name, gpu, chips)
     states = m.params * training.BYTES_PER_PARAM
-    need = math.ceil(states / hardware.chip(TILE).data_bytes)
+    need = math.ceil(states / hardware.chip(tile).data_bytes)
     numbers = {
         "tile_fit": t.fit,
         "gpu_fit": g.fit,
@@ -786,8 +875,8 @@ def memory_wall_training(chips: int = CHIPS_TRAINING) -> ClaimVerdict:
     }
     state = rules.memory_wall(t.fit, g.fit, t.mfu, g.mfu)
     summary = (
-        f"GPT-3 175B on {chips:,} chips: the {TILE} cluster {t.fit} (MFU {t.mfu:.1%}), the {GPU} cluster "
-        f"{g.fit} (MFU {g.mfu:.1%}); its {states / 1e12:.1f} TB of training state needs {need:,} {TILE}s of SRAM"
+        f"GPT-3 175B on {chips:,} chips: the {tile} cluster {t.fit} (MFU {t.mfu:.1%}), the {gpu} cluster "
+        f"{g.fit} (MFU {g.mfu:.1%}); its {states / 1e12:.1f} TB of training state needs {need:,} {tile}s of SRAM"
     )
     return _verdict(
         12,
@@ -803,16 +892,20 @@ def memory_wall_training(chips: int = CHIPS_TRAINING) -> ClaimVerdict:
         },
         "memory_wall_training",
         ["01_memory_wall.ipynb", "06_training_at_scale.ipynb"],
-        break_even=f"the cluster size: {need:,} {TILE}s hold the state on chip",
+        break_even=f"the cluster size: {need:,} {tile}s hold the state on chip",
+        chips=(tile, gpu),
     )
 
 
 # 13 -------------------------------------------------------------------------------------
+DLRM_CHIPS = {
+    "tile": 4,
+    "gpu": 2,
+}  # chips per cluster: the most samples/s per W of each kind in notebook 07
 DLRM_CONFIGS = (
-    ("gc200", 4),
-    ("a100-80gb", 2),
-    ("h100-sxm", 2),
-)  # the most samples/s per W of each kind in notebook 07
+    ("gc200", DLRM_CHIPS["tile"]),
+    ("a100-80gb", DLRM_CHIPS["gpu"]),
+)  # the comparison table's pair (claims.comparisons.TABLE[13])
 
 
 @functools.cache
@@ -825,11 +918,15 @@ def _dlrm(chip: str, chips: int):
     )
 
 
-def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
+def sparse_embeddings(configs=None, tile=None, gpu=None) -> ClaimVerdict:
     """Claim 13: sparse embedding look-ups on the tile chip, irreplaceable for recommender training.
 
-    ``configs``: (chip, chips) clusters to try; the best tile and best GPU cluster by
-    samples/s per watt are compared (MLPerf's DLRM on Criteo Terabyte, batch 16,384)."""
+    ``configs``: (chip, chips) clusters to try (default: ``DLRM_CHIPS`` of the comparison
+    table's pair, or of ``tile`` and ``gpu``); the best tile and best GPU cluster by samples/s
+    per watt are compared (MLPerf's DLRM on Criteo Terabyte, batch 16,384)."""
+    tile, gpu = pair(13, tile, gpu)
+    if configs is None:
+        configs = ((tile, DLRM_CHIPS["tile"]), (gpu, DLRM_CHIPS["gpu"]))
     try:
         configs = tuple(
             (
@@ -878,6 +975,7 @@ def sparse_embeddings(configs=DLRM_CONFIGS) -> ClaimVerdict:
         },
         "sparse_embeddings",
         ["07_sparse_embeddings.ipynb"],
+        chips=(tb.embedding.chip, gb.embedding.chip),
     )
 
 
@@ -915,12 +1013,17 @@ def _per_watt_case(case: str, chip: str) -> float:
     return efficiency.per_watt(r)["per_w"]
 
 
-def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> ClaimVerdict:
-    """Claim 14: at equal power the tile chip's throughput is markedly higher (notebook 07's cases)."""
+def equal_power(cases=EQUAL_POWER_CASES, gpus=None, tile=None, gpu=None) -> ClaimVerdict:
+    """Claim 14: at equal power the tile chip's throughput is markedly higher (notebook 07's cases).
+
+    Against the comparison table's GPU (or ``gpu``); ``gpus``: several GPU presets instead, the
+    best of them per case (a user's choice, not the rule's)."""
+    tile, gpu = pair(14, tile, gpu)
+    gpus = (gpu,) if gpus is None else gpus
     gpus = tuple(hardware.chip(_preset(g)).name for g in gpus)
     if not gpus or any(hardware.chip(g).kind != "gpu" for g in gpus):
         raise ValueError(f"gpus must name one or more GPU presets, got {gpus}")
-    ratios = {c: _per_watt_case(c, TILE) / max(_per_watt_case(c, g) for g in gpus) for c in cases}
+    ratios = {c: _per_watt_case(c, tile) / max(_per_watt_case(c, g) for g in gpus) for c in cases}
     state = rules.equal_power(ratios)
     numbers = {
         f"per_w_ratio_{c.replace(' ', '_').replace('-', '_').lower()}_x": x
@@ -935,7 +1038,8 @@ def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> ClaimVerdict
         rules.EQUAL_POWER_RULE,
         numbers,
         {
-            "chips": f"{TILE} vs the best of {', '.join(gpus)}",
+            "chips": f"{tile} vs "
+            + (gpus[0] if len(gpus) == 1 else f"the best of {', '.join(gpus)}"),
             "power": "board power (efficiency.CAVEAT)",
             "cases": "BERT-base 32 x 128; GPT-2 decode 32 x 512; embeddings preset 'medium' (532 MB); "
             "26 x 1M x 128 tables (13 GB); GNN gather (ogbn-products, 1,024 nodes)",
@@ -945,43 +1049,65 @@ def equal_power(cases=EQUAL_POWER_CASES, gpus=(GPU, "h100-sxm")) -> ClaimVerdict
         break_even="the workload: "
         + ", ".join(c for c, x in ratios.items() if x >= rules.MARKEDLY)
         + " support it (working set in tile SRAM), the others do not",
+        chips=(tile, gpus[0] if len(gpus) == 1 else None),
     )
 
 
 # 15 -------------------------------------------------------------------------------------
-def memory_bottleneck(chips: int = 32) -> ClaimVerdict:
-    """Claim 15: a model with a severe memory bottleneck gains most from moving to the tile chip.
+BOTTLENECK_MODELS = {"memory-bottlenecked": "llama-2-7b", "small": "bert-base"}
+"""Claim 15's two models. Memory-bottlenecked: its training state (``training.BYTES_PER_PARAM``
+= 16 bytes per parameter, before activations) exceeds one GPU's HBM, so the GPU cluster must shard
+it (ZeRO) or split the model, and the tile cluster streams it; small: its state fits one GPU."""
+CHIPS_BOTTLENECK = 64  # chips per cluster, the same for both kinds and both models
 
-    Llama-2-7B decode (8 sequences, 1,024 tokens of context) placed over ``chips`` tile chips
-    (``ipusim.scaleout.scale_out`` on ``chips`` chips) against one GPU; BERT-base 32 x 128 on
-    one chip each. Both steps' sequences have the same tokens on either chip, so the ratio of
-    sequences/s per chip is that of tokens/s per chip."""
+
+def memory_bottleneck(
+    chips: int = CHIPS_BOTTLENECK, prices=None, tile=None, gpu=None
+) -> ClaimVerdict:
+    """Claim 15: a model with a severe memory bottleneck gains most from moving to the tile chip,
+    judged on training (the claim's own subject): the fastest placement of each model of
+    ``BOTTLENECK_MODELS`` on ``chips`` chips of each kind (``training.best_placement``), and the
+    tile/GPU training throughput per chip. At one pair of chip prices the cost per token scales
+    with 1 / that advantage, so which model gains more does not depend on the prices."""
+    from .. import training
+
     chips = positive(
         "chips", chips, integer=True, at_most=limits.MAX_CHIPS, why="chips per placement"
     )
-    decode = ((1024,) * 8, None, "decode", "llama-2-7b")
-    t7, g7 = _scaled(TILE, chips, *decode), _scaled(GPU, 1, *decode)
-    pl = t7.placement
-    used = pl.chips_used if pl is not None else 1
-    adv_7b = (
-        (t7.sequences_per_s / t7.chips_used) / (g7.sequences_per_s / g7.chips_used)
-        if t7.fits
-        else 0.0
-    )
-    bt, bg = _bert_short_scaled(TILE), _bert_short_scaled(GPU)
-    adv_bert = (bt.sequences_per_s / bt.chips_used) / (bg.sequences_per_s / bg.chips_used)
-    state = rules.memory_bottleneck(adv_7b, adv_bert)
-    numbers = {
-        "advantage_llama_2_7b_decode_x": adv_7b,
-        "advantage_bert_base_x": adv_bert,
-        "tile_chips_llama_2_7b": used,
-        "tile_fit_llama_2_7b": pl.fit,
-    }
+    p = _prices(prices)
+    tile, gpu = pair(15, tile, gpu)
+    hbm = hardware.chip(gpu).hbm_bytes
+    numbers, adv = {}, {}
+    for role, name in BOTTLENECK_MODELS.items():
+        state_bytes = workloads.model(name).params * training.BYTES_PER_PARAM
+        t, g = _train(name, tile, chips), _train(name, gpu, chips)
+        adv[role] = t.tokens_per_s / g.tokens_per_s if g.tokens_per_s > 0 else math.inf
+        key = name.replace("-", "_")
+        numbers.update(
+            {
+                f"training_advantage_{key}_x": adv[role],
+                f"state_over_gpu_hbm_{key}_x": state_bytes / hbm,
+                f"tile_fit_{key}": t.fit,
+                f"gpu_placement_{key}": g.placement.label() if g.placement else "none",
+                f"cost_per_token_ratio_{key}_x": p.chip_hour(tile) / p.chip_hour(gpu) / adv[role],
+            }
+        )
+    big, small = BOTTLENECK_MODELS["memory-bottlenecked"], BOTTLENECK_MODELS["small"]
+    state = rules.memory_bottleneck(adv["memory-bottlenecked"], adv["small"])
+    over = numbers[f"state_over_gpu_hbm_{big.replace('-', '_')}_x"]
+    bottlenecked = over > 1
     summary = (
-        f"tile/GPU throughput per chip: Llama-2-7B decode {adv_7b:.2f}x on {used} {TILE}s ({pl.fit}), "
-        f"BERT-base {adv_bert:.2f}x on one; the memory-bottlenecked model gains "
-        f"{'more' if adv_7b > adv_bert else 'less'}"
+        f"training on {chips} chips, {tile}/{gpu} tokens/s per chip: {big} "
+        f"{adv['memory-bottlenecked']:.2f}x (training state {over:.1f}x one {gpu}'s HBM: "
+        + (
+            "the GPUs shard it, the tile chips stream it"
+            if bottlenecked
+            else "NOT a bottleneck on this GPU"
+        )
+        + f"), {small} {adv['small']:.2f}x; the memory-bottlenecked model gains "
+        f"{'more' if state == rules.SUPPORTED else 'less'}"
     )
+    text, _ = _price_text(p, tile, gpu)
     return _verdict(
         15,
         "POC: memory-bottlenecked models gain most",
@@ -990,11 +1116,15 @@ def memory_bottleneck(chips: int = 32) -> ClaimVerdict:
         rules.BOTTLENECK_RULE,
         numbers,
         {
-            "steps": "Llama-2-7B decode 8 x 1,024 tokens; BERT-base 32 x 128",
-            "chips": f"up to {chips} {TILE}s (placement search) vs one {GPU}",
+            "models": f"{big} (training state over one GPU's HBM: memory-bottlenecked) and {small} "
+            "(state fits one GPU), each with its recipe (training.recipe)",
+            "chips": f"{chips} {tile}s vs {chips} {gpu}s, fastest placement (training.best_placement)",
+            "prices": f"{text}; they scale both models' cost ratios alike, so they do not move the verdict",
             "advice": "the claim's other half, 'measure memory use and convergence', is advice, not judged "
             "(notebook 06 shows why convergence needs measuring)",
         },
         "memory_bottleneck",
         ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
+        chips=(tile, gpu),
+        prices=p,
     )

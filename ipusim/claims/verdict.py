@@ -23,7 +23,9 @@ class ClaimVerdict:
     and its thresholds once; ``assumptions`` lists what the numbers take as given (chip, model,
     batch, prices) and which of those are ASSUMPTIONS; ``break_even`` (``depends`` only) is
     the value of the assumption at which the verdict flips; ``function`` is the
-    ``ipusim.claims`` function that computed it.
+    ``ipusim.claims`` function that computed it; ``comparison`` is the claim's row of the one
+    comparison table (``ipusim.claims.comparisons``): the chips compared, why, the sensitivity
+    pairs and the prices of the pair.
     """
 
     claim: int
@@ -36,6 +38,7 @@ class ClaimVerdict:
     break_even: str = ""
     function: str = ""
     notebooks: tuple = ()
+    comparison: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.state not in STATES:
@@ -68,6 +71,7 @@ class ClaimVerdict:
             "break_even": self.break_even,
             "function": self.function,
             "notebooks": list(self.notebooks),
+            "comparison": dict(self.comparison),
         }
 
     def _repr_markdown_(self) -> str:

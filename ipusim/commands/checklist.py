@@ -71,6 +71,12 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="re-judge the case with a calibration file (ipusim calibrate): the report is the "
+        "calibrated one, with which parameters moved, by how much, and whether and why the verdict changed",
+    )
 
 
 def build_case(args):
@@ -162,13 +168,45 @@ def run(args) -> int:
         check_writable("--out", args.out)
     case = build_case(args)
     fmt = "json" if args.json else args.format
-    report = run_checklist(case, show_progress=not args.no_progress)
+    recal = None
+    if args.calibration:
+        from .. import calibration
+        from ..checklist import recalibrate
+
+        params = calibration.load(args.calibration)
+        recal = recalibrate.rejudge(case, params, show_progress=not args.no_progress)
+        report = recal["after"]
+    else:
+        report = run_checklist(case, show_progress=not args.no_progress)
     if fmt == "json":
         text = report.to_json()
+        if recal is not None:
+            import json
+
+            from .._json import json_safe
+
+            d = json.loads(text)
+            d["calibration"] = {"file": str(args.calibration), **recalibrate.summary_dict(recal)}
+            text = json.dumps(json_safe(d), indent=2, allow_nan=False)
     elif fmt == "html":
         text = report.to_html()
+        if recal is not None:
+            import html
+
+            section = (
+                "<section><pre>"
+                + html.escape(recalibrate.summary_markdown(recal, args.calibration))
+                + "</pre></section>"
+            )
+            text = (
+                text.replace("</body>", section + "</body>", 1)
+                if "</body>" in text
+                else text + section
+            )
     else:
         text = report.to_markdown()
+        if recal is not None:
+            text += "\n\n" + recalibrate.summary_markdown(recal, args.calibration)
     if args.out:
         with atomic_write(args.out) as f:  # whole or not at all
             f.write(text + ("\n" if not text.endswith("\n") else ""))

@@ -59,7 +59,7 @@ def add_arguments(p):
         "--trace-out",
         metavar="FILE",
         help="write the step as a Chrome Trace Event Format JSON (Perfetto, chrome://tracing): "
-        "supersteps per tile group (compute, sync, exchange), ops; per stage on several chips",
+        "supersteps per tile group (sync, exchange, compute), ops; per stage on several chips",
     )
     add_json(p)
 

@@ -34,11 +34,91 @@ FT_BERT_BASE_A100_80GB_FP16_MS = tuple(
 with padding ("FT" column) on an A100 80GB (docs/facts.md §4.2, FT-GUIDE; mclk 1593 MHz
 names the 80 GB part). Out of sample: not used to set any constant."""
 
-TENSOR_EFFICIENCY_GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
-"""Candidate tensor efficiencies ``fit_calibration`` searches (0.50 to 1.00 in steps of 0.01)."""
+TENSOR_EFFICIENCY_BOUNDS = (
+    0.20,
+    1.00,
+)  # a fraction of peak; below 0.2 the chip is not the one named
+LAUNCH_BOUNDS_S = (0.0, 50e-6)  # seconds per kernel; 10x the preset's 4.9 us
+EFFICIENCY_GRID_STEP = 0.01
+"""``least_squares`` scans the tensor efficiency in steps of 0.01 before refining it."""
 
-LAUNCH_GRID_S = tuple(round(0.1e-6 * i, 13) for i in range(101))
-"""Candidate per-kernel costs ``fit_calibration`` searches (0 to 10 us in steps of 0.1 us)."""
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def golden_section(f, lo: float, hi: float, iters: int = 60) -> float:
+    """The ``x`` in [lo, hi] minimising a unimodal ``f``, by golden-section search."""
+    a, b = lo, hi
+    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iters):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - _GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _GOLDEN * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def least_squares(
+    points,
+    *,
+    efficiency_bounds=TENSOR_EFFICIENCY_BOUNDS,
+    launch_bounds_s=LAUNCH_BOUNDS_S,
+    **options,
+) -> dict:
+    """THE rule that sets the GPU model's two fitted parameters from measured step times, for
+    the published rows (``fit_calibration``) and a user's own (``ipusim.calibration.fit``).
+
+    ``points``: (chip, step, measured seconds) triples. The (tensor efficiency, seconds per
+    kernel) pair within the bounds minimising ``sum(ln(predicted / measured)**2)``. A step's
+    time is its time without launches plus kernels x the per-kernel cost, so each efficiency
+    is simulated once: the efficiency is scanned in steps of ``EFFICIENCY_GRID_STEP`` and
+    refined by golden section within one step of the best, the per-kernel cost found by golden
+    section for each efficiency. ``options`` go to ``simulate``. Returns ``tensor_efficiency``,
+    ``launch_s`` and ``cost`` (the minimised sum).
+    """
+    for k in ("tensor_efficiency", "launch_s"):
+        if k in options:
+            raise ValueError(f"the least-squares fit chooses {k} itself; do not pass it")
+    points = list(points)
+    if not points:
+        raise ValueError("points must hold at least one (chip, step, measured seconds) triple")
+    lo_e, hi_e = (check_efficiency("efficiency_bounds", e) for e in efficiency_bounds)
+    lo_l, hi_l = (positive("launch_bounds_s", v, allow_zero=True) for v in launch_bounds_s)
+    if not (lo_e <= hi_e and lo_l <= hi_l):
+        raise ValueError("efficiency_bounds and launch_bounds_s must be (low, high) pairs")
+    measured = np.array([positive("measured seconds", m) for _, _, m in points])
+    cache = {}
+
+    def inner(eff):
+        if eff not in cache:
+            t0, k = [], []
+            for c, st, _ in points:
+                r = simulate(c, st, tensor_efficiency=eff, launch_s=0.0, **options)
+                t0.append(r.extra["time_if_unlimited_s"])
+                k.append(sum(x["count"] for x in r.extra["kernels"]))
+            t0, k = np.array(t0), np.array(k, float)
+
+            def cost(launch):
+                return float(np.sum(np.log((t0 + k * launch) / measured) ** 2))
+
+            launch = golden_section(cost, lo_l, hi_l)
+            cache[eff] = (cost(launch), launch)
+        return cache[eff]
+
+    n = max(1, round((hi_e - lo_e) / EFFICIENCY_GRID_STEP))
+    grid = np.linspace(lo_e, hi_e, n + 1)
+    best = float(min(grid, key=lambda e: inner(float(e))[0]))
+    lo, hi = max(lo_e, best - EFFICIENCY_GRID_STEP), min(hi_e, best + EFFICIENCY_GRID_STEP)
+    eff = golden_section(lambda e: inner(e)[0], lo, hi, iters=30)
+    if inner(best)[0] < inner(eff)[0]:  # the scan's point stands if refining did not improve it
+        eff = best
+    cost, launch = inner(eff)
+    return {"tensor_efficiency": float(eff), "launch_s": float(launch), "cost": cost}
+
 
 CALIBRATION_TOLERANCE = 0.15
 """Largest relative error |simulated - published| / published allowed for any §6.1 row."""
@@ -115,33 +195,18 @@ def calibration_table(chip=None, *, sources=("TRT-BERT",), **options) -> list[di
     return rows
 
 
-def fit_calibration(eff_grid=TENSOR_EFFICIENCY_GRID, launch_grid=LAUNCH_GRID_S, **options) -> tuple:
-    """Re-run the rule that sets ``TENSOR_EFFICIENCY`` and ``hardware.KERNEL_LAUNCH_S``: the
-    (efficiency, seconds per kernel) pair on the grids minimising the sum of
-    ``log(simulated / published)**2`` over the in-sample rows (§6.1, A100 40GB).
-
-    A step's time is its time without launches plus kernels x the per-kernel cost, so each
-    efficiency is simulated once. ``options`` go to ``simulate`` (not ``tensor_efficiency``
-    or ``launch_s``). Ties go to the smaller values.
-    """
-    for k in ("tensor_efficiency", "launch_s"):
-        if k in options:
-            raise ValueError(f"fit_calibration chooses {k} itself; do not pass it")
-    points = [p for p in _calibration_points(("TRT-BERT",)) if p[5] == "in"]
-    steps = [(p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4]) for p in points]
-    launches = np.array([positive("launch_s", v, allow_zero=True) for v in launch_grid])
-    best, best_cost = None, math.inf
-    for e in eff_grid:
-        e = check_efficiency("tensor_efficiency", e)
-        cost = np.zeros(launches.size)
-        for c, st, ms in steps:
-            r = simulate(c, st, tensor_efficiency=e, launch_s=0.0, **options)
-            kernels = sum(k["count"] for k in r.extra["kernels"])
-            cost += np.log((r.time_s + kernels * launches) * 1e3 / ms) ** 2
-        i = int(np.argmin(cost))
-        if cost[i] < best_cost:
-            best, best_cost = (e, float(launches[i])), float(cost[i])
-    return best
+def fit_calibration(**options) -> tuple:
+    """Re-run the rule that sets ``TENSOR_EFFICIENCY`` and ``hardware.KERNEL_LAUNCH_S``:
+    ``least_squares`` over the in-sample rows (§6.1, TensorRT BERT-base on an A100 40GB), every
+    other constant at its default. Returns the fitted (efficiency, seconds per kernel); the
+    presets are these rounded to two significant figures. ``options`` go to ``simulate``."""
+    points = [
+        (p[1], _make_step("bert-base", [p[2]] * p[3], pad_to=p[2]), p[4] * 1e-3)
+        for p in _calibration_points(("TRT-BERT",))
+        if p[5] == "in"
+    ]
+    fit = least_squares(points, **options)
+    return fit["tensor_efficiency"], fit["launch_s"]
 
 
 def fit_tensor_efficiency(**options) -> float:

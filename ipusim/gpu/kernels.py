@@ -238,7 +238,7 @@ def _unfused_attention(op: Op, s: Step, r: Rates, dt):
     return Kernel(op.name, (op.name,), _merge(groups), bps, smem, flops, hbm, tile="64x64")
 
 
-def _elementwise(name, ops, flops, bytes_, elements, r: Rates):
+def elementwise_kernel(name, ops, flops, bytes_, elements, r: Rates):
     """A memory-streaming kernel: ``elements`` outputs, ``bytes_`` moved, ``flops`` on CUDA cores."""
     blocks = max(1, _ceil(max(elements, 1), ELEMENTWISE_BLOCK_ELEMENTS))
     b = bytes_ / blocks
@@ -284,7 +284,7 @@ def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: st
     flops = sum(o.flops for o in one)
     bytes_ = sum(o.bytes for o in one)
     elements = first.act_write_bytes / dt
-    return [_elementwise(name, tuple(o.name for o in ops), flops, bytes_, elements, r)]
+    return [elementwise_kernel(name, tuple(o.name for o in ops), flops, bytes_, elements, r)]
 
 
 def kernel_plan(s: Step, fusion: str):

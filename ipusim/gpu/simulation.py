@@ -15,7 +15,7 @@ from .._validate import choice, fraction, positive
 from ..hardware import GPU_PRESETS, GpuChip
 from ..result import StepResult
 from ..workloads import Step, training_footprint
-from .kernels import Kernel, kernel_plan, op_kernel_candidates, rates, resolve
+from .kernels import Kernel, elementwise_kernel, kernel_plan, op_kernel_candidates, rates, resolve
 from .params import (
     FUSIONS,
     HBM_EFFICIENCY,
@@ -53,6 +53,14 @@ class KernelResult:
         )
 
 
+def _gpu_chip(chip, fn: str) -> GpuChip:
+    """The GPU chip ``chip`` names (or is); ``ValueError`` naming ``fn`` for a tile chip."""
+    c = resolve(chip)
+    if not isinstance(c, GpuChip):
+        raise ValueError(f"{fn} needs a GPU chip, got {c.kind} chip {c.name!r}")
+    return c
+
+
 def simulate_kernel(
     chip,
     blocks: int,
@@ -73,9 +81,7 @@ def simulate_kernel(
     >>> r.waves
     2
     """
-    c = resolve(chip)
-    if not isinstance(c, GpuChip):
-        raise ValueError(f"simulate_kernel needs a GPU chip, got {c.kind} chip {c.name!r}")
+    c = _gpu_chip(chip, "simulate_kernel")
     blocks = positive("blocks", blocks, integer=True)
     block_flops = positive("block_flops", block_flops, allow_zero=True)
     block_hbm_bytes = positive("block_hbm_bytes", block_hbm_bytes, allow_zero=True)
@@ -115,6 +121,20 @@ def simulate_kernel(
         launch,
         busy[0],
     )
+
+
+def elementwise_kernel_s(chip, elements: int, bytes_moved: float, simt_flops: float = 0.0) -> float:
+    """Seconds of one memory-streaming kernel (copy, gather, an optimizer update): ``elements``
+    outputs, ``bytes_moved`` HBM bytes read and written, ``simt_flops`` on the CUDA cores; its
+    blocks in waves over the SMs (``run_waves``), launch included."""
+    c = _gpu_chip(chip, "elementwise_kernel_s")
+    elements = positive("elements", elements, integer=True)
+    bytes_moved = positive("bytes_moved", bytes_moved, allow_zero=True)
+    simt_flops = positive("simt_flops", simt_flops, allow_zero=True)
+    r = rates(c, TENSOR_EFFICIENCY, HBM_EFFICIENCY)
+    k = elementwise_kernel("elementwise", (), simt_flops, bytes_moved, elements, r)
+    t, *_ = run_waves([k], r)
+    return float(t[0]) + c.kernel_launch_s
 
 
 def check_efficiency(name, v):

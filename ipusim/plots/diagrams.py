@@ -11,7 +11,7 @@ model, rows from ``ipusim.packing`` on a seeded sample of ``ipusim.lengths``, ch
 =======================  ==================================================================
 ``series_strip``         the notebooks 01-08 as boxes, the current one highlighted
 ``memory_hierarchy``     tile chip vs GPU: memory levels with capacities and bandwidths
-``bsp_superstep``        compute, sync and exchange of one superstep over a few tiles
+``bsp_superstep``        sync, exchange and compute of one superstep over a few tiles
 ``batching_timelines``   a queue with a batcher, then one timeline per batching policy
 ``padding_rows``         the same requests padded, bucketed and packed into rows
 ``checklist_pipeline``   case -> checks C1..C8 -> verdict
@@ -30,8 +30,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .. import hardware
-from .style import chip_color
-from .tiles import PHASE_COLORS
+from .style import PHASE_COLORS, chip_color
 
 SERIES = (
     ("01", "Memory wall"),
@@ -352,7 +351,8 @@ def bsp_superstep(
     exchange_bytes=(4096, 2048, 6400, 3072),
     ax=None,
 ):
-    """One superstep on a few tiles: each tile computes, all wait at the sync, then exchange.
+    """One superstep on a few tiles, in ``ipusim.tiles``' order: all wait at the sync, the exchange
+    brings each tile its inputs, then each tile computes.
 
     ``compute_cycles[i]`` and ``exchange_bytes[i]`` are tile ``i``'s work (an illustration);
     the sync length and the exchange rate (bytes per cycle per tile) are the chip's. Each phase
@@ -382,36 +382,30 @@ def bsp_superstep(
     t_comp, t_sync, t_x = comp.max(), c.sync_cycles, xc.max()
     ax = _new_ax(ax, (11, 0.55 * n + 2.2))
     ys = np.arange(n)[::-1]
+    x0_exch, x0_comp = t_sync, t_sync + t_x  # sync, then exchange, then compute
     for y, cc, xx in zip(ys, comp, xc, strict=True):
-        ax.barh(y, cc, color=PHASE_COLORS["compute"], height=0.6)
-        ax.barh(
-            y,
-            t_comp - cc,
-            left=cc,
-            color="white",
-            edgecolor="#9e9e9e",
-            hatch="///",
-            height=0.6,
-            lw=0.5,
-        )
-        ax.barh(y, xx, left=t_comp + t_sync, color=PHASE_COLORS["exchange"], height=0.6)
-        ax.barh(
-            y,
-            t_x - xx,
-            left=t_comp + t_sync + xx,
-            color="white",
-            edgecolor="#9e9e9e",
-            hatch="///",
-            height=0.6,
-            lw=0.5,
-        )
-    ax.axvspan(t_comp, t_comp + t_sync, color=PHASE_COLORS["sync"], alpha=0.35, lw=0)
-    end = t_comp + t_sync + t_x
+        for left, used, longest, phase in (
+            (x0_exch, xx, t_x, "exchange"),
+            (x0_comp, cc, t_comp, "compute"),
+        ):
+            ax.barh(y, used, left=left, color=PHASE_COLORS[phase], height=0.6)
+            ax.barh(
+                y,
+                longest - used,
+                left=left + used,
+                color="white",
+                edgecolor="#9e9e9e",
+                hatch="///",
+                height=0.6,
+                lw=0.5,
+            )
+    ax.axvspan(0, t_sync, color=PHASE_COLORS["sync"], alpha=0.35, lw=0)
+    end = t_sync + t_x + t_comp
     top = n - 0.35
     for x0, x1, label in (
-        (0, t_comp, f"compute\n{t_comp:,.0f} cycles (slowest tile)"),
-        (t_comp, t_comp + t_sync, f"sync\n{t_sync:,.0f} cycles"),
-        (t_comp + t_sync, end, f"exchange\n{t_x:,.0f} cycles (slowest tile)"),
+        (0, t_sync, f"sync\n{t_sync:,.0f} cycles"),
+        (x0_exch, x0_comp, f"exchange\n{t_x:,.0f} cycles (slowest tile)"),
+        (x0_comp, end, f"compute\n{t_comp:,.0f} cycles (slowest tile)"),
     ):
         ax.annotate(
             "", (x0, top), (x1, top), arrowprops={"arrowstyle": "<->", "color": _EDGE, "lw": 1}
@@ -840,7 +834,7 @@ def parallelism_grid(data: int = 2, tensor: int = 2, pipeline: int = 4, ax=None)
                     ax,
                     (s * sx + bw + 0.1, y0 + 0.1),
                     (s * sx + bw + 0.1, top - 0.1),
-                    color="#d62728",
+                    color=PHASE_COLORS["exchange"],
                     both=True,
                     lw=1.5,
                 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .style import PHASE_COLORS
+
 
 def _axes(ax):
     if ax is None:
@@ -40,9 +42,9 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
     if style == "stacked":
         bottom = np.zeros(len(ks))
         for key, label, color in (
-            ("compute_s", "compute (slowest SM busy)", "tab:blue"),
-            ("memory_s", "memory (HBM wait + pipeline fill)", "tab:orange"),
-            ("launch_s", "launch overhead", "tab:gray"),
+            ("compute_s", "compute (slowest SM busy)", PHASE_COLORS["compute"]),
+            ("memory_s", "memory (HBM wait + pipeline fill)", PHASE_COLORS["memory"]),
+            ("launch_s", "launch overhead", PHASE_COLORS["launch"]),
         ):
             v = np.array([k[key] for k in ks]) * scale
             ax.bar(x, v, bottom=bottom, label=label, color=color)
@@ -53,14 +55,14 @@ def kernel_times(result, ax=None, *, unit: str = "ms", style: str = "stacked"):
             x - w / 2,
             np.array([k["compute_s"] for k in ks]) * scale,
             w,
-            color="tab:blue",
+            color=PHASE_COLORS["compute"],
             label="compute (slowest SM busy)",
         )
         ax.bar(
             x + w / 2,
             np.array([k["hbm_s"] for k in ks]) * scale,
             w,
-            color="tab:orange",
+            color=PHASE_COLORS["memory"],
             label="HBM transfer (bytes / achievable bandwidth)",
         )
     ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_rgb
 from matplotlib.ticker import MaxNLocator
 
+from .style import OTHER_COLORS
+
 _PAD = "#d9d9d9"
-_SEQ_COLORS = plt.get_cmap("tab20").colors
+# sequences and packers: the second palette without its greys and black (grey is padding) and a
+# lighter shade of each, then eight more; 20 colours, none a chip's (tests/test_plot_style.py)
+_BASES = tuple(c for c in OTHER_COLORS if c not in ("#7f7f7f", "#000000"))
+_SEQ_COLORS = tuple(
+    c for base in _BASES for c in (base, tuple(0.65 + 0.35 * v for v in to_rgb(base)))
+) + ("#3b7a57", "#6b4226", "#f5c242", "#d95f02", "#66a61e", "#a6761d", "#e7298a", "#1b9e77")
 
 
 def _ax(ax, figsize=(7, 4)):

@@ -9,14 +9,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import energy, hardware, roofline, workloads
-from .style import FIT_LABELS, chip_color, fit_style
+from .style import FIT_LABELS, OTHER_COLORS, chip_color, fit_style
 
+# memory levels and workloads take the second palette: a chip colour means a chip
 _LEVEL_STYLE = {
-    "tile SRAM": ("tab:green", "-"),
-    "exchange": ("tab:olive", "--"),
-    "streaming DRAM": ("tab:brown", "-."),
-    "HBM": ("tab:blue", "-"),
-    "chip-to-chip link": ("tab:gray", ":"),
+    "tile SRAM": ("#009e73", "-"),
+    "exchange": ("#bcbd22", "--"),
+    "streaming DRAM": ("#8c564b", "-."),
+    "HBM": ("#e69f00", "-"),
+    "chip-to-chip link": ("#7f7f7f", ":"),
 }
 _KIND_MARKER = {
     "matmul": "o",
@@ -65,7 +66,7 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
     if isinstance(steps, workloads.Step):
         steps = [steps]
     labels = labels or [f"{s.model.name} {s.phase} b{s.batch}" for s in steps]
-    colors = ["tab:red", "tab:purple", "tab:orange", "tab:pink", "tab:cyan", "tab:brown", "black"]
+    colors = OTHER_COLORS
     kinds_seen = set()
     for i, (s, lab) in enumerate(zip(steps, labels, strict=True)):
         col = colors[i % len(colors)]
@@ -122,7 +123,7 @@ def capacity_chart(models, chips, *, mode="inference", batch=1, seq_len=2048, ax
     ]
     y = np.arange(len(models))
     # A marker per model, not a bar: on a log axis a bar's length depends on where the axis starts.
-    ax.plot(need, y, "D", color="tab:purple", ms=8, ls="none", label="bytes needed")
+    ax.plot(need, y, "D", color="#000000", ms=8, ls="none", label="bytes needed")
     for yi, n in zip(y, need, strict=True):
         ax.annotate(
             f"{n / 1e9:,.3g} GB",

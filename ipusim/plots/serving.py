@@ -6,7 +6,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..serving import theory
-from .style import UNSTABLE_LABEL, UNSTABLE_STYLE, chip_color, label_color
+from .style import (
+    UNSTABLE_LABEL,
+    UNSTABLE_STYLE,
+    chip_color,
+    label_color,
+    legend_outside,
+    other_color,
+)
 
 
 def _ax(ax):
@@ -70,8 +77,8 @@ def timeline(result, ax=None, *, title: str = "", max_requests: int | None = Non
     n = result.n if max_requests is None else min(result.n, max_requests)
     idx = np.arange(n)
     a, s, f = result.arrival_s[:n], result.start_s[:n], result.finish_s[:n]
-    ax.hlines(idx, a, s, color="tab:orange", lw=0.6, label="waiting")
-    ax.hlines(idx, s, f, color="tab:blue", lw=1.6, label="in a batch on the device")
+    ax.hlines(idx, a, s, color=other_color(5), lw=0.6, label="waiting")
+    ax.hlines(idx, s, f, color=other_color(0), lw=1.6, label="in a batch on the device")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("request number")
     ax.set_title(title or result.policy)
@@ -116,7 +123,7 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
             where="post",
             color=label_color(label),
             ls="-" if stable else ":",
-            label=label if stable else f"{label} ({UNSTABLE_LABEL})",
+            label=label if stable else f"{label}: {UNSTABLE_LABEL}",
         )
     low = max(0.5 / n_max, 1e-5)  # the axis ends where a single request's share would be
     for q, name in ((0.5, "p50"), (0.01, "p99")):
@@ -144,7 +151,10 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
     ax.set_title("Latency tail (complementary CDF)")
     ax.grid(alpha=0.3, which="both")
     if len(ax.figure.axes) == 1:  # alone in its figure: outside, since the tails reach every corner
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        w, h = ax.figure.get_size_inches()  # widen the figure for the legend, not squeeze the axes
+        longest = max((len(t) for t in ax.get_legend_handles_labels()[1]), default=0)
+        ax.figure.set_size_inches(w + 0.065 * longest + 0.6, h)
+        legend_outside(ax)
     else:
         ax.legend(fontsize=8, loc="lower left")
     return ax
@@ -153,7 +163,8 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
 def theory_check(rows: list[dict], ax=None):
     """Simulated vs Pollaczek-Khinchine mean waiting time against utilization (rows from the notebook check)."""
     ax = _ax(ax)
-    for kind, marker in (("M/M/1", "o"), ("M/D/1", "s")):
+    for i, (kind, marker) in enumerate((("M/M/1", "o"), ("M/D/1", "s"))):
+        col = other_color(i)  # one colour per queue: its theory line and its simulated points
         rr = [r for r in rows if r["queue"] == kind]
         rho = np.array([r["rho"] for r in rr])
         rho_line = np.linspace(0.05, 0.95, 100)
@@ -164,13 +175,18 @@ def theory_check(rows: list[dict], ax=None):
             theory.pk_wait_s(rho_line / s, s, cv2) * 1e3,
             "-",
             lw=1,
+            color=col,
             label=f"{kind} theory",
         )
         ax.plot(
-            rho, np.array([r["simulated_s"] for r in rr]) * 1e3, marker, label=f"{kind} simulated"
+            rho,
+            np.array([r["simulated_s"] for r in rr]) * 1e3,
+            marker,
+            color=col,
+            label=f"{kind} simulated",
         )
     ax.set_yscale("log")
-    ax.set_xlabel("utilization ρ")
+    ax.set_xlabel("utilisation ρ (share of time the server is busy)")
     ax.set_ylabel("mean wait in queue (ms)")
     ax.set_title("Simulator vs queueing theory (batch size 1)")
     ax.grid(alpha=0.3, which="both")

@@ -1,13 +1,20 @@
 """One visual vocabulary for the whole series: a colour per chip, a marker style per fit state.
 
-Every figure that shows a chip takes its colour from ``chip_color``; every figure that marks
-whether a step fits uses ``fit_style`` (the three states of ``ipusim.result``). ``axes`` is the
-one helper that makes a fresh axes when a plot function is called with ``ax=None``.
+Every figure that shows a chip takes its colour from ``chip_color``; everything else a figure
+tells apart by colour (workloads, memory levels, phases, policies, packers) takes it from the
+second palette, ``OTHER_COLORS`` (``other_color``), whose colours are far from every chip's, so a
+colour always means the same chip. Importing this module makes ``OTHER_COLORS`` matplotlib's
+default colour cycle (``C0``, ``C1``, ... and unstyled lines). Every figure that marks whether a
+step fits uses ``fit_style`` (the three states of ``ipusim.result``). ``axes`` is the one helper
+that makes a fresh axes when a plot function is called with ``ax=None``; ``legend_outside`` puts
+a legend beside the data instead of over it.
 """
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
+from cycler import cycler
 
 # Tile chips in blues/greens, GPUs in reds/purples, darker for newer parts.
 CHIP_COLORS = {
@@ -20,6 +27,31 @@ CHIP_COLORS = {
     "h200": "#40004b",
 }
 KIND_COLORS = {"tile": "#1f77b4", "gpu": "#d62728"}  # a chip kind, or a chip not in CHIP_COLORS
+
+# The second palette: for anything that is not a chip. Orange, green, brown, pink, olive, grey,
+# black, gold: no blue, red or purple, so no colour here can be read as a chip
+# (tests/test_plot_style.py holds every pair at least MIN_DISTANCE apart in RGB).
+OTHER_COLORS = (
+    "#e69f00",
+    "#009e73",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#7f7f7f",
+    "#000000",
+    "#b8860b",
+)
+# the phases of a step, on either machine (BSP traces, kernel splits, per-op bars)
+PHASE_COLORS = {
+    "compute": "#009e73",
+    "sync": "#e377c2",
+    "exchange": "#e69f00",
+    "streaming": "#8c564b",
+    "memory": "#b8860b",
+    "launch": "#7f7f7f",
+}
+MIN_DISTANCE = 60  # RGB 0-255 Euclidean distance between a chip colour and any other colour
+mpl.rcParams["axes.prop_cycle"] = cycler(color=list(OTHER_COLORS))
 
 # on_chip: filled marker; streams: half-filled (the step runs, but pays for copies);
 # does_not_fit: hollow marker on a dotted line (no honest time exists).
@@ -50,6 +82,11 @@ def chip_color(c) -> str:
     )
 
 
+def other_color(i: int) -> str:
+    """Colour number ``i`` (cycling) of the palette for things that are not chips."""
+    return OTHER_COLORS[int(i) % len(OTHER_COLORS)]
+
+
 def label_color(label: str, default=None):
     """The chip colour for a label that names a preset chip ("GC200 (IPU)", "A100 40GB (GPU)"),
     else ``default``. Longer preset names are matched first ("a100-80gb" before "a100")."""
@@ -75,6 +112,18 @@ def axes(ax=None, size=(6.4, 4.4)):
     if ax is None:
         _, ax = plt.subplots(figsize=size)
     return ax
+
+
+def legend_outside(ax, *, fontsize=8, title=None, **kw):
+    """The legend to the right of the axes, outside the data, top-aligned; returns it."""
+    return ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+        fontsize=fontsize,
+        title=title,
+        **kw,
+    )
 
 
 def finish(ax, *, xlabel=None, ylabel=None, title=None, legend_fontsize=8, **legend_kw):

@@ -9,15 +9,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .style import PHASE_COLORS, legend_outside, other_color
+
 KIB = 1024
-PHASE_COLORS = {
-    "compute": "tab:green",
-    "sync": "tab:red",
-    "exchange": "tab:blue",
-    "streaming": "tab:purple",
-    "memory": "tab:orange",
-    "launch": "tab:gray",
-}
+
+LIMIT_COLOR = "#000000"  # a tile's SRAM limit, drawn as a line
 FLOORPLAN_COLUMNS = (
     16  # ASSUMPTION: GC2 has 16 tile columns (IPUG §2.1); GC200 layout not published
 )
@@ -48,7 +44,7 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
         interpolation="nearest",
     )
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
-    cb.ax.axhline(limit, color="tab:red", lw=2)
+    cb.ax.axhline(limit, color=LIMIT_COLOR, lw=2)
     cb.set_label(f"peak memory per tile (KiB)\nred line: tile limit {limit:,.0f} KiB")
     ax.set_xlabel(f"tile position within its column ({per} tiles per column)")
     ax.set_ylabel(f"tile column (one row each, {columns})")
@@ -67,12 +63,12 @@ def memory_histogram(prof, ax=None, bins: int = 64):
     ax.hist(
         prof.memory / KIB,
         bins=bins,
-        color="tab:blue",
+        color=other_color(0),
         alpha=0.8,
         label="peak (always-live + temporary)",
     )
     ax.hist(prof.always_live / KIB, bins=bins, color="tab:gray", alpha=0.6, label="always-live")
-    ax.axvline(limit, color="tab:red", lw=2, label=f"tile limit {limit:,.0f} KiB")
+    ax.axvline(limit, color=LIMIT_COLOR, lw=2, label=f"tile limit {limit:,.0f} KiB")
     ax.set_xlabel("memory per tile (KiB)")
     ax.set_ylabel("tiles")
     ax.set_title(
@@ -90,9 +86,9 @@ def fullest_tiles(prof, n: int = 5, ax=None):
     al = np.array([t["always_live"] for t in top]) / KIB
     tmp = np.array([t["temporary"] for t in top]) / KIB
     ax.barh(y, al, color="tab:gray", label="always-live (code, weights, KV)")
-    ax.barh(y, tmp, left=al, color="tab:blue", label="temporary (peak op)")
+    ax.barh(y, tmp, left=al, color=other_color(0), label="temporary (peak op)")
     limit = prof.chip.sram_per_tile_bytes / KIB
-    ax.axvline(limit, color="tab:red", lw=2, label="tile limit")
+    ax.axvline(limit, color=LIMIT_COLOR, lw=2, label="tile limit")
     ax.set_yticks(y, [f"tile {t['tile']} ({t['op']})" for t in top])
     ax.set_xlabel("KiB")
     ax.set_title(f"The {len(top)} fullest tiles")
@@ -240,10 +236,10 @@ def throughput_sweep(
     """Throughput curves against ``x``, one per chip (a preset name as the label takes the
     series' colour, ``plots.style``).
 
-    Points that do not fit are left off the line and drawn with the ``does_not_fit`` marker
-    (hollow) at the value given in ``curves`` (pass the as-if-it-fitted throughput there, e.g.
-    from ``extra["time_if_unlimited_s"]``; zero or inf values are not drawn); points whose
-    weights stream from off-chip DRAM take the ``streams`` marker (half filled).
+    Points that do not fit have no throughput (the fit rule): they are left off the line and
+    drawn with the ``does_not_fit`` marker (hollow) on a band at the bottom of the axes, below
+    every measured point, whatever ``curves`` holds for them; points whose weights stream from
+    off-chip DRAM take the ``streams`` marker (half filled). The legend sits outside the data.
     """
     from .style import FIT_LABELS, chip_color, fit_style
 
@@ -270,7 +266,7 @@ def throughput_sweep(
         (line,) = ax.plot(x, y_line, "-", color=col, label=label)
         col = line.get_color()
         xs = np.asarray(x)
-        for state, sel in (("on_chip", ok & ~st), ("streams", ok & st), ("does_not_fit", ~ok)):
+        for state, sel in (("on_chip", ok & ~st), ("streams", ok & st)):
             sel = sel & np.isfinite(y) & (y > 0)
             if sel.any():
                 ax.plot(
@@ -280,17 +276,28 @@ def throughput_sweep(
                     ls="none",
                     color=col,
                     mec=col,
-                    ms=6 if state != "does_not_fit" else 8,
+                    ms=6,
                     fillstyle=fit_style(state)["fillstyle"],
-                    label=None
-                    if state == "on_chip"
-                    else f"{label}: {FIT_LABELS[state]}"
-                    + (" (time if it did)" if state == "does_not_fit" else ""),
+                    label=None if state == "on_chip" else f"{label}: {FIT_LABELS[state]}",
                 )
+        if (~ok).any():  # no time exists: a hollow marker on the bottom band, never at a value
+            ax.plot(
+                xs[~ok],
+                np.full((~ok).sum(), 0.03),
+                "o",
+                ls="none",
+                color=col,
+                mec=col,
+                ms=8,
+                fillstyle=fit_style("does_not_fit")["fillstyle"],
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label=f"{label}: {FIT_LABELS['does_not_fit']} (no time, bottom band)",
+            )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return ax
 
 

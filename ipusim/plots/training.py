@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Patch
 
-from .style import axes, chip_color, finish
-from .tiles import PHASE_COLORS
+from .style import PHASE_COLORS, axes, chip_color, finish, legend_outside, other_color
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "working")
 SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in every figure
@@ -13,13 +14,13 @@ SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in e
     "ops_exchange": PHASE_COLORS["exchange"],
     "ops_sync": PHASE_COLORS["sync"],
     "ops_streaming": "#937860",
-    "ops_memory": "#64b5cd",
-    "ops_launch": "#8c8c8c",
+    "ops_memory": PHASE_COLORS["memory"],
+    "ops_launch": PHASE_COLORS["launch"],
     "recompute": "#ccb974",
     "tensor_parallel": "#dd8452",
     "pipeline_bubble": "#eeeeee",
     "pipeline_p2p": "#da8bc3",
-    "data_parallel": "#8172b3",
+    "data_parallel": "#3b7a57",
     "optimizer": "#000000",
 }
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
@@ -44,29 +45,63 @@ def plot_memory_wall(
 
 
 def plot_memory_per_chip(steps, ax=None):
-    """Stacked bars: memory per chip by category for several ``TrainingStep`` results (GB)."""
-    ax = axes(ax)
+    """Stacked bars: memory per chip (the busiest chip) by category for several ``TrainingStep``
+    results, in GB. Solid: the part held on chip (tile SRAM, or a GPU's HBM); light with a dashed
+    edge: the part in Streaming Memory (``memory_where``). A black tick on each bar marks that
+    chip's on-chip capacity; the legend sits outside the data."""
+    from .. import hardware
+
+    ax = axes(ax, (7, 4.4))
     x = np.arange(len(steps))
     bottom = np.zeros(len(steps))
-    for cat in CATEGORIES:
-        v = np.array([s.memory_per_chip_bytes.get(cat, 0.0) / 1e9 for s in steps])
-        ax.bar(
-            x,
-            v,
-            bottom=bottom,
-            hatch=_HATCH[cat],
-            color=[chip_color(s.chip) for s in steps],
-            edgecolor="k",
-            alpha=0.6,
-            label=cat,
+    shown = []
+    for off in (False, True):  # on-chip parts first, so the capacity tick reads against them
+        for cat in CATEGORIES:
+            v = np.array(
+                [
+                    s.memory_per_chip_bytes.get(cat, 0.0) / 1e9
+                    if (s.memory_where.get(cat) == "streaming DRAM") == off
+                    else 0.0
+                    for s in steps
+                ]
+            )
+            if not v.any():
+                continue
+            ax.bar(
+                x,
+                v,
+                bottom=bottom,
+                hatch=_HATCH[cat],
+                color=[chip_color(s.chip) for s in steps],
+                edgecolor="k",
+                ls="--" if off else "-",
+                alpha=0.25 if off else 0.7,
+            )
+            bottom += v
+            shown.append((cat, off))
+    for i, s in enumerate(steps):
+        c = hardware.chip(s.chip)
+        cap, level = (c.data_bytes, "tile SRAM") if c.kind == "tile" else (c.hbm_bytes, "HBM")
+        ax.plot([i - 0.42, i + 0.42], [cap / 1e9] * 2, color="k", lw=2.5)
+        ax.text(
+            i, cap / 1e9, f"{level} {cap / 1e9:,.2g} GB", ha="center", va="bottom", fontsize=6.5
         )
-        bottom += v
-    ax.set_xticks(x, [f"{s.model}\n{s.chips} {s.chip}\n{s.fit}" for s in steps], fontsize=8)
-    return finish(
-        ax,
-        ylabel="GB per chip (where each lives: see memory_where)",
-        title="Memory per chip at the best placement",
-    )
+    ax.set_xticks(x, [f"{s.model}\n{s.chips} x\n{s.chip}\n{s.fit}" for s in steps], fontsize=7)
+    ax.set_ylabel("GB on the busiest chip")
+    ax.set_title("Memory per chip at the best placement")
+    handles = [  # neutral patches: the bar colours are the chips'
+        Patch(
+            facecolor="0.85" if off else "0.55",
+            edgecolor="k",
+            hatch=_HATCH[cat],
+            ls="--" if off else "-",
+            label=f"{cat} ({'Streaming Memory' if off else 'on chip'})",
+        )
+        for cat, off in dict.fromkeys(shown)
+    ]
+    handles.append(plt.Line2D([], [], color="k", lw=2.5, label="on-chip capacity"))
+    legend_outside(ax, fontsize=7, handles=handles)
+    return ax
 
 
 def plot_step_split(steps, ax=None):
@@ -82,13 +117,14 @@ def plot_step_split(steps, ax=None):
         left += v
     ax.set_yticks(y, [f"{s.model} on {s.chips} {s.chip}" for s in steps], fontsize=8)
     ax.set_xlim(0, 1)
-    return finish(
+    finish(
         ax,
         xlabel="share of the step time",
         title="Where a training step's time goes",
-        legend_fontsize=7,
-        loc="lower right",
+        legend_fontsize=None,
     )
+    legend_outside(ax, fontsize=7)
+    return ax
 
 
 def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
@@ -110,11 +146,16 @@ def plot_cost_sensitivity(bandwidths, ratios, *, claim=(0.80, 0.85), ax=None):
 def plot_convergence(run, ax=None):
     """Loss per step with FP32, FP16 round-to-nearest and FP16 stochastic-rounding weights."""
     ax = axes(ax)
-    for mode, style in (("fp32", "k-"), ("nearest", "r--"), ("stochastic", "b:")):
+    for mode, ls, col in (
+        ("fp32", "-", "k"),
+        ("nearest", "--", other_color(0)),
+        ("stochastic", ":", other_color(1)),
+    ):
         ax.plot(
             run.steps,
             run.loss[mode],
-            style,
+            ls,
+            color=col,
             label=f"weights {mode if mode == 'fp32' else 'fp16 ' + mode}",
         )
     ax.set_yscale("log")

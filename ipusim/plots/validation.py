@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import axes, finish
+from .style import KIND_COLORS, axes, finish
 
-AREA_COLORS = {
-    "tile": "tab:blue",
-    "gpu": "tab:green",
-    "training": "tab:purple",
-    "serving": "tab:orange",
-    "embeddings": "tab:brown",
-    "packing": "tab:gray",
+AREA_COLORS = {  # the two machine kinds in their chip colours, other areas from the second palette
+    "tile": KIND_COLORS["tile"],
+    "gpu": KIND_COLORS["gpu"],
+    "training": "#e377c2",
+    "serving": "#e69f00",
+    "embeddings": "#8c564b",
+    "packing": "#7f7f7f",
 }
 USE_MARKERS = {
     "calibration": "s",

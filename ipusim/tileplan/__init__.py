@@ -41,7 +41,7 @@ The package, one idea a module (each imports only the ones above it):
 * ``search``: the candidate counts and bisection the planners share, and their plan caches.
 * ``matmul``: the grid-and-passes search (the ``_grid_search`` kernel) and ``map_matmul``.
 * ``attention``: query chunks and key blocks with an online softmax (the cost kernel).
-* ``rows``: row-wise ops (norms, activation) and the embedding look-up.
+* ``rows``: row-wise ops (norms, activation), element-wise ops in place, the embedding look-up.
 * ``step``: ``plan_step``, every op of a step planned within the room the step leaves.
 
 Units: bytes, FLOP, cycles; per-tile arrays have one entry per tile.
@@ -58,7 +58,7 @@ from .attention import (
 )
 from .base import AVAILABLE_MEMORY_PROPORTION, PARTIAL_BYTES, OpPlan, Phase, budget_bytes
 from .matmul import PASS_AXES, MatmulPlan, map_matmul, plan_matmul
-from .rows import map_embedding, map_rows
+from .rows import map_elementwise, map_embedding, map_rows
 from .search import clear_plan_cache
 from .step import always_live_other_bytes, op_budget, plan_step
 
@@ -78,6 +78,7 @@ __all__ = [
     "map_attention",
     "map_embedding",
     "map_matmul",
+    "map_elementwise",
     "map_rows",
     "op_budget",
     "plan_attention",

@@ -1,4 +1,5 @@
-"""Row-wise ops (layer norm, activation) and the embedding look-up, laid out over the tiles.
+"""Row-wise ops (layer norm, activation), element-wise ops in place, and the embedding look-up,
+laid out over the tiles.
 
 A norm gathers whole rows (the previous matmul left them in column blocks); the activation runs
 in place, its rows cut into chunks when there are fewer rows than tiles. The embedding look-up
@@ -53,6 +54,24 @@ def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan
         per[:, 4],
         block=(w,),
         working_set_bytes=float(per[:, 4].max()),
+    )
+
+
+def map_elementwise(op: Op, c: TileChip, elements: int, load_bytes_per_element: float) -> OpPlan:
+    """An element-wise op in place on values spread evenly over the tiles (an optimizer update):
+    each tile updates the ``elements / tiles`` values it holds, reading and writing
+    ``load_bytes_per_element`` bytes of SRAM for each; no exchange, no temporaries."""
+    P = min(int(elements), c.tiles)
+    per_piece = elements / P
+    fl = op.flops / op.count / elements * per_piece
+    per = _deal_same([fl, load_bytes_per_element * per_piece, 0.0, 0.0, 0.0, 0.0], P, c.tiles)
+    return OpPlan(
+        op,
+        f"{elements:,} elements on {P} tiles, in place",
+        P,
+        [dealt_phase(op.name, op.kind, False, per)],
+        per[:, 5],
+        per[:, 4],
     )
 
 

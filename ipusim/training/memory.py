@@ -29,6 +29,11 @@ BYTES_PER_PARAM = BYTES_WEIGHT + BYTES_GRAD + BYTES_OPTIMIZER  # 16 (ZeRO §3.1)
 OPTIMIZER_TRAFFIC_BYTES_PER_PARAM = 2 * BYTES_OPTIMIZER + BYTES_GRAD + BYTES_WEIGHT
 """Bytes the Adam update moves per parameter: read and write master + moments, read the
 gradient, write the new 16-bit weight (28 B)."""
+ADAM_FLOPS_PER_PARAM = 14.0
+"""FP32 operations of one parameter's Adam update, counted from Kingma & Ba 2015, Algorithm 1:
+first moment 3 (two products, a sum), second moment 4 (a square, two products, a sum), the two
+bias corrections 2 (scalar divisors fixed per step), and the step 5 (square root, add epsilon,
+divide, scale by the learning rate, subtract)."""
 
 RECOMPUTE = ("none", "selective", "full")
 SHARDING = (0, 1, 2, 3)

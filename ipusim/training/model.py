@@ -15,9 +15,9 @@ layer forward, two backward, Shoeybi et al. 2019), pipeline sends, the data-para
 reduction and ZeRO-3's weight gathers use ``ipusim.collectives`` over the fabric a system of that
 size has, and are not overlapped with compute. Gradients are reduced once per step after
 accumulation over the micro-batches (sharding stages 0 and 1); with sharded gradients (stages 2
-and 3) every micro-batch's gradients are reduce-scattered. The Adam update streams 28 bytes per
-parameter of the chip's shard through the level that holds the optimizer state (HBM at
-``ipusim.gpu.HBM_EFFICIENCY``; tile SRAM, or Streaming Memory for the FP32 state).
+and 3) every micro-batch's gradients are reduce-scattered. The Adam update of the chip's shard
+is an element-wise op of the machine model (``ops.optimizer_s``: a kernel streaming HBM on a
+GPU; a superstep over the tiles, its state streamed through Streaming Memory where it lives).
 
 Excluded: the host and data path. A BERT pre-training sequence of 128 tokens carries about
 2.5 KB of input (ids, positions, segments, mask and labels as 32-bit integers), some 40 MB/s
@@ -31,7 +31,6 @@ import functools
 import numpy as np
 
 from .. import collectives
-from .. import gpu as _gpu
 from . import memory as mem
 from . import ops as _ops
 
@@ -266,20 +265,9 @@ def evaluate(
     gathers = np.where(z >= 3, m * (2.0 + rc_full), 0.0)
     t_dp = t_dp + gathers * _group_all_gather(fab, w_bytes, d, stride)
 
-    # ---- optimizer update ----------------------------------------------------------------
-    upd_params = params_chip / np.where(z >= 1, d, 1.0)
-    if chip.kind == "gpu":
-        bw = chip.hbm_bandwidth_bytes_per_s * _gpu.HBM_EFFICIENCY
-        t_opt = upd_params * mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM / bw
-    else:
-        bw = chip.sram_bandwidth_bytes_per_s
-        big = 2 * mem.BYTES_OPTIMIZER
-        small = mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM - big
-        dram_bw = chip.offchip_bandwidth_bytes_per_s or bw
-        t_opt = (
-            np.where(level >= 1, upd_params * big / dram_bw, upd_params * big / bw)
-            + upd_params * small / bw
-        )
+    # ---- optimizer update (an element-wise op of the machine model, ``training.ops``) ----
+    upd_params = np.rint(params_chip / np.where(z >= 1, d, 1.0))
+    t_opt = _optimizer_s(chip, upd_params, level)
 
     bubble = (p - 1.0) * t_mb
     step = t_pipe + t_p2p + t_dp + t_opt
@@ -320,6 +308,17 @@ def _model_flops_per_token(cfg, seq_len):
     from .. import workloads
 
     return workloads.step(cfg, [int(seq_len)], phase="train").flops / seq_len
+
+
+def _optimizer_s(chip, params, level):
+    """``ops.optimizer_s`` element-wise over arrays of parameter counts and levels (0 where the
+    placement does not fit: its step is inf anyway)."""
+    params, level = np.broadcast_arrays(np.asarray(params, float), np.asarray(level))
+    out = np.zeros(params.shape)
+    for i in np.ndindex(params.shape):
+        if level[i] >= 0:
+            out[i] = _ops.optimizer_s(chip, max(1, int(params[i])), int(level[i]))
+    return out
 
 
 @functools.lru_cache(maxsize=64)

@@ -18,6 +18,10 @@ efficiency of its own.
   forward attention core (scores, softmax, context).
 * **recomputation**: another forward of the layer (``full``) or of its attention core
   (``selective``), at the forward's simulated times.
+* **optimizer update**: Adam over the chip's shard of the parameters, an element-wise op
+  (``optimizer_s``): on a GPU one memory-streaming kernel over HBM; on a tile chip one superstep
+  in place over the tiles, its FP32 state streamed in and out of Streaming Memory when it lives
+  there.
 
 The embedding and the head (pooler or LM head) are timed apart, as a step of their ops only,
 forward and backward alike, and added to the first and last pipeline stage.
@@ -37,6 +41,7 @@ import math
 
 from .. import workloads
 from ..hardware import chip as _chip
+from . import memory as mem
 
 ATTENTION_BACKWARD = 2.0
 """Backward of the attention core / its forward: four products of the forward's shapes against
@@ -218,13 +223,51 @@ def forward_time_s(
     return cfg.layers * layer.forward_s + ends.forward_s
 
 
+STREAMED_UPDATE_BYTES = (0.0, 2 * mem.BYTES_OPTIMIZER, mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM)
+"""Bytes per parameter the update moves through Streaming Memory at each level of
+``training.model.LEVELS``: none (all on chip); the FP32 master weights and moments read and
+written back; those and the gradient read and the 16-bit weight written (all states streamed)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def optimizer_s(c, params: int, level: int = 0) -> float:
+    """Seconds of the Adam update of ``params`` parameters on one chip ``c`` (a chip object), an
+    element-wise op of ``memory.ADAM_FLOPS_PER_PARAM`` FP32 operations and
+    ``memory.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM`` bytes per parameter: on a GPU one kernel
+    streaming HBM (``gpu.elementwise_kernel_s``); on a tile chip one superstep in place over the
+    tiles (``tiles.elementwise_s``), with ``STREAMED_UPDATE_BYTES[level]`` per parameter copied
+    through Streaming Memory."""
+    if params <= 0:
+        return 0.0
+    if c.kind == "gpu":
+        from .. import gpu
+
+        return gpu.elementwise_kernel_s(
+            c,
+            params,
+            params * mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM,
+            params * mem.ADAM_FLOPS_PER_PARAM,
+        )
+    from .. import tiles
+
+    return tiles.elementwise_s(
+        c,
+        params,
+        flops_per_element=mem.ADAM_FLOPS_PER_PARAM,
+        load_bytes_per_element=mem.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM,
+        stream_bytes_per_element=STREAMED_UPDATE_BYTES[level],
+    )
+
+
 def clear_cache() -> None:
     """Forget the cached op times (benchmarks time a cold search with it)."""
     layer_times.cache_clear()
+    optimizer_s.cache_clear()
 
 
 __all__ = [
     "ATTENTION_BACKWARD",
+    "STREAMED_UPDATE_BYTES",
     "RESERVE_GRANULE_BYTES",
     "LayerTimes",
     "backward_ops",
@@ -232,4 +275,5 @@ __all__ = [
     "clear_cache",
     "forward_time_s",
     "layer_times",
+    "optimizer_s",
 ]
