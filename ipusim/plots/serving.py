@@ -250,5 +250,5 @@ def deployment_capacities(comparison, ax=None):
         "hatching: second",
         fontsize=9,
     )
-    ax.legend(loc="lower right", fontsize=8)
+    legend_outside(ax)
     return ax
