@@ -33,23 +33,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_notebooks import BROWSER_NOTEBOOKS, CHROMIUM, chromium_missing, runtime_warnings
+from browser_notebooks import (
+    BROWSER_NOTEBOOKS,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    chromium_missing,
+    runtime_warnings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 SCREENSHOTS = ROOT / "screenshots"
 RUN_TIMEOUT_S = 600  # one notebook's "run all", in quick mode on a loaded 2-core machine
 WIDGET_TIMEOUT_S = 180  # one explorer's answer to a moved control
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # What each notebook's explorer does when moved: a list of (control label, value) steps, each
 # followed by what its output must then show: "changed" (a new view, no error line) or
