@@ -177,18 +177,25 @@ def cli_reference() -> str:
     """``ipusim --help`` and every command's ``--help``, as a Markdown page."""
     from ipusim.cli import build_parser
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps to this width
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps help to this width
+    try:
+        helps = [("ipusim", parser.format_help())]
+        helps += [(f"ipusim {name}", p.format_help()) for name, p in sub.choices.items()]
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
     parts = [
         "# Command-line reference\n",
         "Generated from `python -m ipusim --help` and each command's `--help` when the site was "
         "built. The [README](../index.md) shows the commands in use.\n",
-        "## `ipusim`\n",
-        "```text\n" + parser.format_help().rstrip() + "\n```\n",
     ]
-    for name, p in sub.choices.items():
-        parts += [f"## `ipusim {name}`\n", "```text\n" + p.format_help().rstrip() + "\n```\n"]
+    for title, text in helps:
+        parts += [f"## `{title}`\n", "```text\n" + text.rstrip() + "\n```\n"]
     return "\n".join(parts)
 
 
