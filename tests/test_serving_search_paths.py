@@ -83,6 +83,26 @@ def test_slo_view_percentile_is_numpys_on_other_percentiles(devs):
         r.slo_view(101)
 
 
+def test_latency_percentile_numpy_path_is_the_kernels(devs):
+    """``latency_percentile`` selects in NumPy for runs up to ``_SELECT_NUMPY_MAX`` served
+    requests and calls the ``select_percentile`` kernel above: both give the same value, bit
+    for bit, per batch (with requests not served) and per request, ties included."""
+    from ipusim.serving import percentiles as Q
+
+    arr = A.poisson(2000.0, 4000, seed=5)
+    ln = lengths.sample(4000, long_fraction=0.3, seed=6)
+    r = S.simulate(arr, ln, P.Dynamic(8, 0.003), devs["gc200"], max_waiting=300)
+    start, finish, _ = r.times
+    per_req = finish[r.batch_id]
+    ns = int(np.count_nonzero(r.batch_id >= 0))
+    assert 0 < ns < arr.size  # stopped early: some requests not served (batch id -1)
+    for q in (0.0, 12.5, 50.0, 99.0, 99.9, 100.0):
+        for fin, idx in ((finish, r.batch_id), (per_req, np.zeros(0, dtype=np.int32))):
+            want = Q.select_percentile(arr, fin, idx, ns, q)
+            assert Q.latency_percentile(arr, fin, idx, ns, q) == want, q
+            assert want == np.percentile((per_req - arr)[r.batch_id >= 0], q)
+
+
 def test_slo_view_of_a_generation_run_is_its_summarys():
     gen = S.generation_model("a100-80gb", "gpt2", max_batch=8)
     rng = np.random.default_rng(1)

@@ -3,7 +3,7 @@
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
 ``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
 in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
-``percentiles.select_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
+``percentiles.latency_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .percentiles import (
+    latency_percentile,
     percentile_rank,
     quantiles,
     run_totals,
-    select_percentile,
     summarize,
 )
 from .weighted import weighted_quantiles
@@ -275,7 +275,7 @@ class ServingResult:
         )[:11]
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
-        lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
+        lat = latency_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
         return {
             "latency_q_s": float(lat),
             "stable": stable,
