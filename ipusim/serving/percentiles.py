@@ -501,7 +501,17 @@ def summarize(series, arrival, start, finish, first, device, idx, target, n_dev,
     value). When the histogram shows each wanted order statistic inside a window whose copies
     all fit, ``_pick_copies`` picks them from the copies; otherwise (rare: a run unlike its
     sample, or one value repeated so often that its copies overflow) ``_second_pass`` does.
-    The steps between the kernels are NumPy on a few thousand bins: no compile."""
+    The steps between the kernels are NumPy on a few thousand bins: no compile. A run of at
+    most ``_TOTALS_NUMPY_MAX`` requests is reduced in NumPy instead (``totals_numpy``, then
+    ``np.partition`` at the wanted ranks): the same numbers, and no kernel to compile."""
+    if arrival.shape[0] <= _TOTALS_NUMPY_MAX:
+        tot, values = _totals_numpy(
+            arrival, start, finish, first, device, idx, target, n_dev, len(series) > 2
+        )
+        if tot[0]:
+            for s, v in enumerate(values):
+                out[s] = _percentiles_of(v, qs[s])
+        return tot
     vals, c = _sample(series, arrival, _SAMPLE, idx)
     lo, scale, win, cap = _windows(vals, c, qs, arrival.shape[0])
     buf = np.empty((len(series), cap))
@@ -650,24 +660,108 @@ def select_percentile(arrival, finish, idx, count, q):
 # served requests up to which ``latency_percentile`` selects in NumPy (a few milliseconds: the
 # runs of a capacity search) rather than compile ``select_percentile`` (a second or more) for them
 _SELECT_NUMPY_MAX = 1 << 20
+# requests up to which ``summarize`` and ``totals`` reduce a run in NumPy (tens of milliseconds for
+# a million requests) rather than compile ``run_totals`` (a second or more of CPU) for it
+_TOTALS_NUMPY_MAX = 1 << 20
+
+
+def _percentiles_of(v, q):
+    """Percentiles ``q`` (0..100) of the values ``v`` (not NaN, at least one) by
+    numpy.percentile's linear rule: the order statistics by ``np.partition`` at their ranks,
+    interpolated as ``_pick`` does, bit for bit."""
+    ranks, gam = quantile_ranks.py_func(np.asarray(q, dtype=np.float64), v.size)
+    part = np.partition(v, np.unique(ranks))
+    a, b = part[ranks[0::2]], part[ranks[1::2]]
+    d = b - a
+    return np.where(gam >= 0.5, b - d * (1.0 - gam), a + d * gam)
 
 
 def latency_percentile(arrival, finish, idx, count, q):
-    """``select_percentile``'s value: the same two order statistics (``np.partition`` at both
-    ranks up to ``_SELECT_NUMPY_MAX`` served requests, the kernel above) and the same
-    interpolation, bit for bit."""
+    """``select_percentile``'s value: the same two order statistics (``np.partition`` up to
+    ``_SELECT_NUMPY_MAX`` served requests, the kernel above) and the same interpolation."""
     if count > _SELECT_NUMPY_MAX:
         return select_percentile(arrival, finish, idx, count, q)
     f = finish[idx] if idx.shape[0] else finish
-    lat = (f - arrival)[~np.isnan(f)]
-    ranks, gam = quantile_ranks.py_func(np.array([float(q)]), count)
-    k, k1 = int(ranks[0]), int(ranks[1])
-    part = np.partition(lat, [k, k1] if k1 > k else k)
-    lo = part[k]
-    hi = part[k1] if k1 > k else lo
-    g = gam[0]
-    d = hi - lo
-    return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
+    return float(_percentiles_of((f - arrival)[~np.isnan(f)], [q])[0])
+
+
+def _totals_numpy(arrival, start, finish, first, device, idx, target, n_dev, gen):
+    """``run_totals``'s first 13 entries (the totals, as Python numbers; sums in request order,
+    as the kernel adds them: ``np.cumsum``) in NumPy, and the served requests' latency, wait
+    (and time to first token when ``gen``): the same numbers, without the histograms."""
+    hidx = idx.shape[0] > 0
+    f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
+    ok = ~np.isnan(f)
+    a = arrival[ok]
+    lat = f[ok] - a
+    st = (start[idx] if hidx else start)[ok]
+    wait = st - a
+    ns = int(lat.size)
+    inf = math.inf
+    if ns:
+        per_dev = (
+            np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev).astype(np.int64)
+            if n_dev > 1
+            else np.array([ns], dtype=np.int64)
+        )
+        lat_sum, wait_sum = float(np.cumsum(lat)[-1]), float(np.cumsum(wait)[-1])
+        lat_lo, lat_hi, wait_lo, wait_hi = (
+            float(x) for x in (lat.min(), lat.max(), wait.min(), wait.max())
+        )
+        t1 = max(float(arrival[0]), float(f[ok].max()))
+    else:
+        per_dev = np.zeros(n_dev, dtype=np.int64)
+        lat_sum, wait_sum, lat_lo, lat_hi, wait_lo, wait_hi = 0.0, 0.0, inf, -inf, inf, -inf
+        t1 = float(arrival[0])
+    values = [lat, wait]
+    ft_lo, ft_hi = inf, -inf
+    if gen:
+        x = first[ok] - a
+        values.append(x)
+        if ns:
+            ft_lo, ft_hi = float(x.min()), float(x.max())
+    good = int(np.count_nonzero(lat <= target))
+    late = int(np.count_nonzero(st > arrival[-1]))
+    tot = (
+        ns,
+        lat_sum,
+        lat_lo,
+        lat_hi,
+        wait_sum,
+        wait_lo,
+        wait_hi,
+        t1,
+        good,
+        late,
+        per_dev,
+        ft_lo,
+        ft_hi,
+    )
+    return tot, values
+
+
+def totals(arrival, start, finish, device, idx, target, n_dev):
+    """``run_totals``'s first 11 entries without histograms (``ServingResult.slo_view``): in
+    NumPy up to ``_TOTALS_NUMPY_MAX`` requests, by the kernel above."""
+    if arrival.shape[0] <= _TOTALS_NUMPY_MAX:
+        return _totals_numpy(arrival, start, finish, None, device, idx, target, n_dev, False)[0][
+            :11
+        ]
+    return run_totals(
+        arrival,
+        start,
+        finish,
+        np.zeros(0),
+        device,
+        idx,
+        target,
+        n_dev,
+        (finish, start),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros((0, 0), dtype=np.bool_),
+        np.zeros((0, 0)),
+    )[:11]
 
 
 def percentile_rank(q: float, count: int) -> int:

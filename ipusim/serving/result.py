@@ -2,7 +2,7 @@
 
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
 ``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
-in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
+in one pass in the usual case), ``slo_view`` with ``percentiles.totals`` and
 ``percentiles.latency_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
 """
 
@@ -18,8 +18,8 @@ from .percentiles import (
     latency_percentile,
     percentile_rank,
     quantiles,
-    run_totals,
     summarize,
+    totals,
 )
 from .weighted import weighted_quantiles
 
@@ -258,21 +258,9 @@ class ServingResult:
             }
         arr = self.arrival_s
         start, finish, device = self.times
-        ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
-            arr,
-            start,
-            finish,
-            np.zeros(0),
-            device,
-            self._index,
-            self.latency_target_s,
-            len(self.devices),
-            (finish, start),
-            np.zeros(0),
-            np.zeros(0),
-            np.zeros((0, 0), dtype=np.bool_),
-            np.zeros((0, 0)),
-        )[:11]
+        ns, _, _, _, _, _, _, t1, _, late, per_dev = totals(
+            arr, start, finish, device, self._index, self.latency_target_s, len(self.devices)
+        )
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
         lat = latency_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
