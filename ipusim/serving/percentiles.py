@@ -685,58 +685,35 @@ def latency_percentile(arrival, finish, idx, count, q):
     return float(_percentiles_of((f - arrival)[~np.isnan(f)], [q])[0])
 
 
+def _sum_lo_hi(v):
+    """(sum in order, as a loop adds them: ``np.cumsum``; smallest; largest) of the values ``v``
+    as Python floats, (0, inf, -inf) when there are none: ``run_totals``'s starting values."""
+    if not v.size:
+        return 0.0, math.inf, -math.inf
+    return float(np.cumsum(v)[-1]), float(v.min()), float(v.max())
+
+
 def _totals_numpy(arrival, start, finish, first, device, idx, target, n_dev, gen):
-    """``run_totals``'s first 13 entries (the totals, as Python numbers; sums in request order,
-    as the kernel adds them: ``np.cumsum``) in NumPy, and the served requests' latency, wait
-    (and time to first token when ``gen``): the same numbers, without the histograms."""
+    """``run_totals``'s first 13 entries (the totals, as Python numbers) in NumPy, and the
+    served requests' latency, wait (and time to first token when ``gen``): the same
+    numbers, without the histograms."""
     hidx = idx.shape[0] > 0
     f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
     ok = ~np.isnan(f)
-    a = arrival[ok]
-    lat = f[ok] - a
+    a, f = arrival[ok], f[ok]
     st = (start[idx] if hidx else start)[ok]
-    wait = st - a
-    ns = int(lat.size)
-    inf = math.inf
-    if ns:
-        per_dev = (
-            np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev).astype(np.int64)
-            if n_dev > 1
-            else np.array([ns], dtype=np.int64)
-        )
-        lat_sum, wait_sum = float(np.cumsum(lat)[-1]), float(np.cumsum(wait)[-1])
-        lat_lo, lat_hi, wait_lo, wait_hi = (
-            float(x) for x in (lat.min(), lat.max(), wait.min(), wait.max())
-        )
-        t1 = max(float(arrival[0]), float(f[ok].max()))
+    values = [f - a, st - a] + ([first[ok] - a] if gen else [])
+    ns = int(f.size)
+    if n_dev > 1:
+        per_dev = np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev)
     else:
-        per_dev = np.zeros(n_dev, dtype=np.int64)
-        lat_sum, wait_sum, lat_lo, lat_hi, wait_lo, wait_hi = 0.0, 0.0, inf, -inf, inf, -inf
-        t1 = float(arrival[0])
-    values = [lat, wait]
-    ft_lo, ft_hi = inf, -inf
-    if gen:
-        x = first[ok] - a
-        values.append(x)
-        if ns:
-            ft_lo, ft_hi = float(x.min()), float(x.max())
-    good = int(np.count_nonzero(lat <= target))
+        per_dev = np.array([ns])
+    t1 = max(float(arrival[0]), float(f.max())) if ns else float(arrival[0])
+    good = int(np.count_nonzero(values[0] <= target))
     late = int(np.count_nonzero(st > arrival[-1]))
-    tot = (
-        ns,
-        lat_sum,
-        lat_lo,
-        lat_hi,
-        wait_sum,
-        wait_lo,
-        wait_hi,
-        t1,
-        good,
-        late,
-        per_dev,
-        ft_lo,
-        ft_hi,
-    )
+    ft = _sum_lo_hi(values[2])[1:] if gen else (math.inf, -math.inf)
+    lat3, wait3 = _sum_lo_hi(values[0]), _sum_lo_hi(values[1])
+    tot = (ns, *lat3, *wait3, t1, good, late, per_dev.astype(np.int64), *ft)
     return tot, values
 
 
