@@ -162,7 +162,6 @@ def test_times_kept_per_batch_read_as_per_request(case, path, monkeypatch):
     assert np.isnan(r.start_s[~served]).all() and (r.device[~served] == -1).all()
     limit = -1 if path == "kernels" else 1 << 40
     monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", limit)
-    monkeypatch.setattr(percentiles, "_SELECT_NUMPY_MAX", limit)
     per_request = dataclasses.replace(r, times=(r.start_s, r.finish_s, r.device), by_batch=False)
     assert r.summary() == per_request.summary()
     for q in (50.0, 99.0, 99.5):
@@ -243,7 +242,6 @@ def test_summary_in_numpy_is_the_kernels(case, monkeypatch):
     got = {}
     for path, limit in (("kernels", -1), ("numpy", 1 << 40)):
         monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", limit)
-        monkeypatch.setattr(percentiles, "_SELECT_NUMPY_MAX", limit)
         fresh = dataclasses.replace(r)  # no cached summary
         got[path] = (
             fresh.summary(),

@@ -83,24 +83,29 @@ def test_slo_view_percentile_is_numpys_on_other_percentiles(devs):
         r.slo_view(101)
 
 
-def test_latency_percentile_numpy_path_is_the_kernels(devs):
-    """``latency_percentile`` selects in NumPy for runs up to ``_SELECT_NUMPY_MAX`` served
-    requests and calls the ``select_percentile`` kernel above: both give the same value, bit
+def test_slo_numbers_numpy_path_is_the_kernels(devs, monkeypatch):
+    """``slo_numbers`` reduces runs up to ``_TOTALS_NUMPY_MAX`` requests in NumPy and calls the
+    ``run_totals`` and ``select_percentile`` kernels above: both give the same numbers, bit
     for bit, per batch (with requests not served) and per request, ties included."""
     from ipusim.serving import percentiles as Q
 
-    arr = A.poisson(2000.0, 4000, seed=5)
+    arr = A.poisson(20_000.0, 4000, seed=5)
     ln = lengths.sample(4000, long_fraction=0.3, seed=6)
-    r = S.simulate(arr, ln, P.Dynamic(8, 0.003), devs["gc200"], max_waiting=300)
-    start, finish, _ = r.times
-    per_req = finish[r.batch_id]
+    chip = devs["gc200"]
+    r = S.simulate(arr, ln, P.Dynamic(8, 0.003), [chip, chip], max_waiting=300)
+    start, finish, device = r.times
     ns = int(np.count_nonzero(r.batch_id >= 0))
     assert 0 < ns < arr.size  # stopped early: some requests not served (batch id -1)
+    per_req = (start[r.batch_id], finish[r.batch_id], device[r.batch_id])
     for q in (0.0, 12.5, 50.0, 99.0, 99.9, 100.0):
-        for fin, idx in ((finish, r.batch_id), (per_req, np.zeros(0, dtype=np.int32))):
-            want = Q.select_percentile(arr, fin, idx, ns, q)
-            assert Q.latency_percentile(arr, fin, idx, ns, q) == want, q
-            assert want == np.percentile((per_req - arr)[r.batch_id >= 0], q)
+        for times, idx in (((start, finish, device), r.batch_id), (per_req, np.zeros(0, np.int32))):
+            got = []
+            for limit in (-1, 1 << 40):
+                monkeypatch.setattr(Q, "_TOTALS_NUMPY_MAX", limit)
+                got.append(Q.slo_numbers(arr, *times, idx, 2, q))
+            (a, b) = got
+            assert a[:3] == b[:3] and np.array_equal(a[3], b[3]) and a[4] == b[4], q
+            assert a[0] == ns and a[4] == np.percentile((per_req[1] - arr)[r.batch_id >= 0], q)
 
 
 def test_slo_view_of_a_generation_run_is_its_summarys():

@@ -657,11 +657,9 @@ def select_percentile(arrival, finish, idx, count, q):
     return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
 
 
-# served requests up to which ``latency_percentile`` selects in NumPy (a few milliseconds: the
-# runs of a capacity search) rather than compile ``select_percentile`` (a second or more) for them
-_SELECT_NUMPY_MAX = 1 << 20
-# requests up to which ``summarize`` and ``totals`` reduce a run in NumPy (tens of milliseconds for
-# a million requests) rather than compile ``run_totals`` (a second or more of CPU) for it
+# requests up to which ``summarize`` and ``slo_numbers`` reduce a run in NumPy (tens of
+# milliseconds for a million requests) rather than compile ``run_totals`` and
+# ``select_percentile`` (a second or more of CPU each) for it
 _TOTALS_NUMPY_MAX = 1 << 20
 
 
@@ -674,15 +672,6 @@ def _percentiles_of(v, q):
     a, b = part[ranks[0::2]], part[ranks[1::2]]
     d = b - a
     return np.where(gam >= 0.5, b - d * (1.0 - gam), a + d * gam)
-
-
-def latency_percentile(arrival, finish, idx, count, q):
-    """``select_percentile``'s value: the same two order statistics (``np.partition`` up to
-    ``_SELECT_NUMPY_MAX`` served requests, the kernel above) and the same interpolation."""
-    if count > _SELECT_NUMPY_MAX:
-        return select_percentile(arrival, finish, idx, count, q)
-    f = finish[idx] if idx.shape[0] else finish
-    return float(_percentiles_of((f - arrival)[~np.isnan(f)], [q])[0])
 
 
 def _sum_lo_hi(v):
@@ -717,28 +706,43 @@ def _totals_numpy(arrival, start, finish, first, device, idx, target, n_dev, gen
     return tot, values
 
 
-def totals(arrival, start, finish, device, idx, target, n_dev):
-    """``run_totals``'s first 11 entries without histograms (``ServingResult.slo_view``): in
-    NumPy up to ``_TOTALS_NUMPY_MAX`` requests, by the kernel above."""
-    if arrival.shape[0] <= _TOTALS_NUMPY_MAX:
-        return _totals_numpy(arrival, start, finish, None, device, idx, target, n_dev, False)[0][
-            :11
-        ]
-    return run_totals(
-        arrival,
-        start,
-        finish,
-        np.zeros(0),
-        device,
-        idx,
-        target,
-        n_dev,
-        (finish, start),
-        np.zeros(0),
-        np.zeros(0),
-        np.zeros((0, 0), dtype=np.bool_),
-        np.zeros((0, 0)),
-    )[:11]
+def slo_numbers(arrival, start, finish, device, idx, n_dev, q):
+    """What ``ServingResult.slo_view`` reads of a run: (served, last finish, started after the
+    last arrival, served per device, latency percentile ``q``, NaN when none served), the
+    numbers ``run_totals`` and ``select_percentile`` give. Up to ``_TOTALS_NUMPY_MAX``
+    requests in NumPy (no kernel to compile; a fraction of a millisecond more for the 8,000
+    requests of a checklist search's run), above by the two kernels."""
+    if arrival.shape[0] > _TOTALS_NUMPY_MAX:
+        ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
+            arrival,
+            start,
+            finish,
+            np.zeros(0),
+            device,
+            idx,
+            0.0,
+            n_dev,
+            (finish, start),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros((0, 0), dtype=np.bool_),
+            np.zeros((0, 0)),
+        )[:11]
+        lat = select_percentile(arrival, finish, idx, int(ns), q) if ns else math.nan
+        return ns, t1, late, per_dev, lat
+    hidx = idx.shape[0] > 0
+    f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
+    ok = ~np.isnan(f)
+    lat = f[ok] - arrival[ok]
+    ns = int(lat.size)
+    if n_dev > 1:
+        per_dev = np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev)
+    else:
+        per_dev = np.array([ns])
+    t1 = max(float(arrival[0]), float(f[ok].max())) if ns else float(arrival[0])
+    late = int(np.count_nonzero((start[idx] if hidx else start)[ok] > arrival[-1]))
+    q_lat = float(_percentiles_of(lat, [q])[0]) if ns else math.nan
+    return ns, t1, late, per_dev.astype(np.int64), q_lat
 
 
 def percentile_rank(q: float, count: int) -> int:
