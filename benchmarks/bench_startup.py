@@ -195,14 +195,14 @@ def _first_and_warm(args, package, warm_runs):
     return first, tuple(min(x[i] for x in warm) for i in range(3))
 
 
-def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[dict]:
-    """One row per command of ``NEWCOMER`` (quick: ``pack`` alone): its first run from empty
-    caches beside its warm run, wall (``kernel_s`` first, ``reference_s`` warm) and CPU; with
-    ``against`` a git ref, the same from the package as committed there, run alternately."""
+def newcomer_rows(quick: bool, against: str | None = None, only=None):
+    """One row per command of ``NEWCOMER`` (quick: ``pack`` alone), each yielded when measured:
+    its first run from empty caches beside its warm run, wall (``kernel_s`` first,
+    ``reference_s`` warm) and CPU; with ``against`` a git ref, the same from the package as
+    committed there, run alternately."""
     compile_package()
     names = only or (["pack"] if quick else list(NEWCOMER))
     warm_runs = 1 if quick else 3
-    out = []
     with tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
         before_pkg = package_at(against, tmp) if against else None
         for name in names:
@@ -219,16 +219,13 @@ def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[di
                     f" | at {against}: first wall {bw:.2f} s, CPU {bc:.2f} s (compiling {bk:.2f} s); "
                     f"warm wall {bww:.2f} s, CPU {bwc:.2f} s"
                 )
-            out.append(
-                {
-                    "name": f"newcomer's first {name} | warm",
-                    "kernel_s": fw,
-                    "reference_s": ww,
-                    "goal": goal,
-                    "note": note + " (ratio = warm / first)",
-                }
-            )
-    return out
+            yield {
+                "name": f"newcomer's first {name} | warm",
+                "kernel_s": fw,
+                "reference_s": ww,
+                "goal": goal,
+                "note": note + " (ratio = warm / first)",
+            }
 
 
 # Run in a notebook's kernel before its first cell: Numba's compile CPU, read after each cell.
@@ -302,14 +299,14 @@ def _notebook_first_compile(path, package=None) -> dict:
     return {"cell": None, "wall": 0.0, "compile": 0.0, "until_wall": 0.0}
 
 
-def notebook_rows(against: str | None = None, only=None) -> list[dict]:
-    """One row per notebook: its first cell that compiles a kernel, from empty caches (goal:
-    compiles in under 15 s); with ``against`` a git ref, the same from the package there."""
+def notebook_rows(against: str | None = None, only=None):
+    """One row per notebook, yielded when measured: its first cell that compiles a kernel,
+    from empty caches (goal: compiles in under 15 s); with ``against`` a git ref, the same
+    from the package there."""
     from pathlib import Path
 
     compile_package()
     folder = Path(__file__).resolve().parent.parent / "notebooks"
-    out = []
     with tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
         before_pkg = package_at(against, tmp) if against else None
         for path in sorted(folder.glob("*.ipynb")):
@@ -326,16 +323,13 @@ def notebook_rows(against: str | None = None, only=None) -> list[dict]:
                     f" | at {against}: cell {b['cell']}: wall {b['wall']:.2f} s, compiling "
                     f"{b['compile']:.2f} s CPU; up to it {b['until_wall']:.2f} s wall"
                 )
-            out.append(
-                {
-                    "name": f"notebook {path.stem}: first cell that compiles, cold",
-                    "kernel_s": a["compile"],
-                    "reference_s": None,
-                    "goal": "compiles < 15 s",
-                    "note": note,
-                }
-            )
-    return out
+            yield {
+                "name": f"notebook {path.stem}: first cell that compiles, cold",
+                "kernel_s": a["compile"],
+                "reference_s": None,
+                "goal": "compiles < 15 s",
+                "note": note,
+            }
 
 
 if __name__ == "__main__":
@@ -362,4 +356,4 @@ if __name__ == "__main__":
     else:
         found = rows(a.quick)
     for r in found:
-        print(r)
+        print(r, flush=True)
