@@ -183,6 +183,7 @@ NEWCOMER = {
         "--serial",
         "--out",
         "sweep.csv",
+        "--overwrite",  # the warm runs write the same file again
     ],
 }
 

@@ -732,15 +732,18 @@ def slo_numbers(arrival, start, finish, device, idx, n_dev, q):
         return ns, t1, late, per_dev, lat
     hidx = idx.shape[0] > 0
     f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
-    ok = ~np.isnan(f)
-    lat = f[ok] - arrival[ok]
-    ns = int(lat.size)
+    lat = f - arrival
+    ok = ~np.isnan(lat)
+    ns = int(np.count_nonzero(ok))
+    if ns < lat.size:
+        lat = lat[ok]
     if n_dev > 1:
         per_dev = np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev)
     else:
         per_dev = np.array([ns])
-    t1 = max(float(arrival[0]), float(f[ok].max())) if ns else float(arrival[0])
-    late = int(np.count_nonzero((start[idx] if hidx else start)[ok] > arrival[-1]))
+    t1 = max(float(arrival[0]), float(np.fmax.reduce(f))) if ns else float(arrival[0])
+    # NaN (not served) compares False
+    late = int(np.count_nonzero((start[idx] if hidx else start) > arrival[-1]))
     q_lat = float(_percentiles_of(lat, [q])[0]) if ns else math.nan
     return ns, t1, late, per_dev.astype(np.int64), q_lat
 
