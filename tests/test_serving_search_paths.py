@@ -15,6 +15,7 @@ from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 from ipusim.serving import batching, capacity, result, tables
+from ipusim.serving import plan as plan_module
 from ipusim.serving.plan import Plan, _requests_pass, make_plan, with_arrivals
 
 
@@ -211,7 +212,12 @@ def test_make_plan_one_pass_check_and_length_mean(case, devs):
     if case == "nan":
         arr[2000] = np.nan
     got = _requests_pass(arr, lens)
-    assert tuple(int(x) for x in got) == tuple(int(x) for x in _requests_pass_reference(arr, lens))
+    want = tuple(int(x) for x in _requests_pass_reference(arr, lens))
+    assert tuple(int(x) for x in got) == want
+    # make_plan's NumPy path for runs too small to pay for compiling the kernels: the same
+    assert tuple(int(x) for x in plan_module.requests_pass(arr, lens)) == want
+    assert plan_module._ordered(arr) == bool(got[0]) == plan_module._sorted_finite(arr)
+    assert plan_module._lo_hi(lens) == plan_module._min_max(lens)
     pol = P.Dynamic(8, 0.002)
     if not got[0]:
         with pytest.raises(ValueError, match="sorted ascending"):
