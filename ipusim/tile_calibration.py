@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-from . import tile_params
+from . import texttable, tile_params
 from .tile_params import PARAMETERS, current  # noqa: F401 (re-exported: the parameters in force)
 
 
@@ -284,12 +284,19 @@ def calibration_table() -> list[dict]:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """A plain-text table of ``calibration_table`` rows."""
-    head = f"{'row':58s} {'chip':5s} {'unit':6s} {'published':>10s} {'simulated':>10s} {'error':>7s} sample tol"
-    lines = [head]
-    for r in rows:
-        lines.append(
-            f"{r['row']:58s} {r['chip']:5s} {r['unit']:6s} {r['published']:10,.2f} {r['simulated']:10,.2f} "
-            f"{r['rel_error']:+7.1%} {r['sample']:6s} ±{r['tolerance']:.0%}"
-        )
-    return "\n".join(lines)
+    """A plain-text table of ``calibration_table`` rows (``ipusim.texttable``)."""
+    return texttable.text(
+        rows,
+        [
+            ("row", "row", ""),
+            ("chip", "chip", ""),
+            ("unit", "unit", ""),
+            ("published", "published", ",.2f"),
+            ("simulated", "simulated", ",.2f"),
+            ("rel_error", "error", "+.1%"),
+            ("sample", "sample", ""),
+            ("tolerance", "tol", lambda v: f"±{v:.0%}"),
+        ],
+        rule=False,
+        left=("row", "chip", "unit", "sample"),
+    )

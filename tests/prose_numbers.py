@@ -52,6 +52,14 @@ QUOTES: dict[str, list[Quote]] = {
             "per byte",
         ),
     ],
+    "03_dynamic_batching.ipynb": [
+        Quote(
+            r"carries about ([\d.]+) times the\s+requests a second of the better one-kind deployment",
+            r"best split over the best one-kind deployment: ([\d.]+)x",
+            0.04,
+            "disaggregated split over co-located (section 7.1)",
+        ),
+    ],
     "07_sparse_embeddings.ipynb": [
         Quote(
             r"cache is nearly (\d+) times larger",

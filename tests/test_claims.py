@@ -255,6 +255,17 @@ def test_every_verdict_follows_its_rule_from_its_own_numbers(board):
     )
 
 
+def test_hybrid_verdict_weighs_the_disaggregated_split_at_equal_cost(board):
+    n = board[10].numbers
+    colo = max(v for k, v in n.items() if k.startswith("capacity_rps_co_located"))
+    split = max(v for k, v in n.items() if k.startswith("capacity_rps_disaggregated"))
+    assert n["disaggregated_over_colocated_x"] == pytest.approx(split / colo, rel=1e-12)
+    link = min(v for k, v in n.items() if k.startswith("link_over_compute"))
+    assert board[10].state == rules.hybrid(
+        n["tile_speedup_long_x"], n["tile_speedup_short_x"], link, split / colo
+    )
+
+
 # ---- the one comparison table -----------------------------------------------------------
 def test_every_claim_compares_the_pair_of_its_table_row_at_one_price_set(board):
     from ipusim.claims import comparisons
@@ -369,10 +380,11 @@ def test_two_part_rules_flip_at_their_thresholds():
     with pytest.raises(ValueError, match="realistic baseline"):
         rules.variable_length({pad512: hold})
     assert (
-        rules.hybrid(1.1, 1.0, 0.99),
-        rules.hybrid(1.0, 1.0, 1.0),
-        rules.hybrid(1.1, 1.0, 1.0),
-    ) == (S, C, D)
+        rules.hybrid(1.1, 1.0, 0.99, 1.01),
+        rules.hybrid(1.0, 1.0, 1.0, 1.0),
+        rules.hybrid(1.1, 1.0, 1.0, 1.0),
+        rules.hybrid(1.0, 1.0, 1.0, 1.01),
+    ) == (S, C, D, D)
 
 
 def test_one_threshold_rules_flip():
@@ -479,5 +491,7 @@ def test_scoreboard_markdown_has_one_row_per_verdict(board):
     md = claims.scoreboard_markdown(list(board.values()))
     assert len(md.splitlines()) == 2 + 15 and all(f"**{v.state}**" in md for v in board.values())
     linked = claims.scoreboard_markdown(list(board.values()), links=True)
-    assert "[05](05_poc_checklist.ipynb)" in linked and linked.splitlines()[1].count("---") == 6
+    rule = linked.splitlines()[1].split("|")[1:-1]  # the header rule: one run of dashes a column
+    assert "[05](05_poc_checklist.ipynb)" in linked and len(rule) == 6
+    assert all(set(c.strip()) == {"-"} for c in rule)
     assert np.isfinite(board[9].numbers["break_even_tile_usd_per_chip_hour"])

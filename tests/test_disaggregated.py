@@ -105,3 +105,18 @@ def test_two_requests_share_a_prefill_batch_the_link_and_decode_steps(pools):
     np.testing.assert_allclose(
         tpot, [(fin["a"] - first) / (oa - 1), (fin["b"] - first) / (ob - 1)], rtol=1e-12
     )
+
+
+def test_serve_cli_runs_a_trace_disaggregated(capsys):
+    import json
+    from pathlib import Path
+
+    from ipusim import cli
+
+    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "sample_llm.csv"
+    argv = ["serve", "--trace", str(trace), "--prefill-chip", "a100-80gb", "--decode-chip", "gc200"]
+    assert cli.main([*argv, "--decode-count", "2", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["prefill_chip"] == "a100-80gb gpt2" and d["decode_count"] == 2
+    assert d["completed"] == 500 and 0 < d["p50_ttft_ms"] <= d["p99_ttft_ms"]
+    assert d["kv_transfer_s"] > 0 and 0 < d["mean_tpot_ms"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import calibration
+from .. import calibration, texttable
 from ..prices import Prices
 
 
@@ -88,14 +88,20 @@ def summary_markdown(result: dict, source: str = "") -> str:
     lines = [
         f"## Calibration{f' ({source})' if source else ''}",
         "",
-        "| parameter | chip | preset | calibrated | change |",
-        "| --- | --- | --- | --- | --- |",
+        texttable.markdown(
+            ["parameter", "chip", "preset", "calibrated", "change"],
+            [
+                [
+                    m["parameter"],
+                    m["chip"],
+                    f"{m['preset']:.4g}",
+                    f"{m['calibrated']:.4g}",
+                    f"{m['change']:+.1%}",
+                ]
+                for m in result["moved"]
+            ],
+        ),
     ]
-    for m in result["moved"]:
-        lines.append(
-            f"| {m['parameter']} | {m['chip']} | {m['preset']:.4g} | {m['calibrated']:.4g} | "
-            f"{m['change']:+.1%} |"
-        )
     lines += [
         "",
         f"Verdict before: **{b.headline}**. After: **{a.headline}**. The decision "

@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from .. import texttable
 from ..config import progress
 from .case import ASSUMPTIONS, Case
 from .context import Context
@@ -73,22 +74,13 @@ def _cell(v) -> str:
     return str(v)
 
 
-def _md_cell(text: str) -> str:
-    """A Markdown table cell: ``|`` escaped as ``\\|`` (GitHub/CommonMark tables), line breaks as spaces."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(rows: list[dict]) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
-    out = [
-        "| " + " | ".join(c.replace("_", " ") for c in cols) + " |",
-        "| " + " | ".join("---" for _ in cols) + " |",
-    ]
-    for r in rows:
-        out.append("| " + " | ".join(_md_cell(_cell(r.get(c, ""))) for c in cols) + " |")
-    return "\n".join(out)
+    return texttable.markdown(
+        [c.replace("_", " ") for c in cols], [[_cell(r.get(c, "")) for c in cols] for r in rows]
+    )
 
 
 def _html_table(rows: list[dict]) -> str:

@@ -1,4 +1,5 @@
-"""C2: each candidate's best batching policy and its capacity at the p99 target."""
+"""C2: each candidate's best batching policy and its capacity at the p99 target (and, for
+generation on a GPU and a tile chip, whether splitting prefill from decode pays: ``split``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from . import search
 from .case import Case
 from .context import Context
 from .evidence import Check, Evidence, fmt
+from .split import split_proposal
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,6 +166,13 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
     src = ctx.sources() + "; " + search.SERVING_SOURCE
     if ctx.continuous():
         src += " (continuous batching)"
+    tables = {"throughput": rows}
+    split_rows, split_ev, split_text = split_proposal(case)  # generation on a GPU and a tile chip
+    ev += split_ev
+    if split_text:
+        reason += "; " + split_text
+    if split_rows:
+        tables["disaggregated split (same hourly cost)"] = split_rows
     return Check(
         "C2",
         "Throughput at the latency target",
@@ -171,7 +180,7 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
         summary,
         reason,
         ev,
-        {"throughput": rows},
+        tables,
         src,
-        {"impossible_target": impossible},
+        {"impossible_target": impossible, "split_proposal": split_text},
     )

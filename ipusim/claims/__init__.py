@@ -17,6 +17,7 @@ claim with the same rule, and ``python -m ipusim claims [--json]`` prints the sc
 
 from __future__ import annotations
 
+from .. import texttable
 from . import comparisons, rules
 from .comparisons import TABLE, break_even_usd_per_chip_hour, run_break_even
 from .judges import (
@@ -84,17 +85,15 @@ def scoreboard(claims=None) -> list[ClaimVerdict]:
 def scoreboard_markdown(verdicts: list[ClaimVerdict], *, links: bool = False) -> str:
     """A Markdown table: claim, verdict, the numbers in one line, the function that judges it;
     ``links`` adds a column of links to the notebooks that teach each claim (for a notebook)."""
-    head = "| # | claim | verdict | what the library computes | judged by |" + (
-        " taught in |" if links else ""
-    )
-    rows = [head, "| --- " * (6 if links else 5) + "|"]
+    head = ["#", "claim", "verdict", "what the library computes", "judged by"]
+    rows = []
     for v in verdicts:
         be = f" Break-even: {v.break_even}." if v.break_even else ""
-        row = f"| {v.claim} | {v.title} | **{v.state}** | {v.summary}.{be} | `{v.function}` |"
+        row = [v.claim, v.title, f"**{v.state}**", f"{v.summary}.{be}", f"`{v.function}`"]
         if links:
-            row += " " + ", ".join(f"[{nb[:2]}]({nb})" for nb in v.notebooks) + " |"
+            row.append(", ".join(f"[{nb[:2]}]({nb})" for nb in v.notebooks))
         rows.append(row)
-    return "\n".join(rows)
+    return texttable.markdown(head + (["taught in"] if links else []), rows)
 
 
 __all__ = [

@@ -47,7 +47,17 @@ HOUR_S = 3600.0
 
 def clear_cache() -> None:
     """Forget the shared simulations (after changing a preset in place, say)."""
-    for f in (_sim, _scaled, _energy, _encoder, _dlrm, _per_watt_case, _train, _batch_growth):
+    for f in (
+        _sim,
+        _scaled,
+        _energy,
+        _encoder,
+        _dlrm,
+        _per_watt_case,
+        _train,
+        _batch_growth,
+        _generation,
+    ):
         f.cache_clear()
 
 
@@ -656,11 +666,51 @@ def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
 
 
 # 10 -------------------------------------------------------------------------------------
-def hybrid_deployment(tile=None, gpu=None) -> ClaimVerdict:
-    """Claim 10: long texts to the tile chip and short ones to the GPU; attention offloaded in training."""
+HYBRID_GENERATION = {
+    "model": "gpt2",
+    "requests": 3000,
+    "long_fraction": 0.4,  # as claim 7's mix: 40% long prompts (256-512 tokens), the rest 16-128
+    "output_tokens": (16, 256),  # reply tokens, uniform (notebook 03's generation traffic)
+    "slo_p99_s": 1.0,  # ASSUMPTION: an interactive reply within a second at the p99
+}
+
+
+def hybrid_generation(prices=None, tile=None, gpu=None):
+    """Claim 10's serving comparison (a ``serving.deployments.Comparison``) of ``gpu`` and ``tile``
+    (claim 10's row of the comparison table unless given) at ``prices`` (an ``ipusim.prices.Prices``;
+    None: its ASSUMED defaults); computed once per pair of chips and prices."""
+    p = _prices(prices)
+    tile, gpu = pair(10, tile, gpu)
+    return _generation(gpu, tile, p.chip_hour(gpu), p.chip_hour(tile))
+
+
+@functools.cache
+def _generation(gpu: str, tile: str, usd_gpu: float, usd_tile: float):
+    import numpy as np
+
+    from .. import lengths
+    from ..prices import Prices
+    from ..serving import deployments
+
+    g = HYBRID_GENERATION
+    n = g["requests"]
+    prompts = lengths.sample_long_text_mix(n, g["long_fraction"], seed=1)
+    lo, hi = g["output_tokens"]
+    outputs = np.random.default_rng(2).integers(lo, hi + 1, n)
+    prices = Prices({gpu: usd_gpu, tile: usd_tile})
+    return deployments.compare(
+        gpu, tile, g["model"], prompts, outputs, prices=prices, slo_p99_s=g["slo_p99_s"], iters=8
+    )
+
+
+def hybrid_deployment(prices=None, tile=None, gpu=None) -> ClaimVerdict:
+    """Claim 10: long texts to the tile chip and short ones to the GPU; prefill and decode split
+    across the two kinds; attention offloaded in training. ``prices`` as in ``hardware_cost``
+    (the serving comparison is at no more than one hourly cost)."""
     from .. import collectives, training
     from .. import gpu as gpu_model
 
+    p = _prices(prices)
     tile, gpu = pair(10, tile, gpu)
 
     sp_short = _bert_short(gpu).time_s / _bert_short(tile).time_s
@@ -681,18 +731,29 @@ def hybrid_deployment(tile=None, gpu=None) -> ClaimVerdict:
             att / (a100.peak_flops * gpu_model.TENSOR_EFFICIENCY)
         )  # the GPU model's rate
     best = min(ratios.values())
-    state = rules.hybrid(sp_long, sp_short, best)
+    cmp = hybrid_generation(p, tile, gpu)
+    colo, routed, split = (cmp.best(k) for k in ("co-located", "length-routed", "disaggregated"))
+    gain = cmp.gain("disaggregated")
+    state = rules.hybrid(sp_long, sp_short, best, gain)
+    text, _ = _price_text(p, tile, gpu)
     numbers = {
         "tile_speedup_short_x": sp_short,
         "tile_speedup_long_x": sp_long,
         **{f"link_over_compute_{k}_x": v for k, v in ratios.items()},
         "link_gb_per_s": link / 1e9,
+        "usd_per_hour_each_deployment": colo.usd_per_hour,
+        **{f"capacity_rps_{d.key}": d.capacity_rps for d in cmp.deployments},
+        "disaggregated_over_colocated_x": gain,
+        "routed_over_colocated_x": cmp.gain("length-routed"),
     }
     summary = (
         f"the {tile} runs short texts at {sp_short:.2f}x and long ones at {sp_long:.2f}x the {gpu}'s speed, "
-        f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; offloading attention in training "
-        f"moves bytes for {best:.1f}x (at best) the time the GPU needs to compute it"
+        f"so long texts {'do' if sp_long > sp_short else 'do not'} belong on it; at up to {colo.usd_per_hour:.2f} USD/h, "
+        f"GPT-2 generation at p99 <= {cmp.slo_p99_s:g} s: {split.name} carries {split.capacity_rps:,.0f} req/s, "
+        f"{routed.name} {routed.capacity_rps:,.0f}, {colo.name} {colo.capacity_rps:,.0f} ({gain:.2f}x for the split); "
+        f"offloading attention in training moves bytes for {best:.1f}x (at best) the time the GPU needs to compute it"
     )
+    g = HYBRID_GENERATION
     return _verdict(
         10,
         "hybrid GPU + tile-chip deployment",
@@ -702,17 +763,30 @@ def hybrid_deployment(tile=None, gpu=None) -> ClaimVerdict:
         numbers,
         {
             "routing": f"BERT-base, 32 x 128 and 8 x 512 tokens on {tile} and {gpu}",
+            "serving": f"{g['model']} generation, {g['requests']:,} requests, {g['long_fraction']:.0%} long "
+            f"prompts (256-512 tokens, else 16-128), replies of {g['output_tokens'][0]}-{g['output_tokens'][1]} "
+            f"tokens; continuous batching (max 32); at most the same hourly cost for every deployment, "
+            f"every split of it weighed ({text}); "
+            "KV cache over one 100 Gb/s port per prefill chip (ASSUMPTION, serving.disaggregated); "
+            "serving.deployments.compare",
             "training": "GPT-3 175B and Llama-2-70B recipes; the GPU's share of its node's InfiniBand as "
             "the GPU-tile link (ASSUMPTION, generous: no direct link exists)",
         },
         "hybrid_deployment",
         ["03_dynamic_batching.ipynb", "06_training_at_scale.ipynb"],
-        break_even=(
-            "routing holds, offloading attention does not"
-            if sp_long > sp_short
-            else "offloading holds, routing long texts does not"
+        break_even="; ".join(
+            [
+                "routing long texts holds"
+                if sp_long > sp_short
+                else "routing long texts does not hold",
+                "splitting prefill and decode holds"
+                if gain > 1
+                else "splitting prefill and decode does not hold",
+                "offloading attention holds" if best < 1 else "offloading attention does not hold",
+            ]
         ),
         chips=(tile, gpu),
+        prices=p,
     )
 
 

@@ -189,18 +189,23 @@ def price_claim(saving: float, break_even_usd: float, claimed: float, prices_ass
 
 # 10 -----------------------------------------------------------------------------------
 HYBRID_RULE = (
-    "two uses: (a) routing: the tile chip's speed relative to the GPU (GPU time / tile time) must be "
+    "three uses: (a) routing: the tile chip's speed relative to the GPU (GPU time / tile time) must be "
     "higher for long texts (8 x 512 tokens) than for short ones (32 x 128), so long texts belong on it; "
-    "(b) training: moving attention's inputs and outputs between a GPU and a tile chip must take less "
-    "time than computing attention on the GPU; supported if both hold, contradicted if neither does, "
-    "depends (on the use) otherwise"
+    "(b) disaggregated serving: at the same hourly cost, the better split of generation (prefill on one "
+    "kind, decode on the other) must carry more requests/s at the p99 target than the better deployment "
+    "of one kind; (c) training: moving attention's inputs and outputs between a GPU and a tile chip must "
+    "take less time than computing attention on the GPU; supported if all hold, contradicted if none "
+    "does, depends (on the use) otherwise"
 )
 
 
-def hybrid(speedup_long: float, speedup_short: float, link_over_compute: float) -> str:
-    """Claim 10: routing long texts to the tile chip, and attention offloaded in training."""
-    a, b = speedup_long > speedup_short, link_over_compute < 1.0
-    return _every_or_none((a, b))
+def hybrid(
+    speedup_long: float, speedup_short: float, link_over_compute: float, split_gain: float
+) -> str:
+    """Claim 10: routing long texts to the tile chip, prefill and decode split across the two
+    kinds (``split_gain``: capacity over the best one-kind deployment's, x), and attention
+    offloaded in training."""
+    return _every_or_none((speedup_long > speedup_short, split_gain > 1.0, link_over_compute < 1.0))
 
 
 # 12 -----------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import hardware, lengths, workloads
+from .. import hardware, lengths, texttable, workloads
 from .._json import json_safe
 
 
@@ -101,13 +101,5 @@ def print_json(obj) -> None:
 
 
 def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
-    """A plain-text table; ``columns`` are (key, header, format spec)."""
-    heads = [h for _, h, _ in columns]
-    cells = [[format(r[k], f) if f else str(r[k]) for k, _, f in columns] for r in rows]
-    widths = [
-        max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)
-    ]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(lines)
+    """A plain-text table; ``columns`` are (key, header, format spec) (``ipusim.texttable``)."""
+    return texttable.text(rows, columns)

@@ -409,6 +409,11 @@ def _disaggregated(args, rates, trace_arr, prompts, n, outs, slos) -> int:
     )
     link = args.kv_link_bytes_per_s or disaggregated.DEFAULT_KV_LINK_BYTES_PER_S
     kvb = workloads.model(args.model).kv_bytes_per_token()
+    # the prefill pool batches at most --max-batch prompts, and no more than one pass holds
+    pre_batch = disaggregated.prompt_batch_limit(pre, int(np.max(prompts)), args.max_batch)
+    # the decode pool runs at most --max-batch sequences, and no more than one step holds
+    longest = int(np.max(np.asarray(prompts) + np.asarray(outs)))
+    dec_batch = disaggregated.decode_batch_limit(dec, longest, args.max_batch)
     out, last = [], None
     for rate in rates:
         a = trace_arr if rate is None else _arrivals(args, rate, n)
@@ -420,11 +425,11 @@ def _disaggregated(args, rates, trace_arr, prompts, n, outs, slos) -> int:
             decode=dec,
             kv_bytes_per_token=kvb,
             prefill_policy=policies.make(
-                "dynamic", max_batch=args.max_batch, max_delay_s=args.max_delay_ms / 1e3
+                "dynamic", max_batch=pre_batch, max_delay_s=args.max_delay_ms / 1e3
             ),
             prefill_count=args.prefill_count,
             decode_count=args.decode_count,
-            max_batch=args.max_batch,
+            max_batch=dec_batch,
             kv_capacity_tokens=args.kv_tokens,
             kv_link_bytes_per_s=link,
             latency_target_s=args.latency_target_ms / 1e3,

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import published as _published
+from .. import texttable
 from .._validate import choice, fraction, positive
 from ..hardware import chip as _chip
 from ..workloads import step as _make_step
@@ -340,23 +341,18 @@ def padding_removed_table(chip="a100-80gb") -> list[dict]:
 
 def format_rows(rows: list[dict]) -> str:
     """A plain-text table of ``calibration_table`` or ``padding_removal_table`` rows
-    (``rel_error`` shown as a signed percentage)."""
+    (``rel_error`` shown as a signed percentage; ``ipusim.texttable``)."""
     if not rows:
         return ""
-    keys = list(rows[0])
 
-    def fmt(k, v):
+    def fmt(k):
         if k == "rel_error":
-            return f"{v:+.1%}"
+            return lambda v: f"{v:+.1%}"
         if k == "tolerance":
-            return f"±{v:.0%}"
-        return f"{v:,.3f}" if isinstance(v, float) else str(v)
+            return lambda v: f"±{v:.0%}"
+        return lambda v: f"{v:,.3f}" if isinstance(v, float) else str(v)
 
-    cells = [[fmt(k, r[k]) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True))]
-    lines += ["  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)) for c in cells]
-    return "\n".join(lines)
+    return texttable.text(rows, [(k, k, fmt(k)) for k in rows[0]], rule=False)
 
 
 def wave_staircase(

@@ -6,7 +6,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..serving import theory
-from .style import UNSTABLE_LABEL, UNSTABLE_STYLE, label_color, legend_outside, other_color
+from .style import (
+    UNSTABLE_LABEL,
+    UNSTABLE_STYLE,
+    chip_color,
+    label_color,
+    legend_outside,
+    other_color,
+)
 
 
 def _ax(ax):
@@ -210,3 +217,38 @@ def service_curves(models: dict, length: int, max_batch: int, axes=None):
             fontsize=8, loc="lower right"
         )  # both curves rise with the batch: the lower right is empty
     return axes
+
+
+def deployment_capacities(comparison, ax=None):
+    """Capacity at the p99 target of each deployment of a ``serving.deployments.Comparison``
+    (one hourly cost): one bar each, in the colour of its first chip (the only one, the prefill
+    chip or the short prompts' chip) with hatching in the colour of its second; a dashed line at
+    the best one-kind deployment."""
+    deps = list(comparison.deployments)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.4, 1.2 + 0.22 * len(deps)), layout="constrained")
+    y = np.arange(len(deps))[::-1]
+    for yi, d in zip(y, deps, strict=True):
+        first = d.chips[0][0]
+        second = d.chips[-1][0]
+        ax.barh(
+            yi,
+            d.capacity_rps,
+            color=chip_color(first),
+            hatch="//" if second != first else None,
+            edgecolor=chip_color(second) if second != first else "none",
+            height=0.7,
+        )
+        ax.text(d.capacity_rps, yi, f" {d.capacity_rps:,.0f}", va="center", fontsize=8)
+    base = comparison.best("co-located").capacity_rps
+    ax.axvline(base, color="0.3", ls="--", lw=1, label="best one-kind deployment")
+    ax.set_yticks(y, [d.name for d in deps], fontsize=8)
+    ax.set_xlim(0, 1.2 * max(d.capacity_rps for d in deps))
+    ax.set_xlabel(f"capacity at p99 <= {comparison.slo_p99_s:g} s (requests/s)")
+    ax.set_title(
+        f"at most {max(d.usd_per_hour for d in deps):.2f} USD an hour each; bar colour: first chip, "
+        "hatching: second",
+        fontsize=9,
+    )
+    legend_outside(ax)
+    return ax

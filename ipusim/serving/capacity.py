@@ -140,7 +140,9 @@ class Probe:
     are later than ``target_s`` than a p99 within it allows (``batching.run_plan``'s
     ``late_limit``): the answer "no" is then certain. ``result(rate)`` is the whole run at
     ``rate`` as ``serving.simulate`` returns it (seed 0, ``max_waiting``, goodput at
-    ``latency_target_s``).
+    ``latency_target_s``). ``max_utilization`` replaces ``MAX_UTILIZATION``; above 1 it turns
+    that gate off, as continuous batching needs: its devices count as busy whenever any sequence
+    runs, so it saturates only when its queue grows (``stable``).
     """
 
     def __init__(
@@ -154,8 +156,10 @@ class Probe:
         max_waiting: int | None = None,
         latency_target_s: float = 1.0,
         run=None,
+        max_utilization: float = MAX_UTILIZATION,
     ):
         self.unit, self.lengths, self.policy, self.devs = unit, lengths, policy, list(devices)
+        self.max_utilization = max_utilization
         self.target_s, self.latency_target_s, self.max_waiting, self.run = (
             target_s,
             latency_target_s,
@@ -197,7 +201,9 @@ class Probe:
             )
         v = r.slo_view(99.0)
         return (
-            v["stable"] and v["latency_q_s"] <= self.target_s and v["utilization"] < MAX_UTILIZATION
+            v["stable"]
+            and v["latency_q_s"] <= self.target_s
+            and v["utilization"] < self.max_utilization
         )
 
     def result(self, rate: float):
@@ -291,6 +297,7 @@ def capacity_search(
     max_waiting: int | None = None,
     latency_target_s: float = 1.0,
     run=None,
+    max_utilization: float = MAX_UTILIZATION,
 ) -> CapacitySearch:
     """The ``CapacitySearch`` of ``capacity_at`` (same arguments), not yet run."""
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -305,6 +312,7 @@ def capacity_search(
             max_waiting=max_waiting,
             latency_target_s=latency_target_s,
             run=run,
+            max_utilization=max_utilization,
         )
 
     return CapacitySearch(probe, top, iters=iters)
@@ -323,6 +331,7 @@ def capacity_at(
     max_waiting: int | None = None,
     latency_target_s: float = 1.0,
     run=None,
+    max_utilization: float = MAX_UTILIZATION,
 ):
     """(capacity req/s, ``ServingResult`` there): the largest Poisson rate whose run of requests of
     ``lengths`` tokens through ``policy`` onto ``devices`` (``ServiceModel`` list) has a p99
@@ -333,7 +342,7 @@ def capacity_at(
     ``top / 1e4`` fails, ``top`` if ``top`` passes); the result is the run at the capacity (at
     the lowest rate tried if none passes). Arrivals: one Poisson draw from ``seed`` at unit mean
     gap (``unit_arrivals``), scaled to each rate. ``max_waiting``, ``latency_target_s``: as in
-    ``serving.simulate``; ``run``: see ``Probe``.
+    ``serving.simulate``; ``run``, ``max_utilization``: see ``Probe``.
 
     ``above`` (req/s): a caller that only wants a capacity greater than ``above`` gets
     ``(None, None)`` as soon as the upper end of the search is at most ``above``, without the
@@ -350,4 +359,5 @@ def capacity_at(
         max_waiting=max_waiting,
         latency_target_s=latency_target_s,
         run=run,
+        max_utilization=max_utilization,
     ).run(above)

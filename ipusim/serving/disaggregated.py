@@ -2,7 +2,8 @@
 
 A request arrives at the prefill pool, which batches prompts as any batched service does
 (``batching.simulate`` with the prefill chip's ``GenerationModel.prefill`` table, padded rows,
-the pool's own policy): the first token is out when its prefill batch ends (TTFT). Its KV cache
+the pool's own policy; by default a dynamic batcher without delay, of at most the largest
+batch that fits the chip at every prompt length up to the longest): the first token is out when its prefill batch ends (TTFT). Its KV cache
 (``prompt x model.kv_bytes_per_token()`` bytes) then crosses a link of ``kv_link_bytes_per_s``;
 each prefill device sends its requests' caches one after another, in the order their prefills
 end. The request joins the decode pool (request i to decode device i mod ``decode_count``), which
@@ -33,6 +34,29 @@ DEFAULT_KV_LINK_BYTES_PER_S = 12.5e9
 """ASSUMPTION: one 100 Gb/s network port (12.5 GB/s) between a prefill device and the decode pool
 (the IPU-M2000's and a DGX's node-to-node Ethernet/InfiniBand class; a chip-to-chip fabric such as
 NVLink or IPU-Links does not join a GPU to a tile chip). Set it to your fabric's figure."""
+
+
+def prompt_batch_limit(gen: GenerationModel, longest: int, cap: int) -> int:
+    """The most prompts (at most ``cap``) one prefill pass of ``gen`` holds at every prompt length up
+    to ``longest`` tokens (padded; the tables' fit can dip between lengths, so each is read)."""
+    step = gen.prefill.len_step or longest
+    fit = min(cap, *(gen.prefill.fit_limit(k) for k in range(step, longest + step, step)))
+    if fit < 1:
+        raise ValueError(f"a prompt of {longest} tokens does not fit the prefill chip {gen.name}")
+    return fit
+
+
+def decode_batch_limit(gen: GenerationModel, longest_ctx: int, cap: int) -> int:
+    """The most sequences (at most ``cap``) one decode step of ``gen`` holds at every context up to
+    ``longest_ctx`` tokens (the KV cache of every running sequence must fit beside the weights)."""
+    cols = gen.decode[1 : cap + 1, 1 : -(-longest_ctx // gen.ctx_step) + 1]
+    ok = np.isfinite(cols).all(axis=1)
+    fit = int(np.argmin(ok)) if not ok.all() else int(ok.size)
+    if fit < 1:
+        raise ValueError(
+            f"one sequence of {longest_ctx} tokens does not fit a decode step of {gen.name}"
+        )
+    return fit
 
 
 def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps):
@@ -123,7 +147,11 @@ def simulate_disaggregated(
             f"prompt + output up to {int((pr + out).max())} tokens exceeds the model's tables "
             f"(decode context {decode.max_ctx}, prompt {prefill.prefill.max_len})"
         )
-    pol = prefill_policy or P.make("dynamic", max_batch=B, max_delay_s=0.0)
+    if prefill_policy is None:
+        prefill_policy = P.make(
+            "dynamic", max_batch=prompt_batch_limit(prefill, int(pr.max()), B), max_delay_s=0.0
+        )
+    pol = prefill_policy
     pre = simulate(
         arr, pr, pol, [prefill.prefill] * npf, latency_target_s=latency_target_s, max_waiting=None
     )

@@ -8,7 +8,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from .. import workloads
+from .. import texttable, workloads
 from ..checklist import (
     DEFAULT_USD_PER_CHIP_HOUR,
     QUESTIONS,
@@ -67,9 +67,12 @@ def run_form(
     lines = [f"**{v.headline}**", ""] + [
         f"- ({r.weight:+.0f}) {r.text} [{', '.join(r.checks)}]" for r in v.reasons
     ]
-    lines += ["", "| check | status | headline |", "| --- | --- | --- |"]
     lines += [
-        f"| {c.id} {c.name} | {c.status.upper()} | {c.summary} |" for c in report.checks.values()
+        "",
+        texttable.markdown(
+            ["check", "status", "headline"],
+            [[f"{c.id} {c.name}", c.status.upper(), c.summary] for c in report.checks.values()],
+        ),
     ]
     display(Markdown("\n".join(lines)))
     if show_figure and report.case.inference and report.checks["C2"].tables.get("throughput"):

@@ -1,0 +1,67 @@
+"""Co-located, length-routed and disaggregated generation deployments at one hourly cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipusim import arrivals, lengths, policies, serving
+from ipusim.serving import deployments as DP
+
+
+@pytest.mark.parametrize(
+    "usd_a, usd_b, counts", [(2.0, 1.6, (4, 5)), (1.6, 1.6, (1, 1)), (3.5, 2.0, (4, 7))]
+)
+def test_equal_cost_counts_are_the_fewest_chips_of_equal_cost(usd_a, usd_b, counts):
+    n_a, n_b = DP.equal_cost_counts(usd_a, usd_b)
+    assert (n_a, n_b) == counts and n_a * usd_a == pytest.approx(n_b * usd_b)
+
+
+def test_equal_cost_counts_refuses_a_bad_price():
+    with pytest.raises(ValueError, match="usd_b"):
+        DP.equal_cost_counts(2.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def gens():
+    return {c: serving.generation_model(c, "gpt2", max_batch=8) for c in ("a100-80gb", "gc200")}
+
+
+def test_routed_run_is_each_pool_run_on_its_own_requests(gens):
+    n = 300
+    pr = lengths.sample_long_text_mix(n, 0.4, seed=3)
+    out = np.random.default_rng(4).integers(4, 40, n)
+    arr = arrivals.poisson(200.0, n, seed=5)
+    pol = policies.Continuous(max_batch=8)
+    r = DP.simulate_routed(
+        arr, pr, out, (gens["a100-80gb"], 2, pol), (gens["gc200"], 3, pol), threshold=255
+    )
+    assert r.devices == ("a100-80gb gpt2",) * 2 + ("gc200 gpt2",) * 3
+    for (gen, count, offset), idx in (
+        ((gens["a100-80gb"], 2, 0), np.flatnonzero(pr <= 255)),
+        ((gens["gc200"], 3, 2), np.flatnonzero(pr > 255)),
+    ):
+        own = serving.simulate_generation(arr[idx], pr[idx], out[idx], pol, gen, replicas=count)
+        np.testing.assert_array_equal(r.finish_s[idx], own.finish_s)
+        np.testing.assert_array_equal(r.first_token_s[idx], own.first_token_s)
+        np.testing.assert_array_equal(r.device[idx], own.device + offset)
+    assert int(r.gap_weight.sum()) == int(out.sum()) - n  # every token after the first, once
+
+
+def test_compare_spends_one_budget_and_every_capacity_meets_the_target(gens):
+    n = 400
+    pr = lengths.sample_long_text_mix(n, 0.4, seed=1)
+    out = np.random.default_rng(2).integers(16, 129, n)
+    c = DP.compare("a100-80gb", "gc200", "gpt2", pr, out, slo_p99_s=0.5, max_batch=8, iters=5)
+    assert {d.kind for d in c.deployments} == set(DP.KINDS)
+    # 8 x 2.00 = 10 x 1.60 = 4 x 2.00 + 5 x 1.60 USD an hour; a split spends at most that
+    assert {d.usd_per_hour for d in c.deployments if d.kind != "disaggregated"} == {16.0}
+    splits = [d for d in c.deployments if d.kind == "disaggregated"]
+    assert len(splits) == 7 + 8 and all(14.0 <= d.usd_per_hour <= 16.0 for d in splits)
+    assert "disaggregated: prefill 1 x a100-80gb, decode 8 x gc200" in [d.name for d in splits]
+    for d in c.deployments:
+        assert d.capacity_rps > 0 and d.result.stable and d.result.latency_p99_s <= 0.5
+    best = c.best("disaggregated")
+    assert c.gain("disaggregated") == best.capacity_rps / c.best("co-located").capacity_rps
+    with pytest.raises(ValueError, match="kind"):
+        c.best("hybrid")
