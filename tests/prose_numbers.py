@@ -108,6 +108,12 @@ QUOTES: dict[str, list[Quote]] = {
     ],
     "03_dynamic_batching.ipynb": [
         Quote(
+            r"reads the (\d+) MB of weights",
+            r"weights (\d+) MB \(FP16\)",
+            0.01,
+            "BERT-base weights",
+        ),
+        Quote(
             r"request waits about (\d+) seconds",
             r"waits ([\d.]+) s one at a time",
             0.1,
@@ -207,6 +213,12 @@ QUOTES: dict[str, list[Quote]] = {
             r"0% long\s+[\d.]+%\s+([\d.]+)%",
             0.01,
             "summary, FLOP waste",
+        ),
+        Quote(
+            r"a request averages (\d\.\d)x more tokens",
+            r"a request averages (\d\.\d)x the tokens",
+            0.0,
+            "40% long vs short tokens",
         ),
     ],
     "06_training_at_scale.ipynb": [
