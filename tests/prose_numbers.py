@@ -220,6 +220,25 @@ QUOTES: dict[str, list[Quote]] = {
             0.0,
             "40% long vs short tokens",
         ),
+        Quote(r"model, (\d+)-\d+% efficiency here", r"bucketing (\d+)%-", 0.0, "bucketing, low"),
+        Quote(
+            r"model, \d+-(\d+)% efficiency here", r"bucketing \d+%-(\d+)%", 0.0, "bucketing, high"
+        ),
+        Quote(r"Packing reaches ([\d.]+)-", r"packing ([\d.]+)%-", 0.001, "packing, low"),
+        Quote(
+            r"Packing reaches [\d.]+-([\d.]+)%", r"packing [\d.]+%-([\d.]+)%", 0.0, "packing, high"
+        ),
+        Quote(r"SPFHP and BFHP stop at (\d+)%", r"on Wikipedia (\d+)%", 0.0, "greedy packers at 3"),
+        Quote(r"recovers\n  ([\d.]+)-", r"packing ([\d.]+)%-", 0.001, "summary, packing low"),
+        Quote(
+            r"recovers\n  [\d.]+-([\d.]+)%",
+            r"packing [\d.]+%-([\d.]+)%",
+            0.0,
+            "summary, packing high",
+        ),
+        Quote(
+            r"at most 3 a row, (\d+)% on Wikipedia", r"on Wikipedia (\d+)%", 0.0, "summary, greedy"
+        ),
     ],
     "06_training_at_scale.ipynb": [
         Quote(r"A GC200 holds (\d\.\d) GB", r"one GC200 holds (\d\.\d) GB", 0.0, "GC200 SRAM"),
