@@ -54,6 +54,19 @@ QUOTES: dict[str, list[Quote]] = {
     ],
     "02_tile_local_compute.ipynb": [
         Quote(
+            r"BERT-large's (\d+) M parameters",
+            r"BERT-large: (\d+) M parameters",
+            0.0,
+            "BERT-large params",
+        ),
+        Quote(r"\((\d+) MB in FP16\) take", r"(\d+) MB in FP16,", 0.0, "BERT-large bytes"),
+        Quote(
+            r"take about (\d+) KiB of",
+            r"(\d+) KiB per tile on average",
+            0.01,
+            "BERT-large per tile",
+        ),
+        Quote(
             r"a sync \((\d+) cycles: the measured",
             r"sync (\d+) cycles, exchange",
             0.0,
@@ -241,6 +254,15 @@ QUOTES: dict[str, list[Quote]] = {
         ),
     ],
     "06_training_at_scale.ipynb": [
+        Quote(
+            r"some (\d+) MB/s\nfor BERT-base", r"sequences/s: (\d+) MB/s", 0.05, "host input (some)"
+        ),
+        Quote(
+            r"BERT-base at ([\d,]+) sequences/s",
+            r"BERT-base at ([\d,]+) sequences/s",
+            0.03,
+            "Bow BERT-base rate",
+        ),
         Quote(r"A GC200 holds (\d\.\d) GB", r"one GC200 holds (\d\.\d) GB", 0.0, "GC200 SRAM"),
         Quote(
             r"GPT-3 175B's (\d\.\d) TB of training", r"gpt-3-175b's (\d\.\d) TB", 0.0, "GPT-3 state"
