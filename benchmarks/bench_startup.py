@@ -24,6 +24,10 @@ Rows (wall best of N alternating runs, CPU user+sys of the same runs; tables and
   from the package as committed at git ``REF`` beside this one, command by command (before
   and after a change; on a shared machine compare CPU times, and the two side by side).
 
+* ``--notebooks [NAME ...]``: each notebook's first cell that compiles a kernel (the first that
+  simulates anything), run headless in quick mode from empty caches: its wall time and compile
+  CPU (goal: compiles in under 15 s); with ``--against REF`` beside the package at REF.
+
 Bytecode is compiled first (``compileall``, as ``pip install`` does): with
 ``PYTHONDONTWRITEBYTECODE`` set and stale ``.pyc`` files, every run would also compile the
 package's sources, which no installed copy does.
@@ -35,7 +39,7 @@ import argparse
 import sys
 import tempfile
 
-from _timing import child_times, compile_package, newcomer_times, package_at
+from _timing import COMPILE_LISTENER, child_times, compile_package, newcomer_times, package_at
 
 FLOOR = (
     "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); "
@@ -179,6 +183,7 @@ NEWCOMER = {
         "--serial",
         "--out",
         "sweep.csv",
+        "--overwrite",  # the warm runs write the same file again
     ],
 }
 
@@ -191,14 +196,14 @@ def _first_and_warm(args, package, warm_runs):
     return first, tuple(min(x[i] for x in warm) for i in range(3))
 
 
-def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[dict]:
-    """One row per command of ``NEWCOMER`` (quick: ``pack`` alone): its first run from empty
-    caches beside its warm run, wall (``kernel_s`` first, ``reference_s`` warm) and CPU; with
-    ``against`` a git ref, the same from the package as committed there, run alternately."""
+def newcomer_rows(quick: bool, against: str | None = None, only=None):
+    """One row per command of ``NEWCOMER`` (quick: ``pack`` alone), each yielded when measured:
+    its first run from empty caches beside its warm run, wall (``kernel_s`` first,
+    ``reference_s`` warm) and CPU; with ``against`` a git ref, the same from the package as
+    committed there, run alternately."""
     compile_package()
     names = only or (["pack"] if quick else list(NEWCOMER))
     warm_runs = 1 if quick else 3
-    out = []
     with tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
         before_pkg = package_at(against, tmp) if against else None
         for name in names:
@@ -215,16 +220,117 @@ def newcomer_rows(quick: bool, against: str | None = None, only=None) -> list[di
                     f" | at {against}: first wall {bw:.2f} s, CPU {bc:.2f} s (compiling {bk:.2f} s); "
                     f"warm wall {bww:.2f} s, CPU {bwc:.2f} s"
                 )
-            out.append(
-                {
-                    "name": f"newcomer's first {name} | warm",
-                    "kernel_s": fw,
-                    "reference_s": ww,
-                    "goal": goal,
-                    "note": note + " (ratio = warm / first)",
-                }
+            yield {
+                "name": f"newcomer's first {name} | warm",
+                "kernel_s": fw,
+                "reference_s": ww,
+                "goal": goal,
+                "note": note + " (ratio = warm / first)",
+            }
+
+
+# Run in a notebook's kernel before its first cell: Numba's compile CPU, read after each cell.
+_NOTEBOOK_PROBE = COMPILE_LISTENER.replace("_s = ", "_ipusim_bench_s = ").replace(
+    '_s["', '_ipusim_bench_s["'
+)
+
+
+def _notebook_first_compile(path, package=None) -> dict:
+    """Run notebook ``path`` headless (``IPUSIM_QUICK=1``) from empty caches (a fresh
+    ``NUMBA_CACHE_DIR`` and ``IPUSIM_CACHE_DIR``), cell by cell up to the first cell that
+    compiles a kernel (the first that simulates anything): that cell's number, wall time and
+    compile CPU, and the whole run's up to it. ``package``: another copy of ``ipusim`` to
+    import (first on ``PYTHONPATH``)."""
+    import os
+    import time
+
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    probe = nbformat.v4.new_code_cell(_NOTEBOOK_PROBE)
+    read = nbformat.v4.new_code_cell('print(repr(_ipusim_bench_s["cpu"]))')
+    with tempfile.TemporaryDirectory(prefix="ipusim-notebook-") as d:
+        env = {
+            "NUMBA_CACHE_DIR": os.path.join(d, "numba"),
+            "IPUSIM_CACHE_DIR": os.path.join(d, "tables"),
+            "IPUSIM_QUICK": "1",
+            "MPLBACKEND": "Agg",
+        }
+        if package:
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (package, os.environ.get("PYTHONPATH")) if p
             )
-    return out
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # the kernel process inherits them
+        try:
+            client = nbclient.NotebookClient(
+                nb,
+                timeout=900,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(path.parent)}},
+            )
+            with client.setup_kernel():
+                client.execute_cell(probe, 0)
+                before = 0.0
+                t_all = time.perf_counter()
+                for i, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    t0 = time.perf_counter()
+                    client.execute_cell(cell, i)
+                    wall = time.perf_counter() - t0
+                    read.outputs = []
+                    client.execute_cell(read, i)
+                    comp = float(read.outputs[0]["text"])
+                    if comp - before > 0.05:
+                        return {
+                            "cell": i,
+                            "wall": wall,
+                            "compile": comp - before,
+                            "until_wall": time.perf_counter() - t_all,
+                        }
+                    before = comp
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return {"cell": None, "wall": 0.0, "compile": 0.0, "until_wall": 0.0}
+
+
+def notebook_rows(against: str | None = None, only=None):
+    """One row per notebook, yielded when measured: its first cell that compiles a kernel,
+    from empty caches (goal: compiles in under 15 s); with ``against`` a git ref, the same
+    from the package there."""
+    from pathlib import Path
+
+    compile_package()
+    folder = Path(__file__).resolve().parent.parent / "notebooks"
+    with tempfile.TemporaryDirectory(prefix="ipusim-before-") as tmp:
+        before_pkg = package_at(against, tmp) if against else None
+        for path in sorted(folder.glob("*.ipynb")):
+            if only and not any(o in path.name for o in only):
+                continue
+            a = _notebook_first_compile(path)
+            note = (
+                f"cell {a['cell']}: wall {a['wall']:.2f} s, compiling {a['compile']:.2f} s CPU; "
+                f"notebook up to it {a['until_wall']:.2f} s wall"
+            )
+            if before_pkg:
+                b = _notebook_first_compile(path, before_pkg)
+                note += (
+                    f" | at {against}: cell {b['cell']}: wall {b['wall']:.2f} s, compiling "
+                    f"{b['compile']:.2f} s CPU; up to it {b['until_wall']:.2f} s wall"
+                )
+            yield {
+                "name": f"notebook {path.stem}: first cell that compiles, cold",
+                "kernel_s": a["compile"],
+                "reference_s": None,
+                "goal": "compiles < 15 s",
+                "note": note,
+            }
 
 
 if __name__ == "__main__":
@@ -237,6 +343,18 @@ if __name__ == "__main__":
     ap.add_argument(
         "--only", nargs="*", choices=sorted(NEWCOMER), help="these commands only (with --newcomer)"
     )
+    ap.add_argument(
+        "--notebooks",
+        nargs="*",
+        metavar="NAME",
+        help="only each notebook's first compiling cell, cold (these notebooks: part of the name)",
+    )
     a = ap.parse_args()
-    for r in newcomer_rows(a.quick, a.against, a.only) if a.newcomer else rows(a.quick):
-        print(r)
+    if a.notebooks is not None:
+        found = notebook_rows(a.against, a.notebooks)
+    elif a.newcomer:
+        found = newcomer_rows(a.quick, a.against, a.only)
+    else:
+        found = rows(a.quick)
+    for r in found:
+        print(r, flush=True)

@@ -1,5 +1,5 @@
 """Which notebooks tests/test_browser.py runs in Chromium (and tests/test_notebooks.py then leaves
-to it), and whether Chromium is here at all."""
+to it), whether Chromium is here at all, and how it is started (also by tests/test_site.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,17 @@ import importlib.util
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package (.ci/run installs it when missing)
+# headless, and nothing of its own on the network (tests/test_browser.py, tests/test_site.py)
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 BROWSER_NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
 

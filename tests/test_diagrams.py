@@ -174,7 +174,8 @@ def test_series_strip_highlights_the_current_notebook():
     bold = [t.get_text() for t in ax.texts if t.get_fontweight() == "bold"]
     assert bold == ["03\nDynamic\nbatching"]
     assert D.series_strip("08").texts
-    for bad in (0, 9, "3", True, None):
+    assert D.series_strip(9).texts  # the closing notebook
+    for bad in (0, 10, "3", True, None):
         with pytest.raises(ValueError, match="current must be a notebook number"):
             D.series_strip(bad)
 
@@ -292,3 +293,19 @@ def test_notebook_prose_matches_the_diagrams_defaults():
         f"{words[D.ROWS_SAMPLE['n']]} requests drawn from a {D.ROWS_SAMPLE['long_fraction']:.0%}-long mix"
         in _markdown("04")
     )
+
+
+def test_verdict_pipeline_names_the_three_states_and_both_kinds_of_row():
+    s = texts(D.verdict_pipeline())
+    for word in (
+        "supported",
+        "contradicted",
+        "depends",
+        "break-even",
+        "calibration rows",
+        "check rows",
+        "in-sample error",
+        "held-out error",
+        "ipusim/claims/rules.py",
+    ):
+        assert word in s, word

@@ -14,14 +14,16 @@ from ipusim import serving as S
 from ipusim.serving import percentiles, result, weighted
 
 
-@pytest.mark.parametrize("pick", ["numpy", "kernel"])
+@pytest.mark.parametrize("pick", ["numpy", "kernel", "no kernel"])
 @pytest.mark.parametrize("case", ["dynamic", "ties", "overload"])
 def test_summary_percentiles_are_numpys(case, pick, monkeypatch):
     """The summary's one-pass percentiles (picked from the copies in the sample's windows, in
-    NumPy for a small run or by the kernel for a large one) and its fallback (a second pass:
-    one value repeated, or a run unlike its sample) are exact: numpy.percentile of the served
+    NumPy for a small run or by the kernel for a large one), its fallback (a second pass:
+    one value repeated, or a run unlike its sample) and its NumPy path for runs too small to
+    pay for compiling ``run_totals`` ("no kernel") are exact: numpy.percentile of the served
     requests' latency and queueing delay, bit for bit."""
     monkeypatch.setattr(percentiles, "_COPIES_NUMPY_MAX", 1 << 40 if pick == "numpy" else -1)
+    monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", 1 << 40 if pick == "no kernel" else -1)
     n = 30_000
     arr = A.poisson({"dynamic": 1000.0, "ties": 50.0, "overload": 20_000.0}[case], n, seed=3)
     lens = lengths.sample(n, long_fraction=0.3, seed=4)
@@ -45,10 +47,11 @@ def test_summary_percentiles_are_numpys(case, pick, monkeypatch):
 
 @pytest.mark.parametrize("by_batch", [False, True])
 @pytest.mark.parametrize("case", ["sample of one value", "sample unlike the run"])
-def test_summary_percentiles_when_the_sample_misleads(case, by_batch):
+def test_summary_percentiles_when_the_sample_misleads(case, by_batch, monkeypatch):
     """Requests whose latencies repeat with the sample's stride: the sample sees one value (the
     bins are spread again over the true range) or only the low ones (the wanted order
     statistics are outside its windows: a second pass gathers them). Still numpy's values."""
+    monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", -1)  # the kernels' path, at any size
     n = 100_003
     step = max(n // percentiles._SAMPLE, 1)
     rng = np.random.default_rng(9)
@@ -131,8 +134,9 @@ def test_quantiles_are_numpys_percentiles(n):
         assert np.array_equal(S.quantiles(y, None, q), expect, equal_nan=True)
 
 
+@pytest.mark.parametrize("path", ["kernels", "numpy"])
 @pytest.mark.parametrize("case", ["one device", "two devices", "stopped early"])
-def test_times_kept_per_batch_read_as_per_request(case):
+def test_times_kept_per_batch_read_as_per_request(case, path, monkeypatch):
     """A batched run keeps start, finish and device once per batch, with one entry more (NaN,
     NaN, -1) that requests not served read through batch id -1; ``start_s``, ``finish_s`` and
     ``device`` gathered per request, the summary and ``slo_view`` read from the batches are
@@ -156,6 +160,8 @@ def test_times_kept_per_batch_read_as_per_request(case):
     )
     assert np.array_equal(r.finish_s[served], finish[r.batch_id[served]])
     assert np.isnan(r.start_s[~served]).all() and (r.device[~served] == -1).all()
+    limit = -1 if path == "kernels" else 1 << 40
+    monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", limit)
     per_request = dataclasses.replace(r, times=(r.start_s, r.finish_s, r.device), by_batch=False)
     assert r.summary() == per_request.summary()
     for q in (50.0, 99.0, 99.5):
@@ -203,3 +209,43 @@ def test_select_ranks_puts_the_sorted_value_at_each_rank(kind):
     for k in ks:
         assert b[k] == srt[k] and (b[:k] <= b[k]).all() and (b[k + 1 :] >= b[k]).all()
     assert np.array_equal(np.sort(b), srt)
+
+
+def _generation_run():
+    gen = S.generation_model("a100-80gb", "gpt2", max_batch=8)
+    rng = np.random.default_rng(1)
+    arr = A.poisson(20.0, 400, seed=2)
+    return S.simulate_generation(
+        arr, rng.integers(16, 128, 400), rng.integers(8, 64, 400), P.Continuous(8, 10**6), gen
+    )
+
+
+@pytest.mark.parametrize("case", ["two devices", "stopped early", "generation"])
+def test_summary_in_numpy_is_the_kernels(case, monkeypatch):
+    """A run of up to ``_TOTALS_NUMPY_MAX`` requests is summarized in NumPy (no kernel to
+    compile); every number of the summary and of ``slo_view`` is the kernels', bit for bit:
+    counts, sums in request order, extremes, per-device counts, percentiles, time to first
+    token, per batch and per request."""
+    if case == "generation":
+        r = _generation_run()
+    else:
+        n = 20_000
+        arr = A.poisson(30_000.0 if case == "stopped early" else 2500.0, n, seed=7)
+        chip = S.chip_service("gc200", "bert-base", max_batch=32)
+        r = S.simulate(
+            arr,
+            lengths.sample(n, long_fraction=0.3, seed=8),
+            P.Dynamic(16, 0.002),
+            [chip, chip] if case == "two devices" else chip,
+            max_waiting=2000 if case == "stopped early" else None,
+        )
+    got = {}
+    for path, limit in (("kernels", -1), ("numpy", 1 << 40)):
+        monkeypatch.setattr(percentiles, "_TOTALS_NUMPY_MAX", limit)
+        fresh = dataclasses.replace(r)  # no cached summary
+        got[path] = (
+            fresh.summary(),
+            [dataclasses.replace(r).slo_view(q) for q in (50.0, 97.5, 99.0)],
+        )
+    assert got["numpy"] == got["kernels"]
+    assert r.stopped_early == (case == "stopped early")

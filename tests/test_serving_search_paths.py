@@ -15,6 +15,7 @@ from ipusim import lengths
 from ipusim import policies as P
 from ipusim import serving as S
 from ipusim.serving import batching, capacity, result, tables
+from ipusim.serving import plan as plan_module
 from ipusim.serving.plan import Plan, _requests_pass, make_plan, with_arrivals
 
 
@@ -81,6 +82,31 @@ def test_slo_view_percentile_is_numpys_on_other_percentiles(devs):
         assert r.slo_view(q)["latency_q_s"] == np.percentile(lat, q)
     with pytest.raises(ValueError, match="between 0 and 100"):
         r.slo_view(101)
+
+
+def test_slo_numbers_numpy_path_is_the_kernels(devs, monkeypatch):
+    """``slo_numbers`` reduces runs up to ``_TOTALS_NUMPY_MAX`` requests in NumPy and calls the
+    ``run_totals`` and ``select_percentile`` kernels above: both give the same numbers, bit
+    for bit, per batch (with requests not served) and per request, ties included."""
+    from ipusim.serving import percentiles as Q
+
+    arr = A.poisson(20_000.0, 4000, seed=5)
+    ln = lengths.sample(4000, long_fraction=0.3, seed=6)
+    chip = devs["gc200"]
+    r = S.simulate(arr, ln, P.Dynamic(8, 0.003), [chip, chip], max_waiting=300)
+    start, finish, device = r.times
+    ns = int(np.count_nonzero(r.batch_id >= 0))
+    assert 0 < ns < arr.size  # stopped early: some requests not served (batch id -1)
+    per_req = (start[r.batch_id], finish[r.batch_id], device[r.batch_id])
+    for q in (0.0, 12.5, 50.0, 99.0, 99.9, 100.0):
+        for times, idx in (((start, finish, device), r.batch_id), (per_req, np.zeros(0, np.int32))):
+            got = []
+            for limit in (-1, 1 << 40):
+                monkeypatch.setattr(Q, "_TOTALS_NUMPY_MAX", limit)
+                got.append(Q.slo_numbers(arr, *times, idx, 2, q))
+            (a, b) = got
+            assert a[:3] == b[:3] and np.array_equal(a[3], b[3]) and a[4] == b[4], q
+            assert a[0] == ns and a[4] == np.percentile((per_req[1] - arr)[r.batch_id >= 0], q)
 
 
 def test_slo_view_of_a_generation_run_is_its_summarys():
@@ -186,7 +212,12 @@ def test_make_plan_one_pass_check_and_length_mean(case, devs):
     if case == "nan":
         arr[2000] = np.nan
     got = _requests_pass(arr, lens)
-    assert tuple(int(x) for x in got) == tuple(int(x) for x in _requests_pass_reference(arr, lens))
+    want = tuple(int(x) for x in _requests_pass_reference(arr, lens))
+    assert tuple(int(x) for x in got) == want
+    # make_plan's NumPy path for runs too small to pay for compiling the kernels: the same
+    assert tuple(int(x) for x in plan_module.requests_pass(arr, lens)) == want
+    assert plan_module._ordered(arr) == bool(got[0]) == plan_module._sorted_finite(arr)
+    assert plan_module._lo_hi(lens) == plan_module._min_max(lens)
     pol = P.Dynamic(8, 0.002)
     if not got[0]:
         with pytest.raises(ValueError, match="sorted ascending"):

@@ -9,7 +9,7 @@ model, rows from ``ipusim.packing`` on a seeded sample of ``ipusim.lengths``, ch
 ``ipusim.plots.style``; BSP phase colours from ``ipusim.plots.tiles``.
 
 =======================  ==================================================================
-``series_strip``         the notebooks 01-08 as boxes, the current one highlighted
+``series_strip``         the notebooks 01-09 as boxes, the current one highlighted
 ``memory_hierarchy``     tile chip vs GPU: memory levels with capacities and bandwidths
 ``bsp_superstep``        sync, exchange and compute of one superstep over a few tiles
 ``batching_timelines``   a queue with a batcher, then one timeline per batching policy
@@ -18,6 +18,7 @@ model, rows from ``ipusim.packing`` on a seeded sample of ``ipusim.lengths``, ch
 ``parallelism_grid``     data, tensor and pipeline parallelism on a grid of chips
 ``embedding_lookup``     rows of an embedding table against 32-byte sectors / 64-byte bursts
 ``sweep_grid``           a two-parameter sweep: one row per point, and a break-even line
+``verdict_pipeline``     claim -> model -> rule -> verdict; published rows: calibration vs check
 =======================  ==================================================================
 """
 
@@ -41,6 +42,7 @@ SERIES = (
     ("06", "Training at scale"),
     ("07", "Sparse embeddings"),
     ("08", "Design space"),
+    ("09", "Verdicts"),
 )
 """The notebook series: number and short title (each title's words appear in the notebook's own)."""
 
@@ -143,7 +145,7 @@ def _lighten(color, amount=0.75):
 
 
 def series_strip(current, ax=None):
-    """The series 01..08 as a strip of boxes with notebook ``current`` (1-8 or "03") highlighted."""
+    """The series 01..09 as a strip of boxes with notebook ``current`` (1-9 or "03") highlighted."""
     numbers = [n for n, _ in SERIES]
     key = (
         f"{int(current):02d}"
@@ -1035,5 +1037,106 @@ def sweep_grid(n: int = 6, ax=None):
         "the contour lies)",
         fontsize=FONT,
         loc="left",
+    )
+    return ax
+
+
+# --------------------------------------------------------------------------------------------
+# 09: how a verdict is reached, and how far to trust it
+# --------------------------------------------------------------------------------------------
+
+
+def verdict_pipeline(ax=None):
+    """A claim goes through ipusim's numbers and the claim's rule to one of three verdicts (top);
+    the published measurements split into calibration rows, which set parameters (in-sample
+    error), and check rows, which nothing was set from (held-out error) (bottom)."""
+    from .claims import VERDICT_COLORS
+
+    ax = _canvas(ax, (13, 4.6), (0, 14), (0, 4.9))
+    _box(
+        ax,
+        0.1,
+        3.0,
+        2.4,
+        1.3,
+        "a claim\nquoted from the articles\n(docs/claims.md)",
+        face="#fff2cc",
+    )
+    _arrow(ax, (2.55, 3.65), (2.95, 3.65))
+    _box(ax, 3.0, 3.0, 2.9, 1.3, "ipusim's numbers\nthe claim's workload,\nsimulated on both chips")
+    _arrow(ax, (5.95, 3.65), (6.35, 3.65))
+    _box(
+        ax,
+        6.4,
+        3.0,
+        2.9,
+        1.3,
+        "the claim's rule\na comparator and a threshold\n(ipusim/claims/rules.py)",
+        face="white",
+    )
+    outcomes = (
+        ("supported", "supported: the numbers meet the rule"),
+        ("contradicted", "contradicted: they do not"),
+        ("depends", "depends: on a price or a choice;\nthe break-even says where it flips"),
+    )
+    for k, (state, text) in enumerate(outcomes):
+        y = 3.95 - k * 0.62
+        _arrow(ax, (9.35, 3.65), (9.75, y + 0.25), lw=1.2)
+        _box(
+            ax,
+            9.8,
+            y,
+            4.1,
+            0.52,
+            text,
+            face=_lighten(VERDICT_COLORS[state], 0.55),
+            edge=VERDICT_COLORS[state],
+            fontsize=FONT - 1,
+            ha="left",
+        )
+    ax.text(0.1, 4.65, "How a verdict is reached (section 1)", fontsize=FONT + 1, weight="bold")
+
+    ax.text(0.1, 2.35, "How far to trust the numbers (section 3)", fontsize=FONT + 1, weight="bold")
+    _box(
+        ax,
+        0.1,
+        0.45,
+        2.4,
+        1.55,
+        "published\nmeasurements\n(ipusim/data/\npublished.csv)",
+        face="#fff2cc",
+    )
+    _box(ax, 3.0, 1.25, 2.9, 0.8, "calibration rows\na parameter is set from each")
+    _box(ax, 3.0, 0.2, 2.9, 0.8, "check rows\nnothing is set from them", face="white")
+    _arrow(ax, (2.55, 1.4), (2.95, 1.65))
+    _arrow(ax, (2.55, 1.0), (2.95, 0.6))
+    _arrow(ax, (4.45, 2.1), (4.45, 2.95))
+    ax.text(4.55, 2.5, "set the model's\nparameters", fontsize=FONT - 1, va="center")
+    _box(ax, 6.4, 1.25, 2.9, 0.8, "in-sample error\nsmall by construction", face=_GREY)
+    _box(
+        ax,
+        6.4,
+        0.2,
+        2.9,
+        0.8,
+        "held-out error\nhow far a prediction is off",
+        face="white",
+        edge=_EDGE,
+        lw=1.8,
+        weight="bold",
+    )
+    _arrow(ax, (5.95, 1.65), (6.35, 1.65))
+    _arrow(ax, (5.95, 0.6), (6.35, 0.6))
+    ax.text(
+        9.8,
+        1.1,
+        "Each row is predicted again with the\nparameters in force. A verdict is only as\n"
+        "good as the held-out error of the\nmodel it rests on.",
+        fontsize=FONT,
+        va="center",
+        color="#404040",
+    )
+    ax.set_title(
+        "From a claim to a verdict, and how far to trust it", fontsize=FONT + 1, loc="left"
     )
     return ax

@@ -67,3 +67,48 @@ def predicted_vs_published(results=None, ax=None, *, band: float = 0.25):
         legend_fontsize=7,
         loc="upper left",
     )
+
+
+def errors_by_area(summary, ax=None):
+    """Per area of ``ipusim.validation.summary`` (the "all" row last): the error
+    ``exp(mean |ln(predicted / published)|) - 1`` of its calibration rows (in sample) beside
+    that of its check rows (held out), as horizontal bars in per cent, each labelled with its
+    value and row count; an area with no row of a kind says "no rows"."""
+    rows = list(summary)
+    if not rows:
+        raise ValueError("errors_by_area needs the rows of ipusim.validation.summary")
+    ax = axes(ax, size=(6.0, 0.55 * len(rows) + 1.2))
+    kinds = (
+        ("in", "in sample (calibration rows)", "0.75", None),
+        ("out", "held out (check rows)", "0.25", "//"),
+    )
+    y = np.arange(len(rows))[::-1]
+    top = max(
+        (r[f"{k}_geomean_abs_error"] for r in rows for k, *_ in kinds if r[f"{k}_rows"]),
+        default=0.0,
+    )
+    for j, (k, label, color, hatch) in enumerate(kinds):
+        pos = y + (0.2 if j == 0 else -0.2)
+        for yy, r in zip(pos, rows, strict=True):
+            n = r[f"{k}_rows"]
+            err = r[f"{k}_geomean_abs_error"] if n else 0.0
+            ax.barh(
+                yy,
+                err * 100,
+                height=0.38,
+                color=color,
+                hatch=hatch,
+                edgecolor="black",
+                lw=0.5,
+                label=label if yy == pos[0] else None,
+            )
+            text = f"{err:.1%} ({n} rows)" if n else "no rows"
+            ax.text(err * 100 + top * 2, yy, text, va="center", fontsize=7)
+    ax.set_yticks(y, [r["area"] for r in rows])
+    ax.set_xlim(0, top * 100 * 1.35 + 1)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=2, frameon=False)
+    ax.set_xlabel("typical error, exp(mean |ln(predicted / published)|) - 1 (%)")
+    ax.set_title("Error per area: in sample vs held out")
+    return ax

@@ -95,265 +95,287 @@ def _adaptive_target(
     return b, d
 
 
-@njit(cache=True, error_model="numpy")
-def _simulate_kernel(
-    arrival,
-    lengths,
-    mult,
-    qidx,
-    qoff,
-    serves,
-    dev_model,
-    tables,
-    m_len_step,
-    m_packed,
-    m_pack_len,
-    m_rand,
-    m_rows,
-    kind,
-    q_batch,
-    q_delay,
-    budget,
-    pad_full,
-    pref_min,
-    pref,
-    ad_target,
-    ad_util,
-    ad_window,
-    max_waiting,
-    late_s,
-    late_limit,
-    start,
-    finish,
-    device,
-    batch_id,
-    dev_busy,
-    dev_real,
-    dev_computed,
-    info,
-):
-    """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
-    served) and each batch's start, finish and device, which its requests share (4 bytes
-    per request and 18 per batch, not 22 per request); the entry after the last batch gets
-    NaN, NaN, -1, so a request's batch id -1 reads "not served".
+def _event_kernel(ADAPT: int):
+    """The event kernel (``kernel`` below), with the adaptive policy's code (``ADAPT`` = 1) or
+    without it (0: static, dynamic and token budget, packed or not). ``ADAPT`` is a constant
+    of the closure: Numba's dead-branch pruning drops the adaptive code before typing, so the
+    other policies compile a loop 40% smaller, and Numba caches the two kernels apart (it keys
+    a closure's cache entry on its constants). Made on first use.
+    Splitting further (a kernel per kind, or packing apart) costs more than it saves: the
+    shared loop is most of the compile, and the checklist runs three kinds, packed and not."""
+    got = _KERNELS.get(ADAPT)
+    if got is not None:
+        return got
 
-    Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
-    one device; outputs of size n + 1 (``batch_id``: n; any content: every entry up to the
-    last batch's is written); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
-    dispatched requests]. Each step picks the (device, queue) pair that can send a batch
-    earliest (ties: the device free first, then the oldest head request, then lower
-    indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
-    wait, or (info[1] = 2) once ``late_limit`` requests have a latency above ``late_s`` (a
-    search that needs only to know a percentile is above ``late_s``). A packed batch is
-    sorted and packed first fit in work arrays allocated once.
-    """
-    n = arrival.shape[0]
-    nd = serves.shape[0]
-    nq = serves.shape[1]
-    head = np.zeros(nq, dtype=np.int64)
-    cnt = np.empty(nq, dtype=np.int64)
-    for k in range(nq):
-        cnt[k] = qoff[k + 1] - qoff[k]
-    n_serving = np.zeros(nq, dtype=np.int64)
-    for d in range(nd):
+    @njit(cache=True, error_model="numpy")
+    def kernel(
+        arrival,
+        lengths,
+        mult,
+        qidx,
+        qoff,
+        serves,
+        dev_model,
+        tables,
+        m_len_step,
+        m_packed,
+        m_pack_len,
+        m_rand,
+        m_rows,
+        kind,
+        q_batch,
+        q_delay,
+        budget,
+        pad_full,
+        pref_min,
+        pref,
+        ad_target,
+        ad_util,
+        ad_window,
+        max_waiting,
+        late_s,
+        late_limit,
+        start,
+        finish,
+        device,
+        batch_id,
+        dev_busy,
+        dev_real,
+        dev_computed,
+        info,
+    ):
+        """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
+        served) and each batch's start, finish and device, which its requests share (4 bytes
+        per request and 18 per batch, not 22 per request); the entry after the last batch gets
+        NaN, NaN, -1, so a request's batch id -1 reads "not served".
+
+        Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
+        one device; outputs of size n + 1 (``batch_id``: n; any content: every entry up to the
+        last batch's is written); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
+        dispatched requests]. Each step picks the (device, queue) pair that can send a batch
+        earliest (ties: the device free first, then the oldest head request, then lower
+        indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
+        wait, or (info[1] = 2) once ``late_limit`` requests have a latency above ``late_s`` (a
+        search that needs only to know a percentile is above ``late_s``). A packed batch is
+        sorted and packed first fit in work arrays allocated once.
+        """
+        n = arrival.shape[0]
+        nd = serves.shape[0]
+        nq = serves.shape[1]
+        head = np.zeros(nq, dtype=np.int64)
+        cnt = np.empty(nq, dtype=np.int64)
         for k in range(nq):
-            if serves[d, k]:
-                n_serving[k] += 1
-    free = np.zeros(nd)
-    qmax = 1
-    for k in range(nq):
-        if q_batch[k] > qmax:
-            qmax = q_batch[k]
-    size2 = 1
-    while size2 < qmax:
-        size2 *= 2
-    pbuf = np.empty(qmax, dtype=np.int64)  # lengths of a packed batch, sorted longest first
-    prow = np.empty(qmax, dtype=np.int64)
-    ptree = np.empty(2 * size2, dtype=np.int64)
-    pcount = np.empty(size2, dtype=np.int64)
-    one = qidx.shape[0] == 0  # a single queue: queue position = request id
-    dispatched = 0
-    nb = 0
-    tail = 0
-    stopped = 0
-    late = 0
-    while dispatched < n:
-        best_t = _INF
-        best_f = _INF
-        best_a = _INF
-        bd = -1
-        bk = -1
+            cnt[k] = qoff[k + 1] - qoff[k]
+        n_serving = np.zeros(nq, dtype=np.int64)
+        for d in range(nd):
+            for k in range(nq):
+                if serves[d, k]:
+                    n_serving[k] += 1
+        free = np.zeros(nd)
+        qmax = 1
         for k in range(nq):
-            h = head[k]
-            if h >= cnt[k]:
-                continue
-            B = q_batch[k]
-            fill = B
-            D = q_delay[k]
-            if kind == ADAPTIVE:
-                # any device serving k gives the same plan; take the first
-                for d in range(nd):
-                    if serves[d, k]:
-                        fill, D = _adaptive_target(
-                            arrival,
-                            lengths,
-                            qidx,
-                            qoff,
-                            k,
-                            h,
-                            tables,
-                            dev_model[d],
-                            m_rows,
-                            m_len_step,
-                            m_packed,
-                            m_pack_len,
-                            B,
-                            n_serving[k],
-                            ad_target,
-                            ad_util,
-                            ad_window,
-                        )
-                        break
-            # earliest time queue k may send a batch (written out here: helper calls that take
-            # arrays cost reference counting on every call)
-            a0 = arrival[h if one else qidx[qoff[k] + h]]
-            r = a0 + D
-            if kind == TOKEN:
-                tok = 0
-                c = 0
-                m = h
-                while m < cnt[k]:
-                    i = m if one else qidx[qoff[k] + m]
-                    tok += lengths[i]
-                    c += 1
-                    if tok >= budget or c >= B:
-                        if arrival[i] < r:
-                            r = arrival[i]
-                        break
-                    m += 1
-            else:
-                if h + fill - 1 < cnt[k]:
-                    x = arrival[h + fill - 1 if one else qidx[qoff[k] + h + fill - 1]]
-                    if x < r:
-                        r = x
-                if kind == DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt[k]:
-                    x = arrival[h + pref_min - 1 if one else qidx[qoff[k] + h + pref_min - 1]]
-                    if x < r:
-                        r = x
-            for d in range(nd):
-                if not serves[d, k]:
+            if q_batch[k] > qmax:
+                qmax = q_batch[k]
+        size2 = 1
+        while size2 < qmax:
+            size2 *= 2
+        pbuf = np.empty(qmax, dtype=np.int64)  # lengths of a packed batch, sorted longest first
+        prow = np.empty(qmax, dtype=np.int64)
+        ptree = np.empty(2 * size2, dtype=np.int64)
+        pcount = np.empty(size2, dtype=np.int64)
+        one = qidx.shape[0] == 0  # a single queue: queue position = request id
+        dispatched = 0
+        nb = 0
+        tail = 0
+        stopped = 0
+        late = 0
+        while dispatched < n:
+            best_t = _INF
+            best_f = _INF
+            best_a = _INF
+            bd = -1
+            bk = -1
+            for k in range(nq):
+                h = head[k]
+                if h >= cnt[k]:
                     continue
-                f = free[d]
-                t = r if r > f else f
-                if t < best_t or (t == best_t and (f < best_f or (f == best_f and a0 < best_a))):
-                    best_t = t
-                    best_f = f
-                    best_a = a0
-                    bd = d
-                    bk = k
-        k = bk
-        d = bd
-        t = best_t
-        h = head[k]
-        B = q_batch[k]
-        D = q_delay[k]
-        # size of the batch sent at t
-        size = 0
-        tok = 0
-        mx = 0
-        m = h
-        while m < cnt[k] and size < B:
-            i = m if one else qidx[qoff[k] + m]
-            if arrival[i] > t:
-                break
-            li = lengths[i]
-            if kind == TOKEN and size > 0 and tok + li > budget:
-                break
-            tok += li
-            if li > mx:
-                mx = li
-            size += 1
-            m += 1
-        if kind == DYNAMIC and size < B and pref_min > 0 and t < best_a + D:
-            # sent early because a preferred size was reached: the largest preferred <= size
-            p = 0
-            for x in pref:
-                if x <= size:
-                    p = x
-            if p < size:
-                size = p
-                tok = 0
-                mx = 0
-                for m in range(h, h + size):
-                    li = lengths[m if one else qidx[qoff[k] + m]]
-                    tok += li
-                    if li > mx:
-                        mx = li
-        mi = dev_model[d]
-        rows_req = B if (kind == STATIC and pad_full) else size
-        rows, j, computed = batch_shape(
-            m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok
-        )
-        if m_packed[mi]:  # a real packing of this batch: first-fit decreasing into pack_len rows
-            for m in range(size):  # insertion sort, longest first
-                li = lengths[h + m if one else qidx[qoff[k] + h + m]]
-                p = m
-                while p > 0 and pbuf[p - 1] < li:
-                    pbuf[p] = pbuf[p - 1]
-                    p -= 1
-                pbuf[p] = li
-            rows = packing.first_fit_rows_into(
-                pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount
+                B = q_batch[k]
+                fill = B
+                D = q_delay[k]
+                if ADAPT == 1 and kind == ADAPTIVE:
+                    # any device serving k gives the same plan; take the first
+                    for d in range(nd):
+                        if serves[d, k]:
+                            fill, D = _adaptive_target(
+                                arrival,
+                                lengths,
+                                qidx,
+                                qoff,
+                                k,
+                                h,
+                                tables,
+                                dev_model[d],
+                                m_rows,
+                                m_len_step,
+                                m_packed,
+                                m_pack_len,
+                                B,
+                                n_serving[k],
+                                ad_target,
+                                ad_util,
+                                ad_window,
+                            )
+                            break
+                # earliest time queue k may send a batch (written out here: helper calls that take
+                # arrays cost reference counting on every call)
+                a0 = arrival[h if one else qidx[qoff[k] + h]]
+                r = a0 + D
+                if kind == TOKEN:
+                    tok = 0
+                    c = 0
+                    m = h
+                    while m < cnt[k]:
+                        i = m if one else qidx[qoff[k] + m]
+                        tok += lengths[i]
+                        c += 1
+                        if tok >= budget or c >= B:
+                            if arrival[i] < r:
+                                r = arrival[i]
+                            break
+                        m += 1
+                else:
+                    if h + fill - 1 < cnt[k]:
+                        x = arrival[h + fill - 1 if one else qidx[qoff[k] + h + fill - 1]]
+                        if x < r:
+                            r = x
+                    if kind == DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt[k]:
+                        x = arrival[h + pref_min - 1 if one else qidx[qoff[k] + h + pref_min - 1]]
+                        if x < r:
+                            r = x
+                for d in range(nd):
+                    if not serves[d, k]:
+                        continue
+                    f = free[d]
+                    t = r if r > f else f
+                    if t < best_t or (
+                        t == best_t and (f < best_f or (f == best_f and a0 < best_a))
+                    ):
+                        best_t = t
+                        best_f = f
+                        best_a = a0
+                        bd = d
+                        bk = k
+            k = bk
+            d = bd
+            t = best_t
+            h = head[k]
+            B = q_batch[k]
+            D = q_delay[k]
+            # size of the batch sent at t
+            size = 0
+            tok = 0
+            mx = 0
+            m = h
+            while m < cnt[k] and size < B:
+                i = m if one else qidx[qoff[k] + m]
+                if arrival[i] > t:
+                    break
+                li = lengths[i]
+                if kind == TOKEN and size > 0 and tok + li > budget:
+                    break
+                tok += li
+                if li > mx:
+                    mx = li
+                size += 1
+                m += 1
+            if kind == DYNAMIC and size < B and pref_min > 0 and t < best_a + D:
+                # sent early because a preferred size was reached: the largest preferred <= size
+                p = 0
+                for x in pref:
+                    if x <= size:
+                        p = x
+                if p < size:
+                    size = p
+                    tok = 0
+                    mx = 0
+                    for m in range(h, h + size):
+                        li = lengths[m if one else qidx[qoff[k] + m]]
+                        tok += li
+                        if li > mx:
+                            mx = li
+            mi = dev_model[d]
+            rows_req = B if (kind == STATIC and pad_full) else size
+            rows, j, computed = batch_shape(
+                m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok
             )
-            computed = rows * m_pack_len[mi]
-        rmax = m_rows[mi]
-        if rows <= rmax:
-            s = tables[mi, rows, j]
-        else:  # beyond the table: whole tables in series, then the rest
-            s = (rows // rmax) * tables[mi, rmax, j]
-            if rows % rmax > 0:
-                s += tables[mi, rows % rmax, j]
-        if m_rand[mi]:
-            s = s * mult[h if one else qidx[qoff[k] + h]]
-        fin = t + s
-        start[nb] = t
-        finish[nb] = fin
-        device[nb] = d
-        for m in range(h, h + size):
-            i = m if one else qidx[qoff[k] + m]
-            batch_id[i] = nb
-            if fin - arrival[i] > late_s:
-                late += 1
-        free[d] = fin
-        dev_busy[d] += s
-        dev_real[d] += tok
-        dev_computed[d] += computed if m_len_step[mi] > 0 else tok
-        head[k] = h + size
-        dispatched += size
-        nb += 1
-        while tail < n and arrival[tail] <= t:
-            tail += 1
-        if tail - dispatched > max_waiting:
-            stopped = 1
-            break
-        if late >= late_limit:
-            stopped = 2
-            break
-    for k in range(nq):  # requests never sent
-        for m in range(head[k], cnt[k]):
-            batch_id[m if one else qidx[qoff[k] + m]] = -1
-    start[nb] = np.nan
-    finish[nb] = np.nan
-    device[nb] = -1
-    info[0] = nb
-    info[1] = stopped
-    info[2] = dispatched
+            if m_packed[
+                mi
+            ]:  # a real packing of this batch: first-fit decreasing into pack_len rows
+                for m in range(size):  # insertion sort, longest first
+                    li = lengths[h + m if one else qidx[qoff[k] + h + m]]
+                    p = m
+                    while p > 0 and pbuf[p - 1] < li:
+                        pbuf[p] = pbuf[p - 1]
+                        p -= 1
+                    pbuf[p] = li
+                rows = packing.first_fit_rows_into(
+                    pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount
+                )
+                computed = rows * m_pack_len[mi]
+            rmax = m_rows[mi]
+            if rows <= rmax:
+                s = tables[mi, rows, j]
+            else:  # beyond the table: whole tables in series, then the rest
+                s = (rows // rmax) * tables[mi, rmax, j]
+                if rows % rmax > 0:
+                    s += tables[mi, rows % rmax, j]
+            if m_rand[mi]:
+                s = s * mult[h if one else qidx[qoff[k] + h]]
+            fin = t + s
+            start[nb] = t
+            finish[nb] = fin
+            device[nb] = d
+            for m in range(h, h + size):
+                i = m if one else qidx[qoff[k] + m]
+                batch_id[i] = nb
+                if fin - arrival[i] > late_s:
+                    late += 1
+            free[d] = fin
+            dev_busy[d] += s
+            dev_real[d] += tok
+            dev_computed[d] += computed if m_len_step[mi] > 0 else tok
+            head[k] = h + size
+            dispatched += size
+            nb += 1
+            while tail < n and arrival[tail] <= t:
+                tail += 1
+            if tail - dispatched > max_waiting:
+                stopped = 1
+                break
+            if late >= late_limit:
+                stopped = 2
+                break
+        for k in range(nq):  # requests never sent
+            for m in range(head[k], cnt[k]):
+                batch_id[m if one else qidx[qoff[k] + m]] = -1
+        start[nb] = np.nan
+        finish[nb] = np.nan
+        device[nb] = -1
+        info[0] = nb
+        info[1] = stopped
+        info[2] = dispatched
+
+    _KERNELS[ADAPT] = kernel
+    return kernel
+
+
+_KERNELS: dict = {}
 
 
 def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
     """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info),
     where start, finish (s) and device are per batch, with one entry more (NaN, NaN, -1) read
-    by requests not served (batch id -1); see ``_simulate_kernel``.
+    by requests not served (batch id -1); see ``_event_kernel``.
 
     ``late_s``, ``late_limit``: stop once ``late_limit`` requests have a latency above ``late_s``
     seconds (``info[1]`` = 2; default: never). With ``late_limit`` = n - k, where k is the
@@ -366,7 +388,7 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
     batch_id = np.empty(n, dtype=np.int32)
     busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
     info = np.zeros(3, dtype=np.int64)
-    _simulate_kernel(
+    _event_kernel(int(plan.kind == ADAPTIVE))(
         plan.arrival,
         plan.lengths,
         plan.mult,

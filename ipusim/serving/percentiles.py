@@ -501,7 +501,17 @@ def summarize(series, arrival, start, finish, first, device, idx, target, n_dev,
     value). When the histogram shows each wanted order statistic inside a window whose copies
     all fit, ``_pick_copies`` picks them from the copies; otherwise (rare: a run unlike its
     sample, or one value repeated so often that its copies overflow) ``_second_pass`` does.
-    The steps between the kernels are NumPy on a few thousand bins: no compile."""
+    The steps between the kernels are NumPy on a few thousand bins: no compile. A run of at
+    most ``_TOTALS_NUMPY_MAX`` requests is reduced in NumPy instead (``totals_numpy``, then
+    ``np.partition`` at the wanted ranks): the same numbers, and no kernel to compile."""
+    if arrival.shape[0] <= _TOTALS_NUMPY_MAX:
+        tot, values = _totals_numpy(
+            arrival, start, finish, first, device, idx, target, n_dev, len(series) > 2
+        )
+        if tot[0]:
+            for s, v in enumerate(values):
+                out[s] = _percentiles_of(v, qs[s])
+        return tot
     vals, c = _sample(series, arrival, _SAMPLE, idx)
     lo, scale, win, cap = _windows(vals, c, qs, arrival.shape[0])
     buf = np.empty((len(series), cap))
@@ -645,6 +655,97 @@ def select_percentile(arrival, finish, idx, count, q):
     g = gam[0]
     d = hi - lo
     return hi - d * (1.0 - g) if g >= 0.5 else lo + d * g
+
+
+# requests up to which ``summarize`` and ``slo_numbers`` reduce a run in NumPy (tens of
+# milliseconds for a million requests) rather than compile ``run_totals`` and
+# ``select_percentile`` (a second or more of CPU each) for it
+_TOTALS_NUMPY_MAX = 1 << 20
+
+
+def _percentiles_of(v, q):
+    """Percentiles ``q`` (0..100) of the values ``v`` (not NaN, at least one) by
+    numpy.percentile's linear rule: the order statistics by ``np.partition`` at their ranks,
+    interpolated as ``_pick`` does, bit for bit."""
+    ranks, gam = quantile_ranks.py_func(np.asarray(q, dtype=np.float64), v.size)
+    part = np.partition(v, np.unique(ranks))
+    a, b = part[ranks[0::2]], part[ranks[1::2]]
+    d = b - a
+    return np.where(gam >= 0.5, b - d * (1.0 - gam), a + d * gam)
+
+
+def _sum_lo_hi(v):
+    """(sum in order, as a loop adds them: ``np.cumsum``; smallest; largest) of the values ``v``
+    as Python floats, (0, inf, -inf) when there are none: ``run_totals``'s starting values."""
+    if not v.size:
+        return 0.0, math.inf, -math.inf
+    return float(np.cumsum(v)[-1]), float(v.min()), float(v.max())
+
+
+def _totals_numpy(arrival, start, finish, first, device, idx, target, n_dev, gen):
+    """``run_totals``'s first 13 entries (the totals, as Python numbers) in NumPy, and the
+    served requests' latency, wait (and time to first token when ``gen``): the same
+    numbers, without the histograms."""
+    hidx = idx.shape[0] > 0
+    f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
+    ok = ~np.isnan(f)
+    a, f = arrival[ok], f[ok]
+    st = (start[idx] if hidx else start)[ok]
+    values = [f - a, st - a] + ([first[ok] - a] if gen else [])
+    ns = int(f.size)
+    if n_dev > 1:
+        per_dev = np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev)
+    else:
+        per_dev = np.array([ns])
+    t1 = max(float(arrival[0]), float(f.max())) if ns else float(arrival[0])
+    good = int(np.count_nonzero(values[0] <= target))
+    late = int(np.count_nonzero(st > arrival[-1]))
+    ft = _sum_lo_hi(values[2])[1:] if gen else (math.inf, -math.inf)
+    lat3, wait3 = _sum_lo_hi(values[0]), _sum_lo_hi(values[1])
+    tot = (ns, *lat3, *wait3, t1, good, late, per_dev.astype(np.int64), *ft)
+    return tot, values
+
+
+def slo_numbers(arrival, start, finish, device, idx, n_dev, q):
+    """What ``ServingResult.slo_view`` reads of a run: (served, last finish, started after the
+    last arrival, served per device, latency percentile ``q``, NaN when none served), the
+    numbers ``run_totals`` and ``select_percentile`` give. Up to ``_TOTALS_NUMPY_MAX``
+    requests in NumPy (no kernel to compile; a fraction of a millisecond more for the 8,000
+    requests of a checklist search's run), above by the two kernels."""
+    if arrival.shape[0] > _TOTALS_NUMPY_MAX:
+        ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
+            arrival,
+            start,
+            finish,
+            np.zeros(0),
+            device,
+            idx,
+            0.0,
+            n_dev,
+            (finish, start),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros((0, 0), dtype=np.bool_),
+            np.zeros((0, 0)),
+        )[:11]
+        lat = select_percentile(arrival, finish, idx, int(ns), q) if ns else math.nan
+        return ns, t1, late, per_dev, lat
+    hidx = idx.shape[0] > 0
+    f = finish[idx] if hidx else finish  # batch id -1 reads the entry after the last batch: NaN
+    lat = f - arrival
+    ok = ~np.isnan(lat)
+    ns = int(np.count_nonzero(ok))
+    if ns < lat.size:
+        lat = lat[ok]
+    if n_dev > 1:
+        per_dev = np.bincount((device[idx] if hidx else device)[ok], minlength=n_dev)
+    else:
+        per_dev = np.array([ns])
+    t1 = max(float(arrival[0]), float(np.fmax.reduce(f))) if ns else float(arrival[0])
+    # NaN (not served) compares False
+    late = int(np.count_nonzero((start[idx] if hidx else start) > arrival[-1]))
+    q_lat = float(_percentiles_of(lat, [q])[0]) if ns else math.nan
+    return ns, t1, late, per_dev.astype(np.int64), q_lat
 
 
 def percentile_rank(q: float, count: int) -> int:

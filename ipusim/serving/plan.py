@@ -110,7 +110,7 @@ def arrival_array(arrival_s, *, order: bool = True) -> np.ndarray:
         raise ValueError("arrival_s must be a non-empty one-dimensional array of times (s)")
     if not (np.isfinite(arr[0]) and np.isfinite(arr[-1])) or arr[0] < 0:
         raise ValueError("arrival_s must hold finite times >= 0 (s)")
-    if order and not _sorted_finite(arr):
+    if order and not _ordered(arr):
         raise ValueError(_UNSORTED)
     return arr
 
@@ -155,6 +155,33 @@ def _requests_pass(arrival, lengths):
     return ordered, lo, hi, total
 
 
+# requests up to which make_plan's checks run in NumPy (well under a millisecond for 100,000)
+# rather than compile the three kernels above (a few tenths of a second of CPU, cold)
+_CHECK_NUMPY_MAX = 1 << 20
+
+
+def _ordered(a) -> bool:
+    """``_sorted_finite(a)``: in NumPy up to ``_CHECK_NUMPY_MAX`` entries (NaN compares false)."""
+    if a.shape[0] <= _CHECK_NUMPY_MAX:
+        return bool(np.all(a[1:] >= a[:-1]))
+    return _sorted_finite(a)
+
+
+def _lo_hi(values):
+    """``_min_max(values)``: in NumPy up to ``_CHECK_NUMPY_MAX`` entries."""
+    if values.shape[0] <= _CHECK_NUMPY_MAX:
+        return values.min(), values.max()
+    return _min_max(values)
+
+
+def requests_pass(arrival, lengths):
+    """``_requests_pass``'s numbers (the sum of int64 lengths wraps alike: integer addition),
+    in NumPy up to ``_CHECK_NUMPY_MAX`` requests."""
+    if arrival.shape[0] <= _CHECK_NUMPY_MAX:
+        return _ordered(arrival), lengths.min(), lengths.max(), lengths.sum()
+    return _requests_pass(arrival, lengths)
+
+
 def token_array(name: str, values, n: int) -> np.ndarray:
     """Per-request token counts as int64 (a scalar repeats); whole numbers >= 1, one per request."""
     return tokens_and_max(name, values, n)[0]
@@ -170,7 +197,7 @@ def _tokens_sum(name, values, n, arrival=None):
     (float64, n, ends checked by ``arrival_array(order=False)``), first checks it is sorted,
     in the same pass as the lengths when they are already an int64 array."""
     if np.isscalar(values) or np.ndim(values) == 0:
-        if arrival is not None and not _sorted_finite(arrival):
+        if arrival is not None and not _ordered(arrival):
             raise ValueError(_UNSORTED)
         v = positive(name, values, integer=True)
         return np.full(n, v, dtype=np.int64), v, v * n
@@ -182,16 +209,16 @@ def _tokens_sum(name, values, n, arrival=None):
     )
     if arrival is not None:
         if fast and values.size == n:
-            ordered, lo, hi, total = _requests_pass(arrival, values)
+            ordered, lo, hi, total = requests_pass(arrival, values)
             if not ordered:
                 raise ValueError(_UNSORTED)
             if lo < 1:
                 raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
             return values, int(hi), int(total)
-        if not _sorted_finite(arrival):
+        if not _ordered(arrival):
             raise ValueError(_UNSORTED)
     if fast:
-        lo, hi = _min_max(values)
+        lo, hi = _lo_hi(values)
         if lo < 1:
             raise ValueError(f"{name} must be >= 1 token each; smallest given is {lo}")
         arr = values

@@ -2,8 +2,8 @@
 
 ``ServingResult`` holds per-request arrays (seconds) and the device totals a kernel wrote;
 ``summary()`` reduces them with ``percentiles.summarize`` (totals and exact percentiles,
-in one pass in the usual case), ``slo_view`` with ``percentiles.run_totals`` and
-``percentiles.select_percentile``. ``quantiles`` and ``weighted.weighted_quantiles`` are re-exported here.
+in one pass in the usual case), ``slo_view`` with ``percentiles.slo_numbers``. ``quantiles``
+and ``weighted.weighted_quantiles`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import numpy as np
 from .percentiles import (
     percentile_rank,
     quantiles,
-    run_totals,
-    select_percentile,
+    slo_numbers,
     summarize,
 )
 from .weighted import weighted_quantiles
@@ -258,24 +257,11 @@ class ServingResult:
             }
         arr = self.arrival_s
         start, finish, device = self.times
-        ns, _, _, _, _, _, _, t1, _, late, per_dev = run_totals(
-            arr,
-            start,
-            finish,
-            np.zeros(0),
-            device,
-            self._index,
-            self.latency_target_s,
-            len(self.devices),
-            (finish, start),
-            np.zeros(0),
-            np.zeros(0),
-            np.zeros((0, 0), dtype=np.bool_),
-            np.zeros((0, 0)),
-        )[:11]
+        ns, t1, late, per_dev, lat = slo_numbers(
+            arr, start, finish, device, self._index, len(self.devices), q
+        )
         dur = max(float(t1) - float(arr[0]), 1e-300)
         stable = self._load(ns, late, per_dev, dur, gen)[3]
-        lat = select_percentile(arr, finish, self._index, int(ns), q) if ns else math.nan
         return {
             "latency_q_s": float(lat),
             "stable": stable,
