@@ -52,12 +52,257 @@ QUOTES: dict[str, list[Quote]] = {
             "per byte",
         ),
     ],
+    "02_tile_local_compute.ipynb": [
+        Quote(
+            r"BERT-large's (\d+) M parameters",
+            r"BERT-large: (\d+) M parameters",
+            0.0,
+            "BERT-large params",
+        ),
+        Quote(r"\((\d+) MB in FP16\) take", r"(\d+) MB in FP16,", 0.0, "BERT-large bytes"),
+        Quote(
+            r"take about (\d+) KiB of",
+            r"(\d+) KiB per tile on average",
+            0.01,
+            "BERT-large per tile",
+        ),
+        Quote(
+            r"a sync \((\d+) cycles: the measured",
+            r"sync (\d+) cycles, exchange",
+            0.0,
+            "sync cycles",
+        ),
+        Quote(
+            r"about (\d\.\d) bytes/cycle x", r"exchange (\d\.\d) bytes/cycle", 0.0, "exchange rate"
+        ),
+        Quote(r"bytes/cycle x (0\.\d+)\)", r"bytes/cycle x (0\.\d+),", 0.0, "exchange efficiency"),
+        Quote(r"`(\d+) cycles per vertex", r"(\d+) cycles per vertex", 0.0, "vertex overhead"),
+        Quote(
+            r"FLOPs / (\d+) FLOP per cycle", r"(\d+) FLOP per cycle \(AMP\)", 0.0, "AMP FLOP/cycle"
+        ),
+        Quote(
+            r"fixed (\d+) cycles per AMP phase",
+            r"(\d+) cycles per AMP phase",
+            0.0,
+            "AMP phase cycles",
+        ),
+        Quote(
+            r"at (\d\.\d) bytes/cycle\)", r"rearranging at (\d\.\d) bytes/cycle", 0.0, "rearranging"
+        ),
+        Quote(r"fits in (\d+) % of a tile", r"at most (\d+)% of its", 0.0, "available memory"),
+        Quote(r"nearly twice a\ntile's (\d+) KiB", r"of its (\d+) KiB", 0.0, "tile SRAM"),
+        Quote(
+            r"its (\d\.\d) MB of FP16 weights", r"FP16 weights (\d\.\d) MB", 0.0, "matmul weights"
+        ),
+        Quote(
+            r"(\d\.\d+) rows per tile on average",
+            r"(\d\.\d+) rows per tile on average",
+            0.0,
+            "rows/tile",
+        ),
+        Quote(
+            r"Tolerance (\d+) % for every TensorRT", r"\(tolerance (\d+)%\)", 0.0, "GPU tolerance"
+        ),
+        Quote(
+            r"one C600 card, ([\d,]+) sequences/s",
+            r"held-out C600 BERT-base run ([\d,]+) seq/s published",
+            0.0,
+            "C600 published",
+        ),
+        Quote(
+            r"about (\d+) GC200s' worth", r"= ([\d.]+) GC200s of tile SRAM", 0.05, "Llama GC200s"
+        ),
+        Quote(
+            r"runs (\d+) × 384 tokens on one GC200",
+            r"BERT-base (\d+) x 384 on one GC200: [\d.]+ ms, on_chip",
+            0.0,
+            "largest batch on chip",
+        ),
+    ],
     "03_dynamic_batching.ipynb": [
         Quote(
             r"carries about ([\d.]+) times the\s+requests a second of the better one-kind deployment",
             r"best split over the best one-kind deployment: ([\d.]+)x",
             0.04,
             "disaggregated split over co-located (section 7.1)",
+        ),
+        Quote(
+            r"reads the (\d+) MB of weights",
+            r"weights (\d+) MB \(FP16\)",
+            0.01,
+            "BERT-base weights",
+        ),
+        Quote(
+            r"request waits about (\d+) seconds",
+            r"waits ([\d.]+) s one at a time",
+            0.1,
+            "last request's wait (about)",
+        ),
+        Quote(
+            r"about (\d+)% standard error per\n10⁶ M/M/1",
+            r"has a standard error of ([\d.]+)%",
+            0.25,
+            "M/M/1 standard error (about; 16 replications)",
+        ),
+        Quote(
+            r"require agreement within (\d+)%", r"required within (\d+)%", 0.0, "theory tolerance"
+        ),
+        Quote(r"within (\d+)% at ρ = 0\.3", r"required within (\d+)%", 0.0, "summary tolerance"),
+        Quote(
+            r"W_q = 0\.9 × 0\.01 / \(2 × 0\.1\) = (\d+) ms",
+            r"M/D/1\s+0\.9\s+[\d,]+\s+[\d.]+ ms\s+([\d.]+) ms",
+            0.0,
+            "exercise 2, M/D/1 wait",
+        ),
+    ],
+    "04_unpadded_inference.ipynb": [
+        Quote(r"(\d+)% of a SQuAD batch", r"squad-384\s+([\d.]+)%", 0.01, "SQuAD token waste"),
+        Quote(r"and (\d+)% of a batch of short", r"0% long\s+([\d.]+)%", 0.01, "short texts waste"),
+        Quote(
+            r"\((\d+\.\d+)% vs\n99\.60%\)", r"BFHP\s+([\d.]+)% >= SPFHP 99\.60%", 0.0, "BFHP <= 16"
+        ),
+        Quote(
+            r"\(99\.\d+% vs\n(\d+\.\d+)%\)",
+            r"SPFHP ([\d.]+)% \(wikipedia-512, <= 16",
+            0.0,
+            "SPFHP <= 16",
+        ),
+        Quote(
+            r"the paper's NNLSHP \((\d+\.\d+)%\)",
+            r"Wikipedia NNLSHP <=3\s+[\d.]+%\s+([\d.]+)%",
+            0.0,
+            "published NNLSHP",
+        ),
+        Quote(
+            r"already about (\d\.\d) times the\npadded model",
+            r"padded FasterTransformer / padded model: ([\d.]+)-",
+            0.05,
+            "BT testbed slower (about)",
+        ),
+        Quote(
+            r"wastes (\d+)% of the FLOPs \(Wikipedia\)",
+            r"wikipedia-512\s+[\d.]+%\s+([\d.]+)%",
+            0.01,
+            "Wikipedia FLOP waste",
+        ),
+        Quote(
+            r"FLOPs \(Wikipedia\), (\d+)% \(SQuAD",
+            r"squad-384\s+[\d.]+%\s+([\d.]+)%",
+            0.01,
+            "SQuAD FLOP waste",
+        ),
+        Quote(
+            r"and (\d+)-\d+% for the 40%-long",
+            r"40% long\s+[\d.]+%\s+([\d.]+)%",
+            0.01,
+            "40% long FLOP waste",
+        ),
+        Quote(
+            r"and \d+-(\d+)% for the 40%-long",
+            r"0% long\s+[\d.]+%\s+([\d.]+)%",
+            0.01,
+            "short FLOP waste",
+        ),
+        Quote(
+            r"wastes about (\d+)%,",
+            r"pad to 512\s+waste\s+([\d.]+)%",
+            0.02,
+            "long texts only (about)",
+        ),
+        Quote(
+            r"buckets, what remains is (\d+)-\d+%",
+            r"8 buckets\s+waste\s+([\d.]+)%",
+            0.02,
+            "buckets, low",
+        ),
+        Quote(
+            r"buckets, what remains is \d+-(\d+)%",
+            r"8 buckets\s+waste\s+[\d.]+% \.\.\s+([\d.]+)%",
+            0.02,
+            "buckets, high",
+        ),
+        Quote(
+            r"(\d+)-\d+% for short classification",
+            r"0% long\s+([\d.]+)%",
+            0.01,
+            "summary, token waste",
+        ),
+        Quote(
+            r"\d+-(\d+)% for short classification",
+            r"0% long\s+[\d.]+%\s+([\d.]+)%",
+            0.01,
+            "summary, FLOP waste",
+        ),
+        Quote(
+            r"a request averages (\d\.\d)x more tokens",
+            r"a request averages (\d\.\d)x the tokens",
+            0.0,
+            "40% long vs short tokens",
+        ),
+        Quote(r"model, (\d+)-\d+% efficiency here", r"bucketing (\d+)%-", 0.0, "bucketing, low"),
+        Quote(
+            r"model, \d+-(\d+)% efficiency here", r"bucketing \d+%-(\d+)%", 0.0, "bucketing, high"
+        ),
+        Quote(r"Packing reaches ([\d.]+)-", r"packing ([\d.]+)%-", 0.001, "packing, low"),
+        Quote(
+            r"Packing reaches [\d.]+-([\d.]+)%", r"packing [\d.]+%-([\d.]+)%", 0.0, "packing, high"
+        ),
+        Quote(r"SPFHP and BFHP stop at (\d+)%", r"on Wikipedia (\d+)%", 0.0, "greedy packers at 3"),
+        Quote(r"recovers\n  ([\d.]+)-", r"packing ([\d.]+)%-", 0.001, "summary, packing low"),
+        Quote(
+            r"recovers\n  [\d.]+-([\d.]+)%",
+            r"packing [\d.]+%-([\d.]+)%",
+            0.0,
+            "summary, packing high",
+        ),
+        Quote(
+            r"at most 3 a row, (\d+)% on Wikipedia", r"on Wikipedia (\d+)%", 0.0, "summary, greedy"
+        ),
+    ],
+    "06_training_at_scale.ipynb": [
+        Quote(
+            r"some (\d+) MB/s\nfor BERT-base", r"sequences/s: (\d+) MB/s", 0.05, "host input (some)"
+        ),
+        Quote(
+            r"BERT-base at ([\d,]+) sequences/s",
+            r"BERT-base at ([\d,]+) sequences/s",
+            0.03,
+            "Bow BERT-base rate",
+        ),
+        Quote(r"A GC200 holds (\d\.\d) GB", r"one GC200 holds (\d\.\d) GB", 0.0, "GC200 SRAM"),
+        Quote(
+            r"GPT-3 175B's (\d\.\d) TB of training", r"gpt-3-175b's (\d\.\d) TB", 0.0, "GPT-3 state"
+        ),
+        Quote(
+            r"about ([\d,]+) chips of SRAM",
+            r"needs ([\d,]+) GC200s",
+            0.01,
+            "GC200s for GPT-3 (about)",
+        ),
+        Quote(
+            r"16 B / (\d\.\d+) GB",
+            r"\((\d\.\d+) GB after code\)",
+            0.0,
+            "exercise 1, SRAM after code",
+        ),
+        Quote(r"≈ ([\d,]+) chips, before", r"needs ([\d,]+) GC200s", 0.01, "exercise 1 (about)"),
+        Quote(
+            r"the (\d+)-day estimate",
+            r"days for 300B tokens\s+published\s+([\d.]+)",
+            0.0,
+            "Megatron days",
+        ),
+        Quote(
+            r"\(GC200 (\d\.\d+), A100-80GB",
+            r"gc200 (\d\.\d+) USD/chip-hour, a100",
+            0.0,
+            "GC200 price",
+        ),
+        Quote(
+            r"A100-80GB (\d\.\d+), H100", r"a100-80gb (\d\.\d+) USD/chip-hour,", 0.0, "A100 price"
+        ),
+        Quote(
+            r"chip-hour; (\d\.\d+) USD/kWh\)", r"(\d\.\d+) USD/kWh \(ASSUMED", 0.0, "energy price"
         ),
     ],
     "07_sparse_embeddings.ipynb": [
