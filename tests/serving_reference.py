@@ -477,3 +477,49 @@ def chunked_reference(arrival, prompt, output, gen, max_batch, kv_cap, chunk, st
                 keep.append(x)
         running = keep
     return np.array(start), np.array(first), np.array(finish), iters, np.array(gaps)
+
+
+def decode_device_reference(
+    ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps
+):
+    """Plain reference of ``ipusim.serving.disaggregated._decode_device`` (the former Python loop):
+    writes ``finish``, appends each gap to the list ``gaps``, returns (busy s, iterations)."""
+    order = np.argsort(ready, kind="stable")
+    t, busy, nxt, iters = 0.0, 0.0, 0, 0
+    run: list[list] = []  # [request, tokens made, time of its last token]
+    kv = 0
+    while nxt < order.size or run:
+        if not run and ready[order[nxt]] > t:
+            t = float(ready[order[nxt]])
+        while nxt < order.size and ready[order[nxt]] <= t and len(run) < max_batch:
+            i = int(order[nxt])
+            need = int(prompt[i] + out[i])
+            if run and kv + need > kv_cap:
+                break
+            run.append([i, 1, float(first[i])])
+            kv += need
+            nxt += 1
+        rows = len(run)
+        ctx = sum(int(prompt[r[0]]) + r[1] for r in run)
+        mean = -(-ctx // rows)
+        dt = float(_lookup(dec_tab, rows, -(-mean // ctx_step)))
+        if not math.isfinite(dt):
+            raise ValueError(
+                f"a decode step of {rows} sequences (mean context {mean}) does not fit the decode "
+                "chip: lower max_batch"
+            )
+        t += dt
+        busy += dt
+        iters += 1
+        keep = []
+        for r in run:
+            gaps.append(t - r[2])
+            r[1] += 1
+            r[2] = t
+            if r[1] >= out[r[0]]:
+                finish[r[0]] = t
+                kv -= int(prompt[r[0]] + out[r[0]])
+            else:
+                keep.append(r)
+        run = keep
+    return busy, iters

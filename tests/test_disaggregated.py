@@ -120,3 +120,32 @@ def test_serve_cli_runs_a_trace_disaggregated(capsys):
     assert d["prefill_chip"] == "a100-80gb gpt2" and d["decode_count"] == 2
     assert d["completed"] == 500 and 0 < d["p50_ttft_ms"] <= d["p99_ttft_ms"]
     assert d["kv_transfer_s"] > 0 and 0 < d["mean_tpot_ms"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_decode_kernel_equals_its_plain_reference(pools, seed):
+    """The decode loop's Numba kernel against the former Python loop (tests/serving_reference.py):
+    finish times and every gap, in order, bit for bit; a KV budget small enough to hold requests
+    back and a batch cap that binds."""
+    import serving_reference as R
+
+    _, dec = pools
+    rng = np.random.default_rng(seed)
+    n = 300
+    ready = np.sort(rng.exponential(2e-3, n)).cumsum()[rng.permutation(n)]
+    prompt = rng.integers(1, 400, n)
+    out = rng.integers(2, 60, n)
+    first = ready - rng.uniform(0, 1e-3, n)
+    tab = np.ascontiguousarray(dec.decode[:9])
+    want_f, want_g = np.full(n, np.nan), []
+    want = R.decode_device_reference(
+        ready, prompt, out, tab, dec.ctx_step, 8, 3000, first, want_f, want_g
+    )
+    got_f, got_g = np.full(n, np.nan), np.empty(int((out - 1).sum()))
+    busy, iters, ng, rows, _ = D._decode_device(
+        ready, prompt, out, tab, dec.ctx_step, 8, 3000, first, got_f, got_g
+    )
+    assert rows == 0 and (busy, iters) == want
+    assert ng == len(want_g) == got_g.size
+    np.testing.assert_array_equal(got_f, want_f)
+    np.testing.assert_array_equal(got_g, np.asarray(want_g))

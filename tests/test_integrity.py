@@ -390,3 +390,22 @@ def test_a_corrupt_numba_cache_entry_is_compiled_afresh(tmp_path):
         [sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True
     )
     assert third.stdout == "42\n" and third.stderr == ""  # the index was written anew
+
+
+def test_a_batch_that_fits_only_padded_is_charged_as_the_larger_batch():
+    """Fit not monotone in rows (the planner tiles a larger batch differently): the rows that do
+    not fit take the time of the fewest larger rows that fit, so the built table verifies."""
+    from ipusim.serving import table_cache, tables
+
+    inf = np.inf
+    raw = np.array(
+        [[0, 0, 0], [0, 1.0, inf], [0, inf, inf], [0, inf, 3.0], [0, 2.5, inf], [0, inf, inf]]
+    )
+    assert table_cache.times_check(raw, zero_edges=True) is not None
+    fixed = tables.pad_to_a_fitting_batch(raw)
+    assert table_cache.times_check(fixed, zero_edges=True) is None
+    want = np.array(
+        [[0, 0, 0], [0, 1.0, 3.0], [0, 2.5, 3.0], [0, 2.5, 3.0], [0, 2.5, inf], [0, inf, inf]]
+    )
+    np.testing.assert_array_equal(fixed, want)
+    np.testing.assert_array_equal(raw[3, 2], 3.0)  # the input is not changed

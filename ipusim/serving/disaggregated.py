@@ -13,22 +13,20 @@ as ``GenerationModel.static_batch_s`` reads it: a sequence making its token k + 
 prompt + k tokens); a ready request joins at the next iteration while the batch has fewer than
 ``max_batch`` rows and the KV cache holds its prompt + output tokens.
 
-The decode loop is plain Python (one pass per iteration): fine for the runs a person compares
-deployments with (thousands of requests), not for millions.
+The decode loop is a Numba kernel (``_decode_device``; its plain reference is
+``tests/serving_reference.decode_device_reference``).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+from numba import njit
 
 from .. import policies as P
 from .._validate import positive
 from .batching import simulate
 from .generation import GenerationModel
 from .result import ServingResult
-from .service import lookup_s
 
 DEFAULT_KV_LINK_BYTES_PER_S = 12.5e9
 """ASSUMPTION: one 100 Gb/s network port (12.5 GB/s) between a prefill device and the decode pool
@@ -59,47 +57,73 @@ def decode_batch_limit(gen: GenerationModel, longest_ctx: int, cap: int) -> int:
     return fit
 
 
+@njit(cache=True, error_model="numpy")
 def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps):
-    """Continuous batching of decodes on one device; writes ``finish`` and appends (gap s, tokens)."""
-    order = np.argsort(ready, kind="stable")
-    t, busy, nxt, iters = 0.0, 0.0, 0, 0
-    run: list[list] = []  # [request, tokens made, time of its last token]
+    """Continuous batching of decodes on one device (every ``out`` >= 2): writes ``finish`` and
+    ``gaps`` (one gap a token after the first, in iteration order) and returns (busy s,
+    iterations, gaps written, rows, mean context); rows > 0 flags a step that does not fit.
+    Reference: ``tests/serving_reference.decode_device_reference``."""
+    order = np.argsort(ready, kind="mergesort")
+    n = order.size
+    rmax = dec_tab.shape[0] - 1
+    run_i = np.empty(max_batch, dtype=np.int64)  # request
+    run_k = np.empty(max_batch, dtype=np.int64)  # tokens made
+    run_t = np.empty(max_batch, dtype=np.float64)  # time of its last token
+    rows = 0
+    t = 0.0
+    busy = 0.0
+    nxt = 0
+    iters = 0
+    ng = 0
     kv = 0
-    while nxt < order.size or run:
-        if not run and ready[order[nxt]] > t:
-            t = float(ready[order[nxt]])
-        while nxt < order.size and ready[order[nxt]] <= t and len(run) < max_batch:
-            i = int(order[nxt])
-            need = int(prompt[i] + out[i])
-            if run and kv + need > kv_cap:
+    while nxt < n or rows > 0:
+        if rows == 0 and ready[order[nxt]] > t:
+            t = ready[order[nxt]]
+        while nxt < n and ready[order[nxt]] <= t and rows < max_batch:
+            i = order[nxt]
+            need = prompt[i] + out[i]
+            if rows > 0 and kv + need > kv_cap:
                 break
-            run.append([i, 1, float(first[i])])
+            run_i[rows] = i
+            run_k[rows] = 1
+            run_t[rows] = first[i]
+            rows += 1
             kv += need
             nxt += 1
-        rows = len(run)
-        ctx = sum(int(prompt[r[0]]) + r[1] for r in run)
+        ctx = 0
+        for r in range(rows):
+            ctx += prompt[run_i[r]] + run_k[r]
         mean = -(-ctx // rows)
-        dt = float(lookup_s(dec_tab, rows, -(-mean // ctx_step)))
-        if not math.isfinite(dt):
-            raise ValueError(
-                f"a decode step of {rows} sequences (mean context {mean}) does not fit the decode "
-                "chip: lower max_batch"
-            )
+        j = -(-mean // ctx_step)
+        if rows <= rmax:
+            dt = dec_tab[rows, j]
+        else:
+            full = rows // rmax
+            dt = full * dec_tab[rmax, j]
+            if rows - full * rmax > 0:
+                dt += dec_tab[rows - full * rmax, j]
+        if not np.isfinite(dt):
+            return busy, iters, ng, rows, mean
         t += dt
         busy += dt
         iters += 1
-        keep = []
-        for r in run:
-            gaps.append(t - r[2])
-            r[1] += 1
-            r[2] = t
-            if r[1] >= out[r[0]]:
-                finish[r[0]] = t
-                kv -= int(prompt[r[0]] + out[r[0]])
+        keep = 0
+        for r in range(rows):
+            gaps[ng] = t - run_t[r]
+            ng += 1
+            run_k[r] += 1
+            run_t[r] = t
+            i = run_i[r]
+            if run_k[r] >= out[i]:
+                finish[i] = t
+                kv -= prompt[i] + out[i]
             else:
-                keep.append(r)
-        run = keep
-    return busy, iters
+                run_i[keep] = i
+                run_k[keep] = run_k[r]
+                run_t[keep] = run_t[r]
+                keep += 1
+        rows = keep
+    return busy, iters, ng, 0, 0
 
 
 def simulate_disaggregated(
@@ -173,29 +197,36 @@ def simulate_disaggregated(
             free = start + send[i]
             ready[i] = free
     finish = np.where(out == 1, first, np.nan)
-    gaps: list[float] = []
+    gaps = np.empty(int(np.maximum(out - 1, 1).sum()), dtype=np.float64)
+    ng = 0
     busy, iters = np.zeros(ndc), 0
     dec_tab = decode.decode
     for d in range(ndc):
         idx = np.flatnonzero((np.arange(n) % ndc == d) & (out > 1))
         if idx.size:
             sub_f = np.full(idx.size, np.nan)
-            busy[d], it = _decode_device(
+            busy[d], it, written, rows, mean = _decode_device(
                 ready[idx],
                 pr[idx],
                 out[idx],
-                dec_tab[: B + 1] if dec_tab.shape[0] > B + 1 else dec_tab,
-                decode.ctx_step,
+                np.ascontiguousarray(dec_tab[: B + 1] if dec_tab.shape[0] > B + 1 else dec_tab),
+                int(decode.ctx_step),
                 B,
-                kv_capacity_tokens,
+                int(kv_capacity_tokens),
                 first[idx],
                 sub_f,
-                gaps,
+                gaps[ng:],
             )
+            if rows:
+                raise ValueError(
+                    f"a decode step of {rows} sequences (mean context {mean}) does not fit the "
+                    "decode chip: lower max_batch"
+                )
+            ng += written
             finish[idx] = sub_f
             iters += it
     device = (np.arange(n) % ndc).astype(np.int16)
-    g = np.asarray(gaps, dtype=np.float64)
+    g = gaps[:ng]
     res = ServingResult(
         policy=f"disaggregated: prefill {pol.describe()} on {npf} x {prefill.name}; decode continuous max batch "
         f"{B} on {ndc} x {decode.name}; KV over {link / 1e9:g} GB/s",

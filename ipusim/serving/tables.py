@@ -418,7 +418,8 @@ def time_table(
     ``len_step, 2 len_step, ...`` plus, for each grid row count, the last length before each
     memory cliff (found by bisection); a length is charged the time of the next length
     computed, which is never on the other side of a cliff. Rows on a grid are linearly
-    interpolated within a regime and computed exactly across one.
+    interpolated within a regime and computed exactly across one. A row count that does not fit
+    where a larger one does is charged as that larger batch, padded (``pad_to_a_fitting_batch``).
     """
     cols = -(-max_len // len_step) if phase == "decode" else max_len
     return cached(
@@ -455,7 +456,7 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
             tab[:, j] = _fill_rows(
                 spec, phase, max_rows, rows_grid, min(j * len_step, max_len), memo
             )
-        return tab
+        return pad_to_a_fitting_batch(tab)
     cols = set(grid)
     for r in bar(rows_grid, "rows"):
         prev = None
@@ -478,7 +479,21 @@ def _build_fine(spec, phase, max_rows, max_len, len_step, exact_rows):
     idx = np.searchsorted(cols, np.arange(1, max_len + 1), side="left")  # the next length computed
     tab = np.zeros((max_rows + 1, max_len + 1))
     tab[:, 1:] = vals[:, idx]
-    return tab
+    return pad_to_a_fitting_batch(tab)
+
+
+def pad_to_a_fitting_batch(tab: np.ndarray) -> np.ndarray:
+    """``tab`` with every cell where ``r`` rows do not fit but more rows do set to the time of the
+    fewest larger rows that fit: a batch that its own plan cannot hold runs padded with empty rows
+    as the larger batch whose plan fits (the planner can pick a different tiling for a larger
+    batch, so fit is not always monotone in rows as the machine model computes it). After this,
+    fit is monotone in rows, the assumption ``serving.capacity.largest_batch`` and
+    ``table_cache.times_check`` rest on."""
+    out = tab.copy()
+    for r in range(out.shape[0] - 2, 0, -1):  # from the second-largest row count up
+        bad = np.isinf(out[r]) & np.isfinite(out[r + 1])
+        out[r, bad] = out[r + 1, bad]
+    return out
 
 
 # ---------------------------------------------------------------------------------------
