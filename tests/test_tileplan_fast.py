@@ -1,4 +1,4 @@
-"""The fast planner (the ``_grid_search`` and ``_attention_pass_max`` kernels) against the
+"""The fast planner (the ``_grid_search`` and ``_attention_cost_kernel`` kernels) against the
 exhaustive searches of ``tests/tileplan_reference.py``: the same plans and costs, bit
 for bit (tolerance: none, every float compared by its bytes), over chips, models, phases,
 batch sizes and lengths."""
