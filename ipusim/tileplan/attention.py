@@ -170,8 +170,8 @@ def _attention_cost_kernel(
 
     Per op (0 scores, 1 softmax, 2 context; the order of ``_ATT_OPS``) and key block (the
     first, then each later one): the columns of ``_attention_seq_tables`` the cost reads
-    (FLOP, load, received, working set) per sequence into ``tab``, scalar by scalar, each
-    expression in the same order as there; then the pieces ``np.repeat(tab, rep, axis=0)``
+    (FLOP, load, received, working set) per sequence into ``tab`` (4 a row), scalar by scalar, each
+    expression in the same order as there; then the pieces (row ``i // rep`` for piece ``i``)
     dealt as ``_distribute`` deals them (a tile's pieces are consecutive; its sums are
     accumulated in piece order from zero, as there) and costed as the dealt tables are:
     the slowest tile's compute, the slowest exchange and a sync per superstep. One kernel,
@@ -180,7 +180,7 @@ def _attention_cost_kernel(
     B = rows.size
     P = B * rep
     online = nb > 1
-    tab = np.empty((B, 4))
+    tab = np.zeros(4 * B)  # row b at 4 b; np.zeros(n), a form the serving kernels compile too
     cyc, work = 0.0, 0.0
     for k in range(6):
         which, first = k // 2, k % 2 == 0
@@ -197,24 +197,24 @@ def _attention_cost_kernel(
             acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
             if which == 0:
                 fq = qc if first else 0.0
-                tab[b, 0] = 2 * area * hd
-                tab[b, 1] = (qc + kb) * hd * dt
-                tab[b, 2] = (fq + kb) * hd * dt * remote
-                tab[b, 3] = (qc + kb) * hd * dt + area * dt + acc
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = (qc + kb) * hd * dt
+                tab[4 * b + 2] = (fq + kb) * hd * dt * remote
+                tab[4 * b + 3] = (qc + kb) * hd * dt + area * dt + acc
             elif which == 2:
                 oq = qc if online else 0.0
-                tab[b, 0] = 2 * area * hd
-                tab[b, 1] = area * dt + kb * hd * dt
-                tab[b, 2] = kb * hd * dt * remote
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = area * dt + kb * hd * dt
+                tab[4 * b + 2] = kb * hd * dt * remote
                 out_b = qc * hd * (PARTIAL_BYTES if online else dt)
-                tab[b, 3] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+                tab[4 * b + 3] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
             else:
                 later = (not first) and online
                 lq = qc if later else 0.0
-                tab[b, 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
-                tab[b, 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
-                tab[b, 2] = 0.0
-                tab[b, 3] = 2 * area * dt + acc
+                tab[4 * b + 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
+                tab[4 * b + 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+                tab[4 * b + 2] = 0.0
+                tab[4 * b + 3] = 2 * area * dt + acc
         amp = which != 1
         rate = amp_rate if amp else vector_rate
         cmax, xmax = 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
@@ -223,11 +223,11 @@ def _attention_cost_kernel(
             t = (i * n_tiles) // P
             f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
             while i < P and (i * n_tiles) // P == t:
-                row = i // rep
-                f += tab[row, 0]
-                ld += tab[row, 1]
-                rv += tab[row, 2]
-                w += tab[row, 3]
+                row = 4 * (i // rep)
+                f += tab[row]
+                ld += tab[row + 1]
+                rv += tab[row + 2]
+                w += tab[row + 3]
                 cnt += 1.0
                 i += 1
             comp = max(f / rate, ld / sram_rate) + cnt * vertex
