@@ -129,7 +129,7 @@ def _key_block_counts(keys: int) -> list:
 _ATT_OPS = ("attn_scores", "softmax", "attn_context")
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _distribute_repeated(rows, rep, n_tiles, out):
     """``_distribute`` of ``np.repeat(rows, rep, axis=0)`` without building it: piece i is row
     ``i // rep``. Preconditions as ``_distribute`` (``rows`` (B, K) float64, B, rep >= 1)."""
@@ -143,7 +143,7 @@ def _distribute_repeated(rows, rep, n_tiles, out):
         out[t, K] += 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _attention_cost_kernel(
     rows,
     keys,

@@ -32,7 +32,7 @@ PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulat
 # ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _distribute(work, n_tiles, out):
     """Deal pieces to tiles in order: piece i goes to tile (i * n_tiles) // P; sum per tile.
 
