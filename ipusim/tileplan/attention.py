@@ -19,7 +19,7 @@ from numba import njit
 from .. import tile_params as _cal
 from ..hardware import TileChip
 from ..workloads import Op, Step
-from .base import PARTIAL_BYTES, OpPlan, budget_bytes, dealt_phase
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
 from .search import candidates, fewest
 
 RESCALE_FLOPS_PER_ROW = (
@@ -130,20 +130,6 @@ _ATT_OPS = ("attn_scores", "softmax", "attn_context")
 
 
 @njit(cache=True, error_model="numpy")
-def _distribute_repeated(rows, rep, n_tiles, out):
-    """``_distribute`` of ``np.repeat(rows, rep, axis=0)`` without building it: piece i is row
-    ``i // rep``. Preconditions as ``_distribute`` (``rows`` (B, K) float64, B, rep >= 1)."""
-    B, K = rows.shape
-    P = B * rep
-    for i in range(P):
-        t = (i * n_tiles) // P
-        row = i // rep
-        for j in range(K):
-            out[t, j] += rows[row, j]
-        out[t, K] += 1.0
-
-
-@njit(cache=True, error_model="numpy")
 def _attention_cost_kernel(
     rows,
     keys,
@@ -243,14 +229,11 @@ def _attention_cost_kernel(
 def _attention_phases(s, c, r, nb, which):
     """Dealt per-tile tables of the first key block and of each later one (the same array
     when there is one key block): ``deal`` of ``attention_tables``, each sequence's row dealt
-    ``heads x r`` times by ``_distribute_repeated``."""
-    out = []
-    for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
-        per = np.zeros((c.tiles, t.shape[1] + 1))
-        _distribute_repeated(
-            np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per
-        )
-        out.append(per)
+    ``heads x r`` times (``deal``'s ``rep``)."""
+    out = [
+        deal(t, c.tiles, rep=s.model.heads * r)
+        for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1)
+    ]
     return out[0], out[-1]
 
 
