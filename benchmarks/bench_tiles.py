@@ -138,7 +138,9 @@ def rows(quick: bool) -> list[dict]:
     out.append(
         {
             "name": f"tiles: distribute kernel ({pieces.shape[0]} pieces -> {T} tiles)",
-            "kernel_s": best_of(lambda: (dist.fill(0), tp_base._distribute(pieces, T, dist)), 20),
+            "kernel_s": best_of(
+                lambda: (dist.fill(0), tp_base._distribute(pieces, 1, T, dist)), 20
+            ),
             "reference_s": best_of(
                 lambda: tileplan_reference.distribute(pieces, T), 1 if quick else 3
             ),

@@ -86,7 +86,7 @@ WEIGHT_MODES = ("auto", "on_chip", "stream")
 # ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _superstep_cycles(
     flops,
     load,

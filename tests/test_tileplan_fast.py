@@ -1,4 +1,4 @@
-"""The fast planner (the ``_grid_search`` and ``_attention_pass_max`` kernels) against the
+"""The fast planner (the ``_grid_search`` and ``_attention_cost_kernel`` kernels) against the
 exhaustive searches of ``tests/tileplan_reference.py``: the same plans and costs, bit
 for bit (tolerance: none, every float compared by its bytes), over chips, models, phases,
 batch sizes and lengths."""
@@ -68,13 +68,13 @@ def test_grid_kernel_equals_the_exhaustive_numpy_search_many_shapes():
     assert min(done.values()) > 500, done
 
 
-def test_distribute_repeated_equals_distribute_of_the_repeated_table():
+def test_distribute_of_repeated_rows_equals_distribute_of_the_repeated_table():
     rng = np.random.default_rng(3)
     for B, rep, T in ((1, 1, 7), (3, 12, 1472), (64, 5, 1472), (7, 300, 1216), (2, 2, 5)):
         rows = rng.random((B, 6)) * 1e6
         a, b = np.zeros((T, 7)), np.zeros((T, 7))
-        tp_attention._distribute_repeated(rows, rep, T, a)
-        tp_base._distribute(np.repeat(rows, rep, axis=0), T, b)
+        tp_base._distribute(rows, rep, T, a)
+        tp_base._distribute(np.repeat(rows, rep, axis=0), 1, T, b)
         assert a.tobytes() == b.tobytes()
 
 

@@ -33,7 +33,7 @@ def test_distribute_matches_reference(pieces, tiles_, cols):
     rng = np.random.default_rng(pieces)
     work = rng.random((pieces, cols))
     out = np.zeros((tiles_, cols + 1))
-    tp_base._distribute(work, tiles_, out)
+    tp_base._distribute(work, 1, tiles_, out)
     np.testing.assert_allclose(out, tileplan_reference.distribute(work, tiles_), rtol=1e-12)
     # conservation: every piece lands on exactly one tile
     np.testing.assert_allclose(out[:, :cols].sum(axis=0), work.sum(axis=0), rtol=1e-12)

@@ -7,7 +7,7 @@ context managers that run the planner on them (see ``kernel_swap``):
   a time in plain Python;
 * ``attention_phases`` / ``attention_cost``: the attention tables dealt whole (``deal`` of
   ``attention_tables``) and costed from the per-tile arrays, which the attention cost kernel
-  and ``_distribute_repeated`` are held to.
+  and ``_distribute`` of repeated rows are held to.
 
 ``exhaustive()`` plans with these searches in place of the kernels (``best_grid_numpy``,
 ``attention_phases``, ``attention_cost``); ``plain()`` also deals with ``distribute``. Both
@@ -40,6 +40,12 @@ def distribute(work, n_tiles):
             out[t, j] += work[i, j]
         out[t, K] += 1.0
     return out
+
+
+def _distribute_repeated(work, rep, n_tiles):
+    """The ``_distribute`` kernel's arguments: ``distribute`` of each row of ``work`` repeated
+    ``rep`` times."""
+    return distribute(np.repeat(work, rep, axis=0), n_tiles)
 
 
 def grid_cost(m, k, n, dt, c: TileChip, acc: bool, pm, pn, pk):
@@ -202,5 +208,6 @@ def exhaustive():
 def plain():
     """``exhaustive()`` with the plain ``distribute`` loop in place of the ``_distribute`` kernel."""
     return swapped(
-        {**_searches(), (_base, "_distribute"): filling(distribute, 1)}, on_enter=clear_plan_cache
+        {**_searches(), (_base, "_distribute"): filling(_distribute_repeated, 1)},
+        on_enter=clear_plan_cache,
     )

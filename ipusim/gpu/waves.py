@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _close_wave(
     k,
     in_wave,
@@ -47,7 +47,7 @@ def _close_wave(
     out_waves[k] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _waves(
     g_start,
     g_count,

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def first_fit_rows(sorted_lengths, max_len, max_per_row, seq_row_sorted):
     """First fit for lengths already sorted longest first; returns the number of rows.
 
@@ -25,12 +25,12 @@ def first_fit_rows(sorted_lengths, max_len, max_per_row, seq_row_sorted):
         max_len,
         max_per_row,
         seq_row_sorted,
-        np.empty(2 * size, np.int64),
-        np.empty(size, np.int64),
+        np.empty(2 * size, dtype=np.int64),  # dtype= as the serving kernels write it: one
+        np.empty(size, dtype=np.int64),  # compile of np.empty's overload for both
     )
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted, tree, count):
     """First fit of the first ``n`` lengths (sorted longest first) into rows; returns the rows.
 

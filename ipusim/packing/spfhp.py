@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
     """Histogram packing, longest length first; returns the number of pack groups written.
 
@@ -20,8 +20,13 @@ def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
     ncomp, cnt, rem sized like comp's first axis.
     """
     L = counts.size
-    head = np.full(L + 1, -1, np.int64)
-    nxt = np.full(comp.shape[0], -1, np.int64)
+    # np.empty and a loop, not np.full: no compile of np.full's overload for this kernel alone
+    head = np.empty(L + 1, dtype=np.int64)
+    nxt = np.empty(comp.shape[0], dtype=np.int64)
+    for i in range(head.size):
+        head[i] = -1
+    for i in range(nxt.size):
+        nxt[i] = -1
     ng = 0
     for ln in range(L, 0, -1):
         n = counts[ln - 1]

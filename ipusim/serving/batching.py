@@ -162,11 +162,14 @@ def _event_kernel(ADAPT: int):
         n = arrival.shape[0]
         nd = serves.shape[0]
         nq = serves.shape[1]
-        head = np.zeros(nq, dtype=np.int64)
+        # np.empty and loops, not np.zeros(n, dtype=np.int64): one overload fewer to compile
+        head = np.empty(nq, dtype=np.int64)
         cnt = np.empty(nq, dtype=np.int64)
+        n_serving = np.empty(nq, dtype=np.int64)
         for k in range(nq):
+            head[k] = 0
             cnt[k] = qoff[k + 1] - qoff[k]
-        n_serving = np.zeros(nq, dtype=np.int64)
+            n_serving[k] = 0
         for d in range(nd):
             for k in range(nq):
                 if serves[d, k]:

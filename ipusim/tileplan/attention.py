@@ -19,7 +19,7 @@ from numba import njit
 from .. import tile_params as _cal
 from ..hardware import TileChip
 from ..workloads import Op, Step
-from .base import PARTIAL_BYTES, OpPlan, budget_bytes, dealt_phase
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
 from .search import candidates, fewest
 
 RESCALE_FLOPS_PER_ROW = (
@@ -129,90 +129,7 @@ def _key_block_counts(keys: int) -> list:
 _ATT_OPS = ("attn_scores", "softmax", "attn_context")
 
 
-@njit(cache=True)
-def _distribute_repeated(rows, rep, n_tiles, out):
-    """``_distribute`` of ``np.repeat(rows, rep, axis=0)`` without building it: piece i is row
-    ``i // rep``. Preconditions as ``_distribute`` (``rows`` (B, K) float64, B, rep >= 1)."""
-    B, K = rows.shape
-    P = B * rep
-    for i in range(P):
-        t = (i * n_tiles) // P
-        row = i // rep
-        for j in range(K):
-            out[t, j] += rows[row, j]
-        out[t, K] += 1.0
-
-
-@njit(cache=True)
-def _attention_pass_max(
-    rows, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x
-):
-    """(largest compute cycles, largest exchange cycles, largest working set) over the tiles
-    of one attention superstep whose pieces are ``np.repeat(rows, rep, axis=0)``, dealt as
-    ``_distribute`` deals them (a tile's pieces are consecutive; its sums are accumulated
-    in piece order from zero, as there) and costed as ``_attention_cost_tables`` costs
-    them. Preconditions: ``rows`` (B, 6) float64 of non-negative columns, B, rep >= 1."""
-    B = rows.shape[0]
-    P = B * rep
-    cmax, xmax, wmax = 0.0, 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
-    i = 0
-    while i < P:
-        t = (i * n_tiles) // P
-        f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
-        while i < P and (i * n_tiles) // P == t:
-            row = i // rep
-            f += rows[row, 0]
-            ld += rows[row, 1]
-            rv += rows[row, 2]
-            w += rows[row, 4]
-            cnt += 1.0
-            i += 1
-        comp = max(f / rate, ld / sram_rate) + cnt * vertex
-        if amp:
-            comp = comp + (amp_overhead + rv / rearrange)
-        cmax = max(cmax, comp)
-        xmax = max(xmax, rv / x)
-        wmax = max(wmax, w)
-    return cmax, xmax, wmax
-
-
-@njit(cache=True)
-def _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab):
-    """``_attention_seq_tables`` of op ``which`` (0 scores, 1 softmax, 2 context) into ``tab``
-    (B, 6), scalar by scalar, each expression in the same order as there (columns 3 and 5,
-    which the cost does not read, are left at zero). Preconditions: ``tab`` (B, 6) zeros."""
-    online = nb > 1
-    for b in range(rows.size):
-        if decode:
-            kc, qc = keys[b] / r, rows[b]
-        else:
-            kc, qc = keys[b], rows[b] / r
-        kb = kc / nb
-        area = qc * kb
-        acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
-        if which == 0:
-            fq = qc if first else 0.0
-            tab[b, 0] = 2 * area * hd
-            tab[b, 1] = (qc + kb) * hd * dt
-            tab[b, 2] = (fq + kb) * hd * dt * remote
-            tab[b, 4] = (qc + kb) * hd * dt + area * dt + acc
-        elif which == 2:
-            oq = qc if online else 0.0
-            tab[b, 0] = 2 * area * hd
-            tab[b, 1] = area * dt + kb * hd * dt
-            tab[b, 2] = kb * hd * dt * remote
-            out_b = qc * hd * (PARTIAL_BYTES if online else dt)
-            tab[b, 4] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
-        else:
-            later = (not first) and online
-            lq = qc if later else 0.0
-            tab[b, 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
-            tab[b, 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
-            tab[b, 2] = 0.0
-            tab[b, 4] = 2 * area * dt + acc
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _attention_cost_kernel(
     rows,
     keys,
@@ -236,36 +153,87 @@ def _attention_cost_kernel(
     """``_attention_cost_tables`` without its tables: (cycles, largest working set) of the three
     attention ops for ``r`` chunks and ``nb`` key blocks, from the per-sequence ``rows`` and
     ``keys`` (``_query_chunks``), each sequence's row repeated ``rep`` = heads x r times.
+
+    Per op (0 scores, 1 softmax, 2 context; the order of ``_ATT_OPS``) and key block (the
+    first, then each later one): the columns of ``_attention_seq_tables`` the cost reads
+    (FLOP, load, received, working set) per sequence into ``tab`` (4 a row), scalar by scalar, each
+    expression in the same order as there; then the pieces (row ``i // rep`` for piece ``i``)
+    dealt as ``_distribute`` deals them (a tile's pieces are consecutive; its sums are
+    accumulated in piece order from zero, as there) and costed as the dealt tables are:
+    the slowest tile's compute, the slowest exchange and a sync per superstep. One kernel,
+    no callees: each kernel Numba compiles costs a newcomer's first run a fixed share.
     Preconditions: rows, keys float64 of one size B >= 1; r, nb, rep >= 1."""
-    tab = np.zeros((rows.size, 6))
+    B = rows.size
+    P = B * rep
+    online = nb > 1
+    tab = np.zeros(4 * B)  # row b at 4 b; np.zeros(n), a form the serving kernels compile too
     cyc, work = 0.0, 0.0
-    for which in range(3):  # the order of _ATT_OPS: scores, softmax, context
+    for k in range(6):
+        which, first = k // 2, k % 2 == 0
+        times = 1 if first else nb - 1
+        if times == 0:
+            continue
+        for b in range(B):
+            if decode:
+                kc, qc = keys[b] / r, rows[b]
+            else:
+                kc, qc = keys[b], rows[b] / r
+            kb = kc / nb
+            area = qc * kb
+            acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
+            if which == 0:
+                fq = qc if first else 0.0
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = (qc + kb) * hd * dt
+                tab[4 * b + 2] = (fq + kb) * hd * dt * remote
+                tab[4 * b + 3] = (qc + kb) * hd * dt + area * dt + acc
+            elif which == 2:
+                oq = qc if online else 0.0
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = area * dt + kb * hd * dt
+                tab[4 * b + 2] = kb * hd * dt * remote
+                out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+                tab[4 * b + 3] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+            else:
+                later = (not first) and online
+                lq = qc if later else 0.0
+                tab[4 * b + 0] = 5 * area + lq * (hd + RESCALE_FLOPS_PER_ROW)
+                tab[4 * b + 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+                tab[4 * b + 2] = 0.0
+                tab[4 * b + 3] = 2 * area * dt + acc
         amp = which != 1
         rate = amp_rate if amp else vector_rate
-        for first in (True, False):
-            times = 1 if first else nb - 1
-            if not first and times == 0:
-                continue
-            _attention_rows(rows, keys, decode, r, nb, hd, dt, remote, which, first, tab)
-            cmax, xmax, wmax = _attention_pass_max(
-                tab, rep, n_tiles, rate, sram_rate, vertex, amp, amp_overhead, rearrange, x
-            )
-            cyc += times * (sync + cmax + xmax)
-            work = max(work, wmax)
+        cmax, xmax = 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
+        i = 0
+        while i < P:
+            t = (i * n_tiles) // P
+            f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+            while i < P and (i * n_tiles) // P == t:
+                row = 4 * (i // rep)
+                f += tab[row]
+                ld += tab[row + 1]
+                rv += tab[row + 2]
+                w += tab[row + 3]
+                cnt += 1.0
+                i += 1
+            comp = max(f / rate, ld / sram_rate) + cnt * vertex
+            if amp:
+                comp = comp + (amp_overhead + rv / rearrange)
+            cmax = max(cmax, comp)
+            xmax = max(xmax, rv / x)
+            work = max(work, w)
+        cyc += times * (sync + cmax + xmax)
     return cyc, work
 
 
 def _attention_phases(s, c, r, nb, which):
     """Dealt per-tile tables of the first key block and of each later one (the same array
     when there is one key block): ``deal`` of ``attention_tables``, each sequence's row dealt
-    ``heads x r`` times by ``_distribute_repeated``."""
-    out = []
-    for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1):
-        per = np.zeros((c.tiles, t.shape[1] + 1))
-        _distribute_repeated(
-            np.ascontiguousarray(t, dtype=np.float64), s.model.heads * r, c.tiles, per
-        )
-        out.append(per)
+    ``heads x r`` times (``deal``'s ``rep``)."""
+    out = [
+        deal(t, c.tiles, rep=s.model.heads * r)
+        for t in _attention_seq_tables(s, r, nb, which, c.tiles, first_only=nb == 1)
+    ]
     return out[0], out[-1]
 
 

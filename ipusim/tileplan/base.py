@@ -32,27 +32,33 @@ PARTIAL_BYTES = 4  # ASSUMPTION: matmul partial sums and the attention accumulat
 # ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def _distribute(work, n_tiles, out):
+@njit(cache=True, error_model="numpy")
+def _distribute(work, rep, n_tiles, out):
     """Deal pieces to tiles in order: piece i goes to tile (i * n_tiles) // P; sum per tile.
 
-    Preconditions: ``work`` is (P, K) float64 with P >= 1; ``out`` is (n_tiles, K + 1) zeros;
-    the last column of ``out`` receives the number of pieces per tile.
+    The pieces are the rows of ``work``, each repeated ``rep`` times (``np.repeat(work, rep,
+    axis=0)`` without building it: piece i is row ``i // rep``, P = rows x rep); one kernel
+    deals both whole piece tables (``rep`` 1) and attention's alike pieces (one compile).
+    Preconditions: ``work`` is (B, K) float64 with B >= 1, ``rep >= 1``; ``out`` is
+    (n_tiles, K + 1) zeros; the last column of ``out`` receives the number of pieces per tile.
     """
-    P, K = work.shape
+    B, K = work.shape
+    P = B * rep
     for i in range(P):
         t = (i * n_tiles) // P
+        row = i // rep
         for j in range(K):
-            out[t, j] += work[i, j]
+            out[t, j] += work[row, j]
         out[t, K] += 1.0
 
 
-def deal(pieces: np.ndarray, n_tiles: int) -> np.ndarray:
+def deal(pieces: np.ndarray, n_tiles: int, rep: int = 1) -> np.ndarray:
     """Per-tile sums of the (P, K) piece table ``pieces`` dealt to ``n_tiles`` tiles, and the
-    pieces per tile as a last column: (n_tiles, K + 1)."""
+    pieces per tile as a last column: (n_tiles, K + 1). ``rep``: each row of ``pieces`` stands
+    for ``rep`` consecutive alike pieces (the table ``np.repeat(pieces, rep, axis=0)``)."""
     pieces = np.ascontiguousarray(pieces, dtype=np.float64)
     out = np.zeros((n_tiles, pieces.shape[1] + 1))
-    _distribute(pieces, n_tiles, out)
+    _distribute(pieces, rep, n_tiles, out)
     return out
 
 

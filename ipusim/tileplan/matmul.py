@@ -57,7 +57,7 @@ def _weight_remote(T, pm, pn, pk):
     return 1.0 - (pm * pn * pk) / (T * pm)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _grid_search(
     sm,
     sk,
