@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import compileall
+import contextlib
 import os
 import resource
 import subprocess
@@ -14,6 +15,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def environ(set_: dict, drop=()):
+    """Environment variables ``set_`` set and ``drop`` removed while the block runs (a kernel or
+    child process started inside inherits them), each put back as it was afterwards."""
+    saved = {k: os.environ.get(k) for k in (*set_, *drop)}
+    os.environ.update(set_)
+    for k in drop:
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def best_of(fn, repeat: int = 3) -> float:

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _timing import COMPILE_LISTENER
+from _timing import COMPILE_LISTENER, environ
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -46,23 +46,15 @@ def run_notebook(name: str, *, quick: bool, env=None, probe_compile: bool = Fals
     if probe_compile:
         nb.cells.insert(0, nbformat.v4.new_code_cell(COMPILE_LISTENER))
         nb.cells.append(nbformat.v4.new_code_cell('print(repr(_s["cpu"]))'))
-    saved = {k: os.environ.get(k) for k in ("IPUSIM_QUICK", "MPLBACKEND", *(env or {}))}
-    os.environ.update({"IPUSIM_QUICK": "1" if quick else "0", **(env or {})})
-    os.environ.pop("MPLBACKEND", None)  # the reader's default backend: inline
     t0 = time.perf_counter()
-    try:
+    # the reader's default backend (inline): MPLBACKEND dropped
+    with environ({"IPUSIM_QUICK": "1" if quick else "0", **(env or {})}, drop=("MPLBACKEND",)):
         nbclient.NotebookClient(
             nb,
             timeout=CELL_TIMEOUT_S,
             kernel_name="python3",
             resources={"metadata": {"path": str(NOTEBOOKS)}},
         ).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     out = {"wall_s": time.perf_counter() - t0}
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     if probe_compile:

@@ -39,7 +39,14 @@ import argparse
 import sys
 import tempfile
 
-from _timing import COMPILE_LISTENER, child_times, compile_package, newcomer_times, package_at
+from _timing import (
+    COMPILE_LISTENER,
+    child_times,
+    compile_package,
+    environ,
+    newcomer_times,
+    package_at,
+)
 
 FLOOR = (
     "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); "
@@ -261,9 +268,7 @@ def _notebook_first_compile(path, package=None) -> dict:
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (package, os.environ.get("PYTHONPATH")) if p
             )
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # the kernel process inherits them
-        try:
+        with environ(env):  # the kernel process inherits them
             client = nbclient.NotebookClient(
                 nb,
                 timeout=900,
@@ -291,12 +296,6 @@ def _notebook_first_compile(path, package=None) -> dict:
                             "until_wall": time.perf_counter() - t_all,
                         }
                     before = comp
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
     return {"cell": None, "wall": 0.0, "compile": 0.0, "until_wall": 0.0}
 
 
