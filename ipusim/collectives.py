@@ -77,6 +77,32 @@ IPU_LINK_GC2_NOMINAL_BYTES_PER_S = (
     3 * 64e9 / 2
 )  # bytes/s one way, JIA-N: 3 links x 64 GB/s both ways
 IPU_LINK_EFFICIENCY = IPU_LINK_GC2_MEASURED_BYTES_PER_S / IPU_LINK_GC2_NOMINAL_BYTES_PER_S
+# NVLink carries packet headers beside the data: NCCL's topology code takes an NVLink of an
+# sm80 GPU (A100) as 20.0 GB/s and of an sm90 GPU (H100, H200) as 20.6 GB/s one way per link
+# against the 25 GB/s each way of the link's signalling (NCCL-TOPO: ``SM80_NVLINK_BW`` and
+# ``SM90_NVLINK_BW`` in ``src/graph/topo.h``; its maintainer: "the app-level bandwidth is
+# [roughly] 80% of the peak bandwidth", NVIDIA/nccl issue 1054). ipusim's NVLink carries that
+# share of the chip's nominal rate, as its IPU-Links carry JIA-FT's measured 55/96. A user-made
+# GPU takes the sm80 share (ASSUMPTION).
+# Nominal: 600 GB/s both ways over an A100's 12 links, 900 over an H100's 18 (facts §2;
+# NVLINK-LINKS for the link counts): 25 GB/s each way per link on both.
+NVLINK_NOMINAL_BYTES_PER_S_PER_LINK = 25e9  # bytes/s one way per link (NVLINK-LINKS)
+NVLINK_NCCL_BYTES_PER_S_PER_LINK = {
+    "a100-40gb": 20.0e9,  # NCCL-TOPO SM80_NVLINK_BW
+    "a100-80gb": 20.0e9,  # NCCL-TOPO SM80_NVLINK_BW
+    "h100-sxm": 20.6e9,  # NCCL-TOPO SM90_NVLINK_BW
+    "h200": 20.6e9,  # NCCL-TOPO SM90_NVLINK_BW
+}
+
+
+def nvlink_efficiency(chip) -> float:
+    """Share of its nominal NVLink rate a GPU's collectives get (NCCL-TOPO, see above)."""
+    from .hardware import chip as _chip
+
+    per_link = NVLINK_NCCL_BYTES_PER_S_PER_LINK.get(_system_key(_chip(chip)), 20.0e9)
+    return per_link / NVLINK_NOMINAL_BYTES_PER_S_PER_LINK
+
+
 # ASSUMPTION: NVLink step latency 1 us and InfiniBand 2 us (NIC + one switch hop); no sourced
 # figure in the facts sheet. They are of the order NCCL's small-message times show and matter only
 # for small messages (decode-sized all-reduces), where the tree/ring crossover depends on them.
@@ -151,8 +177,9 @@ def intra_node_link(chip) -> Link:
     """The fast link between chips of one node: IPU-Links or NVLink, one way = half the chip's
     ``link_bandwidth_bytes_per_s`` (CBLAKE 320 GB/s per GC200 over 10 IPU-Links, facts §1.1;
     THUNDER/HPCTECH NVLink 600/900 GB/s per A100/H100, facts §2; all both directions summed: JIA-N
-    for the IPU-Links, HGX-A100-BLOG "bi-directional speed of 600 GB/s" for NVLink), and for
-    IPU-Links times the measured share ``IPU_LINK_EFFICIENCY`` (JIA-FT)."""
+    for the IPU-Links, HGX-A100-BLOG "bi-directional speed of 600 GB/s" for NVLink), times the
+    share the link carries: for IPU-Links the measured ``IPU_LINK_EFFICIENCY`` (JIA-FT), for
+    NVLink NCCL's per-link rate over the nominal one (``nvlink_efficiency``, NCCL-TOPO)."""
     from .hardware import chip as _chip
 
     c = _chip(chip)
@@ -163,11 +190,15 @@ def intra_node_link(chip) -> Link:
     tile = c.kind == "tile"
     return Link(
         "ipu-link" if tile else "nvlink",
-        c.link_bandwidth_bytes_per_s / 2 * (IPU_LINK_EFFICIENCY if tile else 1.0),
+        c.link_bandwidth_bytes_per_s / 2 * (IPU_LINK_EFFICIENCY if tile else nvlink_efficiency(c)),
         IPU_LINK_LATENCY_S if tile else NVLINK_LATENCY_S,
         source=c.sources.get("link_bandwidth_bytes_per_s", "(user value)")
         + "; one way = half"
-        + ("; x 55/96 as measured (JIA-FT)" if tile else ""),
+        + (
+            "; x 55/96 as measured (JIA-FT)"
+            if tile
+            else f"; x {nvlink_efficiency(c):.3f}, NCCL's per-link rate (NCCL-TOPO)"
+        ),
     )
 
 
