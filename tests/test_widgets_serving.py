@@ -39,3 +39,12 @@ def test_explorer_shows_a_refusal_instead_of_a_traceback(monkeypatch):
     monkeypatch.setattr(ws.serving, "simulate", refuse)
     kw["long share"].value = 1.0
     assert isinstance(w.result, str) and "largest batch that fits" in w.result
+
+
+def test_explorer_offers_the_claims_comparison_pair_by_default():
+    """One comparator everywhere: the widget's chips default to the claims' same-generation pair."""
+    from ipusim.claims.comparisons import SAME_GENERATION
+
+    w = ws.explore(n=200)
+    chip = next(c for c in w.kwargs_widgets if c.description == "chip")
+    assert tuple(chip.options) == SAME_GENERATION == ("gc200", "a100-80gb")

@@ -9,12 +9,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import arrivals, lengths, policies, serving
+from ..claims.comparisons import SAME_GENERATION
 from ..plots import serving as plots
 from .explorer import interactive
 
 
-def explore(*, chips=("gc200", "a100-40gb"), model: str = "bert-base", n: int = 5000):
+def explore(*, chips=SAME_GENERATION, model: str = "bert-base", n: int = 5000):
     """Build the interactive explorer; returns the ``ipywidgets.interactive`` object.
+
+    ``chips``: the chips offered, by default the claims' same-generation pair
+    (``claims.comparisons.SAME_GENERATION``: GC200 and A100-80GB), as in notebook 03.
 
     Each change runs one simulation of ``n`` Poisson requests and draws the latency
     distribution and the batch sizes, with the headline numbers in the title. A setting the
