@@ -320,7 +320,7 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
         edge=gc,
         fontsize=FONT,
     )
-    _arrow(ax, (9, 7.55), (9, 6.1), both=True, lw=1.5)
+    _arrow(ax, (10.6, 7.55), (10.6, 6.1), both=True, lw=1.5)  # right of the shared-memory line
     _box(
         ax,
         6.2,
