@@ -51,6 +51,18 @@ QUOTES: dict[str, list[Quote]] = {
             0.0,
             "per byte",
         ),
+        Quote(
+            r"multiply the bytes by 8: (\d+) 80-GB GPUs",
+            r"h100-sxm  training : library\s+(\d+) chips",
+            0.0,
+            "summary, GPT-3 training GPUs",
+        ),
+        Quote(
+            r"or ([\d,]+) GC200s with the\s+activations",
+            r"gc200     training : library\s+(\d+) chips",
+            0.0,
+            "summary, GPT-3 training GC200s",
+        ),
     ],
     "02_tile_local_compute.ipynb": [
         Quote(
@@ -117,6 +129,18 @@ QUOTES: dict[str, list[Quote]] = {
             r"BERT-base (\d+) x 384 on one GC200: [\d.]+ ms, on_chip",
             0.0,
             "largest batch on chip",
+        ),
+        Quote(
+            r"and up to (\d+) × 384\n\(`tiles",
+            r"every weight on chip: (\d+)",
+            0.0,
+            "largest 384-token batch on chip",
+        ),
+        Quote(
+            r"keep batches as large as\n  (\d+) × 384",
+            r"every weight on chip: (\d+)",
+            0.0,
+            "summary, largest 384-token batch",
         ),
     ],
     "03_dynamic_batching.ipynb": [

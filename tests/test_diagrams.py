@@ -243,6 +243,12 @@ TERMS = (
     "Zipf",
     "hit rate",
     "latency",
+    "all-reduce",
+    "AMP",
+    "decode, prefill",
+    "KV cache",
+    "SM, streaming multiprocessor",
+    "vertex",
 )
 
 

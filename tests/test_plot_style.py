@@ -158,16 +158,28 @@ def test_sweep_heatmap_marks_every_cell_by_its_fit_state_with_human_labels():
     plt.close("all")
 
 
-def test_packing_sequence_colours_are_neither_chips_nor_padding_grey():
+def test_sequence_colours_are_neither_chips_nor_padding_grey():
+    """Requests, sequences and batches (packing rows, batching timelines) take SEQUENCE_COLORS."""
     import math
 
     from matplotlib.colors import to_rgb
 
-    from ipusim.plots import packing
-
     chips = list(style.CHIP_COLORS.values()) + list(style.KIND_COLORS.values())
-    assert len(packing._SEQ_COLORS) == 20
-    for c in packing._SEQ_COLORS:
+    assert len(style.SEQUENCE_COLORS) == 20
+    assert style.sequence_color(20) == style.SEQUENCE_COLORS[0]
+    for c in style.SEQUENCE_COLORS:
         assert min(math.dist(_rgb(c), _rgb(k)) for k in chips) >= style.MIN_DISTANCE, c
         r, g, b = to_rgb(c)
         assert max(r, g, b) - min(r, g, b) > 0.08, f"{c} is grey: grey means padding"
+
+
+def test_no_plot_module_takes_a_default_qualitative_colour_map():
+    """tab10/tab20 hold the chips' blue, red and purple: a plot module colours requests, rows and
+    batches from SEQUENCE_COLORS (or OTHER_COLORS) instead."""
+    from pathlib import Path
+
+    import ipusim.plots as plots
+
+    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+        bad = [ln.strip() for ln in path.read_text().splitlines() if '"tab1' in ln or '"tab2' in ln]
+        assert not bad, f"{path.name} takes a tab colour map: {bad}"

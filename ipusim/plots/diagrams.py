@@ -31,7 +31,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .. import hardware
-from .style import PHASE_COLORS, chip_color
+from .style import PHASE_COLORS, chip_color, other_color, sequence_color
 
 SERIES = (
     ("01", "Memory wall"),
@@ -320,7 +320,7 @@ def memory_hierarchy(tile="gc200", gpu="a100-80gb", ax=None):
         edge=gc,
         fontsize=FONT,
     )
-    _arrow(ax, (9, 7.55), (9, 6.1), both=True, lw=1.5)
+    _arrow(ax, (10.6, 7.55), (10.6, 6.1), both=True, lw=1.5)  # right of the shared-memory line
     _box(
         ax,
         6.2,
@@ -531,7 +531,6 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
     _queue_picture(top)
     if axes is None:
         return top
-    cmap = plt.get_cmap("tab10")
     t_end = max(float(np.max(r.finish_s)) for r in runs.values()) * 1e3
     for a, (name, r) in zip(axes, runs.items(), strict=True):
         y = np.arange(n)[::-1]
@@ -539,7 +538,7 @@ def batching_timelines(n_requests: int = 12, rate_per_s: float = 300.0, seed: in
         a.plot(arr * 1e3, y, "|", color="k", ms=6)
         bid = r.batch_id
         for i in range(n):
-            col = cmap(int(bid[i]) % 10) if bid[i] >= 0 else cmap(i % 10)
+            col = sequence_color(2 * int(bid[i]) if bid[i] >= 0 else 2 * i)  # dark shades first
             a.barh(
                 y[i],
                 (r.finish_s[i] - r.start_s[i]) * 1e3,
@@ -573,15 +572,13 @@ def _queue_picture(ax):
     ax.set_ylim(0, 2)
     ax.set_axis_off()
     for i, x in enumerate(np.linspace(0.3, 1.5, 4)):
-        ax.add_patch(Rectangle((x, 0.75), 0.22, 0.5, color=plt.get_cmap("tab10")(i)))
+        ax.add_patch(Rectangle((x, 0.75), 0.22, 0.5, color=sequence_color(2 * i)))
     ax.text(1.0, 0.35, "requests arrive", ha="center", fontsize=FONT)
     _arrow(ax, (1.85, 1.0), (2.6, 1.0))
     _box(ax, 2.7, 0.55, 3.0, 0.9, face=_GREY)
     for i in range(5):
         ax.add_patch(
-            Rectangle(
-                (3.0 + i * 0.5, 0.75), 0.35, 0.5, color=plt.get_cmap("tab10")(i + 4), alpha=0.8
-            )
+            Rectangle((3.0 + i * 0.5, 0.75), 0.35, 0.5, color=sequence_color(2 * i + 8), alpha=0.8)
         )
     ax.text(4.2, 0.25, "queue (first in, first out)", ha="center", fontsize=FONT)
     _arrow(ax, (5.8, 1.0), (6.5, 1.0))
@@ -603,7 +600,7 @@ def _queue_picture(ax):
         2.1,
         1.1,
         "device runs\none batch",
-        face=_lighten(chip_color("tile"), 0.6),
+        face=_GREY,
         fontsize=FONT,
     )
     ax.text(
@@ -657,7 +654,7 @@ def padding_rows(lengths=None, max_len: int = 512, buckets=(128, 256, 512), ax=N
         axes = [ax]
         runs, titles = runs[2:], titles[2:]
     order = np.argsort(-lens, kind="stable")
-    colors = {int(i): plt.get_cmap("tab20")(k % 20) for k, i in enumerate(order)}
+    colors = {int(i): sequence_color(k) for k, i in enumerate(order)}
     for a, p, title in zip(axes, runs, titles, strict=True):
         row_len = p.row_lengths()
         rows = {}
@@ -920,7 +917,7 @@ def embedding_lookup(row_bytes=(8, 40, 512), ax=None):
                 if s0 + b > span:
                     break
                 first, last = (s0 // g) * g, min(-(-(s0 + b) // g) * g, span)
-                rc = plt.get_cmap("tab10")((2, 4, 1)[r])
+                rc = other_color((1, 3, 0)[r])  # green, pink, orange: no chip's colour
                 ax.add_patch(
                     Rectangle(
                         (first * k, yy - 0.16),

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import to_rgb
 from matplotlib.ticker import MaxNLocator
 
-from .style import OTHER_COLORS
+from .style import SEQUENCE_COLORS as _SEQ_COLORS
 
 _PAD = "#d9d9d9"
-# sequences and packers: the second palette without its greys and black (grey is padding) and a
-# lighter shade of each, then eight more; 20 colours, none a chip's (tests/test_plot_style.py)
-_BASES = tuple(c for c in OTHER_COLORS if c not in ("#7f7f7f", "#000000"))
-_SEQ_COLORS = tuple(
-    c for base in _BASES for c in (base, tuple(0.65 + 0.35 * v for v in to_rgb(base)))
-) + ("#3b7a57", "#6b4226", "#f5c242", "#d95f02", "#66a61e", "#a6761d", "#e7298a", "#1b9e77")
 
 
 def _ax(ax, figsize=(7, 4)):
@@ -175,16 +168,17 @@ def throughput_bars(
     references: dict | None = None,
     ax=None,
     title: str | None = None,
+    chips: dict | None = None,
 ):
     """Requests/s per configuration and scenario on a log axis, one marker each (a bar's length
     on a log axis would depend on where the axis starts).
 
     ``table`` maps a scenario (e.g. "0% long") to {configuration label: requests/s}; a label
     that names a chip ("A100, ...", "IPU GC200, ...") takes the series' chip colour
-    (``plots.style``). ``claims`` maps the same scenarios to the articles' figures (black
+    (``plots.style``), or ``chips`` maps a label to the preset it runs on ("a100-80gb"). ``claims`` maps the same scenarios to the articles' figures (black
     crosses); ``references`` maps a label to a published requests/s drawn as a horizontal line.
     """
-    from .style import label_color
+    from .style import chip_color, label_color
 
     ax = _ax(ax, (10, 4.5))
     scenarios = list(table)
@@ -195,7 +189,10 @@ def throughput_bars(
     x = np.arange(len(scenarios))
     for i, cfg in enumerate(configs):
         vals = [table[s].get(cfg, np.nan) for s in scenarios]
-        col = label_color(cfg, _SEQ_COLORS[(2 * i) % 20])
+        if chips and cfg in chips:
+            col = chip_color(chips[cfg])
+        else:
+            col = label_color(cfg, _SEQ_COLORS[(2 * i) % 20])
         ax.plot(
             x + i * w,
             vals,

@@ -11,7 +11,10 @@ import numpy as np
 from .. import energy, hardware, roofline, workloads
 from .style import FIT_LABELS, OTHER_COLORS, chip_color, fit_style
 
-# memory levels and workloads take the second palette: a chip colour means a chip
+# memory levels take the second palette (a chip colour means a chip) where they are the only
+# colours of a figure (energy bars); on a roofline the steps take the colours and the ceilings are
+# told apart by line style alone, in dark grey (_CEILING_COLOR)
+_CEILING_COLOR = "#404040"
 _LEVEL_STYLE = {
     "tile SRAM": ("#009e73", "-"),
     "exchange": ("#bcbd22", "--"),
@@ -46,18 +49,18 @@ def roofline_chart(chip, steps=(), labels=None, *, ax=None, levels=None, intensi
     """Roofline of ``chip`` (one ceiling per memory level) with the ops of ``steps`` placed on it.
 
     Each op sits at (its FLOP/byte, FLOPs / its lower-bound time): on a ceiling when it runs
-    at its bound. Colour = step, marker = op kind.
+    at its bound. Colour = step, marker = op kind, line style = memory level (dark grey).
     """
     ax = _ax(ax)
     c = hardware.chip(chip)
     x = np.logspace(np.log10(intensity[0]), np.log10(intensity[1]), 200)
     lv = roofline.memory_levels(c)
     for name in levels or lv:
-        col, ls = _LEVEL_STYLE.get(name, ("k", "-"))
+        _, ls = _LEVEL_STYLE.get(name, ("k", "-"))
         ax.plot(
             x,
             roofline.attainable_flops(c, x, lv[name]),
-            color=col,
+            color=_CEILING_COLOR,
             ls=ls,
             lw=2,
             label=f"{name} {lv[name] / 1e12:,.3g} TB/s",
@@ -126,7 +129,7 @@ def capacity_chart(models, chips, *, mode="inference", batch=1, seq_len=2048, ax
     ax.plot(need, y, "D", color="#000000", ms=8, ls="none", label="bytes needed")
     for yi, n in zip(y, need, strict=True):
         ax.annotate(
-            f"{n / 1e9:,.3g} GB",
+            f"{n / 1e12:,.3g} TB" if n >= 1e12 else f"{n / 1e9:,.3g} GB",
             (n, yi),
             xytext=(0, 8),
             textcoords="offset points",
@@ -191,7 +194,9 @@ def energy_levels_chart(*, ax=None):
     names = list(energy.BYTE)
     pj = [energy.BYTE[n].pj for n in names]
     y = np.arange(len(names))
-    ax.barh(y, pj, color=[_LEVEL_STYLE[n][0] for n in names])
+    # markers, not bars: on a log axis a bar's length depends on where the axis starts
+    for yi, n, v in zip(y, names, pj, strict=True):
+        ax.plot(v, yi, "o", ms=11, color=_LEVEL_STYLE[n][0], ls="none")
     ax.axvline(
         energy.FLOP_FP16.pj,
         color="k",
@@ -200,7 +205,7 @@ def energy_levels_chart(*, ax=None):
     )
     for yi, v in zip(y, pj, strict=True):
         ax.text(
-            v * 1.1,
+            v * 1.35,
             yi,
             f"{v:,.3g} pJ/byte = {v / energy.FLOP_FP16.pj:,.0f} FLOPs",
             va="center",
@@ -211,6 +216,8 @@ def energy_levels_chart(*, ax=None):
     )
     ax.set_xscale("log")
     ax.set_xlim(0.3, max(pj) * 30)
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
     ax.set_xlabel("energy, pJ (45 nm; see ipusim.energy for sources)")
     ax.set_title("Reading one byte vs computing one FLOP")
     ax.legend(fontsize=8, loc="lower right")

@@ -142,7 +142,9 @@ def latency_cdf(results: dict, ax=None, *, target_s: float | None = None):
             color="0.3",
         )
     if target_s:
-        ax.axvline(target_s * 1e3, color="grey", ls=":", lw=1, label="target")
+        ax.axvline(
+            target_s * 1e3, color="grey", ls=":", lw=1, label=f"latency target {target_s:g} s"
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(low, 1.2)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 from cycler import cycler
+from matplotlib.colors import to_rgb
 
 # Tile chips in blues/greens, GPUs in reds/purples, darker for newer parts.
 CHIP_COLORS = {
@@ -41,6 +42,13 @@ OTHER_COLORS = (
     "#000000",
     "#b8860b",
 )
+# Sequences, requests and batches, one colour each: the second palette without its grey and black
+# (grey means padding or waiting) and a lighter shade of each, then eight more; 20 colours, none
+# a chip's (tests/test_plot_style.py).
+_SEQ_BASES = tuple(c for c in OTHER_COLORS if c not in ("#7f7f7f", "#000000"))
+SEQUENCE_COLORS = tuple(
+    c for base in _SEQ_BASES for c in (base, tuple(0.65 + 0.35 * v for v in to_rgb(base)))
+) + ("#3b7a57", "#6b4226", "#f5c242", "#d95f02", "#66a61e", "#a6761d", "#e7298a", "#1b9e77")
 # the phases of a step, on either machine (BSP traces, kernel splits, per-op bars)
 PHASE_COLORS = {
     "compute": "#009e73",
@@ -85,6 +93,11 @@ def chip_color(c) -> str:
 def other_color(i: int) -> str:
     """Colour number ``i`` (cycling) of the palette for things that are not chips."""
     return OTHER_COLORS[int(i) % len(OTHER_COLORS)]
+
+
+def sequence_color(i: int):
+    """Colour number ``i`` (cycling) of ``SEQUENCE_COLORS``: one request, sequence or batch each."""
+    return SEQUENCE_COLORS[int(i) % len(SEQUENCE_COLORS)]
 
 
 def label_color(label: str, default=None):

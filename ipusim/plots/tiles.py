@@ -45,7 +45,7 @@ def memory_heatmap(prof, ax=None, columns: int = FLOORPLAN_COLUMNS):
     )
     cb = ax.figure.colorbar(im, ax=ax, pad=0.01)
     cb.ax.axhline(limit, color=LIMIT_COLOR, lw=2)
-    cb.set_label(f"peak memory per tile (KiB)\nred line: tile limit {limit:,.0f} KiB")
+    cb.set_label(f"peak memory per tile (KiB)\nblack line: tile limit {limit:,.0f} KiB")
     ax.set_xlabel(f"tile position within its column ({per} tiles per column)")
     ax.set_ylabel(f"tile column (one row each, {columns})")
     ax.set_title(

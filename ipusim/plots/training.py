@@ -23,6 +23,20 @@ SPLIT_COLORS = {  # one colour per category of TrainingStep.split, the same in e
     "data_parallel": "#3b7a57",
     "optimizer": "#000000",
 }
+SPLIT_LABELS = {  # the same categories in words, for legends
+    "ops_compute": "compute (ops)",
+    "ops_exchange": "exchange between tiles",
+    "ops_sync": "sync",
+    "ops_streaming": "Streaming Memory copies",
+    "ops_memory": "HBM traffic",
+    "ops_launch": "kernel launches",
+    "recompute": "recomputation",
+    "tensor_parallel": "tensor-parallel all-reduces",
+    "pipeline_bubble": "pipeline bubble",
+    "pipeline_p2p": "pipeline sends between stages",
+    "data_parallel": "data-parallel gradient all-reduce",
+    "optimizer": "optimizer update",
+}
 _HATCH = {"weights": "", "gradients": "//", "optimizer": "xx", "activations": "..", "working": "--"}
 
 
@@ -113,7 +127,7 @@ def plot_step_split(steps, ax=None):
     cmap = {k: SPLIT_COLORS.get(k, "0.5") for k in keys}
     for k in keys:
         v = np.array([s.split.get(k, 0.0) / s.step_time_s for s in steps])
-        ax.barh(y, v, left=left, color=cmap[k], label=k)
+        ax.barh(y, v, left=left, color=cmap[k], label=SPLIT_LABELS.get(k, k.replace("_", " ")))
         left += v
     ax.set_yticks(y, [f"{s.model} on {s.chips} {s.chip}" for s in steps], fontsize=8)
     ax.set_xlim(0, 1)
