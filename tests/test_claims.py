@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.claims import rules
+from ipusim.claims import judges, rules
 from ipusim.claims.judges import GPU, TILE
 from ipusim.prices import Prices
 
@@ -227,6 +227,30 @@ def test_dynamic_batching_growth_is_measured(board):
         v.numbers["mean_batch_90pct_load"] / v.numbers["mean_batch_10pct_load"]
     )
     assert 1 <= v.numbers["mean_batch_10pct_load"] < v.numbers["mean_batch_90pct_load"] <= 32
+
+
+def test_dynamic_batching_mean_batch_is_steady_in_the_run_length(board):
+    """Claim 6's mean batches (replications, warm-up discarded, run doubled until precise, the rule
+    of rules.BATCHING_RULE) do not move with the run length: at the length the rule settled on
+    and at twice it, each load's estimate lies within the other's 95% interval half-width of it
+    (one short seeded run read 19.2 / 19.5 / 21.4 at 90% load as the run grew)."""
+    v = board[6]
+    n = v.numbers["requests_per_replication"]
+    at_n, at_2n = judges.mean_batches(TILE, n), judges.mean_batches(TILE, 2 * n)
+    assert at_n["heavy"]["mean"] == v.numbers["mean_batch_90pct_load"]  # the verdict's estimate
+    for load in ("light", "heavy"):
+        half = at_n[load]["hi"] - at_n[load]["mean"]
+        assert half <= rules.BATCH_HALF_WIDTH * at_n[load]["mean"]  # the precision the rule states
+        assert abs(at_2n[load]["mean"] - at_n[load]["mean"]) <= half, (load, at_n, at_2n)
+    # starting the doubling from another length gives the same verdict within the interval
+    other = claims.dynamic_batching(n_requests=3_000)
+    assert other.state == v.state
+    assert (
+        abs(other.numbers["mean_batch_90pct_load"] - v.numbers["mean_batch_90pct_load"])
+        <= v.numbers["mean_batch_90pct_load_half_width"]
+        + other.numbers["mean_batch_90pct_load_half_width"]
+    )
+    assert v.numbers["growth_x_lo"] <= v.numbers["growth_x"] <= v.numbers["growth_x_hi"]
 
 
 def test_every_verdict_follows_its_rule_from_its_own_numbers(board):
