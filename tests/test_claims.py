@@ -182,6 +182,31 @@ def test_training_cost_break_even_gives_15_percent(board):
     assert v.state == rules.price_claim(0.0, even, 0.15, True)
 
 
+def test_claim_11_and_checklist_c6_read_one_claimed_saving(monkeypatch):
+    """The claimed training saving has one home, rules.CLAIMED_TRAINING_SAVING: set to 30% there,
+    claim 11's break-even prices give a 0.70 cost ratio and the checklist's C6 asks the price at
+    which the tile chip trains 30% cheaper."""
+    from ipusim.checklist import Case, Training, run_checklist, train_estimate
+
+    monkeypatch.setattr(rules, "CLAIMED_TRAINING_SAVING", 0.30)
+    v = claims.training_cost()
+    assert "claimed saving 30%" in v.rule and "30% lower cost" in v.summary
+    for name, tokens in (("gpt-3-175b", 3e11), ("llama-2-70b", 2e12)):
+        even = v.numbers[f"break_even_usd_per_chip_hour_{name}"]
+        t = training.best_placement(name, TILE, 1024, explain=False).run(
+            tokens, usd_per_chip_hour=even
+        )
+        g = training.best_placement(name, GPU, 1024, explain=False).run(tokens)
+        assert t.cost_usd / g.cost_usd == pytest.approx(0.70, rel=1e-9)
+    tr, p = Training(models=("llama-2-70b",)), Prices()
+    r = run_checklist(Case(inference=False, training=tr, prices=p), show_progress=False)
+    gc, a100 = hardware.chip(TILE), hardware.chip(GPU)
+    m = workloads.model("llama-2-70b")
+    t, g = train_estimate(m, gc, tr, p), train_estimate(m, a100, tr, p)
+    need = 0.70 * g["usd"] / t["chip_hours"] - gc.power_w / 1e3 * p.usd_per_kwh
+    assert r["C6"].ev("claim_price_needed") == pytest.approx(need, rel=1e-9)
+
+
 def test_memory_wall_and_bottleneck_read_the_placements(board):
     t = training.best_placement("gpt-3-175b", TILE, 1024, explain=False)
     assert board[12].numbers["tile_fit"] == t.fit and board[12].numbers[

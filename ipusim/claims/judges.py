@@ -690,10 +690,11 @@ def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     gpu_cost_per_tile_hour = (
         cost_g * thr_t * HOUR_S / 1e6
     )  # the GPUs' cost of one tile chip-hour's work
-    even = comparisons.break_even_usd_per_chip_hour(gpu_cost_per_tile_hour, 1.0, e_t, 0.20)
+    claimed = rules.CLAIMED_COST_SAVING
+    even = comparisons.break_even_usd_per_chip_hour(gpu_cost_per_tile_hour, 1.0, e_t, claimed)
     equal = comparisons.break_even_usd_per_chip_hour(gpu_cost_per_tile_hour, 1.0, e_t)
     text, assumed = _price_text(p, tile, gpu)
-    state = rules.price_claim(saving, even, 0.20, assumed)
+    state = rules.price_claim(saving, even, claimed, assumed)
     numbers = {
         "tile_seq_per_s_per_chip": thr_t,
         "gpu_seq_per_s_per_chip": thr_g,
@@ -709,7 +710,7 @@ def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     }
     summary = (
         f"at {text}: the {tile} costs {cost_t / cost_g:.2f}x the {gpu} per sequence ({saving:+.0%} saving); "
-        f"20% saving needs the {tile} at {even:.2f} USD/chip-hour; energy per sequence at board power "
+        f"{claimed:.0%} saving needs the {tile} at {even:.2f} USD/chip-hour; energy per sequence at board power "
         f"{numbers['board_energy_j_per_seq_tile'] * 1e3:.0f} vs {numbers['board_energy_j_per_seq_gpu'] * 1e3:.0f} mJ "
         f"(simulated {numbers['simulated_energy_j_per_seq_tile'] * 1e3:.1f} vs "
         f"{numbers['simulated_energy_j_per_seq_gpu'] * 1e3:.1f} mJ)"
@@ -719,7 +720,7 @@ def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
         "same throughput, 20-30% lower hardware cost",
         state,
         summary,
-        rules.PRICE_RULE + "; claimed saving 20%",
+        rules.PRICE_RULE + f"; claimed saving {claimed:.0%}",
         numbers,
         {
             "chips": f"{tile} vs {gpu}, one chip per replica",
@@ -730,7 +731,7 @@ def hardware_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
         "hardware_cost",
         ["05_poc_checklist.ipynb"],
         break_even=f"{tile} price {even:.2f} USD/chip-hour (today {p.chip_hour(tile):.2f}, {gpu} "
-        f"{p.chip_hour(gpu):.2f}): at or below it the 20% saving holds",
+        f"{p.chip_hour(gpu):.2f}): at or below it the {claimed:.0%} saving holds",
         chips=(tile, gpu),
         prices=p,
     )
@@ -877,6 +878,7 @@ def training_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
     p = _prices(prices)
     tile, gpu = pair(11, tile, gpu)
     text, assumed = _price_text(p, tile, gpu)
+    claimed = rules.CLAIMED_TRAINING_SAVING
     numbers, evens, savings = {}, [], []
     for name, tokens in TRAINING_TOKENS.items():
         t = _train(name, tile, CHIPS_TRAINING).run(
@@ -885,27 +887,27 @@ def training_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
         g = _train(name, gpu, CHIPS_TRAINING).run(
             tokens, usd_per_chip_hour=p.chip_hour(gpu), usd_per_kwh=p.usd_per_kwh
         )
-        even = run_break_even(t, g, 0.15)
+        even = run_break_even(t, g, claimed)
         numbers[f"cost_ratio_{name}_x"] = t.cost_usd / g.cost_usd
         numbers[f"break_even_usd_per_chip_hour_{name}"] = even
         numbers[f"equal_cost_usd_per_chip_hour_{name}"] = run_break_even(t, g)
         evens.append(even)
         savings.append(1 - t.cost_usd / g.cost_usd)
     even = min(evens)
-    state = rules.price_claim(min(savings), even, 0.15, assumed)
+    state = rules.price_claim(min(savings), even, claimed, assumed)
     summary = (
         f"at {text}: {tile} / {gpu} training cost "
         + ", ".join(
             f"{k[11:-2]} {v:.2f}x" for k, v in numbers.items() if k.startswith("cost_ratio")
         )
-        + f"; 15% lower cost on both needs the {tile} at {even:.2f} USD/chip-hour or less"
+        + f"; {claimed:.0%} lower cost on both needs the {tile} at {even:.2f} USD/chip-hour or less"
     )
     return _verdict(
         11,
         "70B-175B training 15-20% cheaper",
         state,
         summary,
-        rules.PRICE_RULE + "; claimed saving 15%",
+        rules.PRICE_RULE + f"; claimed saving {claimed:.0%}",
         numbers,
         {
             "clusters": f"{CHIPS_TRAINING} x {tile} vs {CHIPS_TRAINING} x {gpu}, fastest placement "
@@ -917,7 +919,7 @@ def training_cost(prices=None, tile=None, gpu=None) -> ClaimVerdict:
         "training_cost",
         ["05_poc_checklist.ipynb", "06_training_at_scale.ipynb"],
         break_even=f"{tile} price {even:.2f} USD/chip-hour (today {p.chip_hour(tile):.2f}): at or below it "
-        "both models train 15% cheaper",
+        f"both models train {claimed:.0%} cheaper",
         chips=(tile, gpu),
         prices=p,
     )

@@ -183,6 +183,8 @@ def variable_length(cuts: dict) -> str:
 
 
 # 9 and 11 -----------------------------------------------------------------------------
+CLAIMED_COST_SAVING = 0.20  # the low end of "20-30% lower hardware cost" (claim 9)
+CLAIMED_TRAINING_SAVING = 0.15  # the low end of "15-20% lower cost" (claim 11; checklist C6 too)
 PRICE_RULE = (
     "saving = 1 - tile cost / GPU cost; break-even = the tile chip-hour price at which the saving is the "
     "claimed one; with ASSUMED prices the verdict is depends (on the price) when the break-even price is "
