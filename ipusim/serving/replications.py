@@ -6,7 +6,8 @@ so the streams are independent). In each, the requests that arrive in the first
 biases early latencies low), and the percentile is taken over the rest. The interval is the
 Student-t interval over the ``n`` replication percentiles: mean +- t(n-1) x sd / sqrt(n), at
 ``CONFIDENCE``. Replications, not batch means: runs are short enough to repeat, and
-independent runs need no batch-size rule.
+independent runs need no batch-size rule. ``mean_batch`` applies the same warm-up rule to a run's
+mean batch size (claim 6 averages it over replications, ``ipusim.claims.rules.BATCHING_RULE``).
 """
 
 from __future__ import annotations
