@@ -79,14 +79,15 @@ def measurements(path) -> list[dict]:
     GPU step (one GPU chip per file) or a tile microbenchmark; ``ValueError`` names the first
     that is not (its line, id and the reason)."""
     from . import hardware, workloads
-    from .published import read_rows
+    from .published import numbered_rows
 
-    rows = read_rows(path)
-    if not rows:
+    numbered = numbered_rows(path)
+    if not numbered:
         raise ValueError(f"{path}: no measurements")
+    rows = [r for _, r in numbered]
     chips = set()
-    for i, r in enumerate(rows):
-        where = f"{path}, line {i + 2} (id {r['id']!r})"
+    for line, r in numbered:
+        where = f"{path}, line {line} (id {r['id']!r})"
         if r["area"] == "tile":
             _check_tile(r, where)
             continue

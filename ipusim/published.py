@@ -27,11 +27,23 @@ def _typed(row: dict) -> dict:
 
 def read_rows(path, name: str = "measurements file") -> tuple[dict, ...]:
     """Rows of a CSV in the registry's format (``published.md``), typed; ``ValueError`` names
-    the row (its line) and the column when a row is malformed."""
+    the row (its line in the file) and the column when a row is malformed. Lines that start
+    with ``#`` are comments (what was measured, how, why it differs), skipped."""
+    return tuple(r for _, r in numbered_rows(path, name))
+
+
+def numbered_rows(path, name: str = "measurements file") -> list[tuple[int, dict]]:
+    """``read_rows`` with each row's line number in the file: ``[(line, row), ...]``."""
     from ._validate import read_text_file
 
-    rows = list(csv.DictReader(io.StringIO(read_text_file(name, path), newline="")))
-    return tuple(_check(_row_or_raise(r, i + 2, path), i + 2, path) for i, r in enumerate(rows))
+    lines = read_text_file(name, path).splitlines(keepends=True)
+    kept = [i + 1 for i, line in enumerate(lines) if not line.startswith("#")]  # file line numbers
+    reader = csv.DictReader(io.StringIO("".join(lines[i - 1] for i in kept), newline=""))
+    out = []
+    for r in reader:
+        line = kept[reader.line_num - 1]  # the row's last physical line, in the file's numbering
+        out.append((line, _check(_row_or_raise(r, line, path), line, path)))
+    return out
 
 
 def _row_or_raise(r, line, path):

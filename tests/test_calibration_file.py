@@ -94,6 +94,30 @@ def test_unmatched_measurement_is_refused_with_row_and_reason(tmp_path, over, re
         calibration.measurements(_write(tmp_path / "m.csv", rows))
 
 
+def test_comment_lines_are_skipped_and_errors_name_the_file_line(tmp_path):
+    """Lines starting with # (what was measured and how) are skipped; a refused row is named by
+    its line in the file, comments counted."""
+    path = _write(
+        tmp_path / "m.csv",
+        [
+            _measurement("a100-80gb", "bert-base", 128, 8, 1.5),
+            _measurement("a100-80gb", "bert-base", 128, 32, 4.5, id="bad-row", unit="s"),
+        ],
+    )
+    text = path.read_text(encoding="utf-8")
+    path.write_text("# measured on our A100\n# median of 1,000 runs\n" + text, encoding="utf-8")
+    with pytest.raises(ValueError, match="line 5 \\(id 'bad-row'\\).*latency in ms"):
+        calibration.measurements(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text(
+        "\n".join([*lines[:4], "# a comment between rows", *lines[4:]]), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match="line 6 \\(id 'bad-row'\\)"):
+        calibration.measurements(path)
+    path.write_text("\n".join(lines[:4]), encoding="utf-8")
+    assert [r["id"] for r in calibration.measurements(path)] == ["m-bert-base-128-8"]
+
+
 def test_two_chips_in_one_file_are_refused(tmp_path):
     rows = [
         _measurement("a100-80gb", "bert-base", 128, 8, 1.5),

@@ -8,11 +8,14 @@ import pytest
 
 from ipusim import calibration, gpu, hardware, workloads
 from ipusim.checklist import case as C
-from ipusim.checklist.recalibrate import recalibrate, rejudge
+from ipusim.checklist import verdict
+from ipusim.checklist.recalibrate import recalibrate, rejudge, summary_markdown
 from ipusim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 POC = ROOT / "examples" / "poc_gpu_measurements.csv"
+POC_PYTORCH = ROOT / "examples" / "poc_a100_pytorch.csv"  # with examples/poc_case.toml
+POC_CASE = ROOT / "examples" / "poc_case.toml"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,46 @@ def test_poc_calibration_moves_the_documented_case_and_says_why(cal_file):
     assert f"{moved['launch_s']['change']:.0%} more per-kernel cost" in text
     assert f"moves {res['score_change']:.1f} points towards the GC200" in text
     assert f"decision stays {res['after'].decision.upper()}" in text and not res["changed"]
+
+
+def test_poc_example_near_the_threshold_changes_the_decision_and_says_why(tmp_path):
+    """examples/poc_a100_pytorch.csv (an A100 running PyTorch without TensorRT; the file says how
+    its rows were made: tensor efficiency 0.55 and 10 us per kernel, scattered 1-4%) re-judges
+    examples/poc_case.toml, a case a few points below PILOT on the default GPU: calibration
+    recovers the parameters the rows were made with, the A100's capacity at the target falls,
+    the cost reason moves and the decision goes from STAY to PILOT, with a margin on both sides
+    wider than the 5 points of the policy's rate reason; the report names what moved and why."""
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", "--measurements", str(POC_PYTORCH), "--out", str(out)]) == 0
+    params = calibration.load(out)
+    res = rejudge(C.load_case(POC_CASE), params)
+    moved = {m["parameter"]: m for m in res["moved"]}
+    assert moved["tensor_efficiency"]["calibrated"] == pytest.approx(0.55, rel=0.03)
+    assert moved["launch_s"]["calibrated"] == pytest.approx(10e-6, rel=0.10)
+    before, after = res["before"].verdict, res["after"].verdict
+    assert (before.decision, after.decision) == ("stay", "pilot") and res["changed"]
+    pilot = verdict.POLICY["pilot_at"]
+    assert before.score <= pilot - 5 and after.score >= pilot + 5, (before.score, after.score)
+    cap = {
+        k: {r["candidate"].split()[0]: r["capacity_req_s"] for r in rep["C2"].tables["throughput"]}
+        for k, rep in (("before", res["before"]), ("after", res["after"]))
+    }
+    assert cap["after"]["a100-80gb*"] < 0.9 * cap["before"]["a100-80gb"]
+    assert cap["after"]["gc200"] == pytest.approx(cap["before"]["gc200"])
+    assert res["why"][0].startswith("C2, C4:")  # the cost reason moved most
+    drop = cap["after"]["a100-80gb*"] / cap["before"]["a100-80gb"] - 1
+    assert f"C2 a100-80gb x1: {cap['after']['a100-80gb*']:,.0f} req/s" in "\n".join(res["why"])
+    md = summary_markdown(res, "cal.toml")
+    for name in ("tensor_efficiency", "launch_s"):
+        assert f"| {name}" in md and f"{moved[name]['change']:+.1%}" in md
+    assert f"({drop:+.1%})" in md and "The decision **changed**" in md
+    assert "Verdict before: **STAY" in md and "After: **PILOT" in md
+    # docs/validation.md states these numbers for this file and case
+    text = (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert f"tensor efficiency {moved['tensor_efficiency']['calibrated']:.2f}" in text
+    assert f"{moved['launch_s']['calibrated'] * 1e6:.1f} us per kernel" in text
+    assert f"from STAY ({before.score:+.1f}) to PILOT ({after.score:+.1f})" in text
+    assert f"{-drop:.0%} fewer requests/s" in text
 
 
 def test_cli_checklist_calibration_reports_moves_and_verdicts(cal_file, capsys):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.claims import rules
+from ipusim.claims import judges, rules
 from ipusim.claims.judges import GPU, TILE
 from ipusim.prices import Prices
 
@@ -182,6 +182,31 @@ def test_training_cost_break_even_gives_15_percent(board):
     assert v.state == rules.price_claim(0.0, even, 0.15, True)
 
 
+def test_claim_11_and_checklist_c6_read_one_claimed_saving(monkeypatch):
+    """The claimed training saving has one home, rules.CLAIMED_TRAINING_SAVING: set to 30% there,
+    claim 11's break-even prices give a 0.70 cost ratio and the checklist's C6 asks the price at
+    which the tile chip trains 30% cheaper."""
+    from ipusim.checklist import Case, Training, run_checklist, train_estimate
+
+    monkeypatch.setattr(rules, "CLAIMED_TRAINING_SAVING", 0.30)
+    v = claims.training_cost()
+    assert "claimed saving 30%" in v.rule and "30% lower cost" in v.summary
+    for name, tokens in (("gpt-3-175b", 3e11), ("llama-2-70b", 2e12)):
+        even = v.numbers[f"break_even_usd_per_chip_hour_{name}"]
+        t = training.best_placement(name, TILE, 1024, explain=False).run(
+            tokens, usd_per_chip_hour=even
+        )
+        g = training.best_placement(name, GPU, 1024, explain=False).run(tokens)
+        assert t.cost_usd / g.cost_usd == pytest.approx(0.70, rel=1e-9)
+    tr, p = Training(models=("llama-2-70b",)), Prices()
+    r = run_checklist(Case(inference=False, training=tr, prices=p), show_progress=False)
+    gc, a100 = hardware.chip(TILE), hardware.chip(GPU)
+    m = workloads.model("llama-2-70b")
+    t, g = train_estimate(m, gc, tr, p), train_estimate(m, a100, tr, p)
+    need = 0.70 * g["usd"] / t["chip_hours"] - gc.power_w / 1e3 * p.usd_per_kwh
+    assert r["C6"].ev("claim_price_needed") == pytest.approx(need, rel=1e-9)
+
+
 def test_memory_wall_and_bottleneck_read_the_placements(board):
     t = training.best_placement("gpt-3-175b", TILE, 1024, explain=False)
     assert board[12].numbers["tile_fit"] == t.fit and board[12].numbers[
@@ -227,6 +252,30 @@ def test_dynamic_batching_growth_is_measured(board):
         v.numbers["mean_batch_90pct_load"] / v.numbers["mean_batch_10pct_load"]
     )
     assert 1 <= v.numbers["mean_batch_10pct_load"] < v.numbers["mean_batch_90pct_load"] <= 32
+
+
+def test_dynamic_batching_mean_batch_is_steady_in_the_run_length(board):
+    """Claim 6's mean batches (replications, warm-up discarded, run doubled until precise, the rule
+    of rules.BATCHING_RULE) do not move with the run length: at the length the rule settled on
+    and at twice it, each load's estimate lies within the other's 95% interval half-width of it
+    (one short seeded run read 19.2 / 19.5 / 21.4 at 90% load as the run grew)."""
+    v = board[6]
+    n = v.numbers["requests_per_replication"]
+    at_n, at_2n = judges.mean_batches(TILE, n), judges.mean_batches(TILE, 2 * n)
+    assert at_n["heavy"]["mean"] == v.numbers["mean_batch_90pct_load"]  # the verdict's estimate
+    for load in ("light", "heavy"):
+        half = at_n[load]["hi"] - at_n[load]["mean"]
+        assert half <= rules.BATCH_HALF_WIDTH * at_n[load]["mean"]  # the precision the rule states
+        assert abs(at_2n[load]["mean"] - at_n[load]["mean"]) <= half, (load, at_n, at_2n)
+    # starting the doubling from another length gives the same verdict within the interval
+    other = claims.dynamic_batching(n_requests=3_000)
+    assert other.state == v.state
+    assert (
+        abs(other.numbers["mean_batch_90pct_load"] - v.numbers["mean_batch_90pct_load"])
+        <= v.numbers["mean_batch_90pct_load_half_width"]
+        + other.numbers["mean_batch_90pct_load_half_width"]
+    )
+    assert v.numbers["growth_x_lo"] <= v.numbers["growth_x"] <= v.numbers["growth_x_hi"]
 
 
 def test_every_verdict_follows_its_rule_from_its_own_numbers(board):

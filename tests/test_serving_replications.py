@@ -92,3 +92,18 @@ def test_serve_replications_json(capsys):
 def test_serve_replications_refused_where_it_does_not_apply(capsys):
     assert main(["serve", "--rate", "10:20:10", "--replications", "3"]) == 2
     assert "--replications" in capsys.readouterr().err
+
+
+def test_mean_batch_discards_the_warm_up_batches():
+    """``mean_batch`` counts, at full size, each batch carrying a request that arrived after the
+    warm-up; with no warm-up it is the run's own mean batch."""
+    arr = arrivals.poisson(600.0, 2_000, seed=5)
+    r = batching.simulate(
+        arr, 1, P.Dynamic(16, 0.002), S.fixed_service(0.004, per_request_s=0.001, max_batch=16)
+    )
+    assert replications.mean_batch(r, 0.0) == pytest.approx(r.summary()["mean_batch"])
+    sizes = np.bincount(r.batch_id)
+    late = np.unique(r.batch_id[arr >= arr[0] + 0.5 * (arr[-1] - arr[0])])
+    assert replications.mean_batch(r, 0.5) == pytest.approx(sizes[late].mean())
+    with pytest.raises(ValueError, match="warmup_fraction"):
+        replications.mean_batch(r, 1.0)

@@ -37,11 +37,33 @@ def _reasons(verdict) -> dict:
     return {r.checks: r for r in verdict.reasons}
 
 
+def _capacities(report) -> dict:
+    """C2's requests/s at the p99 target per candidate, keyed by the preset's name (a calibrated
+    chip ``<preset>*`` under its preset's)."""
+    c2 = report.checks.get("C2")
+    rows = c2.tables.get("throughput", []) if c2 is not None else []
+    return {r["candidate"].replace("*", ""): r["capacity_req_s"] for r in rows}
+
+
+def _capacity_moves(before, after, case) -> list[str]:
+    """One line per candidate whose capacity at the p99 target the calibration moved: the link
+    from the parameters to the cost reason."""
+    b, a = _capacities(before), _capacities(after)
+    target = f"p99 <= {case.slo_p99_s * 1e3:g} ms"
+    return [
+        f"C2 {name}: {a[name]:,.0f} req/s at {target} as calibrated, {b[name]:,.0f} with the "
+        f"preset ({a[name] / b[name] - 1:+.1%})"
+        for name in a
+        if name in b and b[name] > 0 and a[name] != b[name]
+    ]
+
+
 def rejudge(case, params: dict, *, show_progress: bool = False) -> dict:
     """Run the checklist on ``case`` before and after the calibration ``params`` (from
     ``calibration.load``). Returns ``moved`` (``calibration.moved``), ``before`` and ``after``
     (``Report``), ``changed`` (the decision changed), ``score_change`` (points) and ``why``:
-    one line per reason whose weight moved, largest move first."""
+    one line per reason whose weight moved, largest move first, then each candidate whose
+    capacity at the p99 target moved (C2), then each check whose status changed."""
     from .. import tile_calibration
     from .report import run_checklist
 
@@ -61,6 +83,7 @@ def rejudge(case, params: dict, *, show_progress: bool = False) -> dict:
         + (f" (now: {ra[key].text})" if key in ra else f" (was: {rb[key].text}; gone)")
         for _, key, wb, wa in moves
     ]
+    why += _capacity_moves(before, after, case)
     for cid, c in after.checks.items():
         if cid in before.checks and before.checks[cid].status != c.status:
             why.append(f"{cid} {c.name}: {before.checks[cid].status} -> {c.status} ({c.summary})")

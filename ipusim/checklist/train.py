@@ -15,7 +15,6 @@ TRAINING_CLAIM = (
     "70B-175B parameter models trained on IPU clusters at 15-20% lower cost per dollar "
     "than GPU clusters"
 )
-CLAIMED_TRAINING_SAVING = 0.15  # the low end of "15-20%" (claim 11, ipusim.claims.training_cost)
 
 
 def training_chips(case: Case) -> list:
@@ -143,7 +142,7 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
             )
         )
     tile_c, gpu_c = chips
-    # Price at which the tile chip would be 15% cheaper to train the largest model.
+    # Price at which the tile chip would be the claimed share cheaper to train the largest model.
     # The case's own model when it is in the list (a training question is about it), else the largest.
     big = next(
         (m for m in tr.models if m.name == case.model.name), max(tr.models, key=lambda m: m.params)
@@ -151,13 +150,15 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     from .. import claims
     from ..claims import rules as claim_rules
 
+    claimed = claim_rules.CLAIMED_TRAINING_SAVING  # claim 11's, one home (ipusim.claims.rules)
+
     e_tile = tile_c.power_w / 1e3 * case.prices.usd_per_kwh
-    need = {}  # per model: the tile chip-hour price at which it trains 15% cheaper (cost is linear in it)
+    need = {}  # per model: the tile chip-hour price at which it trains `claimed` cheaper (cost is linear in it)
     for m in tr.models:
         t_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "tile")
         g_m = next(r for r in rows if r["model"] == m.name and r["kind"] == "gpu")
         need[m.name] = claims.break_even_usd_per_chip_hour(  # claim 11's one break-even rule
-            g_m["usd"], t_m["chip_hours"], e_tile * t_m["chip_hours"], CLAIMED_TRAINING_SAVING
+            g_m["usd"], t_m["chip_hours"], e_tile * t_m["chip_hours"], claimed
         )
     need_price = need[big.name]
     ev.append(
@@ -165,7 +166,7 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
             "claim_price_needed",
             need_price,
             "USD",
-            f"{tile_c.name} chip-hour price for 15% lower cost than {gpu_c.name} on {big.name}",
+            f"{tile_c.name} chip-hour price for {claimed:.0%} lower cost than {gpu_c.name} on {big.name}",
         )
     )
     judged = [m.name for m in tr.models if m.params >= 60e9] or [big.name]
@@ -175,14 +176,14 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     state = claim_rules.price_claim(
         min(1 - ratios[n] for n in judged),
         min(need[n] for n in judged),
-        CLAIMED_TRAINING_SAVING,
+        claimed,
         assumed,
     )
     verdict = (
         state
         if state != "depends"
         else (
-            f"depends on the price (15% cheaper at or below {fmt(min(need[n] for n in judged), 'USD')}/chip-hour)"
+            f"depends on the price ({claimed:.0%} cheaper at or below {fmt(min(need[n] for n in judged), 'USD')}/chip-hour)"
         )
     )
     ev.append(Evidence("claim_verdict", verdict, "", TRAINING_CLAIM))

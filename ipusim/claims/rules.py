@@ -100,10 +100,23 @@ def latency(cut: float) -> str:
 
 # 6 ------------------------------------------------------------------------------------
 BATCH_GROWTH = 1.5  # the mean batch must grow at least this much from light to heavy load (claim 6)
+BATCH_LOADS = (0.1, 0.9)  # light and heavy load, fractions of back-to-back batch-32 requests/s
+# How claim 6's mean batches are estimated. At 90% load the batcher keeps the device busy ~99.9% of
+# the time and each batch's size carries most of the next one's (lag-1 autocorrelation ~0.7), so
+# one short run's mean batch moves by +-1.5 with its length and seed (3,000 requests on a GC200:
+# 20.5 +- 1.1 over 10 seeds, against 20.8 +- 0.2 at 80,000); the warm-up from an empty queue biases
+# it low besides. Hence: independent replications, warm-up discarded, runs doubled until precise.
+BATCH_REPLICATIONS = 10  # seeded replications per load (ipusim.serving.replications.seeds)
+BATCH_HALF_WIDTH = 0.01  # stop doubling the run once the 95% interval is within +-1% of the mean
+BATCH_MAX_REQUESTS = 1_000_000  # requests per replication, at most (the doubling stops there)
 BATCHING_RULE = (
     "growth = mean batch at 90% load / mean batch at 10% load of one dynamic batcher on the tile "
     "chip (the claim is about its serving stack); supported if the batch grows at least 1.5x with "
-    "the load, contradicted otherwise"
+    f"the load, contradicted otherwise. Each mean batch is the mean over {BATCH_REPLICATIONS} "
+    "seeded replications, each without its warm-up (the requests arriving in the first tenth of its "
+    "arrival span, the rule of serve --replications), with its 95% Student-t interval; the run "
+    "length doubles from the requested one until that interval is within "
+    f"+-{BATCH_HALF_WIDTH:.0%} of the mean at both loads (at most {BATCH_MAX_REQUESTS:,} requests)"
 )
 
 
@@ -170,6 +183,8 @@ def variable_length(cuts: dict) -> str:
 
 
 # 9 and 11 -----------------------------------------------------------------------------
+CLAIMED_COST_SAVING = 0.20  # the low end of "20-30% lower hardware cost" (claim 9)
+CLAIMED_TRAINING_SAVING = 0.15  # the low end of "15-20% lower cost" (claim 11; checklist C6 too)
 PRICE_RULE = (
     "saving = 1 - tile cost / GPU cost; break-even = the tile chip-hour price at which the saving is the "
     "claimed one; with ASSUMED prices the verdict is depends (on the price) when the break-even price is "

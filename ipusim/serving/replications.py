@@ -6,7 +6,8 @@ so the streams are independent). In each, the requests that arrive in the first
 biases early latencies low), and the percentile is taken over the rest. The interval is the
 Student-t interval over the ``n`` replication percentiles: mean +- t(n-1) x sd / sqrt(n), at
 ``CONFIDENCE``. Replications, not batch means: runs are short enough to repeat, and
-independent runs need no batch-size rule.
+independent runs need no batch-size rule. ``mean_batch`` applies the same warm-up rule to a run's
+mean batch size (claim 6 averages it over replications, ``ipusim.claims.rules.BATCHING_RULE``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def seeds(seed: int, n: int) -> list[int]:
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n)]
 
 
+def warmup_rule(warmup_fraction: float = WARMUP_FRACTION) -> str:
+    """The warm-up rule in words, as the commands and the claims state it."""
+    return (
+        f"requests arriving in the first {warmup_fraction:.0%} of each run's arrival span discarded"
+    )
+
+
 def kept(arrival_s, warmup_fraction: float = WARMUP_FRACTION) -> np.ndarray:
     """Mask of the requests kept: those arriving after ``warmup_fraction`` of the arrival span."""
     a = np.asarray(arrival_s, float)
@@ -78,13 +86,34 @@ def kept(arrival_s, warmup_fraction: float = WARMUP_FRACTION) -> np.ndarray:
     return a >= a.min() + warmup_fraction * (a.max() - a.min())
 
 
+def mean_batch(result, warmup_fraction: float = WARMUP_FRACTION) -> float:
+    """Mean size of the batches of a batched ``ServingResult`` that carry a request kept after the
+    warm-up (``kept``): each such batch counted once, at its full size (a batch that straddles
+    the cut counts whole). A run's own ``mean_batch`` counts the batches of the warm-up too, which
+    starts from an empty queue and so biases a heavily loaded run's mean low."""
+    ids = np.asarray(result.batch_id)
+    served = ids >= 0
+    if not served.any():
+        raise ValueError(
+            "mean_batch needs a batched run with at least one request served "
+            "(generation runs have no batches)"
+        )
+    sizes = np.bincount(ids[served])
+    carried = np.unique(ids[served & kept(result.arrival_s, warmup_fraction)])
+    if not carried.size:
+        raise ValueError(
+            "mean_batch: no request after the warm-up was served (a run stopped early)"
+        )
+    return float(sizes[carried].mean())
+
+
 def interval(values) -> dict:
     """Mean and 95 % Student-t interval of independent replication values."""
     v = np.asarray(values, float)
     n = v.size
     half = t_quantile(n - 1) * v.std(ddof=1) / math.sqrt(n)
     m = float(v.mean())
-    return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
+    return {"mean": m, "lo": float(m - half), "hi": float(m + half), "n": n}
 
 
 def replicate(
@@ -102,8 +131,6 @@ def replicate(
             per[q].append(float(np.percentile(lat, q)))
     out = {f"latency_p{q:g}_s": interval(v) for q, v in per.items()}
     out["replications"] = int(n)
-    out["warmup_rule"] = (
-        f"requests arriving in the first {warmup_fraction:.0%} of each run's arrival span discarded"
-    )
+    out["warmup_rule"] = warmup_rule(warmup_fraction)
     out["interval"] = f"{CONFIDENCE:.0%} Student-t over independent seeded replications"
     return out
