@@ -251,3 +251,30 @@ def test_01_exercise_1_first_batch_that_does_not_fit():
     fits = roofline.sweep(["gc200"], "gpt2", range(1, 65), [1024], phase="decode").fits[0, :, 0]
     first = int(np.argmin(fits)) + 1
     assert fits[: first - 1].all() and not fits[first - 1 :].any() and first == int(m.group(1))
+
+
+# ---------------------------------------------------------------------------- 09 verdicts
+def _code(name: str) -> str:
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def _size(pattern: str, name: str) -> tuple:
+    """The (full, quick) arguments of the ``sweep_size(...)`` that ``pattern`` finds in ``name``."""
+    m = re.search(pattern + r"sweep_size\(([\d_]+), ([\d_]+)\)", _code(name))
+    assert m, f"{name}: {pattern!r} sweep_size(...) not found"
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_09_judges_claims_6_and_7_at_the_sizes_notebooks_03_and_04_use():
+    """A verdict quoted in 09 equals the one its teaching notebook prints (issue 26: a library
+    verdict is computed at the quoting notebook's size), in quick and in full mode alike."""
+    nb03 = "03_dynamic_batching.ipynb"
+    code03 = _code(nb03)
+    assert "claims.dynamic_batching(n_requests=N_GROW)" in code03
+    assert "claims.bert_throughput(n_requests=N_BERT)" in code03
+    grow, bert = _size(r"N_GROW = ", nb03), _size(r"N_BERT = ", nb03)
+    assert bert == _size(r"N_REQUESTS = config\.", "04_unpadded_inference.ipynb")
+    nb09 = "09_verdicts.ipynb"
+    assert _size(r"claims\.dynamic_batching\(n_requests=", nb09) == grow
+    assert _size(r"claims\.bert_throughput\(n_requests=", nb09) == bert
