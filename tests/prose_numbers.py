@@ -408,3 +408,26 @@ QUOTES["08_design_space.ipynb"] += [
         "summary, BERT break-even over the GC200's tiles",
     ),
 ]
+_LLAMA_LINE = r"llama-2-70b: ([\d.]+) billion parameters"
+QUOTES["08_design_space.ipynb"] += [
+    Quote(r"Llama-2-70B holds (\d+) billion parameters", _LLAMA_LINE, 0.01, "Llama-2-70B params"),
+    Quote(
+        r"About \d+ GB/s: Llama-2-70B holds ([\d.]+) billion",
+        _LLAMA_LINE,
+        0.0,
+        "exercise 2, params",
+    ),
+    Quote(
+        r"parameters, (\d+) GB in FP16:", r"parameters, (\d+) GB in FP16;", 0.0, "Llama-2-70B bytes"
+    ),
+    Quote(
+        r"Streaming Memory\n\((\d+) GB\)", r"the GC200: (\d+) GB of Streaming", 0.0, "GC200 DRAM"
+    ),
+    Quote(
+        r"the GC200 preset's (\d+) GB/s", r"Streaming Memory at (\d+) GB/s", 0.0, "GC200 DRAM rate"
+    ),
+    Quote(r"all-reduces \((\d+) GB/s on the", r"IPU-Links (\d+) GB/s", 0.0, "GC200 link rate"),
+    Quote(
+        r"chip's ([\d.]+) GB of SRAM", r"([\d.]+) GB of SRAM after code", 0.0, "exercise 2, SRAM"
+    ),
+]

@@ -279,3 +279,16 @@ def test_09_judges_claims_6_and_7_at_the_sizes_notebooks_03_and_04_use():
     nb09 = "09_verdicts.ipynb"
     assert _size(r"claims\.dynamic_batching\(n_requests=", nb09) == grow
     assert _size(r"claims\.bert_throughput\(n_requests=", nb09) == bert
+
+
+def test_08_exercise_2_closed_form_bandwidths_are_the_librarys():
+    """Exercise 2's answer: a sixteenth of Llama-2-70B's FP16 weights per 10 ms step (about 860 GB/s),
+    less what a GC200's SRAM after code holds (about 780 GB/s). Tolerance: the answer's rounding."""
+    text = _markdown("08_design_space.ipynb").split("<summary>Answers</summary>")[1]
+    m = re.search(r"About (\d+) GB/s:.*?about (\d+) GB/s\)", text, re.S)
+    assert m, "exercise 2's answer not found"
+    share = workloads.model("llama-2-70b").params * 2 / 16
+    full = share / 0.01
+    less = (share - hardware.chip("gc200").data_bytes) / 0.01
+    assert float(m.group(1)) * 1e9 == pytest.approx(full, rel=0.01)
+    assert float(m.group(2)) * 1e9 == pytest.approx(less, rel=0.01)
