@@ -400,6 +400,7 @@ QUOTES["06_training_at_scale.ipynb"] += [
         "IPU-Link nominal",
     ),
 ]
+_LLAMA_LINE = r"llama-2-70b: ([\d.]+) billion parameters"
 QUOTES["08_design_space.ipynb"] += [
     Quote(
         r"break-even at about (\d\.\d) times the GC200's",
@@ -407,9 +408,6 @@ QUOTES["08_design_space.ipynb"] += [
         0.0,
         "summary, BERT break-even over the GC200's tiles",
     ),
-]
-_LLAMA_LINE = r"llama-2-70b: ([\d.]+) billion parameters"
-QUOTES["08_design_space.ipynb"] += [
     Quote(r"Llama-2-70B holds (\d+) billion parameters", _LLAMA_LINE, 0.01, "Llama-2-70B params"),
     Quote(
         r"About \d+ GB/s: Llama-2-70B holds ([\d.]+) billion",
