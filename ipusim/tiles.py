@@ -505,7 +505,7 @@ class _Keyed:
         return isinstance(other, _Keyed) and self.key == other.key
 
 
-@plan_cache(maxsize=32)
+@plan_cache(maxsize=16)
 def _planned(c: _Keyed, s: _Keyed, seed: int):
     """(plans, program) of step ``s.value`` on chip ``c.value``, read-only, memoised by the
     chip's planned fields: a sweep of Streaming Memory or link bandwidth, clock or power plans
