@@ -467,7 +467,7 @@ NOT_PLANNED_FIELDS = (
 """Fields of a ``TileChip`` that neither the planner (``plan_step``) nor the cycle count
 (``run_program``) reads: both work in cycles and bytes per tile, and the clock, Streaming
 Memory, links, power and process only enter afterwards (seconds, streaming, energy). Chips
-that differ only in these share one plan and one program (tests/test_tiles.py checks it)."""
+that differ only in these share one plan and one program (tests/test_tiles_memo.py checks it)."""
 
 _PLANNED_FIELDS = tuple(
     f.name for f in fields(TileChip) if f.compare and f.name not in NOT_PLANNED_FIELDS
@@ -479,14 +479,10 @@ def _plan_key(c: TileChip) -> tuple:
 
 
 def _step_key(s: Step) -> tuple:
-    return (
-        s.model,
-        s.phase,
-        s.lengths.dtype.str,
-        s.lengths.tobytes(),
-        s.row_len,
-        s.dtype_bytes,
-        s.ops,
+    """Every field of ``s``, arrays as (dtype, shape, bytes): equal keys, equal steps."""
+    return tuple(
+        (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+        for v in (getattr(s, f.name) for f in fields(Step))
     )
 
 
