@@ -52,7 +52,7 @@ Only forward, prefill and decode steps are mapped (training is left to a later m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from numba import njit
@@ -75,6 +75,7 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     plan_matmul,
     plan_step,
 )
+from .tileplan.search import plan_cache
 from .workloads import Step
 
 TILES_PER_EXCHANGE_BUS = 2  # tiles sharing one exchange bus for sending (UNATTR-IPU21, conf. L)
@@ -454,6 +455,64 @@ def _fit_message(c: TileChip, s: Step, prof: TileProfile, stream_s: float) -> st
     return " ".join(lines)
 
 
+NOT_PLANNED_FIELDS = (
+    "name",
+    "clock_hz",
+    "offchip_bytes",
+    "offchip_bandwidth_bytes_per_s",
+    "link_bandwidth_bytes_per_s",
+    "power_w",
+    "process_nm",
+)
+"""Fields of a ``TileChip`` that neither the planner (``plan_step``) nor the cycle count
+(``run_program``) reads: both work in cycles and bytes per tile, and the clock, Streaming
+Memory, links, power and process only enter afterwards (seconds, streaming, energy). Chips
+that differ only in these share one plan and one program (tests/test_tiles_memo.py checks it)."""
+
+_PLANNED_FIELDS = tuple(
+    f.name for f in fields(TileChip) if f.compare and f.name not in NOT_PLANNED_FIELDS
+)
+
+
+def _plan_key(c: TileChip) -> tuple:
+    return tuple(getattr(c, f) for f in _PLANNED_FIELDS)
+
+
+def _step_key(s: Step) -> tuple:
+    """Every field of ``s``, arrays as (dtype, shape, bytes): equal keys, equal steps."""
+    return tuple(
+        (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+        for v in (getattr(s, f.name) for f in fields(Step))
+    )
+
+
+class _Keyed:
+    """A value passed through a memoised function under a hashable key of its own."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key, value):
+        self.key, self.value = key, value
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, _Keyed) and self.key == other.key
+
+
+@plan_cache(maxsize=16)
+def _planned(c: _Keyed, s: _Keyed, seed: int):
+    """(plans, program) of step ``s.value`` on chip ``c.value``, read-only, memoised by the
+    chip's planned fields: a sweep of Streaming Memory or link bandwidth, clock or power plans
+    each step once (``clear_plan_cache`` empties it with the planner's caches)."""
+    plans = map_step(c.value, s.value, seed=seed)
+    prog = run_program(c.value, plans)
+    for a in (prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count):
+        a.flags.writeable = False
+    return plans, prog
+
+
 def profile(
     c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
 ) -> TileProfile:
@@ -479,8 +538,7 @@ def profile(
             f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from"
         )
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
-    plans = map_step(c, s, seed=seed)
-    prog = run_program(c, plans)
+    plans, prog = _planned(_Keyed(_plan_key(c), c), _Keyed(_step_key(s), s), seed)
 
     base, placed, temporary, peak_op = _memory(c, s, plans)
     onchip_peak = (base + placed + temporary).max()

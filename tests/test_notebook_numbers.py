@@ -152,10 +152,11 @@ def test_every_registered_quote_is_in_the_prose(name):
     assert not missing, f"{name}: quoted numbers no longer in the prose: {missing}"
 
 
-def test_a_quote_that_disagrees_with_its_output_is_a_problem():
+def test_a_quote_that_disagrees_with_its_output_is_a_problem(monkeypatch):
     import prose_numbers
 
     name = "08_design_space.ipynb"
+    monkeypatch.setitem(prose_numbers.QUOTES, name, prose_numbers.QUOTES[name][:1])
     md = "the break-even moves from about 3,650 tiles at batch 32"
     assert prose_numbers.problems(name, md, "break-even at 3,651-3,651 tiles") == []
     bad = prose_numbers.problems(name, md, "break-even at 5,090-5,090 tiles")
@@ -251,3 +252,43 @@ def test_01_exercise_1_first_batch_that_does_not_fit():
     fits = roofline.sweep(["gc200"], "gpt2", range(1, 65), [1024], phase="decode").fits[0, :, 0]
     first = int(np.argmin(fits)) + 1
     assert fits[: first - 1].all() and not fits[first - 1 :].any() and first == int(m.group(1))
+
+
+# ---------------------------------------------------------------------------- 09 verdicts
+def _code(name: str) -> str:
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def _size(pattern: str, name: str) -> tuple:
+    """The (full, quick) arguments of the ``sweep_size(...)`` that ``pattern`` finds in ``name``."""
+    m = re.search(pattern + r"sweep_size\(([\d_]+), ([\d_]+)\)", _code(name))
+    assert m, f"{name}: {pattern!r} sweep_size(...) not found"
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_09_judges_claims_6_and_7_at_the_sizes_notebooks_03_and_04_use():
+    """A verdict quoted in 09 equals the one its teaching notebook prints (issue 26: a library
+    verdict is computed at the quoting notebook's size), in quick and in full mode alike."""
+    nb03 = "03_dynamic_batching.ipynb"
+    code03 = _code(nb03)
+    assert "claims.dynamic_batching(n_requests=N_GROW)" in code03
+    assert "claims.bert_throughput(n_requests=N_BERT)" in code03
+    grow, bert = _size(r"N_GROW = ", nb03), _size(r"N_BERT = ", nb03)
+    assert bert == _size(r"N_REQUESTS = config\.", "04_unpadded_inference.ipynb")
+    nb09 = "09_verdicts.ipynb"
+    assert _size(r"claims\.dynamic_batching\(n_requests=", nb09) == grow
+    assert _size(r"claims\.bert_throughput\(n_requests=", nb09) == bert
+
+
+def test_08_exercise_2_closed_form_bandwidths_are_the_librarys():
+    """Exercise 2's answer: a sixteenth of Llama-2-70B's FP16 weights per 10 ms step (about 860 GB/s),
+    less what a GC200's SRAM after code holds (about 780 GB/s). Tolerance: the answer's rounding."""
+    text = _markdown("08_design_space.ipynb").split("<summary>Answers</summary>")[1]
+    m = re.search(r"About (\d+) GB/s:.*?about (\d+) GB/s\)", text, re.S)
+    assert m, "exercise 2's answer not found"
+    share = workloads.model("llama-2-70b").params * 2 / 16
+    full = share / 0.01
+    less = (share - hardware.chip("gc200").data_bytes) / 0.01
+    assert float(m.group(1)) * 1e9 == pytest.approx(full, rel=0.01)
+    assert float(m.group(2)) * 1e9 == pytest.approx(less, rel=0.01)

@@ -208,6 +208,25 @@ def test_plot_predicted_vs_published(monkeypatch):
         pv.predicted_vs_published([])
 
 
+def test_validation_figure_colours_areas_with_the_second_palette():
+    """Chips' colours are for chips only (issue 26): every area, the tile and GPU areas too, has
+    its own colour from ``plots.style.OTHER_COLORS``, and no point is drawn in a chip's colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    from ipusim.plots import style
+    from ipusim.plots import validation as pv
+
+    colours = [pv.AREA_COLORS[a] for a in V.AREAS]
+    assert len(set(colours)) == len(colours) and set(colours) <= set(style.OTHER_COLORS)
+    chip = {*style.CHIP_COLORS.values(), *style.KIND_COLORS.values()}
+    ax = pv.predicted_vs_published(V.validate("packing") + V.validate("embeddings"))
+    drawn = {to_hex(ln.get_color()) for ln in ax.get_lines() if ln.get_marker() in ("s", "o")}
+    assert drawn and not drawn & chip
+
+
 def test_cached_predictions_follow_tile_parameter_overrides():
     from ipusim import tile_calibration as tc
 

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import KIND_COLORS, axes, finish
+from ..published import AREAS
+from .style import axes, finish, other_color
 
-AREA_COLORS = {  # the two machine kinds in their chip colours, other areas from the second palette
-    "tile": KIND_COLORS["tile"],
-    "gpu": KIND_COLORS["gpu"],
-    "training": "#e377c2",
-    "serving": "#e69f00",
-    "embeddings": "#8c564b",
-    "packing": "#7f7f7f",
-}
+AREA_COLORS = {area: other_color(i) for i, area in enumerate(AREAS)}
+"""One colour per area of the registry, from the second palette (``plots.style.OTHER_COLORS``):
+an area is not a chip, so not even the tile and GPU areas borrow a chip's colour."""
 USE_MARKERS = {
     "calibration": "s",
     "check": "o",

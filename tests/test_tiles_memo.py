@@ -1,0 +1,75 @@
+"""tiles.profile plans a step once per chip's planned fields: chips that differ only in
+``tiles.NOT_PLANNED_FIELDS`` (clock, Streaming Memory, links, power, process, name) share one
+plan and one program, and the result equals a fresh simulation bit for bit."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ipusim import hardware, tileplan, tiles, workloads
+
+STEP = workloads.step("bert-base", [128] * 8, pad_to=128)
+# a small chip whose BERT-base step streams its weights, so the Streaming Memory fields matter
+BASE = hardware.chip("gc200").replace(tiles=736, sram_per_tile_bytes=256 * 1024)
+CHANGES = {
+    "name": "other",
+    "clock_hz": 1.9e9,
+    "offchip_bytes": 2 * BASE.offchip_bytes,
+    "offchip_bandwidth_bytes_per_s": 3 * BASE.offchip_bandwidth_bytes_per_s,
+    "link_bandwidth_bytes_per_s": 5 * BASE.link_bandwidth_bytes_per_s,
+    "power_w": 2 * BASE.power_w,
+    "process_nm": 7.0,
+}
+
+
+def _same(a, b):
+    assert (a.time_s, a.fits, a.fit_message, a.energy_j) == (
+        b.time_s,
+        b.fits,
+        b.fit_message,
+        b.energy_j,
+    )
+    assert a.split == b.split and a.energy_split == b.energy_split and a.extra == b.extra
+    for k in ("op_time_s", "unit_busy_s", "unit_memory_bytes"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+    assert a.op_split.keys() == b.op_split.keys()
+    for k in a.op_split:
+        np.testing.assert_array_equal(a.op_split[k], b.op_split[k])
+
+
+def test_every_not_planned_name_is_a_chip_field():
+    names = {f.name for f in dataclasses.fields(hardware.TileChip)}
+    assert set(CHANGES) == set(tiles.NOT_PLANNED_FIELDS) <= names
+
+
+@pytest.mark.parametrize("field", tiles.NOT_PLANNED_FIELDS)
+def test_memoised_plan_equals_a_fresh_one(field):
+    other = BASE.replace(**{field: CHANGES[field]})
+    tiles.profile(BASE, STEP)  # plans the step for BASE's planned fields
+    reused = tiles.profile(other, STEP)
+    assert reused.plans is tiles.profile(BASE, STEP).plans  # one plan for both chips
+    tileplan.clear_plan_cache()
+    fresh = tiles.profile(other, STEP)
+    assert reused.plans is not fresh.plans  # the first came from the memo, the second did not
+    _same(reused.result, fresh.result)
+    assert reused.result.chip == other.name and reused.result.board_power_w == other.power_w
+
+
+def test_streaming_time_follows_the_bandwidth_on_a_shared_plan():
+    fast = BASE.replace(offchip_bandwidth_bytes_per_s=2 * BASE.offchip_bandwidth_bytes_per_s)
+    a, b = tiles.simulate(BASE, STEP), tiles.simulate(fast, STEP)
+    assert a.extra["weights"] == "streamed"
+    assert b.split["streaming"] == pytest.approx(a.split["streaming"] / 2, rel=1e-12)
+    assert b.split["compute"] == a.split["compute"]
+
+
+def test_a_planned_field_is_planned_again():
+    more = BASE.replace(tiles=1472)
+    assert tiles.profile(more, STEP).plans is not tiles.profile(BASE, STEP).plans
+
+
+def test_shared_program_is_read_only():
+    prog = tiles.profile(BASE, STEP).program
+    with pytest.raises(ValueError):
+        prog.comp[0, 0] = 0.0
