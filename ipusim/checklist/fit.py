@@ -129,11 +129,24 @@ def check_fit(case: Case, ctx: Context | None = None) -> Check:
             if r["placement"] == "does not fit" and r["candidate"] not in nowhere
         ]
         parts = []
-        if placed_only:
+        served = [  # a serving replica was built from the placement (Context.fit, kind "placed")
+            c.label
+            for c in case.candidates
+            if c.label in placed_only and any(p.kind == "placed" for p in ctx.fit(c)["placements"])
+        ]
+        if served:
             parts.append(
-                f"{', '.join(placed_only)}: fits by tensor/pipeline/data placement (ipusim.placement) "
-                "for one sequence, but no serving replica was built from it (it fits one chip, or no "
-                "batch fits its tensor x pipeline chips in every phase), so C2-C5 cannot price it"
+                f"{', '.join(served)}: no pipeline of whole layers on the chips given, nor streamed "
+                "weights on one chip, fits by the fit rule; it fits only by a tensor/pipeline/data "
+                "placement (ipusim.placement, the placement column) on some or all of the chips "
+                "given, and C2-C5 serve it as replicas of that placement"
+            )
+        if set(placed_only) - set(served):
+            parts.append(
+                f"{', '.join(c for c in placed_only if c not in served)}: fits by tensor/pipeline/data "
+                "placement (ipusim.placement) for one sequence, but no serving replica was built from "
+                "it (it fits one chip, or no batch fits its tensor x pipeline chips in every phase), so "
+                "C2-C5 cannot price it"
             )
         if bad:
             parts.append(

@@ -17,13 +17,45 @@ from .split import split_proposal
 # ---------------------------------------------------------------------------------------
 # C2 Throughput at the latency target
 # ---------------------------------------------------------------------------------------
+def on_chips_given(ctx: Context, cand):
+    """The deployment C2 runs on the chips as given, and how many replicas of it they hold.
+
+    Rule: among the candidate's searched deployments that meet the p99 target (capacity per
+    replica > 0) and whose placement uses at most ``cand.count`` chips, the one that carries the
+    most on the chips given, ``cand.count // placement.chips`` replicas x its capacity per
+    replica (ties go to the cheaper, ``Context.best``'s order). Any placement counts: one chip,
+    a pipeline over several, or a tensor/pipeline placement (kind "placed", found on the chips
+    given), streamed or not. ``(None, 0)`` when no such deployment exists, e.g. every fitting
+    placement needs more chips than given; C4 then still prices ``Context.best`` scaled to the
+    offered rate."""
+    deps = [
+        ctx.cost(cand, d)
+        for d in ctx.search(cand)
+        if d.capacity_per_replica > 0 and d.placement.chips <= cand.count
+    ]
+    if not deps:
+        return None, 0
+    dep = max(
+        deps,
+        key=lambda d: (
+            cand.count // d.placement.chips * d.capacity_per_replica,
+            -d.usd_per_million,
+            d.capacity_per_replica,
+        ),
+    )
+    return dep, cand.count // dep.placement.chips
+
+
 def check_throughput(case: Case, ctx: Context | None = None) -> Check:
-    """C2: the best batching policy of each candidate, its capacity at the p99 target."""
+    """C2: the best batching policy of each candidate, its capacity at the p99 target on the
+    chips as given (``on_chips_given``: replicas of the deployment that carries the most on
+    them), and whether that carries the offered rate."""
     ctx = ctx or Context(case)
     rows, ev = [], []
     slo = case.slo_p99_s
     fastest = math.inf
     straddles = []  # candidates whose p99 interval at the offered rate contains the target
+    scaled = []  # (candidate, Context.best): what C4 scales to the offered rate
     median = int(np.median(ctx.lengths))
     for cand in case.candidates:
         dep = ctx.best(cand)
@@ -42,6 +74,7 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
                     "policy": "none meets the target",
                     "capacity_req_s": 0.0,
                     "replicas_given": 0,
+                    "chips_per_replica": 0,
                     "p50_ms": math.nan,
                     "p99_ms": math.nan,
                     "utilization_%": math.nan,
@@ -50,8 +83,11 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
             )
             ev.append(Evidence(f"capacity.{key}", 0.0, "req/s", "no policy meets the p99 target"))
             continue
-        given = [p for p in f["given"] if p.kind == dep.placement.kind]
-        replicas = cand.count // dep.placement.chips if given else 0
+        best = dep  # the cheapest at the offered rate, which C4 scales to the chips it needs
+        scaled.append((cand, best))
+        dep, replicas = on_chips_given(ctx, cand)
+        if dep is None:  # every placement that meets the target needs more chips than given
+            dep = best
         cap_given = replicas * dep.capacity_per_replica
         if replicas:
             r = ctx.offered(cand, dep, replicas)
@@ -74,6 +110,7 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
                 "policy": dep.policy.label,
                 "capacity_req_s": cap_given,
                 "replicas_given": replicas,
+                "chips_per_replica": dep.placement.chips,
                 "p50_ms": r.latency_p50_s * 1e3 if r else math.nan,
                 "p99_ms": search.p99_s(r) * 1e3 if r else math.nan,
                 "utilization_%": search.utilization(r) * 100 if r else math.nan,
@@ -89,7 +126,16 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
             )
         )
         ev.append(
-            Evidence(f"capacity.{key}", cap_given, "req/s", f"{replicas} replica(s) as given")
+            Evidence(
+                f"capacity.{key}",
+                cap_given,
+                "req/s",
+                f"on the {cand.count} chip(s) given: {replicas} replica(s) of "
+                f"{dep.placement.chips} chip(s) x the capacity per replica"
+                if replicas
+                else f"on the {cand.count} chip(s) given: no replica, every placement that meets "
+                f"the target needs more chips ({dep.placement.chips} for {dep.placement.label})",
+            )
         )
         if r is not None:
             ev.append(
@@ -149,9 +195,24 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
     else:
         status = "warn"
         miss = [r["candidate"] for r in rows if not r["meets_slo"]]
+        held = "; ".join(
+            f"{r['candidate']}: {r['replicas_given']} replica(s) of {r['chips_per_replica']} chip(s), "
+            f"{fmt(r['capacity_req_s'], 'req/s')}"
+            for r in rows
+            if not r["meets_slo"] and r["chips_per_replica"]
+        )
+        needs = ", ".join(
+            f"{c.label} to {d.chips_needed // d.placement.chips} x {d.placement.chips} = "
+            f"{d.chips_needed} chips"
+            for c, d in scaled
+            if c.label in miss
+        )
         reason = (
             f"{', '.join(miss)} cannot carry {fmt(case.rate_per_s, 'req/s')} within the target "
-            "with the chips given; the cost check scales each to the chips it needs"
+            "with the chips given"
+            + (f" ({held})" if held else "")
+            + "; the cost check (C4) scales each to the replicas of its "
+            "cheapest deployment the offered rate needs" + (f": {needs}" if needs else "")
         )
     if straddles:
         reason += (

@@ -166,7 +166,8 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
             "claim_price_needed",
             need_price,
             "USD",
-            f"{tile_c.name} chip-hour price for {claimed:.0%} lower cost than {gpu_c.name} on {big.name}",
+            f"break-even for {big.name} alone: the {tile_c.name} chip-hour price at or below which "
+            f"{big.name} trains {claimed:.0%} cheaper than on {gpu_c.name}",
         )
     )
     judged = [m.name for m in tr.models if m.params >= 60e9] or [big.name]
@@ -179,11 +180,20 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
         claimed,
         assumed,
     )
+    # The models the claim is judged on, named wherever its price is quoted (C6's reason quotes
+    # the case's model alone, a different number).
+    claim_price = min(need[n] for n in judged)  # the verdict's break-even: every judged model
+    judged_label = (
+        f"{' and '.join(judged)}, the claim's 70B-175B models"
+        if any(m.params >= 60e9 for m in tr.models)
+        else f"{big.name}, no 70B-175B model in the case"
+    )
     verdict = (
         state
         if state != "depends"
         else (
-            f"depends on the price ({claimed:.0%} cheaper at or below {fmt(min(need[n] for n in judged), 'USD')}/chip-hour)"
+            f"depends on the price ({claimed:.0%} cheaper for each of {judged_label}, at a {tile_c.name} "
+            f"price at or below {fmt(claim_price, 'USD')}/chip-hour)"
         )
     )
     ev.append(Evidence("claim_verdict", verdict, "", TRAINING_CLAIM))
@@ -195,9 +205,10 @@ def check_training(case: Case, ctx: Context | None = None) -> Check:
     )
     reason = (
         f"at the case prices, training {big.name} on {tile_c.name} costs {fmt(ratios[big.name], 'x')} "
-        f"what it costs on {gpu_c.name}; the claim needs {tile_c.name} at or below "
-        f"{fmt(need_price, 'USD')}/chip-hour (today {fmt(case.prices.chip_hour(tile_c), 'USD')}). "
-        + TRAINING_MODEL_NOTE
+        f"what it costs on {gpu_c.name}; {big.name} alone trains {claimed:.0%} cheaper with {tile_c.name} at "
+        f"or below {fmt(need_price, 'USD')}/chip-hour (its break-even; today "
+        f"{fmt(case.prices.chip_hour(tile_c), 'USD')}), while the claim's verdict takes the lowest "
+        f"break-even of {judged_label}: {fmt(claim_price, 'USD')}/chip-hour. " + TRAINING_MODEL_NOTE
     )
     data = {"ratios": ratios, "verdict": verdict, "state": state, "big": big.name}
     return Check(
