@@ -238,24 +238,22 @@ class ServingResult:
         """(device, offered req/s, capacity req/s) of the device most overloaded, or None.
 
         A device given a share per_dev/ns of the offered rate and busy ``busy`` seconds has
-        busy x offered / ns: its busy time over the time the arrivals it served
-        took. Above 1 it was busy longer than they arrived. With a fixed batch (one request at
-        a time, say) that is the run's own load above 1, and there is no steady state, whatever
-        the run length. A batcher whose batch grows with the queue is different: below its
-        capacity it keeps the device busy by choice (smaller batches, more of them), so at high
-        load that ratio sits at 1 + the end-of-run drain over the arrival span (1.0005 and
-        1.0009 in two seeded 20,000-request runs of claim 6's batcher at 90% of the GC200's
-        batch-32 rate) though the queue is bounded; requests served per busy second over all batches measure the
-        batches it chose, not what the device can serve. Overload means the offered rate
-        exceeds what the device serves at the largest batches the policy sends when requests
-        pile up: here, requests per busy second over the device's batches that left requests
-        waiting (arrived, not yet started) when they started, which are the batches the
-        policy's size limit cut (max batch, token budget). A device with no such batch never
-        had a queue longer than one batch takes, so it kept up. In real overload nearly every
-        batch is such a batch and this capacity is the old one; the check runs only where the
-        ratio exceeds 1, so it never flags a run the ratio alone let pass. Waiting requests of
-        another queue (a router's other pool, another length bucket) also count: that can only
-        lower the capacity, toward the ratio's verdict."""
+        busy x offered / ns = its busy time over the time the arrivals it served took. With a
+        fixed batch (one request at a time, say) that is the run's own load, and above 1 there
+        is no steady state, whatever the run length. A batcher whose batch grows with the queue
+        is different: below capacity it keeps the device busy by choice (smaller batches, more
+        of them), so at high load the ratio sits at 1 + the end-of-run drain over the arrival
+        span (1.0005 and 1.0009 in two seeded 20,000-request runs of claim 6's batcher at 90% of
+        the GC200's batch-32 rate, whose queue stays bounded): requests per busy second over all
+        batches measure the batches it chose, not what the device can serve. So a device counts
+        as overloaded when its offered share exceeds its requests per busy second over its
+        batches that left requests waiting (arrived, not started) when they started: the
+        batches the policy's size limit cut (max batch, token budget), the largest it sends. A
+        device with no such batch never had more waiting than one batch takes: it kept up. In
+        real overload nearly every batch is one of them, and the capacity is the ratio's. Only
+        devices whose ratio exceeds 1 are checked, so this flags no run the ratio let pass.
+        Requests waiting in another queue (a router's other pool, another length bucket) count
+        as waiting too, which moves the capacity toward the ratio's (all batches)."""
         with np.errstate(invalid="ignore"):  # 0 busy s x an infinite offer
             over = np.flatnonzero(busy * offered / ns > 1.0)
         if not over.size:
