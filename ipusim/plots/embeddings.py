@@ -66,8 +66,8 @@ def hit_rate_vs_skew(skews, closed, simulated, ax=None, *, label="", color=None)
     return ax
 
 
-def per_watt_bars(table: list[dict], ax=None, *, reference: str | None = None):
-    """Throughput per watt relative to the best GPU of each case, or to the chip ``reference``
+def per_watt_bars(table: list[dict], ax=None, *, against: str | None = None):
+    """Throughput per watt relative to the best GPU of each case, or to the chip ``against``
     (a preset name, for example the claims' comparison GPU) (linear axis, 1 = that chip).
 
     ``table`` rows: ``case``, ``chip``, ``kind``, ``per_w`` (0 when it does not fit) and,
@@ -86,8 +86,7 @@ def per_watt_bars(table: list[dict], ax=None, *, reference: str | None = None):
             gpu_best = max(
                 r["per_w"]
                 for r in table
-                if r["case"] == case
-                and (r["chip"] == reference if reference else r["kind"] == "gpu")
+                if r["case"] == case and (r["chip"] == against if against else r["kind"] == "gpu")
             )
             row = next(r for r in table if r["case"] == case and r["chip"] == ch)
             vals.append(row["per_w"] / gpu_best if gpu_best > 0 else np.nan)
@@ -111,7 +110,7 @@ def per_watt_bars(table: list[dict], ax=None, *, reference: str | None = None):
                 )
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(cases)), cases, rotation=15, ha="right", fontsize=8)
-    ax.set_ylabel(f"throughput per watt / {reference or 'best GPU'}'s")
+    ax.set_ylabel(f"throughput per watt / {against or 'best GPU'}'s")
     ax.grid(alpha=0.3, axis="y")
     handles, _ = ax.get_legend_handles_labels()
     if "streams" in seen:
