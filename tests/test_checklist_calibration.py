@@ -144,3 +144,19 @@ def test_c2_p99_interval_and_a_straddled_target_is_said(monkeypatch):
     )
     c2 = check_throughput(case, Context(case))
     assert "straddles the 50" in c2.reason and "within the simulation's noise" in c2.reason
+
+
+def test_cost_check_says_assumption_only_when_a_price_is_a_default():
+    """C4's reason carries the placeholder-price ASSUMPTION unless every price it used (each
+    candidate's chip-hour and the energy price) is the case's own."""
+    from pathlib import Path
+
+    from ipusim.checklist import load_case
+    from ipusim.checklist.cost import _price_note
+    from ipusim.prices import PRICE_ASSUMPTION
+
+    ex = Path(__file__).parent.parent / "examples"
+    own = load_case(ex / "poc_case.toml")  # quotes for gc200, a100-80gb and kWh
+    assert "user values" in _price_note(own) and "ASSUMPTION" not in _price_note(own)
+    default = load_case(ex / "bert_base_mixed.toml")
+    assert _price_note(default) == PRICE_ASSUMPTION
