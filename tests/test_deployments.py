@@ -27,6 +27,25 @@ def gens():
     return {c: serving.generation_model(c, "gpt2", max_batch=8) for c in ("a100-80gb", "gc200")}
 
 
+@pytest.mark.parametrize("chip", ["a100-80gb", "gc200"])
+def test_tables_as_long_as_the_requests_read_hold_the_full_tables_cells(gens, chip):
+    # compare builds tables up to table_lengths: every cell a request up to those lengths reads
+    # must be the full table's, bit for bit (NaN and inf where they are)
+    mp, mc = serving.generation.table_lengths("gpt2", 300, 340)
+    assert (mp, mc) == (512, 384)  # 32 x 2^4 >= 300; 340 rounded up to a multiple of 64
+    assert serving.generation.table_lengths("gpt2", 1000, 1024) == (1024, 1024)
+    short, full = (
+        serving.generation_model(chip, "gpt2", max_batch=8, max_prompt=mp, max_ctx=mc),
+        gens[chip],
+    )
+    assert short.prefill.max_len == 512 and short.max_ctx == 384
+    np.testing.assert_array_equal(short.prefill.table, full.prefill.table[:, : mp + 1])
+    np.testing.assert_array_equal(short.decode, full.decode[:, : mc // 64 + 1])
+    np.testing.assert_array_equal(short.mixed, full.mixed[:, :, : mp // 32 + 1])
+    with pytest.raises(ValueError, match="longest_prompt"):
+        serving.generation.table_lengths("gpt2", 0, 10)
+
+
 def test_routed_run_is_each_pool_run_on_its_own_requests(gens):
     n = 300
     pr = lengths.sample_long_text_mix(n, 0.4, seed=3)

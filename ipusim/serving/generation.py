@@ -165,6 +165,32 @@ def generation_model(
     )
 
 
+def table_lengths(
+    model, longest_prompt: int, longest_ctx: int, *, prompt_step: int = 32, ctx_step: int = 64
+) -> tuple[int, int]:
+    """(max_prompt, max_ctx) of the shortest tables of ``generation_model`` whose cells for
+    prompts up to ``longest_prompt`` tokens and contexts up to ``longest_ctx`` hold the same
+    values as the full tables' (the model's ``max_positions``), bit for bit: the mixed table's
+    prompt lengths are ``prompt_step`` x powers of two (``tables.mixed_grid``), so its longest
+    prompt is the first of them at or above ``longest_prompt``; the prefill table's columns
+    below it are the same multiples of ``prompt_step`` (and the memory cliffs between them), and
+    every decode column is computed on its own, so ``max_ctx`` is ``longest_ctx`` rounded up to a
+    multiple of ``ctx_step``; both at most ``max_positions``. A caller that knows its requests
+    builds only the columns they read (a GC200 GPT-2 table up to 512-token prompts costs half
+    the machine-model steps of one up to 1,024)."""
+    from .. import workloads
+    from .tables import pow2_grid
+
+    m = workloads.model(model)
+    lp = positive("longest_prompt", longest_prompt, integer=True)
+    lc = positive("longest_ctx", longest_ctx, integer=True)
+    ps = positive("prompt_step", prompt_step, integer=True)
+    cs = positive("ctx_step", ctx_step, integer=True)
+    top = m.max_positions
+    mp = next((v for v in pow2_grid(ps, top)[:-1] if v >= lp), top)
+    return mp, min(top, -(-lc // cs) * cs)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
     """Seconds of an iteration prefilling ``nnew`` prompts beside ``old`` decoding sequences,
