@@ -86,6 +86,10 @@ def test_distribute_of_repeated_rows_equals_distribute_of_the_repeated_table():
         ("gc2", "gpt2", "prefill", [5, 77, 300, 1024], None),
         ("gc200", "gpt2", "decode", [100] * 32, None),
         ("gc2", "llama-2-7b", "prefill", [512] * 2, 512),
+        # a mixed step's rows (prompts beside decodes) and a padded batch of many alike tiles
+        ("gc200", "gpt2", "prefill", [256] * 5 + [1] * 7, None),
+        ("gc200", "gpt2", "prefill", [96] * 27, 96),
+        ("gc200", "gpt2", "prefill", [40, 40, 7, 40, 7, 7, 300], None),
     ],
 )
 def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengths, pad):
@@ -99,6 +103,68 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
             fast = tp_attention._attention_cost(s, c, r, nb)
             old = tileplan_reference.attention_cost(s, c, r, nb)
             assert _bits(fast) == _bits(old), (r, nb)
+
+
+def test_attention_cost_kernel_equals_the_dealt_tables_on_runs_of_alike_rows():
+    """Random steps of a few runs of equal lengths (the kernel skips tiles alike to one it has
+    costed, and jumps over a run once both piece counts of a tile are seen): chunk counts with
+    fewer pieces than tiles and more, with and without a remainder, bit for bit."""
+    rng = np.random.default_rng(28)
+    done = {"fewer": 0, "more": 0}
+    for _ in range(30):
+        chip = str(rng.choice(TILE_CHIPS))
+        c = hardware.chip(chip)
+        phase = str(rng.choice(["prefill", "decode"]))
+        runs = rng.integers(1, 4)
+        lengths = [
+            int(v) for _ in range(runs) for v in [rng.integers(1, 700)] * int(rng.integers(1, 12))
+        ]
+        s = workloads.step("gpt2", lengths, phase=phase)
+        keys = int(tp_attention._query_chunks(s)[1].max())
+        blocks = [1] if phase == "decode" else tp_attention._key_block_counts(keys)[:3]
+        for r in (1, 3, 7, 24):
+            done["more" if s.batch * s.model.heads * r > c.tiles else "fewer"] += 1
+            for nb in blocks:
+                fast = tp_attention._attention_cost(s, c, r, nb)
+                old = tileplan_reference.attention_cost(s, c, r, nb)
+                assert _bits(fast) == _bits(old), (chip, lengths, phase, r, nb)
+    assert min(done.values()) > 10, done
+
+
+def test_attention_cost_kernel_equals_its_plain_loop_on_small_random_inputs():
+    """Few tiles and few copies of each row, so tiles that straddle two runs of rows (which the
+    kernel must cost, never skip) often hold the slowest tile: bit for bit the plain loop."""
+    rng = np.random.default_rng(2028)
+    for _ in range(400):
+        runs = [
+            (int(rng.integers(1, 21)), float(rng.integers(1, 9) * 16))
+            for _ in range(rng.integers(1, 5))
+        ]
+        rows = np.array([v for k, v in runs for _ in range(k)])
+        keys = rows + rng.integers(0, 2) * 64.0  # prefill: keys >= rows; or equal
+        args = (
+            rows,
+            keys,
+            bool(rng.integers(0, 2)),  # decode
+            int(rng.integers(1, 4)),  # r
+            int(rng.integers(1, 4)),  # key blocks
+            64,
+            2,
+            0.9,
+            int(rng.integers(1, 7)),  # rep
+            int(rng.integers(1, 60)),  # tiles
+            64.0,
+            16.0,
+            32.0,
+            11.0,
+            7.0,
+            5.0,
+            3.0,
+            13.0,
+        )
+        fast = tp_attention._attention_cost_kernel(*args)
+        plain = tileplan_reference.attention_cost_kernel_reference(*args)
+        assert _bits(tuple(float(v) for v in fast)) == _bits(tuple(float(v) for v in plain)), args
 
 
 STEPS = [  # (chip, model, phase, batch, length, padded, unlimited)

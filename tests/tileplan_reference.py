@@ -211,3 +211,89 @@ def plain():
         {**_searches(), (_base, "_distribute"): filling(_distribute_repeated, 1)},
         on_enter=clear_plan_cache,
     )
+
+
+def attention_cost_kernel_reference(
+    rows,
+    keys,
+    decode,
+    r,
+    nb,
+    hd,
+    dt,
+    remote,
+    rep,
+    n_tiles,
+    amp_rate,
+    vector_rate,
+    sram_rate,
+    vertex,
+    amp_overhead,
+    rearrange,
+    x,
+    sync,
+):
+    """The cost kernel's per-piece loop as it was before it skipped alike tiles (every piece
+    added, its tile found by ``i * n_tiles // P``): the reference of
+    ``attention._attention_cost_kernel`` on raw inputs."""
+    B = rows.size
+    P = B * rep
+    online = nb > 1
+    tab = np.zeros(4 * B)  # row b at 4 b; np.zeros(n), a form the serving kernels compile too
+    cyc, work = 0.0, 0.0
+    for k in range(6):
+        which, first = k // 2, k % 2 == 0
+        times = 1 if first else nb - 1
+        if times == 0:
+            continue
+        for b in range(B):
+            if decode:
+                kc, qc = keys[b] / r, rows[b]
+            else:
+                kc, qc = keys[b], rows[b] / r
+            kb = kc / nb
+            area = qc * kb
+            acc = qc * hd * PARTIAL_BYTES + 2 * qc * PARTIAL_BYTES if online else 0.0
+            if which == 0:
+                fq = qc if first else 0.0
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = (qc + kb) * hd * dt
+                tab[4 * b + 2] = (fq + kb) * hd * dt * remote
+                tab[4 * b + 3] = (qc + kb) * hd * dt + area * dt + acc
+            elif which == 2:
+                oq = qc if online else 0.0
+                tab[4 * b + 0] = 2 * area * hd
+                tab[4 * b + 1] = area * dt + kb * hd * dt
+                tab[4 * b + 2] = kb * hd * dt * remote
+                out_b = qc * hd * (PARTIAL_BYTES if online else dt)
+                tab[4 * b + 3] = area * dt + kb * hd * dt + out_b + (acc - oq * hd * PARTIAL_BYTES)
+            else:
+                later = (not first) and online
+                lq = qc if later else 0.0
+                tab[4 * b + 0] = 5 * area + lq * (hd + _attention.RESCALE_FLOPS_PER_ROW)
+                tab[4 * b + 1] = 2 * area * dt + (2 * qc if later else 0.0) * hd * PARTIAL_BYTES
+                tab[4 * b + 2] = 0.0
+                tab[4 * b + 3] = 2 * area * dt + acc
+        amp = which != 1
+        rate = amp_rate if amp else vector_rate
+        cmax, xmax = 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
+        i = 0
+        while i < P:
+            t = (i * n_tiles) // P
+            f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+            while i < P and (i * n_tiles) // P == t:
+                row = 4 * (i // rep)
+                f += tab[row]
+                ld += tab[row + 1]
+                rv += tab[row + 2]
+                w += tab[row + 3]
+                cnt += 1.0
+                i += 1
+            comp = max(f / rate, ld / sram_rate) + cnt * vertex
+            if amp:
+                comp = comp + (amp_overhead + rv / rearrange)
+            cmax = max(cmax, comp)
+            xmax = max(xmax, rv / x)
+            work = max(work, w)
+        cyc += times * (sync + cmax + xmax)
+    return cyc, work
