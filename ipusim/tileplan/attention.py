@@ -216,53 +216,70 @@ def _attention_cost_kernel(
             tab[4 * B + b] = tab[4 * B + b - 1] if same else b
         # the last two tiles whose pieces are all of one run of rows: (run id, pieces) each;
         # two, as a tile's piece count alternates between two values
-        mb0, mn0, mb1, mn1, slot = -1.0, 0, -1.0, 0, 0
+        mb0 = -1.0
+        mb1 = -1.0
+        mn0 = 0
+        mn1 = 0
+        slot = 0
         # tile t holds pieces ceil(t P / T) .. ceil((t + 1) P / T) - 1 (those with i T // P = t):
         # one piece each when P <= T, else every tile some; piece i is copy j of row b
         # (with t P = T t q + t rem: the end is t q + t rem // T + (t rem % T > 0), stepped
-        # without a division: fl = t q + t rem // T, acc = t rem % T)
-        q, rem = P // n_tiles, P % n_tiles
-        i, b, j, fl, acc = 0, 0, 0, 0, 0
+        # without a division: fl = t q + t rem // T, fr = t rem % T)
+        q = P // n_tiles
+        rem = P % n_tiles
+        i = 0
+        b = 0
+        j = 0
+        fl = 0
+        fr = 0
         while i < P:
             if P <= n_tiles:
                 end = i + 1
             else:
                 fl += q
-                acc += rem
-                if acc >= n_tiles:
-                    acc -= n_tiles
+                fr += rem
+                if fr >= n_tiles:
+                    fr -= n_tiles
                     fl += 1
-                end = fl + (1 if acc > 0 else 0)
+                end = fl + 1 if fr > 0 else fl
             n = end - i
             run = tab[4 * B + b]
             last = b if j + n <= rep else b + (j + n - 1) // rep  # the row of the tile's last piece
             if tab[4 * B + last] == run:  # one run of equal rows: sums as any tile of n of them
                 if (n == mn0 and run == mb0) or (n == mn1 and run == mb1):
-                    i, j = end, j + n  # a tile like one costed, whose maxima are taken: skip
-                    if j >= rep:
-                        b, j = b + j // rep, j % rep
+                    # a tile like one costed, whose maxima are taken: skip it
+                    i = end
+                    j += n
+                    b += j // rep
+                    j = j % rep
                     if P <= n_tiles:  # one piece a tile: the rest of the run is alike too
                         while b < B and tab[4 * B + b] == run:
                             b += 1
-                        i, j = b * rep, 0
-                    elif (rem == 0 or (mb0 == mb1 and mn0 + mn1 == 2 * q + 1)) and mb0 == run:
+                        i = b * rep
+                        j = 0
+                    elif mb0 == run and (rem == 0 or (mb1 == run and mn0 + mn1 == 2 * q + 1)):
                         # both piece counts of this run seen: every tile up to the one holding
                         # the run's last piece is alike; go to that one
                         bb = b
                         while bb < B and tab[4 * B + bb] == run:
                             bb += 1
                         tl = ((bb * rep - 1) * n_tiles) // P
-                        tl_fl, tl_acc = tl * q + (tl * rem) // n_tiles, (tl * rem) % n_tiles
-                        start = tl_fl + (1 if tl_acc > 0 else 0)
+                        tl_fl = tl * q + (tl * rem) // n_tiles
+                        tl_fr = (tl * rem) % n_tiles
+                        start = tl_fl + 1 if tl_fr > 0 else tl_fl
                         if start > i:
-                            fl, acc, i = tl_fl, tl_acc, start
+                            fl = tl_fl
+                            fr = tl_fr
+                            i = start
                             b = i // rep
                             j = i - b * rep
                     continue
                 if slot == 0:
-                    mb0, mn0 = run, n
+                    mb0 = run
+                    mn0 = n
                 else:
-                    mb1, mn1 = run, n
+                    mb1 = run
+                    mn1 = n
                 slot = 1 - slot
             f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
             while i < end:
