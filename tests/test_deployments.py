@@ -84,3 +84,19 @@ def test_compare_spends_one_budget_and_every_capacity_meets_the_target(gens):
     assert c.gain("disaggregated") == best.capacity_rps / c.best("co-located").capacity_rps
     with pytest.raises(ValueError, match="kind"):
         c.best("hybrid")
+
+
+def test_rows_up_to_prices_each_row_as_lookup_s_does():
+    # the generation kernels index this table for every batch size up to their policy's
+    from ipusim.serving.generation import _rows_up_to
+    from ipusim.serving.service import lookup_s
+
+    rng = np.random.default_rng(7)
+    tab = rng.random((6, 9)) * 1e-3
+    tab[3, 4] = np.inf
+    tab.setflags(write=False)
+    for rows in (2, 5, 17):
+        out = _rows_up_to(tab, rows)
+        assert out.shape == (max(rows, 5) + 1, 9) and out.flags.c_contiguous and out.flags.writeable
+        want = [[lookup_s(tab, r, j) for j in range(9)] for r in range(out.shape[0])]
+        assert out.tobytes() == np.array(want).tobytes()
