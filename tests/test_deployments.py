@@ -100,3 +100,21 @@ def test_rows_up_to_prices_each_row_as_lookup_s_does():
         assert out.shape == (max(rows, 5) + 1, 9) and out.flags.c_contiguous and out.flags.writeable
         want = [[lookup_s(tab, r, j) for j in range(9)] for r in range(out.shape[0])]
         assert out.tobytes() == np.array(want).tobytes()
+
+
+@pytest.mark.parametrize("prompt_axis", [True, False])
+def test_counted_gaps_list_each_cell_as_the_plain_loops_do(prompt_axis):
+    import serving_reference as R
+
+    from ipusim.serving.generation import _counted_gaps
+
+    rng = np.random.default_rng(11)
+    dec = rng.random((9, 6)) * 1e-2
+    mixed = rng.random((9, 9, 4)) * 1e-2
+    shape = (9, 9, 4, 6) if prompt_axis else (9, 1, 1, 6)
+    cells = np.where(rng.random(shape) < 0.2, rng.integers(1, 50, shape), 0)
+    gap_s, gap_w = rng.random(5), rng.integers(1, 9, 5)
+    got = _counted_gaps(gap_s, gap_w, cells, dec, mixed if prompt_axis else np.zeros((0, 0, 0)))
+    want = R.counted_gaps_reference(gap_s, gap_w, cells, dec, mixed)
+    assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert got[0].size == 5 + np.count_nonzero(cells)

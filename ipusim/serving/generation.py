@@ -285,43 +285,25 @@ def _gap_cells(max_batch: int, gen: GenerationModel, static: bool) -> np.ndarray
     return np.zeros((max_batch + 1, rows, cols, dec_cols), dtype=np.int64)
 
 
-@njit(cache=True, error_model="numpy")
 def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
     gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty cell
-    ``cells[decodes, prompts, prompt column, column]`` at its iteration time: with no
+    ``cells[decodes, prompts, prompt column, column]`` in C order at its iteration time: with no
     prompts the decode step ``dec_tab[decodes, column]``, else the mixed step plus the
     decodes' attention beyond the first column (``_step_s``'s sum, the same bits). A run of
     millions of iterations fills a few thousand cells: counting them in the kernel leaves the
-    summary a few thousand entries to reduce, not one per iteration."""
-    m = gap_s.shape[0]
-    k = m
-    for d in range(
-        cells.shape[0]
-    ):  # loops: ravel() and slice copies compile shape checks (seconds)
-        for r in range(cells.shape[1]):
-            for j in range(cells.shape[2]):
-                for c in range(cells.shape[3]):
-                    if cells[d, r, j, c] != 0:
-                        k += 1
-    out_s = np.empty(k)
-    out_w = np.empty(k, dtype=np.int64)
-    for i in range(m):
-        out_s[i] = gap_s[i]
-        out_w[i] = gap_w[i]
-    for d in range(cells.shape[0]):
-        for r in range(cells.shape[1]):
-            for j in range(cells.shape[2]):
-                for c in range(cells.shape[3]):
-                    if cells[d, r, j, c] != 0:
-                        out_s[m] = (
-                            dec_tab[d, c]
-                            if r == 0
-                            else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
-                        )
-                        out_w[m] = cells[d, r, j, c]
-                        m += 1
-    return out_s, out_w
+    summary a few thousand entries to reduce, not one per iteration. NumPy (``np.nonzero``
+    lists the cells in C order): as a kernel it cost a newcomer's first run 0.5 s of compile."""
+    d, r, j, c = np.nonzero(cells)
+    s = dec_tab[d, c]
+    mix = r > 0
+    if mix.any():
+        dm, cm = d[mix], c[mix]
+        s[mix] = mixed[dm, r[mix], j[mix]] + (dec_tab[dm, cm] - dec_tab[dm, 1])
+    return (
+        np.concatenate((np.asarray(gap_s, dtype=np.float64), s)),
+        np.concatenate((np.asarray(gap_w, dtype=np.int64), cells[d, r, j, c])),
+    )
 
 
 @njit(cache=True, error_model="numpy")
