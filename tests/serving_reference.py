@@ -523,3 +523,23 @@ def decode_device_reference(
                 keep.append(r)
         run = keep
     return busy, iters
+
+
+def counted_gaps_reference(gap_s, gap_w, cells, dec_tab, mixed):
+    """Plain loops of ``ipusim.serving.generation._counted_gaps``: the listed gaps, then each
+    non-empty cell in loop order (decodes, prompts, prompt column, column) at its time."""
+    out_s, out_w = list(gap_s), list(gap_w)
+    D, R, J, C = cells.shape
+    for d in range(D):
+        for r in range(R):
+            for j in range(J):
+                for c in range(C):
+                    if cells[d, r, j, c]:
+                        t = (
+                            dec_tab[d, c]
+                            if r == 0
+                            else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
+                        )
+                        out_s.append(t)
+                        out_w.append(int(cells[d, r, j, c]))
+    return np.array(out_s, dtype=np.float64), np.array(out_w, dtype=np.int64)

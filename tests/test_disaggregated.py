@@ -143,7 +143,17 @@ def test_decode_kernel_equals_its_plain_reference(pools, seed):
     )
     got_f, got_g = np.full(n, np.nan), np.empty(int((out - 1).sum()))
     busy, iters, ng, rows, _ = D._decode_device(
-        ready, prompt, out, tab, dec.ctx_step, 8, 3000, first, got_f, got_g
+        ready,
+        np.argsort(ready, kind="stable"),
+        prompt,
+        out,
+        tab,
+        dec.ctx_step,
+        8,
+        3000,
+        first,
+        got_f,
+        got_g,
     )
     assert rows == 0 and (busy, iters) == want
     assert ng == len(want_g) == got_g.size

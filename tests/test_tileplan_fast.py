@@ -86,6 +86,10 @@ def test_distribute_of_repeated_rows_equals_distribute_of_the_repeated_table():
         ("gc2", "gpt2", "prefill", [5, 77, 300, 1024], None),
         ("gc200", "gpt2", "decode", [100] * 32, None),
         ("gc2", "llama-2-7b", "prefill", [512] * 2, 512),
+        # a mixed step's rows (prompts beside decodes) and a padded batch of many alike tiles
+        ("gc200", "gpt2", "prefill", [256] * 5 + [1] * 7, None),
+        ("gc200", "gpt2", "prefill", [96] * 27, 96),
+        ("gc200", "gpt2", "prefill", [40, 40, 7, 40, 7, 7, 300], None),
     ],
 )
 def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengths, pad):
@@ -99,6 +103,55 @@ def test_attention_cost_kernel_equals_the_dealt_tables(chip, model, phase, lengt
             fast = tp_attention._attention_cost(s, c, r, nb)
             old = tileplan_reference.attention_cost(s, c, r, nb)
             assert _bits(fast) == _bits(old), (r, nb)
+
+
+def test_attention_cost_kernel_equals_the_dealt_tables_on_runs_of_alike_rows():
+    """Random steps of a few runs of equal lengths (the kernel skips tiles alike to one it has
+    costed, and jumps over a run once both piece counts of a tile are seen): chunk counts with
+    fewer pieces than tiles and more, with and without a remainder, bit for bit."""
+    rng = np.random.default_rng(28)
+    done = {"fewer": 0, "more": 0}
+    for _ in range(30):
+        chip = str(rng.choice(TILE_CHIPS))
+        c = hardware.chip(chip)
+        phase = str(rng.choice(["prefill", "decode"]))
+        runs = rng.integers(1, 4)
+        lengths = [
+            int(v) for _ in range(runs) for v in [rng.integers(1, 700)] * int(rng.integers(1, 12))
+        ]
+        s = workloads.step("gpt2", lengths, phase=phase)
+        keys = int(tp_attention._query_chunks(s)[1].max())
+        blocks = [1] if phase == "decode" else tp_attention._key_block_counts(keys)[:3]
+        for r in (1, 3, 7, 24):
+            done["more" if s.batch * s.model.heads * r > c.tiles else "fewer"] += 1
+            for nb in blocks:
+                fast = tp_attention._attention_cost(s, c, r, nb)
+                old = tileplan_reference.attention_cost(s, c, r, nb)
+                assert _bits(fast) == _bits(old), (chip, lengths, phase, r, nb)
+    assert min(done.values()) > 10, done
+
+
+def test_attention_cost_kernel_equals_the_dealt_tables_on_few_tiles():
+    """A chip of few tiles, so that tiles straddling two runs of rows (which the kernel must
+    cost, never skip) often hold the slowest tile; random runs of lengths, bit for bit."""
+    import dataclasses
+
+    rng = np.random.default_rng(2028)
+    for _ in range(200):
+        c = dataclasses.replace(hardware.chip("gc200"), tiles=int(rng.integers(1, 40)))
+        lengths = [
+            int(v)
+            for _ in range(rng.integers(1, 5))
+            for v in [rng.integers(1, 9) * 16] * int(rng.integers(1, 21))
+        ]
+        if rng.random() < 0.5:  # a long run of short rows, then one long row: a straddling
+            lengths = [16] * int(rng.integers(8, 40)) + [int(rng.integers(20, 33)) * 16]  # tile
+        phase = str(rng.choice(["prefill", "decode"]))
+        s = workloads.step("gpt2", lengths, phase=phase)
+        r, nb = int(rng.integers(1, 4)), 1 if phase == "decode" else int(rng.integers(1, 4))
+        fast = tp_attention._attention_cost(s, c, r, nb)
+        old = tileplan_reference.attention_cost(s, c, r, nb)
+        assert _bits(fast) == _bits(old), (c.tiles, lengths, phase, r, nb)
 
 
 STEPS = [  # (chip, model, phase, batch, length, padded, unlimited)

@@ -38,7 +38,7 @@ from .disaggregated import (
     prompt_batch_limit,
     simulate_disaggregated,
 )
-from .generation import generation_model, simulate_generation
+from .generation import generation_model, simulate_generation, table_lengths
 from .result import ServingResult
 from .service import lookup_s
 
@@ -224,7 +224,12 @@ def compare(
     threshold = positive("threshold", threshold, integer=True)
     usd = {c: prices.chip_hour(c) for c in (chip_a, chip_b)}
     n_a, n_b = equal_cost_counts(usd[chip_a], usd[chip_b])
-    gen = {c: generation_model(c, model, max_batch=B) for c in (chip_a, chip_b)}
+    # tables only as long as these requests read: the same values, a fraction of the build
+    mp, mc = table_lengths(model, int(pr.max()), int((pr + out).max()))
+    gen = {
+        c: generation_model(c, model, max_batch=B, max_prompt=mp, max_ctx=mc)
+        for c in (chip_a, chip_b)
+    }
     kvb = workloads.model(model).kv_bytes_per_token()
     # each chip runs at most the sequences one of its decode steps holds at the longest context,
     # and admits at most the prompts one of its prefill passes holds
@@ -303,10 +308,11 @@ def compare(
                 )
             )
     med, rows = int(np.median(pr)), min(dec_b.values())
+    look = lookup_s.py_func  # two look-ups from Python: no kernel compiled for them
     phase_s = {
         c: {
-            "prefill_s": float(lookup_s(g.prefill.table, 1, -(-med // g.prefill.len_step))),
-            "decode_s": float(lookup_s(g.decode, rows, -(-med // g.ctx_step))),
+            "prefill_s": float(look(g.prefill.table, 1, -(-med // g.prefill.len_step))),
+            "decode_s": float(look(g.decode, rows, -(-med // g.ctx_step))),
         }
         for c, g in gen.items()
     }

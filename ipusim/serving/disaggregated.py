@@ -58,12 +58,15 @@ def decode_batch_limit(gen: GenerationModel, longest_ctx: int, cap: int) -> int:
 
 
 @njit(cache=True, error_model="numpy")
-def _decode_device(ready, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps):
+def _decode_device(
+    ready, order, prompt, out, dec_tab, ctx_step, max_batch, kv_cap, first, finish, gaps
+):
     """Continuous batching of decodes on one device (every ``out`` >= 2): writes ``finish`` and
     ``gaps`` (one gap a token after the first, in iteration order) and returns (busy s,
     iterations, gaps written, rows, mean context); rows > 0 flags a step that does not fit.
+    ``order``: ``np.argsort(ready, kind="stable")``, sorted by the caller (Numba's stable
+    argsort compiled here cost a first run 1.5 s; one stable order is the same permutation).
     Reference: ``tests/serving_reference.decode_device_reference``."""
-    order = np.argsort(ready, kind="mergesort")
     n = order.size
     rmax = dec_tab.shape[0] - 1
     run_i = np.empty(max_batch, dtype=np.int64)  # request
@@ -205,8 +208,10 @@ def simulate_disaggregated(
         idx = np.flatnonzero((np.arange(n) % ndc == d) & (out > 1))
         if idx.size:
             sub_f = np.full(idx.size, np.nan)
+            rdy = ready[idx]
             busy[d], it, written, rows, mean = _decode_device(
-                ready[idx],
+                rdy,
+                np.argsort(rdy, kind="stable"),
                 pr[idx],
                 out[idx],
                 np.ascontiguousarray(dec_tab[: B + 1] if dec_tab.shape[0] > B + 1 else dec_tab),

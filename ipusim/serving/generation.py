@@ -165,6 +165,32 @@ def generation_model(
     )
 
 
+def table_lengths(
+    model, longest_prompt: int, longest_ctx: int, *, prompt_step: int = 32, ctx_step: int = 64
+) -> tuple[int, int]:
+    """(max_prompt, max_ctx) of the shortest tables of ``generation_model`` whose cells for
+    prompts up to ``longest_prompt`` tokens and contexts up to ``longest_ctx`` hold the same
+    values as the full tables' (the model's ``max_positions``), bit for bit: the mixed table's
+    prompt lengths are ``prompt_step`` x powers of two (``tables.mixed_grid``), so its longest
+    prompt is the first of them at or above ``longest_prompt``; the prefill table's columns
+    below it are the same multiples of ``prompt_step`` (and the memory cliffs between them), and
+    every decode column is computed on its own, so ``max_ctx`` is ``longest_ctx`` rounded up to a
+    multiple of ``ctx_step``; both at most ``max_positions``. A caller that knows its requests
+    builds only the columns they read (a GC200 GPT-2 table up to 512-token prompts costs half
+    the machine-model steps of one up to 1,024)."""
+    from .. import workloads
+    from .tables import pow2_grid
+
+    m = workloads.model(model)
+    lp = positive("longest_prompt", longest_prompt, integer=True)
+    lc = positive("longest_ctx", longest_ctx, integer=True)
+    ps = positive("prompt_step", prompt_step, integer=True)
+    cs = positive("ctx_step", ctx_step, integer=True)
+    top = m.max_positions
+    mp = next((v for v in pow2_grid(ps, top)[:-1] if v >= lp), top)
+    return mp, min(top, -(-lc // cs) * cs)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _step_s(nnew, old, pre_s, dec_s, dec_first_s, mixed_s, mixed_fits):
     """Seconds of an iteration prefilling ``nnew`` prompts beside ``old`` decoding sequences,
@@ -215,14 +241,21 @@ def _admits(arrived_s, tokens, t, nrun, max_batch, kv, kv_cap):
     return arrived_s <= t and nrun < max_batch and kv + tokens <= kv_cap
 
 
-@njit(cache=True, error_model="numpy")
 def _rows_up_to(table, rows):
     """``table`` with rows 0 .. max(``rows``, its own), each row as ``lookup_s`` prices it
-    (beyond the table: whole tables in series), so that the kernels index it directly."""
-    out = np.empty((max(rows, table.shape[0] - 1) + 1, table.shape[1]))
-    for r in range(out.shape[0]):
-        for j in range(table.shape[1]):
-            out[r, j] = lookup_s(table, r, j)
+    (beyond the table: whole tables in series, ``full x`` the last row plus the rest's row, the
+    same operations), so that the kernels index it directly: a writable float64 C array (one
+    kernel signature). NumPy, row by row: a kernel here cost a newcomer's first generation run
+    0.3 s of compile for a copy."""
+    tab = np.asarray(table, dtype=np.float64)
+    rmax = tab.shape[0] - 1
+    out = np.empty((max(int(rows), rmax) + 1, tab.shape[1]))
+    out[: rmax + 1] = tab
+    for r in range(rmax + 1, out.shape[0]):
+        full = r // rmax
+        out[r] = full * tab[rmax]
+        if r - full * rmax > 0:
+            out[r] += tab[r - full * rmax]
     return out
 
 
@@ -252,43 +285,25 @@ def _gap_cells(max_batch: int, gen: GenerationModel, static: bool) -> np.ndarray
     return np.zeros((max_batch + 1, rows, cols, dec_cols), dtype=np.int64)
 
 
-@njit(cache=True, error_model="numpy")
 def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     """Every gap between tokens a generation kernel counted, as (seconds, tokens) arrays: the
     gaps it listed one by one (``gap_s``, ``gap_w``), then each non-empty cell
-    ``cells[decodes, prompts, prompt column, column]`` at its iteration time: with no
+    ``cells[decodes, prompts, prompt column, column]`` in C order at its iteration time: with no
     prompts the decode step ``dec_tab[decodes, column]``, else the mixed step plus the
     decodes' attention beyond the first column (``_step_s``'s sum, the same bits). A run of
     millions of iterations fills a few thousand cells: counting them in the kernel leaves the
-    summary a few thousand entries to reduce, not one per iteration."""
-    m = gap_s.shape[0]
-    k = m
-    for d in range(
-        cells.shape[0]
-    ):  # loops: ravel() and slice copies compile shape checks (seconds)
-        for r in range(cells.shape[1]):
-            for j in range(cells.shape[2]):
-                for c in range(cells.shape[3]):
-                    if cells[d, r, j, c] != 0:
-                        k += 1
-    out_s = np.empty(k)
-    out_w = np.empty(k, dtype=np.int64)
-    for i in range(m):
-        out_s[i] = gap_s[i]
-        out_w[i] = gap_w[i]
-    for d in range(cells.shape[0]):
-        for r in range(cells.shape[1]):
-            for j in range(cells.shape[2]):
-                for c in range(cells.shape[3]):
-                    if cells[d, r, j, c] != 0:
-                        out_s[m] = (
-                            dec_tab[d, c]
-                            if r == 0
-                            else mixed[d, r, j] + (dec_tab[d, c] - dec_tab[d, 1])
-                        )
-                        out_w[m] = cells[d, r, j, c]
-                        m += 1
-    return out_s, out_w
+    summary a few thousand entries to reduce, not one per iteration. NumPy (``np.nonzero``
+    lists the cells in C order): as a kernel it cost a newcomer's first run 0.5 s of compile."""
+    d, r, j, c = np.nonzero(cells)
+    s = dec_tab[d, c]
+    mix = r > 0
+    if mix.any():
+        dm, cm = d[mix], c[mix]
+        s[mix] = mixed[dm, r[mix], j[mix]] + (dec_tab[dm, cm] - dec_tab[dm, 1])
+    return (
+        np.concatenate((np.asarray(gap_s, dtype=np.float64), s)),
+        np.concatenate((np.asarray(gap_w, dtype=np.int64), cells[d, r, j, c])),
+    )
 
 
 @njit(cache=True, error_model="numpy")
@@ -669,16 +684,6 @@ def _static_kernel(
     _end_of_run(info, busy_out, iters, busy, 0)
 
 
-@njit(cache=True)
-def _max_sum(a, b):
-    """max(a + b) without the temporary."""
-    m = a[0] + b[0]
-    for i in range(a.shape[0]):
-        if a[i] + b[i] > m:
-            m = a[i] + b[i]
-    return m
-
-
 def simulate_generation(
     arrival_s,
     prompt_tokens,
@@ -707,7 +712,7 @@ def simulate_generation(
     pr, pr_max = tokens_and_max("prompt_tokens", prompt_tokens, n)
     out = tokens_and_max("output_tokens", output_tokens, n)[0]
     nr = positive("replicas", replicas, integer=True)
-    need_max = int(_max_sum(pr, out))
+    need_max = int((pr + out).max())  # NumPy: a kernel for it cost a first run 0.1 s of compile
     if isinstance(policy, P.Continuous) and need_max > policy.kv_capacity_tokens:
         raise ValueError(
             f"a request needs {need_max} KV tokens, more than kv_capacity_tokens "

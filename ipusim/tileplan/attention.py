@@ -160,13 +160,17 @@ def _attention_cost_kernel(
     expression in the same order as there; then the pieces (row ``i // rep`` for piece ``i``)
     dealt as ``_distribute`` deals them (a tile's pieces are consecutive; its sums are
     accumulated in piece order from zero, as there) and costed as the dealt tables are:
-    the slowest tile's compute, the slowest exchange and a sync per superstep. One kernel,
+    the slowest tile's compute, the slowest exchange and a sync per superstep. A tile whose
+    pieces are as many copies of one row as one of the last two such tiles' of a row of equal
+    values (consecutive equal rows are one run) has its sums, so adds nothing to the maxima: it is
+    skipped (a padded batch deals thousands of alike tiles; the result is the same bits). One kernel,
     no callees: each kernel Numba compiles costs a newcomer's first run a fixed share.
     Preconditions: rows, keys float64 of one size B >= 1; r, nb, rep >= 1."""
     B = rows.size
     P = B * rep
     online = nb > 1
-    tab = np.zeros(4 * B)  # row b at 4 b; np.zeros(n), a form the serving kernels compile too
+    tab = np.zeros(5 * B)  # row b at 4 b, its run id at 4 B + b; np.zeros(n), a form the
+    # serving kernels compile too
     cyc, work = 0.0, 0.0
     for k in range(6):
         which, first = k // 2, k % 2 == 0
@@ -204,18 +208,92 @@ def _attention_cost_kernel(
         amp = which != 1
         rate = amp_rate if amp else vector_rate
         cmax, xmax = 0.0, 0.0  # a tile with no piece costs 0; every column is >= 0
+        # run id of each row (tab[4 B + b]): a row equal to the one before it shares its id
+        for b in range(B):
+            same = b > 0
+            for q in range(4):
+                same = same and tab[4 * b + q] == tab[4 * (b - 1) + q]
+            tab[4 * B + b] = tab[4 * B + b - 1] if same else b
+        # the last two tiles whose pieces are all of one run of rows: (run id, pieces) each;
+        # two, as a tile's piece count alternates between two values
+        mb0 = -1.0
+        mb1 = -1.0
+        mn0 = 0
+        mn1 = 0
+        slot = 0
+        # tile t holds pieces ceil(t P / T) .. ceil((t + 1) P / T) - 1 (those with i T // P = t):
+        # one piece each when P <= T, else every tile some; piece i is copy j of row b
+        # (with t P = T t q + t rem: the end is t q + t rem // T + (t rem % T > 0), stepped
+        # without a division: fl = t q + t rem // T, fr = t rem % T)
+        q = P // n_tiles
+        rem = P % n_tiles
         i = 0
+        b = 0
+        j = 0
+        fl = 0
+        fr = 0
         while i < P:
-            t = (i * n_tiles) // P
+            if P <= n_tiles:
+                end = i + 1
+            else:
+                fl += q
+                fr += rem
+                if fr >= n_tiles:
+                    fr -= n_tiles
+                    fl += 1
+                end = fl + 1 if fr > 0 else fl
+            n = end - i
+            run = tab[4 * B + b]
+            last = b if j + n <= rep else b + (j + n - 1) // rep  # the row of the tile's last piece
+            if tab[4 * B + last] == run:  # one run of equal rows: sums as any tile of n of them
+                if (n == mn0 and run == mb0) or (n == mn1 and run == mb1):
+                    # a tile like one costed, whose maxima are taken: skip it
+                    i = end
+                    j += n
+                    b += j // rep
+                    j = j % rep
+                    if P <= n_tiles:  # one piece a tile: the rest of the run is alike too
+                        while b < B and tab[4 * B + b] == run:
+                            b += 1
+                        i = b * rep
+                        j = 0
+                    elif mb0 == run and (rem == 0 or (mb1 == run and mn0 + mn1 == 2 * q + 1)):
+                        # both piece counts of this run seen: every tile up to the one holding
+                        # the run's last piece is alike; go to that one
+                        bb = b
+                        while bb < B and tab[4 * B + bb] == run:
+                            bb += 1
+                        tl = ((bb * rep - 1) * n_tiles) // P
+                        tl_fl = tl * q + (tl * rem) // n_tiles
+                        tl_fr = (tl * rem) % n_tiles
+                        start = tl_fl + 1 if tl_fr > 0 else tl_fl
+                        if start > i:
+                            fl = tl_fl
+                            fr = tl_fr
+                            i = start
+                            b = i // rep
+                            j = i - b * rep
+                    continue
+                if slot == 0:
+                    mb0 = run
+                    mn0 = n
+                else:
+                    mb1 = run
+                    mn1 = n
+                slot = 1 - slot
             f, ld, rv, w, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
-            while i < P and (i * n_tiles) // P == t:
-                row = 4 * (i // rep)
+            while i < end:
+                row = 4 * b
                 f += tab[row]
                 ld += tab[row + 1]
                 rv += tab[row + 2]
                 w += tab[row + 3]
                 cnt += 1.0
                 i += 1
+                j += 1
+                if j == rep:
+                    j = 0
+                    b += 1
             comp = max(f / rate, ld / sram_rate) + cnt * vertex
             if amp:
                 comp = comp + (amp_overhead + rv / rearrange)

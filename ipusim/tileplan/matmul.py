@@ -98,6 +98,9 @@ def _grid_search(
     """
     best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
     least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
+    kbs = np.empty(ck.size, dtype=np.int64)  # k block of each pk, once (not once per pm, pn)
+    for d in range(ck.size):
+        kbs[d] = -(-sk // ck[d])
     for a in range(cm.size):
         pm = cm[a]
         if pm > T:
@@ -112,7 +115,7 @@ def _grid_search(
                 pk = ck[d]
                 if pm * pn * pk > T:
                     break
-                kb = -(-sk // pk)
+                kb = kbs[d]
                 red = pk > 1
                 out_b = PARTIAL_BYTES if (red or acc) else dt
                 recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
