@@ -81,6 +81,37 @@ class Prices:
     def is_assumed(self, name: str) -> bool:
         return name not in self.user_set
 
+    def assumed(self, chips) -> list[str]:
+        """Which of the prices a comparison of ``chips`` uses (each chip-hour, then ``"kwh"``)
+        are placeholders, not the user's: one rule for every report that says ASSUMED."""
+        names = [*dict.fromkeys(c.name if hasattr(c, "name") else str(c) for c in chips), "kwh"]
+        return [n for n in names if self.is_assumed(n)]
+
+    def note(self, chips) -> str:
+        """What a report says about the prices a comparison of ``chips`` uses: the placeholder
+        ASSUMPTION (``PRICE_ASSUMPTION``) when all are defaults, the defaulted ones by name and
+        value when some are, and that all are the user's own otherwise."""
+        names = [*dict.fromkeys(c.name if hasattr(c, "name") else str(c) for c in chips), "kwh"]
+        missing = self.assumed(chips)
+        if len(missing) == len(names):
+            return PRICE_ASSUMPTION
+        if not missing:
+            return (
+                "Prices: the user's own (every chip-hour price and the energy price used here "
+                "are user values, not ipusim's placeholders)"
+            )
+        shown = ", ".join(
+            f"{self.usd_per_kwh:g} USD/kWh"
+            if n == "kwh"
+            else f"{n} {self.chip_hour(n):g} USD/chip-hour"
+            for n in missing
+        )
+        return (
+            f"ASSUMPTION: placeholder price(s), not sourced: {shown}; the other prices used here "
+            "are user values. Replace them with your own quotes (config [prices] or "
+            "--price CHIP=USD, --usd-per-kwh)."
+        )
+
     def with_prices(self, chips: dict | None = None, usd_per_kwh: float | None = None) -> Prices:
         d = dict(self.usd_per_chip_hour)
         user = set(self.user_set)

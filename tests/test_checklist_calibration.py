@@ -146,17 +146,25 @@ def test_c2_p99_interval_and_a_straddled_target_is_said(monkeypatch):
     assert "straddles the 50" in c2.reason and "within the simulation's noise" in c2.reason
 
 
-def test_cost_check_says_assumption_only_when_a_price_is_a_default():
-    """C4's reason carries the placeholder-price ASSUMPTION unless every price it used (each
-    candidate's chip-hour and the energy price) is the case's own."""
+def test_reports_say_assumption_only_for_the_prices_that_are_placeholders():
+    """C4's reason and the report's Assumptions section name the placeholder prices a case
+    uses: all defaults -> the ASSUMPTION text; some -> those by name and value; none -> that
+    all are the user's (examples/poc_case.toml quotes both chips and the kWh price)."""
     from pathlib import Path
 
-    from ipusim.checklist import load_case
-    from ipusim.checklist.cost import _price_note
-    from ipusim.prices import PRICE_ASSUMPTION
+    from ipusim.checklist import load_case, run_checklist
+    from ipusim.prices import PRICE_ASSUMPTION, Prices
 
     ex = Path(__file__).parent.parent / "examples"
-    own = load_case(ex / "poc_case.toml")  # quotes for gc200, a100-80gb and kWh
-    assert "user values" in _price_note(own) and "ASSUMPTION" not in _price_note(own)
-    default = load_case(ex / "bert_base_mixed.toml")
-    assert _price_note(default) == PRICE_ASSUMPTION
+    own = load_case(ex / "poc_case.toml")
+    chips = [c.chip for c in own.candidates]
+    assert own.prices.assumed(chips) == []
+    assert "user values" in own.prices.note(chips) and "ASSUMPTION" not in own.prices.note(chips)
+    assert Prices().note(chips) == PRICE_ASSUMPTION
+    some = Prices().with_prices({"gc200": 0.9, "a100-80gb": 2.0})  # no kWh quote
+    assert some.assumed(chips) == ["kwh"]
+    assert some.note(chips).startswith("ASSUMPTION") and "0.15 USD/kWh" in some.note(chips)
+    assert "gc200" not in some.note(chips)
+    md = run_checklist(own, show_progress=False).to_markdown()
+    assumptions = md.split("## Assumptions", 1)[1]
+    assert "placeholders, not sourced" not in md and "user values" in assumptions

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -25,6 +26,10 @@ def test_plots_draw_and_return_their_axes():
     ]
     ax3 = pe.per_watt_bars(table)
     assert [p.get_height() for p in ax3.patches] == [2.0, 1.0]
+    ax4 = pe.per_watt_bars(table, against="gc200")  # relative to a named chip
+    assert [p.get_height() for p in ax4.patches] == [1.0, 0.5]
+    with pytest.raises(ValueError, match="against='h100'.*gc200"):
+        pe.per_watt_bars(table, against="h100")
     plt.close("all")
 
 

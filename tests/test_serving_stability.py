@@ -107,3 +107,23 @@ def test_adaptive_batcher_near_its_largest_batch_rate_is_stable(bert):
     assert ok.stable, ok.unstable_reason
     bad = S.simulate(A.poisson(1.1 * rate, n, seed=5), np.full(n, 128), pol, dev)
     assert not bad.stable
+
+
+def test_a_short_burst_past_capacity_is_flagged_though_no_batch_left_requests_waiting():
+    """64 requests within 1 ms, two full batches of 32 that take 10 ms each: the second takes
+    everything left, so no batch left requests waiting, yet the offer (about 63,000 req/s) is
+    about 20 times what the device serves (3,200 per busy second). The rule then reads all the
+    batches (the ratio itself) and flags it; with fewer than 100 requests no other check would."""
+    n = 64
+    r = S.simulate(
+        np.linspace(0.0, 0.001, n),
+        1,
+        P.Dynamic(32, 0.001),  # the first batch fills (32 by 0.49 ms) before its delay ends
+        S.fixed_service(0.01, max_batch=32),
+        seed=0,
+        max_waiting=None,
+    )
+    assert r.batches == 2 and r.served == n
+    assert not r.stable
+    offered, cap = _named(r.unstable_reason)
+    assert offered == pytest.approx(63_000, rel=0.01) and cap == pytest.approx(3_200, rel=0.01)

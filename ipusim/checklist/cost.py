@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .case import ASSUMPTIONS, Case
+from .case import Case
 from .context import Context
 from .evidence import Check, Evidence, fmt
 
@@ -12,18 +12,6 @@ from .evidence import Check, Evidence, fmt
 # ---------------------------------------------------------------------------------------
 # C4 Cost and energy
 # ---------------------------------------------------------------------------------------
-def _price_note(case: Case) -> str:
-    """The prices C4 used, as the report says them: the placeholder ASSUMPTION if any price of
-    the candidates' chips (or the energy price) is a default, else that all are the case's own."""
-    names = [*dict.fromkeys(c.chip.name for c in case.candidates), "kwh"]
-    if any(case.prices.is_assumed(n) for n in names):
-        return ASSUMPTIONS["prices"]
-    return (
-        "Prices: the case's own (every candidate's chip-hour and the energy price are user "
-        "values, not ipusim's placeholders)"
-    )
-
-
 def check_cost(case: Case, ctx: Context | None = None) -> Check:
     """C4: cost per million requests and energy per request, each candidate scaled to the rate."""
     ctx = ctx or Context(case)
@@ -223,7 +211,7 @@ def check_cost(case: Case, ctx: Context | None = None) -> Check:
         "Cost and energy",
         status,
         summary,
-        reason + ". " + _price_note(case),
+        reason + ". " + case.prices.note(c.chip for c in case.candidates),
         ev,
         {"cost": rows},
         "C2 capacities; chip power from hardware presets; prices from the case",

@@ -52,9 +52,9 @@ def _capacity_moves(before, after, case) -> list[str]:
     target = f"p99 <= {case.slo_p99_s * 1e3:g} ms"
     return [
         f"C2 {name}: {a[name]:,.0f} req/s at {target} as calibrated, {b[name]:,.0f} with the "
-        f"preset ({a[name] / b[name] - 1:+.1%})"
+        "preset" + (f" ({a[name] / b[name] - 1:+.1%})" if b[name] > 0 else " (from none)")
         for name in a
-        if name in b and b[name] > 0 and a[name] != b[name]
+        if name in b and a[name] != b[name]
     ]
 
 

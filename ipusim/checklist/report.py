@@ -138,7 +138,7 @@ class Report:
             "case": self.case.to_dict(),
             "verdict": self.verdict.to_dict(),
             "checks": [c.to_dict() for c in self.checks.values()],
-            "assumptions": dict(ASSUMPTIONS),
+            "assumptions": self._assumptions(),
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -217,7 +217,11 @@ class Report:
             if c.source:
                 out += [f"*Source of the numbers:* {c.source}", ""]
         out += ["## Prices", "", _md_table(self._price_rows()), ""]
-        out += ["## Assumptions", ""] + [f"- **{k}**: {a}" for k, a in ASSUMPTIONS.items()] + [""]
+        out += (
+            ["## Assumptions", ""]
+            + [f"- **{k}**: {a}" for k, a in self._assumptions().items()]
+            + [""]
+        )
         out += [f"Verdict policy (ASSUMPTION): {json.dumps(POLICY)}", ""]
         return "\n".join(out)
 
@@ -228,6 +232,12 @@ class Report:
         """The models that timed the steps and served the requests (C2's source)."""
         c2 = self.checks.get("C2")
         return c2.source if c2 is not None and c2.status != "skipped" else ""
+
+    def _assumptions(self) -> dict:
+        """``ASSUMPTIONS`` as this report's case meets them: the prices entry says which of the
+        prices the candidates use are placeholders (``Prices.note``), as C4 does."""
+        chips = [c.chip for c in self.case.candidates]
+        return {**ASSUMPTIONS, "prices": self.case.prices.note(chips)}
 
     def _price_rows(self):
         p = self.case.prices
@@ -328,7 +338,7 @@ class Report:
             "<h2>Assumptions</h2><ul>"
             + "".join(
                 f"<li class='assume'><b>{k}</b>: {html.escape(a)}</li>"
-                for k, a in ASSUMPTIONS.items()
+                for k, a in self._assumptions().items()
             )
             + "</ul>"
         )

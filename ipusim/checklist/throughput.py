@@ -91,7 +91,6 @@ def check_throughput(case: Case, ctx: Context | None = None) -> Check:
         cap_given = replicas * dep.capacity_per_replica
         if replicas:
             r = ctx.offered(cand, dep, replicas)
-            dep.offered = r
         else:
             r = None
         # Meets the target only if the p99 is within it, the run is not overloaded (queue

@@ -124,9 +124,8 @@ def decide(case, checks: dict) -> MigrationVerdict:
                 -POLICY["cost_cap"],
                 min(POLICY["cost_cap"], POLICY["cost_points_per_pct"] * weighed * 100),
             )
-            assumed = any(
-                case.prices.is_assumed(n)
-                for n in (tile["candidate"].split()[0], gpu["candidate"].split()[0])
+            assumed = bool(
+                case.prices.assumed((tile["candidate"].split()[0], gpu["candidate"].split()[0]))
             )
 
             def _change(x):

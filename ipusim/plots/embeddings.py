@@ -78,6 +78,8 @@ def per_watt_bars(table: list[dict], ax=None, *, against: str | None = None):
     ax = axes(ax, (8, 4.4))
     cases = list(dict.fromkeys(r["case"] for r in table))
     chips = list(dict.fromkeys(r["chip"] for r in table))
+    if against is not None and against not in chips:
+        raise ValueError(f"against={against!r} is not a chip of the table; its chips: {chips}")
     width = 0.8 / len(chips)
     seen = set()
     for j, ch in enumerate(chips):

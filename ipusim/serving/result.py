@@ -249,8 +249,10 @@ class ServingResult:
         as overloaded when its offered share exceeds its requests per busy second over its
         batches that left requests waiting (arrived, not started) when they started: the
         batches the policy's size limit cut (max batch, token budget), the largest it sends. A
-        device with no such batch never had more waiting than one batch takes: it kept up. In
-        real overload nearly every batch is one of them, and the capacity is the ratio's. Only
+        device with no such batch is judged by the ratio itself: a short burst (64 requests in
+        1 ms, batches of 32 that take 10 ms each) leaves none waiting behind its last batch, yet
+        its offer is 20 times what the device serves. In real overload nearly every batch is
+        one of them, and the capacity is the ratio's. Only
         devices whose ratio exceeds 1 are checked, so this flags no run the ratio let pass.
         Requests waiting in another queue (a router's other pool, another length bucket) count
         as waiting too, which moves the capacity toward the ratio's (all batches)."""
@@ -276,9 +278,10 @@ class ServingResult:
         nd = len(self.devices)
         req = np.bincount(dv[cut], weights=size[cut], minlength=nd)
         sec = np.bincount(dv[cut], weights=fi[cut] - st[cut], minlength=nd)
-        with np.errstate(invalid="ignore"):  # an infinite offer to a device with no cut batch
+        with np.errstate(invalid="ignore", divide="ignore"):  # an infinite offer; 0 busy s
             off = offered * per_dev / ns
-            cap = np.divide(req, sec, out=np.full(nd, math.inf), where=sec > 0)
+            every = np.divide(per_dev, busy, out=np.full(nd, math.inf), where=busy > 0)
+            cap = np.divide(req, sec, out=every, where=sec > 0)  # no cut batch: all batches
             load = np.zeros(nd)
             load[over] = np.nan_to_num(off[over] / cap[over], nan=0.0)
         d = int(np.argmax(load))
