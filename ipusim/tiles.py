@@ -508,8 +508,15 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     each step once (``clear_plan_cache`` empties it with the planner's caches)."""
     plans = map_step(c.value, s.value, seed=seed)
     prog = run_program(c.value, plans)
-    for a in (prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count):
-        a.flags.writeable = False
+    # every array a shared plan holds, not only the program's: a caller's edit of one chip's
+    # plan would otherwise change the plan every chip with the same planned fields is handed
+    per_plan = ((p.weights, p.temp) for p in plans)
+    per_phase = ((f.flops, f.load, f.vertices, f.recv, f.send) for p in plans for f in p.phases)
+    program = ((prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count),)
+    for group in (*per_plan, *per_phase, *program):
+        for a in group:
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
     return plans, prog
 
 

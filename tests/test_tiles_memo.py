@@ -73,3 +73,15 @@ def test_shared_program_is_read_only():
     prog = tiles.profile(BASE, STEP).program
     with pytest.raises(ValueError):
         prog.comp[0, 0] = 0.0
+
+
+def test_shared_plans_are_read_only_too():
+    """The plans a memoised profile hands out (weights, temporaries, every phase's per-tile
+    arrays) are shared with every chip of the same planned fields: none can be edited in place."""
+    plans = tiles.profile(BASE, STEP).plans
+    arrays = [a for p in plans for a in (p.weights, p.temp)]
+    arrays += [a for p in plans for f in p.phases for a in (f.flops, f.load, f.recv, f.send)]
+    assert arrays
+    for a in arrays:
+        with pytest.raises(ValueError):
+            a[...] = 0
