@@ -484,8 +484,9 @@ def dynamic_batching(n_requests: int = 20_000, tile=None, gpu=None) -> ClaimVerd
         else ""
     )
     summary = (
-        f"a dynamic batcher (up to 32, 2 ms) on a {tile}: mean batch {light['mean']:.1f} at 10% "
-        f"load, {heavy['mean']:.1f} +- {heavy['hi'] - heavy['mean']:.1f} at 90% "
+        f"a dynamic batcher (up to 32, 2 ms) on a {tile}: mean batch {light['mean']:.1f} at "
+        f"{rules.BATCH_LOADS[0]:.0%} load, {heavy['mean']:.1f} +- {heavy['hi'] - heavy['mean']:.1f} "
+        f"at {rules.BATCH_LOADS[1]:.0%} "
         f"({growth:.1f}x{straddle}); the same batcher on an {gpu} grows "
         f"{numbers['gpu_growth_x']:.1f}x: not special to any chip"
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from ..serving.replications import CONFIDENCE as _CONFIDENCE
+from ..serving.replications import WARMUP_FRACTION as _WARMUP
 from .verdict import CONTRADICTED, DEPENDS, SUPPORTED
 
 # 1 ------------------------------------------------------------------------------------
@@ -110,13 +112,14 @@ BATCH_REPLICATIONS = 10  # seeded replications per load (ipusim.serving.replicat
 BATCH_HALF_WIDTH = 0.01  # stop doubling the run once the 95% interval is within +-1% of the mean
 BATCH_MAX_REQUESTS = 1_000_000  # requests per replication, at most (the doubling stops there)
 BATCHING_RULE = (
-    "growth = mean batch at 90% load / mean batch at 10% load of one dynamic batcher on the tile "
-    "chip (the claim is about its serving stack); supported if the batch grows at least 1.5x with "
-    f"the load, contradicted otherwise. Each mean batch is the mean over {BATCH_REPLICATIONS} "
-    "seeded replications, each without its warm-up (the requests arriving in the first tenth of its "
-    "arrival span, the rule of serve --replications), with its 95% Student-t interval; the run "
-    "length doubles from the requested one until that interval is within "
-    f"+-{BATCH_HALF_WIDTH:.0%} of the mean at both loads (at most {BATCH_MAX_REQUESTS:,} requests)"
+    f"growth = mean batch at {BATCH_LOADS[1]:.0%} load / mean batch at {BATCH_LOADS[0]:.0%} load "
+    "of one dynamic batcher on the tile chip (the claim is about its serving stack); supported if "
+    f"the batch grows at least {BATCH_GROWTH:g}x with the load, contradicted otherwise. Each mean "
+    f"batch is the mean over {BATCH_REPLICATIONS} seeded replications, each without its warm-up "
+    f"(the requests arriving in the first {_WARMUP:.0%} of its arrival span, the rule of serve "
+    f"--replications), with its {_CONFIDENCE:.0%} Student-t interval; the run length doubles from "
+    f"the requested one until that interval is within +-{BATCH_HALF_WIDTH:.0%} of the mean at both "
+    f"loads (at most {BATCH_MAX_REQUESTS:,} requests)"
 )
 
 
