@@ -474,6 +474,7 @@ def result_of(
         latency_target_s=float(latency_target_s),
         max_waiting=plan.max_waiting,
         capacity_rps=capacity_rps(devices, plan) if capacity else float("nan"),
+        queues=(plan.qoff, plan.qidx) if len(plan.qoff) > 2 else None,
     )
 
 

@@ -85,6 +85,9 @@ class ServingResult:
     # (s) and how many tokens waited each (sum of weights = output tokens - requests)
     gap_s: np.ndarray | None = field(default=None, repr=False)
     gap_weight: np.ndarray | None = field(default=None, repr=False)
+    # several queues (length buckets, a router's pools): the plan's (offsets [nq + 1], request
+    # ids by queue then arrival), shared, not copied; None for one queue
+    queues: tuple | None = field(default=None, repr=False)
 
     def _per_request(self, j: int) -> np.ndarray:
         a = self.times[j]
@@ -254,8 +257,10 @@ class ServingResult:
         its offer is 20 times what the device serves. In real overload nearly every batch is
         one of them, and the capacity is the ratio's. Only
         devices whose ratio exceeds 1 are checked, so this flags no run the ratio let pass.
-        Requests waiting in another queue (a router's other pool, another length bucket) count
-        as waiting too, which moves the capacity toward the ratio's (all batches)."""
+        With several queues (length buckets, a router's pools) a batch counts when requests of
+        its own queue were waiting: one counted across all queues took nearly every batch of a
+        bucketed batcher at 90% of its rate, moving the capacity to the ratio's (all batches)
+        and flagging runs whose queue stays bounded."""
         with np.errstate(invalid="ignore"):  # 0 busy s x an infinite offer
             over = np.flatnonzero(busy * offered / ns > 1.0)
         if not over.size:
@@ -270,11 +275,18 @@ class ServingResult:
             st, fi, dv = np.empty(nb), np.empty(nb), np.empty(nb, dtype=np.int16)
             for out, a in zip((st, fi, dv), self.times, strict=True):
                 out[bid[ok]] = a[ok]
-        order = np.argsort(st, kind="stable")
-        st_o = st[order]
-        started = np.cumsum(size[order])[np.searchsorted(st_o, st_o, "right") - 1]
-        waiting = np.searchsorted(self.arrival_s, st_o, "right") > started
-        cut = order[waiting]
+        if self.queues is None:
+            cut = _left_waiting(np.argsort(st, kind="stable"), st, size, self.arrival_s)
+        else:  # per queue: a batch leaves waiting only requests it could have taken
+            qoff, qidx = self.queues
+            parts = [np.zeros(0, dtype=np.int64)]
+            for k in range(len(qoff) - 1):
+                ids = qidx[qoff[k] : qoff[k + 1]]
+                b = np.unique(bid[ids])
+                b = b[b >= 0]
+                order = b[np.argsort(st[b], kind="stable")]
+                parts.append(_left_waiting(order, st, size, self.arrival_s[ids]))
+            cut = np.concatenate(parts)
         nd = len(self.devices)
         req = np.bincount(dv[cut], weights=size[cut], minlength=nd)
         sec = np.bincount(dv[cut], weights=fi[cut] - st[cut], minlength=nd)
@@ -377,3 +389,12 @@ def _between_tokens(gap_s, gap_weight) -> dict:
         "tbt_p99_s": float(q[1]),
         "tbt_mean_s": float(np.dot(gap_s, gap_weight) / gap_weight.sum()),
     }
+
+
+def _left_waiting(order, st, size, arrival_s):
+    """The batches of ``order`` (batch ids of one queue, by start) that left requests waiting:
+    more of ``arrival_s`` (that queue's arrivals, sorted) had arrived by their start than
+    batches starting by then took (``size`` requests each, starting at ``st``)."""
+    st_o = st[order]
+    started = np.cumsum(size[order])[np.searchsorted(st_o, st_o, "right") - 1]
+    return order[np.searchsorted(arrival_s, st_o, "right") > started]
