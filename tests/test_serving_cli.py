@@ -352,3 +352,25 @@ def test_serve_generation_prints_ttft_and_per_token_tbt(capsys):
     ):
         code, _, err = _run(capsys, *gen, *bad)
         assert code == 2 and msg in err and "Traceback" not in err
+
+
+def test_serve_builds_only_the_lengths_it_reads_with_the_same_results(
+    tmp_path, monkeypatch, capsys
+):
+    """With the full table not cached, ``serve`` builds the chip's table only up to its longest
+    request (rounded up to the length step): the same cells bit for bit, so the same results."""
+    import numpy as np
+
+    from ipusim.serving import tables
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tables, "_memory", {})
+    args = ("--rate", "500", "--requests", "3000", "--max-batch", "8")
+    short = _json(capsys, *args)
+    with tables.only_cached():
+        part = serving.chip_service("gc200", "bert-base", max_batch=8, max_len=128)
+        with pytest.raises(tables.NotCached):
+            serving.chip_service("gc200", "bert-base", max_batch=8)
+    full = serving.chip_service("gc200", "bert-base", max_batch=8)  # built now
+    assert np.array_equal(full.table[:, :129], part.table)
+    assert _json(capsys, *args) == short  # now from the full table

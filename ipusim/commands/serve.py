@@ -296,16 +296,30 @@ def _replications(args, rate, n, pol, dev) -> dict:
     return replications.replicate(one, args.replications, seed=args.seed)
 
 
-def _chip_service(args, rows: int, shortest: int):
+def _chip_service(args, rows: int, shortest: int, longest: int | None):
     """The chip's service table: from the cache when it is there; otherwise one shortest request
-    is simulated first, so that a model that fits nowhere is refused before a table is built."""
-    try:
-        with tables.only_cached():
-            dev = serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
-    except tables.NotCached:
-        dev = None
+    is simulated first, so that a model that fits nowhere is refused before a table is built.
+
+    ``longest``: the longest request the run reads (None: any length). When the full table
+    (every length up to the model's ``max_positions``) is not cached, a padded table only up
+    to ``longest`` rounded up to the table's length step is used instead: its cells hold the
+    same values as the full table's, bit for bit (``tables.time_table``: columns are computed
+    at multiples of the step and at the memory cliffs between them, each length charged the
+    next one computed, rows per column alone), so the run's results are the same, and a first
+    ``serve`` of the default lengths (16-128 tokens) builds a quarter of BERT-base's table."""
+    from .. import workloads
+
+    full = _service_or_none(args, rows, None)
+    dev = full
+    max_len = None
+    if full is None and longest is not None and not args.packed:
+        step = serving.chip_service.__kwdefaults__["len_step"]
+        top = workloads.model(args.model).max_positions
+        if longest <= top and -(-longest // step) * step < top:
+            max_len = -(-longest // step) * step
+            dev = _service_or_none(args, rows, max_len)
     if dev is None or not np.isfinite(dev.table[1, 1:]).any():
-        from .. import machine, workloads  # only when the table is not cached
+        from .. import machine  # only when the table is not cached
 
         one = machine.simulate(args.chip, workloads.step(args.model, [shortest], pad_to=shortest))
         if one.fit == "does_not_fit":
@@ -313,7 +327,20 @@ def _chip_service(args, rows: int, shortest: int):
                 f"{args.model} does not fit {args.chip} even at batch 1 "
                 f"({shortest} tokens): {one.fit_message.split('. ')[0]}"
             )
-    return dev or serving.chip_service(args.chip, args.model, max_batch=rows, packed=args.packed)
+    return dev or serving.chip_service(
+        args.chip, args.model, max_batch=rows, packed=args.packed, max_len=max_len
+    )
+
+
+def _service_or_none(args, rows: int, max_len: int | None):
+    """The chip's service table up to ``max_len`` tokens if cached, else None."""
+    try:
+        with tables.only_cached():
+            return serving.chip_service(
+                args.chip, args.model, max_batch=rows, packed=args.packed, max_len=max_len
+            )
+    except tables.NotCached:
+        return None
 
 
 def _output_tokens(text, n, seed):
@@ -578,7 +605,9 @@ def run(args) -> int:
     elif args.service == "exponential":
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
-        dev = _chip_service(args, rows, int(lens.min()))
+        # replications draw other lengths: any length then
+        longest = None if args.replications >= 2 else int(lens.max())
+        dev = _chip_service(args, rows, int(lens.min()), longest)
     out, last = [], None
     for rate in rates:
         a = arr if rate is None else _arrivals(args, rate, n)
