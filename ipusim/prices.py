@@ -29,14 +29,19 @@ DEFAULT_USD_PER_CHIP_HOUR = MappingProxyType(
     }
 )
 DEFAULT_USD_PER_KWH = 0.15
+_REPLACE = "Replace them with your own quotes (config [prices] or --price CHIP=USD, --usd-per-kwh)."
 PRICE_ASSUMPTION = (
     "ASSUMPTION: chip-hour and energy prices are placeholders, not sourced (the project has no "
     "price list; prices vary by vendor, contract and year). The articles compare 'an IPU of similar "
     "price' to an A100 without a number; GC200 1.60 and A100-80GB 2.00 USD/chip-hour are 20% apart, "
     "inside the articles' own 20-30% saving claims, so a cost reason at these prices can be the price "
-    "gap only (the verdict says when). Replace them with your own quotes (config [prices] or "
-    "--price CHIP=USD, --usd-per-kwh)."
+    "gap only (the verdict says when). " + _REPLACE
 )
+
+
+def _price_names(chips) -> list[str]:
+    """The prices a comparison of ``chips`` (presets or names) uses: each chip once, then kWh."""
+    return [*dict.fromkeys([*(c.name if hasattr(c, "name") else str(c) for c in chips), "kwh"])]
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,14 @@ class Prices:
     def assumed(self, chips) -> list[str]:
         """Which of the prices a comparison of ``chips`` uses (each chip-hour, then ``"kwh"``)
         are placeholders, not the user's: one rule for every report that says ASSUMED."""
-        names = [*dict.fromkeys(c.name if hasattr(c, "name") else str(c) for c in chips), "kwh"]
-        return [n for n in names if self.is_assumed(n)]
+        return [n for n in _price_names(chips) if self.is_assumed(n)]
 
     def note(self, chips) -> str:
         """What a report says about the prices a comparison of ``chips`` uses: the placeholder
         ASSUMPTION (``PRICE_ASSUMPTION``) when all are defaults, the defaulted ones by name and
         value when some are, and that all are the user's own otherwise."""
-        names = [*dict.fromkeys(c.name if hasattr(c, "name") else str(c) for c in chips), "kwh"]
-        missing = self.assumed(chips)
+        names = _price_names(chips)  # once: ``chips`` may be a generator
+        missing = self.assumed(names)
         if len(missing) == len(names):
             return PRICE_ASSUMPTION
         if not missing:
@@ -108,8 +112,7 @@ class Prices:
         )
         return (
             f"ASSUMPTION: placeholder price(s), not sourced: {shown}; the other prices used here "
-            "are user values. Replace them with your own quotes (config [prices] or "
-            "--price CHIP=USD, --usd-per-kwh)."
+            f"are user values. {_REPLACE}"
         )
 
     def with_prices(self, chips: dict | None = None, usd_per_kwh: float | None = None) -> Prices:

@@ -165,6 +165,7 @@ def test_reports_say_assumption_only_for_the_prices_that_are_placeholders():
     assert some.assumed(chips) == ["kwh"]
     assert some.note(chips).startswith("ASSUMPTION") and "0.15 USD/kWh" in some.note(chips)
     assert "gc200" not in some.note(chips)
+    assert some.note(c for c in chips) == some.note(chips)  # a generator of chips reads once
     md = run_checklist(own, show_progress=False).to_markdown()
     assumptions = md.split("## Assumptions", 1)[1]
     assert "placeholders, not sourced" not in md and "user values" in assumptions

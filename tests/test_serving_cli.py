@@ -374,3 +374,13 @@ def test_serve_builds_only_the_lengths_it_reads_with_the_same_results(
     full = serving.chip_service("gc200", "bert-base", max_batch=8)  # built now
     assert np.array_equal(full.table[:, :129], part.table)
     assert _json(capsys, *args) == short  # now from the full table
+
+
+def test_table_length_rounds_up_to_the_column_step_and_is_none_for_the_full_table():
+    from ipusim.serving.service import LEN_STEP, table_length
+
+    assert LEN_STEP == 16
+    assert table_length("bert-base", 128) == 128 and table_length("bert-base", 129) == 144
+    assert table_length("bert-base", 500) is None  # 512 = bert-base's max_positions: the full table
+    with pytest.raises(ValueError, match="longest"):
+        table_length("bert-base", 0)

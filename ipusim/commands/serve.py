@@ -301,22 +301,20 @@ def _chip_service(args, rows: int, shortest: int, longest: int | None):
     is simulated first, so that a model that fits nowhere is refused before a table is built.
 
     ``longest``: the longest request the run reads (None: any length). When the full table
-    (every length up to the model's ``max_positions``) is not cached, a padded table only up
-    to ``longest`` rounded up to the table's length step is used instead: its cells hold the
-    same values as the full table's, bit for bit (``tables.time_table``: columns are computed
-    at multiples of the step and at the memory cliffs between them, each length charged the
-    next one computed, rows per column alone), so the run's results are the same, and a first
-    ``serve`` of the default lengths (16-128 tokens) builds a quarter of BERT-base's table."""
+    (every length up to the model's ``max_positions``) is not cached, the shortest padded
+    table that holds the same cells for requests up to ``longest`` is used instead
+    (``serving.service.table_length``), so the run's results are the same, bit for bit, and
+    a first ``serve`` of the default lengths (16-128 tokens) builds a quarter of BERT-base's
+    table."""
     from .. import workloads
+    from ..serving.service import table_length
 
-    full = _service_or_none(args, rows, None)
-    dev = full
+    dev = _service_or_none(args, rows, None)
     max_len = None
-    if full is None and longest is not None and not args.packed:
-        step = serving.chip_service.__kwdefaults__["len_step"]
-        top = workloads.model(args.model).max_positions
-        if longest <= top and -(-longest // step) * step < top:
-            max_len = -(-longest // step) * step
+    if dev is None and longest is not None and not args.packed:
+        if longest <= workloads.model(args.model).max_positions:
+            max_len = table_length(args.model, longest)
+        if max_len is not None:
             dev = _service_or_none(args, rows, max_len)
     if dev is None or not np.isfinite(dev.table[1, 1:]).any():
         from .. import machine  # only when the table is not cached

@@ -22,6 +22,7 @@ from .. import packing
 from .._validate import positive
 from . import tables
 
+LEN_STEP = 16  # tokens per length column of a fine chip table (``chip_service``'s default)
 MAX_LENGTH = 2**31 - 1  # tokens per request, at most (so a batch's token sum cannot overflow int64)
 
 
@@ -115,6 +116,21 @@ def exponential_service(mean_s: float, *, max_batch: int = 1) -> ServiceModel:
 MAX_CHIP_ROWS = tables.ROW_GRID[-1]  # rows of a chip_service table, at most (the last grid point)
 
 
+def table_length(model, longest: int, *, len_step: int = LEN_STEP) -> int | None:
+    """``max_len`` of the shortest fine ``chip_service`` table whose cells for requests up to
+    ``longest`` tokens hold the full table's values bit for bit: ``longest`` rounded up to a
+    multiple of ``len_step`` (columns are computed at those multiples and at the memory cliffs
+    between them, each length charged the next one computed, rows per column alone). None when
+    that is no shorter than the full table (the model's ``max_positions``)."""
+    from .. import workloads
+
+    top = workloads.model(model).max_positions
+    n = positive("longest", longest, integer=True)
+    step = positive("len_step", len_step, integer=True)
+    rounded = -(-n // step) * step
+    return rounded if rounded < top else None
+
+
 def chip_service(
     chip,
     model="bert-base",
@@ -123,7 +139,7 @@ def chip_service(
     max_len: int | None = None,
     packed: bool = False,
     pack_len: int | None = None,
-    len_step: int = 16,
+    len_step: int = LEN_STEP,
     exact_rows: bool | None = None,
     chips: int = 1,
     streaming: bool | None = None,
