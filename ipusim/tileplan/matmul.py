@@ -22,7 +22,7 @@ from .._validate import choice, positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
-from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
+from .base import PARTIAL_BYTES, PHASE_ARRAYS, OpPlan, budget_bytes, deal, dealt_phase
 from .search import candidates, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
@@ -318,10 +318,19 @@ def map_matmul(
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
 
     ``live_bytes``: the op's input held per tile while it runs (beside the working set);
-    ``budget``: bytes per tile for the working set (default ``budget_bytes(c)``)."""
-    m, k, n, T = op.m, op.k, op.n, c.tiles
+    ``budget``: bytes per tile for the working set (default ``budget_bytes(c)``).
+
+    The plan is memoised on these values (the same shapes recur: the steps of a decode table
+    share their batch, a chip's steps their weights) and read-only: every array it holds is
+    shared with the callers handed the same plan (tests/test_tileplan_memo.py)."""
     budget = budget_bytes(c) if budget is None else budget
-    pl = _plan_matmul(m, k, n, dt, c, 0, "k", float(budget))
+    return _map_matmul(op, c, dt, bool(tied), float(live_bytes), float(budget))
+
+
+@plan_cache(maxsize=256)  # a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles
+def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, budget: float):
+    m, k, n, T = op.m, op.k, op.n, c.tiles
+    pl = _plan_matmul(m, k, n, dt, c, 0, "k", budget)
     pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
     dims = {"m": m, "k": k, "n": n}
     sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
@@ -375,4 +384,7 @@ def map_matmul(
         budget_bytes=float(budget),
     )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
+    unique = [f for ph, _, rph, _ in per_size.values() for f in (ph, rph) if f is not None]
+    for a in (weights, plan.temp, *(getattr(f, k) for f in unique for k in PHASE_ARRAYS)):
+        a.flags.writeable = False
     return plan
