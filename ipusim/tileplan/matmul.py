@@ -23,7 +23,7 @@ from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
 from .base import PARTIAL_BYTES, PHASE_ARRAYS, OpPlan, budget_bytes, deal, dealt_phase
-from .search import candidates, fewest, plan_cache
+from .search import BudgetMemo, candidates, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
 
@@ -154,27 +154,31 @@ def _sub_dims(m, k, n, axis, passes):
     return sub["m"], sub["k"], sub["n"]
 
 
+# ``_grid_search`` results by their inputs: the same sub-matmul recurs under other budgets (the
+# steps of a table, a training search's chips with less room), and one result holds for a range
+_GRIDS = BudgetMemo(maxsize=16384)
+
+
 def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
     """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
-    grids); the one with the least working set when none fits ``budget``."""
+    grids); the one with the least working set when none fits ``budget``. Memoised by
+    ``_GRIDS`` (``search.BudgetMemo``: a result is reused only for budgets it must hold for)."""
     T = c.tiles
     sm, sk, sn = _sub_dims(m, k, n, axis, passes)
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
     held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
-    pm, pn, pk, total, temp, fits = _grid_search(
+    # every input of the search but the budget, by value (the chip's rates and the calibration
+    # in force among them): the key of the budget memo
+    key = (
         sm,
         sk,
         sn,
         dt,
         T,
-        candidates(sm, T),
-        candidates(sn, T),
-        candidates(sk, T, small=4, factors=(1, 3)),
         axis == "k" and passes > 1,
         passes,
         1 if axis == "k" or passes == 1 else passes,
         float(held),
-        float(budget),
         dt * (T - 1) / T,
         float(c.vertex_overhead_cycles),
         2.0 / c.amp_flops_per_cycle_per_tile(dt),
@@ -184,6 +188,20 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
         float(c.sync_cycles),
         PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile,
     )
+    budget = float(budget)
+    found = _GRIDS.get(key, budget)
+    if found is None:
+        found = _grid_search(
+            *key[:5],
+            candidates(sm, T),
+            candidates(sn, T),
+            candidates(sk, T, small=4, factors=(1, 3)),
+            *key[5:9],
+            budget,
+            *key[9:],
+        )
+        _GRIDS.put(key, budget, found, bool(found[5]), float(found[4]))
+    pm, pn, pk, total, temp, fits = found
     return MatmulPlan(
         int(pm),
         int(pn),
