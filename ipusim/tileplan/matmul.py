@@ -94,7 +94,9 @@ def _grid_search(
     output block is an FP32 accumulator (passes over k). The result equals the exhaustive NumPy
     search of ``tests/tileplan_reference.py`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
     2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
-    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
+    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too);
+    a grid over the budget with no fewer bytes than one seen before is not costed (it can be
+    neither answer).
     """
     best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
     least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
@@ -118,8 +120,17 @@ def _grid_search(
                 kb = kbs[d]
                 red = pk > 1
                 out_b = PARTIAL_BYTES if (red or acc) else dt
-                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
                 part = (pk - 1) / pk * (mb * nb)
+                temp = (
+                    (mb * kb) * dt
+                    + kb * nb * dt
+                    + (mb * nb) * out_b
+                    + (part * PARTIAL_BYTES if red else 0.0)
+                )
+                temp = temp + held
+                if temp > budget and temp >= least_temp:
+                    continue  # neither fits nor has fewer bytes than one seen: its cost is moot
+                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
                 cyc = (
                     vertex
                     + two_per_flop * (mb * kb) * nb
@@ -129,13 +140,6 @@ def _grid_search(
                     + sync
                 )
                 red_cyc = sync + part * red_per_elem if red else 0.0
-                temp = (
-                    (mb * kb) * dt
-                    + kb * nb * dt
-                    + (mb * nb) * out_b
-                    + (part * PARTIAL_BYTES if red else 0.0)
-                )
-                temp = temp + held
                 total = passes * cyc + reductions * red_cyc
                 if temp <= budget and total < best_total:
                     best_total, best_temp, bi, bj, bl = total, temp, pm, pn, pk
