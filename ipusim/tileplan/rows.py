@@ -22,11 +22,8 @@ from .base import OpPlan, dealt_phase
 def _deal_same(row, P: int, n_tiles: int) -> np.ndarray:
     """``deal`` of ``P`` identical pieces ``row``: a count per tile times the row (the tests
     hold it to ``deal`` of the P rows)."""
-    counts = _pieces_per_tile(P, n_tiles)
-    out = np.empty((n_tiles, len(row) + 1))
-    np.multiply(counts[:, None], np.asarray(row, dtype=np.float64)[None, :], out=out[:, :-1])
-    out[:, -1] = counts
-    return out
+    # the last column, counts x 1.0, is the counts themselves: one product table, contiguous
+    return np.multiply.outer(_pieces_per_tile(P, n_tiles), np.array([*row, 1.0], dtype=np.float64))
 
 
 @lru_cache(maxsize=256)
