@@ -251,7 +251,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
 
     op_index = {o.name: j for j, o in enumerate(s.ops)}
     n_ops = len(s.ops)
-    op_split = {"compute": np.zeros(n_ops), "memory": np.zeros(n_ops), "launch": np.zeros(n_ops)}
+    op_split = {"compute": [0.0] * n_ops, "memory": [0.0] * n_ops, "launch": [0.0] * n_ops}
     unit_busy = np.zeros(r.sms)
     unit_smem = np.zeros(r.sms)
     kernels = []
@@ -294,7 +294,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
                 "tile": p.tile,
                 "blocks": int(p.blocks),
                 "blocks_per_sm": p.blocks_per_sm,
-                "waves": int(p.waves),
+                "waves": p.waves,
                 "time_s": float(p.time_s * count + launch * count),
                 "compute_s": float(p.compute_s * count),
                 "memory_s": float(p.memory_s * count),
@@ -305,6 +305,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
                 "l2_bytes": float(p.l2_bytes * count),
             }
         )
+    op_split = {k: np.array(v) for k, v in op_split.items()}
     split = {k: float(v.sum()) for k, v in op_split.items()}
     estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
