@@ -251,9 +251,9 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
 
     op_index = {o.name: j for j, o in enumerate(s.ops)}
     n_ops = len(s.ops)
-    op_split = {"compute": [0.0] * n_ops, "memory": [0.0] * n_ops, "launch": [0.0] * n_ops}
+    compute, memory, launches = [0.0] * n_ops, [0.0] * n_ops, [0.0] * n_ops
     unit_busy = np.zeros(r.sms)
-    unit_smem = np.zeros(r.sms)
+    smem_over = {}  # SMs a kernel's blocks reach -> the most shared memory one of them holds
     kernels = []
     op_kernel = {}
     work = {
@@ -265,17 +265,13 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     }
     for (kname, ops), p in zip(plan, picks, strict=True):
         count = ops[0].count * reps
-        parts = {
-            "compute": p.compute_s * count,
-            "memory": p.memory_s * count,
-            "launch": launch * count,
-        }
         # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
         # attention op opening fused_mha): how a kernel's time divides among the ops fused
         # into it is not observable, so no share is invented for them.
         lead = op_index[ops[0].name]
-        for key, v in parts.items():
-            op_split[key][lead] += v
+        compute[lead] += p.compute_s * count
+        memory[lead] += p.memory_s * count
+        launches[lead] += launch * count
         for o in ops:
             op_kernel[o.name] = kname
         unit_busy += p.busy_s * count
@@ -285,7 +281,7 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         work["l2_bytes"] += p.l2_bytes * count
         work["smem_staged_bytes"] += (p.l2_bytes if p.stages_smem else 0.0) * count
         used = min(p.blocks, r.sms)
-        unit_smem[:used] = np.maximum(unit_smem[:used], p.smem_bytes)
+        smem_over[used] = max(smem_over.get(used, 0.0), p.smem_bytes)
         kernels.append(
             {
                 "kernel": kname,
@@ -305,7 +301,14 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
                 "l2_bytes": float(p.l2_bytes * count),
             }
         )
-    op_split = {k: np.array(v) for k, v in op_split.items()}
+    unit_smem = np.zeros(r.sms)  # each SM's peak: the largest of the kernels reaching it
+    for used, smem in smem_over.items():
+        unit_smem[:used] = np.maximum(unit_smem[:used], smem)
+    op_split = {
+        "compute": np.array(compute),
+        "memory": np.array(memory),
+        "launch": np.array(launches),
+    }
     split = {k: float(v.sum()) for k, v in op_split.items()}
     estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
