@@ -1,5 +1,7 @@
-"""GPU autotuner memo: a memoised pick is the pick worked out afresh, bit for bit, whatever
-order the steps come in, and the memo keys on values (chip, efficiencies, dtype, shapes)."""
+"""GPU per-step shortcuts: a memoised autotuner pick is the pick worked out afresh, bit for bit,
+whatever order the steps come in, and the memo keys on values (chip, efficiencies, dtype,
+shapes); fused attention working out each distinct sequence shape once gives the same doubles
+as the plain per-sequence loop."""
 
 from __future__ import annotations
 
@@ -145,3 +147,58 @@ def test_plain_reference_path_skips_the_memo(lengths):
         b = gpu.simulate("a100-40gb", s)
     assert not autotune.cached()
     assert a.time_s == pytest.approx(b.time_s, rel=1e-9)
+
+
+def _fused_attention_plain(s, r, dt):
+    """Fused attention's block groups and totals, every sequence worked out on its own."""
+    cfg = s.model
+    h, hd = cfg.heads, cfg.head_dim
+    kv_share = cfg.n_kv_heads / cfg.heads
+    lens = s.lengths.astype(np.int64)
+    if s.phase == "decode":
+        q_rows, k_rows = np.ones_like(lens), lens
+    elif s.row_len:
+        q_rows = k_rows = np.full_like(lens, s.row_len)
+    else:
+        q_rows = k_rows = lens
+    whole = s.phase == "decode" or int(k_rows.max()) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
+    groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
+    g = gpu.MMA_GRANULE
+    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+        tile = q if whole else gpu.ATTENTION_Q_TILE
+        nq = -(-q // tile)
+        kc = -(-kk // g) * g
+        for rows, cnt in ((tile, nq - 1), (q - (nq - 1) * tile, 1)):
+            if cnt <= 0:
+                continue
+            f = 4.0 * (-(-rows // g) * g) * kc * hd
+            simt = 5.0 * rows * kk
+            b = (2 * rows * hd + 2 * kk * hd * kv_share / nq) * dt
+            if s.phase == "prefill":
+                b += 2 * rows * hd * kv_share * dt
+            comp = f * r.tensor_s_per_flop + simt * r.simt_s_per_flop
+            groups.append((cnt * h, comp, (2 * rows + 2 * kk) * hd * dt / r.sm_bw, b))
+            flops += f * cnt * h
+            simt_total += simt * cnt * h
+            hbm += b * cnt * h
+    return groups, flops, hbm, simt_total
+
+
+@pytest.mark.parametrize(
+    "model,lengths,phase,pad",
+    [
+        ("gpt2", [300, 17, 300, 300, 17, 1], "prefill", None),
+        ("gpt2", [900] * 7 + [20] * 5 + [900], "decode", None),
+        ("gpt2", [1000, 600, 1000, 64, 65], "prefill", None),  # beyond 512 keys: query tiles
+        ("llama-2-7b", [2048, 100, 2048], "prefill", None),  # grouped K/V heads
+        ("bert-base", [37, 200, 90, 37], "forward", 256),
+    ],
+)
+def test_fused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad):
+    s = step(model, lengths, phase=phase, pad_to=pad)
+    r = kernels.rates(hardware.chip("h100-sxm"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    kern = kernels._fused_attention("fused_mha", ("attn_scores",), s, r, s.dtype_bytes)
+    groups, flops, hbm, simt = _fused_attention_plain(s, r, s.dtype_bytes)
+    assert sum(g[0] for g in kern.groups) == sum(g[0] for g in groups)
+    assert kern.groups == kernels._merge(groups)
+    assert (kern.flops, kern.hbm_bytes, kern.simt_flops) == (flops, hbm, simt)
