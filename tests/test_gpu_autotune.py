@@ -136,6 +136,22 @@ def test_memo_keys_on_values_and_stays_bounded(monkeypatch):
     assert autotune.cached() == n
 
 
+def test_threads_share_the_memo_safely(monkeypatch):
+    """Threads simulating at once while the memo drops entries: no error, the same results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    steps = [_step(case) for case in CASES]
+    autotune.clear_cache()
+    alone = [gpu.simulate(chip, s, **opts) for chip, s, opts in steps]
+    monkeypatch.setattr(autotune, "_PICKS_SIZE", 4)  # evictions all the time
+    autotune.clear_cache()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda a: gpu.simulate(a[0], a[1], **a[2]), steps * 3))
+    for a, b in zip(alone * 3, together, strict=True):
+        _same(a, b)
+    assert autotune.cached() <= 4
+
+
 @pytest.mark.parametrize("lengths", [[128] * 4, [37, 200, 90]])
 def test_plain_reference_path_skips_the_memo(lengths):
     import gpu_reference

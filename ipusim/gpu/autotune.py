@@ -7,6 +7,7 @@ length and is worked out each step. Times in seconds, sizes in bytes, work in FL
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -35,6 +36,7 @@ class Pick(NamedTuple):
 
 
 _PICKS: dict = {}  # (kernel name, ops, dtype bytes, rates) -> Pick
+_STORE = threading.Lock()  # one thread at a time adds and drops (a lookup needs no lock)
 _PICKS_SIZE = 8192
 """Picks kept (the oldest dropped first; a hit does not reorder, which would hash the key
 again): all of ``ipusim claims`` has about 6,700 distinct matmul and element-wise kernels; an
@@ -44,7 +46,8 @@ entry is about 1.6 KB (mostly its per-SM busy row), 13 MB when full."""
 def clear_cache() -> None:
     """Forget the memoised picks (after changing a constant of ``gpu.params`` in place; the
     tests clear it around the plain wave reference)."""
-    _PICKS.clear()
+    with _STORE:
+        _PICKS.clear()
 
 
 def cached() -> int:
@@ -101,7 +104,8 @@ def fastest(plan, s, r: Rates, fusion: str) -> list[Pick]:
             busy_s=row,
         )
         if keys[i] is not None:
-            _PICKS[keys[i]] = pick
-            while len(_PICKS) > _PICKS_SIZE:
-                del _PICKS[next(iter(_PICKS))]
+            with _STORE:
+                _PICKS[keys[i]] = pick
+                while len(_PICKS) > _PICKS_SIZE:
+                    del _PICKS[next(iter(_PICKS))]
     return picks
