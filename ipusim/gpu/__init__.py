@@ -31,6 +31,7 @@ The package, one idea a module:
 * ``waves``: the per-block, per-wave loop, the Numba kernel ``_waves`` (the same loop in plain
   Python is ``tests/gpu_reference.py``, which the tests and the benchmark compare against it).
 * ``kernels``: the thread blocks of each op and the plan that fuses ops into kernels.
+* ``autotune``: each kernel's fastest candidate, matmul and element-wise picks memoised.
 * ``simulation``: ``simulate_kernel`` (one kernel) and ``simulate`` (a whole step).
 * ``varlen``: padding removed as FasterTransformer and ByteTransformer do it (``remove_padding``).
 * ``calibration``: the model against published latencies and speed-ups.

@@ -115,43 +115,44 @@ def _gemm_candidates(
         k * n * dt * (1 if a_shared else batch),
         m * n * dt * batch,
     )
+    mi, ki, ni = int(m), int(k), int(n)
+    sms, reuse, sm_bw = r.sms, r.l2_reuse_bytes, r.sm_bw
+    b_once = b_bytes <= reuse
     for tm, tn in GEMM_TILES:
         smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
         by_regs = REGISTER_FILE_BYTES_PER_SM // (
             2 * tm * tn * 4
         )  # FP32 accumulators ~ half the registers
         bps = int(max(1, min(r.smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
-        gm, gn = _ceil(m, tm), _ceil(n, tn)
+        gm, gn = -(-mi // tm), -(-ni // tn)
+        slots = sms * bps
+        a_once = tm * k * dt <= reuse
+        shape = f"{tm}x{tn}"
         for split in GEMM_SPLIT_K:
-            if split > 1 and (k < split * 2 * GEMM_K_TILE or gm * gn * batch >= r.sms * bps):
+            if split > 1 and (k < split * 2 * GEMM_K_TILE or gm * gn * batch >= slots):
                 continue
-            kp = _ceil(k, split)
+            kp = -(-ki // split)
             blocks = gm * gn * split * batch
-            waves = _ceil(blocks, r.sms * bps)
+            waves = -(-blocks // slots)
             flops_blk = 2.0 * tm * tn * kp
             simt_blk = epilogue_flops_per_elem * tm * tn / split
             partial = 4.0 * tm * tn if split > 1 else 0.0  # FP32 partial tile written and re-read
             l2_blk = (tm + tn) * kp * dt + tm * tn * dt / split + 2 * partial
-            b_traffic = b_bytes if b_bytes <= r.l2_reuse_bytes else b_bytes * min(waves, gm)
-            a_traffic = a_bytes if tm * k * dt <= r.l2_reuse_bytes else a_bytes * min(waves, gn)
+            b_traffic = b_bytes if b_once else b_bytes * min(waves, gm)
+            a_traffic = a_bytes if a_once else a_bytes * min(waves, gn)
             part_total = 2 * partial * blocks
-            hbm = (
-                a_traffic
-                + b_traffic
-                + c_bytes
-                + (part_total if part_total > r.l2_reuse_bytes else 0.0)
-            )
+            hbm = a_traffic + b_traffic + c_bytes + (part_total if part_total > reuse else 0.0)
             comp = flops_blk * r.tensor_s_per_flop + simt_blk * r.simt_s_per_flop
             out.append(
                 Kernel(
                     name,
                     ops,
-                    [(blocks, comp, l2_blk / r.sm_bw, hbm / blocks)],
+                    [(blocks, comp, l2_blk / sm_bw, hbm / blocks)],
                     bps,
                     smem,
                     flops=flops_blk * blocks,
                     hbm_bytes=hbm,
-                    tile=f"{tm}x{tn}" + (f" split-k {split}" if split > 1 else ""),
+                    tile=shape if split == 1 else f"{shape} split-k {split}",
                     simt_flops=simt_blk * blocks,
                 )
             )
@@ -183,25 +184,33 @@ def _fused_attention(name, ops, s: Step, r: Rates, dt):
     whole = s.phase == "decode" or int(k_rows.max()) <= ATTENTION_WHOLE_SEQUENCE_MAX_LEN
     groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
     g = MMA_GRANULE
+    seen = {}  # (query rows, key rows) -> its block groups and their totals: batches repeat shapes
     for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
-        tile = q if whole else ATTENTION_Q_TILE
-        nq = _ceil(q, tile)
-        kc = _ceil(kk, g) * g
-        for rows, cnt in ((tile, nq - 1), (q - (nq - 1) * tile, 1)):
-            if cnt <= 0:
-                continue
-            rc = _ceil(rows, g) * g
-            f = 4.0 * rc * kc * hd
-            simt = 5.0 * rows * kk
-            l2 = (2 * rows + 2 * kk) * hd * dt
-            b = (2 * rows * hd + 2 * kk * hd * kv_share / nq) * dt
-            if kv_write:
-                b += 2 * rows * hd * kv_share * dt
-            comp = f * r.tensor_s_per_flop + simt * r.simt_s_per_flop
-            groups.append((cnt * h, comp, l2 / r.sm_bw, b))
-            flops += f * cnt * h
-            simt_total += simt * cnt * h
-            hbm += b * cnt * h
+        parts = seen.get((q, kk))
+        if parts is None:
+            parts = seen[(q, kk)] = []
+            tile = q if whole else ATTENTION_Q_TILE
+            nq = _ceil(q, tile)
+            kc = _ceil(kk, g) * g
+            for rows, cnt in ((tile, nq - 1), (q - (nq - 1) * tile, 1)):
+                if cnt <= 0:
+                    continue
+                rc = _ceil(rows, g) * g
+                f = 4.0 * rc * kc * hd
+                simt = 5.0 * rows * kk
+                l2 = (2 * rows + 2 * kk) * hd * dt
+                b = (2 * rows * hd + 2 * kk * hd * kv_share / nq) * dt
+                if kv_write:
+                    b += 2 * rows * hd * kv_share * dt
+                comp = f * r.tensor_s_per_flop + simt * r.simt_s_per_flop
+                parts.append(
+                    ((cnt * h, comp, l2 / r.sm_bw, b), f * cnt * h, simt * cnt * h, b * cnt * h)
+                )
+        for group, f_total, s_total, b_total in parts:  # summed in sequence order, as before
+            groups.append(group)
+            flops += f_total
+            simt_total += s_total
+            hbm += b_total
     if whole:
         qmax, kmax = int(q_rows.max()), int(k_rows.max())
         smem = min((2 * kmax + min(qmax, ATTENTION_Q_STAGE)) * hd * dt, r.smem_per_sm)
@@ -260,12 +269,11 @@ def elementwise_kernel(name, ops, flops, bytes_, elements, r: Rates):
 def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: str):
     """Candidate kernels for one fused group of ops (instance = one layer)."""
     dt = s.dtype_bytes
-    one = [o.per_instance() for o in ops]
-    first = one[0]
+    first = ops[0]  # m, k, n and the name are the same per instance
     if first.kind == "matmul":
         epi = 0.0
-        for o in one[1:]:  # fused epilogue (activation): CUDA-core work per output element
-            epi += o.flops / max(first.m * first.n, 1)
+        for o in ops[1:]:  # fused epilogue (activation): CUDA-core work per output element
+            epi += o.flops / o.count / max(first.m * first.n, 1)  # per-instance FLOP
         return _gemm_candidates(
             name,
             tuple(o.name for o in ops),
@@ -281,24 +289,35 @@ def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: st
             return [_fused_attention(name, tuple(o.name for o in ops), s, r, dt)]
         return [_unfused_attention(first, s, r, dt)]
     # element-wise (norm, softmax, activation, embedding)
+    one = [o.per_instance() for o in ops]
     flops = sum(o.flops for o in one)
     bytes_ = sum(o.bytes for o in one)
-    elements = first.act_write_bytes / dt
+    elements = one[0].act_write_bytes / dt
     return [elementwise_kernel(name, tuple(o.name for o in ops), flops, bytes_, elements, r)]
 
 
 def kernel_plan(s: Step, fusion: str):
     """Group the step's ops into kernels: [(kernel name, [ops])] in step order."""
-    by_name = {o.name: o for o in s.ops}
+    ops = s.ops
+    return [
+        (kname, [ops[i] for i in idx]) for kname, idx in _plan(tuple(o.name for o in ops), fusion)
+    ]
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(names: tuple, fusion: str) -> tuple:
+    """``kernel_plan`` for ops named ``names``, as ((kernel name, op indices), ...): it depends
+    on the names only, which every step of a model shares."""
     if fusion == "none":
-        return [(o.name, [o]) for o in s.ops]
+        return tuple((n, (i,)) for i, n in enumerate(names))
+    by_name = {n: i for i, n in enumerate(names)}
     plan, used = [], set()
     for kname, members in TENSORRT_KERNELS:
-        present = [by_name[m] for m in members if m in by_name]
+        present = tuple(by_name[m] for m in members if m in by_name)
         if present:
             plan.append((kname, present))
-            used.update(o.name for o in present)
-    plan += [(o.name, [o]) for o in s.ops if o.name not in used]
-    order = {o.name: i for i, o in enumerate(s.ops)}
-    plan.sort(key=lambda p: order[p[1][0].name])
-    return plan
+            used.update(names[i] for i in present)
+    plan += [(n, (i,)) for i, n in enumerate(names) if n not in used]
+    order = {n: i for i, n in enumerate(names)}
+    plan.sort(key=lambda p: order[names[p[1][0]]])
+    return tuple(plan)

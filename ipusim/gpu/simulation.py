@@ -15,7 +15,8 @@ from .._validate import choice, fraction, positive
 from ..hardware import GPU_PRESETS, GpuChip
 from ..result import StepResult
 from ..workloads import Step, training_footprint
-from .kernels import Kernel, elementwise_kernel, kernel_plan, op_kernel_candidates, rates, resolve
+from .autotune import fastest
+from .kernels import Kernel, elementwise_kernel, kernel_plan, rates, resolve
 from .params import (
     FUSIONS,
     HBM_EFFICIENCY,
@@ -245,20 +246,14 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
 
     s = step
     plan = kernel_plan(s, fusion)
-    cands, owner = [], []
-    for i, (kname, ops) in enumerate(plan):
-        for kern in op_kernel_candidates(ops, kname, s, r, fusion):
-            cands.append(kern)
-            owner.append(i)
-    t, comp, mem, waves, busy = run_waves(cands, r)
-    owner = np.array(owner)
+    picks = fastest(plan, s, r, fusion)
     reps = 3 if s.phase == "train" else 1  # backward = two GEMMs of the forward's shape per GEMM
 
     op_index = {o.name: j for j, o in enumerate(s.ops)}
     n_ops = len(s.ops)
-    op_split = {"compute": np.zeros(n_ops), "memory": np.zeros(n_ops), "launch": np.zeros(n_ops)}
+    compute, memory, launches = [0.0] * n_ops, [0.0] * n_ops, [0.0] * n_ops
     unit_busy = np.zeros(r.sms)
-    unit_smem = np.zeros(r.sms)
+    smem_over = {}  # SMs a kernel's blocks reach -> the most shared memory one of them holds
     kernels = []
     op_kernel = {}
     work = {
@@ -268,52 +263,52 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         "l2_bytes": 0.0,
         "smem_staged_bytes": 0.0,
     }
-    for i, (kname, ops) in enumerate(plan):
-        idx = np.flatnonzero(owner == i)
-        best = idx[np.argmin(t[idx])]  # the autotuner keeps the fastest candidate
-        kern = cands[best]
+    for (kname, ops), p in zip(plan, picks, strict=True):
         count = ops[0].count * reps
-        parts = {
-            "compute": comp[best] * count,
-            "memory": mem[best] * count,
-            "launch": launch * count,
-        }
         # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
         # attention op opening fused_mha): how a kernel's time divides among the ops fused
         # into it is not observable, so no share is invented for them.
         lead = op_index[ops[0].name]
-        for key, v in parts.items():
-            op_split[key][lead] += v
+        compute[lead] += p.compute_s * count
+        memory[lead] += p.memory_s * count
+        launches[lead] += launch * count
         for o in ops:
             op_kernel[o.name] = kname
-        unit_busy += busy[best] * count
-        l2_bytes = sum(g[0] * g[2] for g in kern.groups) * r.sm_bw  # L2-to-SM bytes of one instance
-        work["tensor_flops"] += kern.flops * count
-        work["simt_flops"] += kern.simt_flops * count
-        work["hbm_bytes"] += kern.hbm_bytes * count
-        work["l2_bytes"] += l2_bytes * count
-        work["smem_staged_bytes"] += (l2_bytes if kern.stages_smem else 0.0) * count
-        used = min(sum(g[0] for g in kern.groups), r.sms)
-        unit_smem[:used] = np.maximum(unit_smem[:used], kern.blocks_per_sm * kern.smem_per_block)
+        unit_busy += p.busy_s * count
+        work["tensor_flops"] += p.flops * count
+        work["simt_flops"] += p.simt_flops * count
+        work["hbm_bytes"] += p.hbm_bytes * count
+        work["l2_bytes"] += p.l2_bytes * count
+        work["smem_staged_bytes"] += (p.l2_bytes if p.stages_smem else 0.0) * count
+        used = min(p.blocks, r.sms)
+        smem_over[used] = max(smem_over.get(used, 0.0), p.smem_bytes)
         kernels.append(
             {
                 "kernel": kname,
                 "ops": [o.name for o in ops],
                 "count": count,
-                "tile": kern.tile,
-                "blocks": int(sum(g[0] for g in kern.groups)),
-                "blocks_per_sm": kern.blocks_per_sm,
-                "waves": int(waves[best]),
-                "time_s": float(t[best] * count + launch * count),
-                "compute_s": float(comp[best] * count),
-                "memory_s": float(mem[best] * count),
-                "hbm_s": float(kern.hbm_bytes / r.hbm_bw * count),
+                "tile": p.tile,
+                "blocks": int(p.blocks),
+                "blocks_per_sm": p.blocks_per_sm,
+                "waves": p.waves,
+                "time_s": float(p.time_s * count + launch * count),
+                "compute_s": float(p.compute_s * count),
+                "memory_s": float(p.memory_s * count),
+                "hbm_s": float(p.hbm_bytes / r.hbm_bw * count),
                 "launch_s": float(launch * count),
-                "flops": float((kern.flops + kern.simt_flops) * count),
-                "hbm_bytes": float(kern.hbm_bytes * count),
-                "l2_bytes": float(l2_bytes * count),
+                "flops": float((p.flops + p.simt_flops) * count),
+                "hbm_bytes": float(p.hbm_bytes * count),
+                "l2_bytes": float(p.l2_bytes * count),
             }
         )
+    unit_smem = np.zeros(r.sms)  # each SM's peak: the largest of the kernels reaching it
+    for used, smem in smem_over.items():
+        unit_smem[:used] = np.maximum(unit_smem[:used], smem)
+    op_split = {
+        "compute": np.array(compute),
+        "memory": np.array(memory),
+        "launch": np.array(launches),
+    }
     split = {k: float(v.sum()) for k, v in op_split.items()}
     estimate_s = float(sum(split.values()))
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]

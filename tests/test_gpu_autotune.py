@@ -1,0 +1,220 @@
+"""GPU per-step shortcuts: a memoised autotuner pick is the pick worked out afresh, bit for bit,
+whatever order the steps come in, and the memo keys on values (chip, efficiencies, dtype,
+shapes); fused attention working out each distinct sequence shape once gives the same doubles
+as the plain per-sequence loop."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ipusim import gpu, hardware, step
+from ipusim.gpu import autotune, kernels, waves
+
+# (chip, model, lengths, phase, pad_to, dtype bytes, options): models, phases, chips, dtypes,
+# efficiencies and fusions varied; several share a kernel (same token count) with another.
+CASES = [
+    ("a100-40gb", "bert-base", [128] * 8, "forward", 128, 2, {}),
+    ("a100-40gb", "bert-base", [37, 200, 90], "forward", None, 2, {}),
+    ("a100-40gb", "bert-base", [64] * 16, "forward", None, 2, {}),  # 1,024 tokens as above
+    ("a100-40gb", "bert-base", [128] * 8, "forward", 128, 2, {"fusion": "none"}),
+    ("a100-40gb", "bert-base", [128] * 8, "train", 128, 2, {}),
+    ("a100-80gb", "gpt2", [300, 17, 512, 1], "prefill", None, 2, {}),
+    ("a100-80gb", "gpt2", [900] * 33, "decode", None, 2, {}),
+    ("a100-80gb", "gpt2", [20] * 33, "decode", None, 2, {}),  # same GEMMs as above
+    ("a100-80gb", "gpt2", [900] * 33, "decode", None, 1, {}),
+    ("h100-sxm", "llama-2-7b", [1000, 20, 513], "prefill", None, 2, {}),
+    ("h100-sxm", "llama-2-7b", [2048] * 2, "decode", None, 2, {"tensor_efficiency": 0.5}),
+    ("h100-sxm", "llama-2-7b", [2048] * 2, "decode", None, 2, {"hbm_efficiency": 0.6}),
+    ("h200", "bert-large", [384] * 16, "forward", None, 4, {"launch_s": 0.0}),
+]
+
+
+def _step(case):
+    chip, model, lengths, phase, pad, dt, opts = case
+    return chip, step(model, lengths, phase=phase, pad_to=pad, dtype_bytes=dt), opts
+
+
+def _fresh_picks(chip, s, opts):
+    """Each kernel's pick worked out as ``simulate`` did before the memo: every candidate of
+    the step in one wave loop, the first fastest of each kernel's own."""
+    c = hardware.chip(chip)
+    r = kernels.rates(
+        c,
+        opts.get("tensor_efficiency", gpu.TENSOR_EFFICIENCY),
+        opts.get("hbm_efficiency", gpu.HBM_EFFICIENCY),
+    )
+    fusion = opts.get("fusion", "tensorrt")
+    cands, owner = [], []
+    for i, (name, ops) in enumerate(kernels.kernel_plan(s, fusion)):
+        for kern in kernels.op_kernel_candidates(ops, name, s, r, fusion):
+            cands.append(kern)
+            owner.append(i)
+    t, comp, mem, n_waves, busy = waves.run_waves(cands, r)
+    owner = np.array(owner)
+    out = []
+    for i in range(owner.max() + 1):
+        idx = np.flatnonzero(owner == i)
+        best = idx[np.argmin(t[idx])]
+        k = cands[best]
+        out.append((k.tile, k.flops, k.hbm_bytes, t[best], comp[best], mem[best], busy[best]))
+    return out
+
+
+def _same(a, b):
+    """Every field of two step results equal, bit for bit (arrays included)."""
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        elif isinstance(x, dict):
+            assert x.keys() == y.keys(), f.name
+            for key in x:
+                if isinstance(x[key], np.ndarray):
+                    assert np.array_equal(x[key], y[key]), (f.name, key)
+                else:
+                    assert x[key] == y[key], (f.name, key)
+        else:
+            assert x == y, f.name
+
+
+def test_memoised_picks_equal_fresh_ones():
+    autotune.clear_cache()
+    for case in CASES:
+        chip, s, opts = _step(case)
+        c = hardware.chip(chip)
+        r = kernels.rates(
+            c,
+            opts.get("tensor_efficiency", gpu.TENSOR_EFFICIENCY),
+            opts.get("hbm_efficiency", gpu.HBM_EFFICIENCY),
+        )
+        plan = kernels.kernel_plan(s, opts.get("fusion", "tensorrt"))
+        for memo_state in ("as left by earlier cases", "warm"):
+            picks = autotune.fastest(plan, s, r, opts.get("fusion", "tensorrt"))
+            fresh = _fresh_picks(chip, s, opts)
+            assert len(picks) == len(fresh), memo_state
+            for p, (tile, flops, hbm, t, comp, mem, busy) in zip(picks, fresh, strict=True):
+                assert (p.tile, p.flops, p.hbm_bytes) == (tile, flops, hbm), memo_state
+                assert (p.time_s, p.compute_s, p.memory_s) == (t, comp, mem), memo_state
+                assert np.array_equal(p.busy_s, busy), memo_state
+                assert not p.busy_s.flags.writeable
+
+
+def test_results_do_not_depend_on_what_was_simulated_before():
+    autotune.clear_cache()
+    cold = {}
+    for i, case in enumerate(CASES):
+        autotune.clear_cache()
+        chip, s, opts = _step(case)
+        cold[i] = gpu.simulate(chip, s, **opts)
+    order = list(range(len(CASES)))
+    np.random.default_rng(3).shuffle(order)
+    for _ in range(2):  # first in a shuffled order over a filling memo, then all hits
+        for i in order:
+            chip, s, opts = _step(CASES[i])
+            _same(gpu.simulate(chip, s, **opts), cold[i])
+    assert autotune.cached() > 0
+
+
+def test_memo_keys_on_values_and_stays_bounded(monkeypatch):
+    """A chip object equal in value to a preset hits its picks; one differing in any rate
+    does not; the memo drops its oldest picks beyond its size."""
+    autotune.clear_cache()
+    s = step("gpt2", [256] * 4, phase="prefill")
+    a = gpu.simulate("a100-80gb", s)
+    n = autotune.cached()
+    same = dataclasses.replace(hardware.chip("a100-80gb"))
+    _same(gpu.simulate(same, s), a)
+    assert autotune.cached() == n
+    fewer_sms = dataclasses.replace(hardware.chip("a100-80gb"), sms=100)
+    b = gpu.simulate(fewer_sms, s)
+    assert autotune.cached() == 2 * n and b.time_s != a.time_s
+    monkeypatch.setattr(autotune, "_PICKS_SIZE", n)
+    gpu.simulate(fewer_sms, step("gpt2", [100] * 4, phase="prefill"))
+    assert autotune.cached() == n
+
+
+def test_threads_share_the_memo_safely(monkeypatch):
+    """Threads simulating at once while the memo drops entries: no error, the same results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    steps = [_step(case) for case in CASES]
+    autotune.clear_cache()
+    alone = [gpu.simulate(chip, s, **opts) for chip, s, opts in steps]
+    monkeypatch.setattr(autotune, "_PICKS_SIZE", 4)  # evictions all the time
+    autotune.clear_cache()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda a: gpu.simulate(a[0], a[1], **a[2]), steps * 3))
+    for a, b in zip(alone * 3, together, strict=True):
+        _same(a, b)
+    assert autotune.cached() <= 4
+
+
+@pytest.mark.parametrize("lengths", [[128] * 4, [37, 200, 90]])
+def test_plain_reference_path_skips_the_memo(lengths):
+    import gpu_reference
+
+    s = step("bert-base", lengths)
+    a = gpu.simulate("a100-40gb", s)  # fills the memo
+    with gpu_reference.plain():
+        assert not autotune.cached()
+        b = gpu.simulate("a100-40gb", s)
+    assert not autotune.cached()
+    assert a.time_s == pytest.approx(b.time_s, rel=1e-9)
+
+
+def _fused_attention_plain(s, r, dt):
+    """Fused attention's block groups and totals, every sequence worked out on its own."""
+    cfg = s.model
+    h, hd = cfg.heads, cfg.head_dim
+    kv_share = cfg.n_kv_heads / cfg.heads
+    lens = s.lengths.astype(np.int64)
+    if s.phase == "decode":
+        q_rows, k_rows = np.ones_like(lens), lens
+    elif s.row_len:
+        q_rows = k_rows = np.full_like(lens, s.row_len)
+    else:
+        q_rows = k_rows = lens
+    whole = s.phase == "decode" or int(k_rows.max()) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
+    groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
+    g = gpu.MMA_GRANULE
+    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+        tile = q if whole else gpu.ATTENTION_Q_TILE
+        nq = -(-q // tile)
+        kc = -(-kk // g) * g
+        for rows, cnt in ((tile, nq - 1), (q - (nq - 1) * tile, 1)):
+            if cnt <= 0:
+                continue
+            f = 4.0 * (-(-rows // g) * g) * kc * hd
+            simt = 5.0 * rows * kk
+            b = (2 * rows * hd + 2 * kk * hd * kv_share / nq) * dt
+            if s.phase == "prefill":
+                b += 2 * rows * hd * kv_share * dt
+            comp = f * r.tensor_s_per_flop + simt * r.simt_s_per_flop
+            groups.append((cnt * h, comp, (2 * rows + 2 * kk) * hd * dt / r.sm_bw, b))
+            flops += f * cnt * h
+            simt_total += simt * cnt * h
+            hbm += b * cnt * h
+    return groups, flops, hbm, simt_total
+
+
+@pytest.mark.parametrize(
+    "model,lengths,phase,pad",
+    [
+        ("gpt2", [300, 17, 300, 300, 17, 1], "prefill", None),
+        ("gpt2", [900] * 7 + [20] * 5 + [900], "decode", None),
+        ("gpt2", [1000, 600, 1000, 64, 65], "prefill", None),  # beyond 512 keys: query tiles
+        ("llama-2-7b", [2048, 100, 2048], "prefill", None),  # grouped K/V heads
+        ("bert-base", [37, 200, 90, 37], "forward", 256),
+    ],
+)
+def test_fused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad):
+    s = step(model, lengths, phase=phase, pad_to=pad)
+    r = kernels.rates(hardware.chip("h100-sxm"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    kern = kernels._fused_attention("fused_mha", ("attn_scores",), s, r, s.dtype_bytes)
+    groups, flops, hbm, simt = _fused_attention_plain(s, r, s.dtype_bytes)
+    assert sum(g[0] for g in kern.groups) == sum(g[0] for g in groups)
+    assert kern.groups == kernels._merge(groups)
+    assert (kern.flops, kern.hbm_bytes, kern.simt_flops) == (flops, hbm, simt)
