@@ -160,7 +160,7 @@ def _sub_dims(m, k, n, axis, passes):
 
 # ``_grid_search`` results by their inputs: the same sub-matmul recurs under other budgets (the
 # steps of a table, a training search's chips with less room), and one result holds for a range.
-# 4,096 keys hold a few MB; the repeats come close together (claims 10: four times the keys
+# 4,096 keys hold a few MB; the repeats come close together (claim 10: four times the keys
 # would save 2% more of its 19,760 searches)
 _GRIDS = BudgetMemo(maxsize=4096)
 
