@@ -196,6 +196,11 @@ def run_program(c: TileChip, plans: list) -> Program:
     times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
+        if len(p.phases) == 1:  # most ops: one superstep, run once per instance
+            phases.append(p.phases[0])
+            idx.append(i)
+            cnt.append(p.op.count)
+            continue
         ids = list(map(id, p.phases))  # a pass repeated is the same Phase object
         times = Counter(ids)  # in order of first appearance
         by_id = dict(zip(ids, p.phases, strict=True))
