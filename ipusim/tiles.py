@@ -52,6 +52,7 @@ Only forward, prefill and decode steps are mapped (training is left to a later m
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -75,6 +76,7 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     plan_matmul,
     plan_step,
 )
+from .tileplan.base import PHASE_ARRAYS as _PHASE_ARRAYS
 from .tileplan.search import plan_cache
 from .workloads import Step
 
@@ -179,6 +181,7 @@ class Program:
     op_index: np.ndarray
     count: np.ndarray
     sync_cycles: float
+    totals: np.ndarray  # (S, 5) each superstep's sums over its tiles of ``_PHASE_ARRAYS``
 
     @property
     def superstep_cycles(self) -> np.ndarray:
@@ -193,20 +196,23 @@ def run_program(c: TileChip, plans: list) -> Program:
     times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
-        row = {}
-        for ph in p.phases:
-            if id(ph) in row:
-                cnt[row[id(ph)]] += p.op.count
-                continue
-            row[id(ph)] = len(phases)
-            phases.append(ph)
+        if len(p.phases) == 1:  # most ops: one superstep, run once per instance
+            phases.append(p.phases[0])
             idx.append(i)
             cnt.append(p.op.count)
+            continue
+        ids = list(map(id, p.phases))  # a pass repeated is the same Phase object
+        times = Counter(ids)  # in order of first appearance
+        by_id = dict(zip(ids, p.phases, strict=True))
+        for key, n in times.items():
+            phases.append(by_id[key])
+            idx.append(i)
+            cnt.append(n * p.op.count)
     S, T = len(phases), c.tiles
-    arr = {
-        k: np.ascontiguousarray(np.vstack([getattr(ph, k) for ph in phases]), dtype=np.float64)
-        for k in ("flops", "load", "vertices", "recv", "send")
-    }
+    arr = {k: np.empty((S, T)) for k in _PHASE_ARRAYS}
+    for i, ph in enumerate(phases):  # row by row: one copy each, no list of arrays to stack
+        for k, a in arr.items():
+            a[i] = getattr(ph, k)
     vec = c.fp32_flops_per_cycle_per_tile
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
@@ -234,7 +240,10 @@ def run_program(c: TileChip, plans: list) -> Program:
         on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0
     )
     mx[:, 0] = comp.max(axis=1)
-    return Program(phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles)
+    totals = np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
+    return Program(
+        phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles, totals
+    )
 
 
 def energy_split(
@@ -246,14 +255,16 @@ def energy_split(
     rearranges), exchange bytes sent and received, Streaming Memory bytes (when ``streamed``)
     and ``link_bytes`` over IPU-Links."""
     amp = vec = load = sent = recv = 0.0
-    for ph, n in zip(prog.phases, prog.count, strict=True):
-        f = float(ph.flops.sum()) * n
+    # each superstep's sums over its tiles, as Python floats (a row sum equals the sum of the
+    # phase's own array bit for bit: the same pairwise summation over the same values)
+    for ph, n, (fl, ld, _, rv, sd) in zip(
+        prog.phases, prog.count, prog.totals.tolist(), strict=True
+    ):
+        f = fl * n
         amp, vec = (amp + f, vec) if ph.amp else (amp, vec + f)
-        got = float(ph.recv.sum()) * n
-        load += float(ph.load.sum()) * n + (
-            2.0 * got if ph.amp else 0.0
-        )  # AMP operands rearranged: read + write
-        sent += float(ph.send.sum()) * n
+        got = rv * n
+        load += ld * n + (2.0 * got if ph.amp else 0.0)  # AMP operands rearranged: read + write
+        sent += sd * n
         recv += got
     stream = sum(p.stream_bytes * p.op.count for p in plans) if streamed else 0.0
     return _energy.tile_split(
@@ -367,12 +378,11 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
     ``always-live + largest temporaries``.
     """
     placed = sum(p.weights for p in plans)
-    temps = np.vstack(
-        [
-            p.temp + (p.weights / p.op.count if streamed and p.op.kind == "matmul" else 0.0)
-            for p in plans
-        ]
-    )
+    temps = np.empty((len(plans), c.tiles))
+    for i, p in enumerate(plans):
+        temps[i] = p.temp
+        if streamed and p.op.kind == "matmul":
+            temps[i] += p.weights / p.op.count
     base = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed)
     return base, placed, temps.max(axis=0), temps.argmax(axis=0)
 
@@ -510,9 +520,11 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     prog = run_program(c.value, plans)
     # every array a shared plan holds, not only the program's: a caller's edit of one chip's
     # plan would otherwise change the plan every chip with the same planned fields is handed
+    # (a phase repeated over passes, or shared by plans, once: its arrays are the same objects)
+    phases = {id(f): f for p in plans for f in p.phases}.values()
     per_plan = ((p.weights, p.temp) for p in plans)
-    per_phase = ((f.flops, f.load, f.vertices, f.recv, f.send) for p in plans for f in p.phases)
-    program = ((prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count),)
+    per_phase = ((f.flops, f.load, f.vertices, f.recv, f.send) for f in phases)
+    program = ((prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count, prog.totals),)
     for group in (*per_plan, *per_phase, *program):
         for a in group:
             if isinstance(a, np.ndarray):

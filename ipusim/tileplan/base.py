@@ -66,6 +66,9 @@ def deal(pieces: np.ndarray, n_tiles: int, rep: int = 1) -> np.ndarray:
 _COLS = ("flops", "load", "recv", "send", "temp", "weights")
 
 
+PHASE_ARRAYS = ("flops", "load", "vertices", "recv", "send")  # a Phase's per-tile arrays
+
+
 @dataclass
 class Phase:
     """One superstep of one op instance: per-tile arrays of length ``tiles``."""

@@ -22,8 +22,8 @@ from .._validate import choice, positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
-from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
-from .search import candidates, fewest, plan_cache
+from .base import PARTIAL_BYTES, PHASE_ARRAYS, OpPlan, budget_bytes, deal, dealt_phase
+from .search import BudgetMemo, candidates, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
 
@@ -94,7 +94,9 @@ def _grid_search(
     output block is an FP32 accumulator (passes over k). The result equals the exhaustive NumPy
     search of ``tests/tileplan_reference.py`` bit for bit (``in_share`` = dt (T-1)/T, ``two_per_flop`` =
     2 / AMP rate, ``red_per_elem`` = PARTIAL_BYTES / x + 1 / vector rate, computed by the caller).
-    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too).
+    Since candidates ascend, the loops stop at the first product over ``T`` (the rest are over too);
+    a grid over the budget with no fewer bytes than one seen before is not costed (it can be
+    neither answer).
     """
     best_total, best_temp, bi, bj, bl = np.inf, 0.0, -1, -1, -1
     least_total, least_temp, li, lj, ll = 0.0, np.inf, -1, -1, -1
@@ -118,8 +120,17 @@ def _grid_search(
                 kb = kbs[d]
                 red = pk > 1
                 out_b = PARTIAL_BYTES if (red or acc) else dt
-                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
                 part = (pk - 1) / pk * (mb * nb)
+                temp = (
+                    (mb * kb) * dt
+                    + kb * nb * dt
+                    + (mb * nb) * out_b
+                    + (part * PARTIAL_BYTES if red else 0.0)
+                )
+                temp = temp + held
+                if temp > budget and temp >= least_temp:
+                    continue  # neither fits nor has fewer bytes than one seen: its cost is moot
+                recv = mb * kb * in_share + kb * nb * dt * (1.0 - (pm * pn * pk) / (T * pm))
                 cyc = (
                     vertex
                     + two_per_flop * (mb * kb) * nb
@@ -129,13 +140,6 @@ def _grid_search(
                     + sync
                 )
                 red_cyc = sync + part * red_per_elem if red else 0.0
-                temp = (
-                    (mb * kb) * dt
-                    + kb * nb * dt
-                    + (mb * nb) * out_b
-                    + (part * PARTIAL_BYTES if red else 0.0)
-                )
-                temp = temp + held
                 total = passes * cyc + reductions * red_cyc
                 if temp <= budget and total < best_total:
                     best_total, best_temp, bi, bj, bl = total, temp, pm, pn, pk
@@ -154,27 +158,33 @@ def _sub_dims(m, k, n, axis, passes):
     return sub["m"], sub["k"], sub["n"]
 
 
+# ``_grid_search`` results by their inputs: the same sub-matmul recurs under other budgets (the
+# steps of a table, a training search's chips with less room), and one result holds for a range.
+# 4,096 keys hold a few MB; the repeats come close together (claim 10: four times the keys
+# would save 2% more of its 19,760 searches)
+_GRIDS = BudgetMemo(maxsize=4096)
+
+
 def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
     """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
-    grids); the one with the least working set when none fits ``budget``."""
+    grids); the one with the least working set when none fits ``budget``. Memoised by
+    ``_GRIDS`` (``search.BudgetMemo``: a result is reused only for budgets it must hold for)."""
     T = c.tiles
     sm, sk, sn = _sub_dims(m, k, n, axis, passes)
     x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
     held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
-    pm, pn, pk, total, temp, fits = _grid_search(
+    # every input of the search but the budget, by value (the chip's rates and the calibration
+    # in force among them): the key of the budget memo
+    key = (
         sm,
         sk,
         sn,
         dt,
         T,
-        candidates(sm, T),
-        candidates(sn, T),
-        candidates(sk, T, small=4, factors=(1, 3)),
         axis == "k" and passes > 1,
         passes,
         1 if axis == "k" or passes == 1 else passes,
         float(held),
-        float(budget),
         dt * (T - 1) / T,
         float(c.vertex_overhead_cycles),
         2.0 / c.amp_flops_per_cycle_per_tile(dt),
@@ -184,6 +194,20 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
         float(c.sync_cycles),
         PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile,
     )
+    budget = float(budget)
+    found = _GRIDS.get(key, budget)
+    if found is None:
+        found = _grid_search(
+            *key[:5],
+            candidates(sm, T),
+            candidates(sn, T),
+            candidates(sk, T, small=4, factors=(1, 3)),
+            *key[5:9],
+            budget,
+            *key[9:],
+        )
+        _GRIDS.put(key, budget, found, bool(found[5]), float(found[4]))
+    pm, pn, pk, total, temp, fits = found
     return MatmulPlan(
         int(pm),
         int(pn),
@@ -318,10 +342,19 @@ def map_matmul(
     """Matmul: the planner's grid of blocks (one per tile) in serial passes (see ``_plan_matmul``).
 
     ``live_bytes``: the op's input held per tile while it runs (beside the working set);
-    ``budget``: bytes per tile for the working set (default ``budget_bytes(c)``)."""
-    m, k, n, T = op.m, op.k, op.n, c.tiles
+    ``budget``: bytes per tile for the working set (default ``budget_bytes(c)``).
+
+    The plan is memoised on these values (the same shapes recur: the steps of a decode table
+    share their batch, a chip's steps their weights) and read-only: every array it holds is
+    shared with the callers handed the same plan (tests/test_tileplan_memo.py)."""
     budget = budget_bytes(c) if budget is None else budget
-    pl = _plan_matmul(m, k, n, dt, c, 0, "k", float(budget))
+    return _map_matmul(op, c, dt, bool(tied), float(live_bytes), float(budget))
+
+
+@plan_cache(maxsize=256)  # a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles
+def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, budget: float):
+    m, k, n, T = op.m, op.k, op.n, c.tiles
+    pl = _plan_matmul(m, k, n, dt, c, 0, "k", budget)
     pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
     dims = {"m": m, "k": k, "n": n}
     sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
@@ -375,4 +408,7 @@ def map_matmul(
         budget_bytes=float(budget),
     )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
+    unique = [f for ph, _, rph, _ in per_size.values() for f in (ph, rph) if f is not None]
+    for a in (weights, plan.temp, *(getattr(f, k) for f in unique for k in PHASE_ARRAYS)):
+        a.flags.writeable = False
     return plan

@@ -22,11 +22,18 @@ from .base import OpPlan, dealt_phase
 def _deal_same(row, P: int, n_tiles: int) -> np.ndarray:
     """``deal`` of ``P`` identical pieces ``row``: a count per tile times the row (the tests
     hold it to ``deal`` of the P rows)."""
-    row = np.asarray(row, dtype=np.float64)
-    counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles).astype(
-        np.float64
-    )
-    return np.column_stack([counts[:, None] * row[None, :], counts])
+    # the last column, counts x 1.0, is the counts themselves: one product table, contiguous
+    return np.multiply.outer(_pieces_per_tile(P, n_tiles), np.array([*row, 1.0], dtype=np.float64))
+
+
+@lru_cache(maxsize=256)
+def _pieces_per_tile(P: int, n_tiles: int) -> np.ndarray:
+    """Pieces each tile gets of ``P`` dealt in order (piece i to tile ``i * n_tiles // P``), as
+    float64, read-only (memoised: a table's steps deal the same counts again)."""
+    counts = np.bincount(np.arange(P, dtype=np.int64) * n_tiles // P, minlength=n_tiles)
+    counts = counts.astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan:

@@ -66,6 +66,47 @@ def plan_cache(maxsize: int):
     return wrap
 
 
+class BudgetMemo:
+    """Memo of a search whose result depends on its budget only through which candidates fit
+    it (it returns the first fastest candidate whose bytes fit the budget, else the first with
+    the fewest bytes): each result is kept with the budgets it holds for, so a query with
+    another budget of the same key hits when the answer cannot differ.
+
+    * A result that fits, with ``bytes`` t, found under budget b, holds for every budget in
+      [t, b]: fewer candidates fit, the chosen one among them, so it is still the fastest.
+    * A result that does not fit (``bytes`` the least of all candidates) holds for every
+      budget below its bytes: none fits there either.
+
+    Keyed on the values of every other input (``key``); at most ``per_key`` results a key
+    and ``maxsize`` keys (all forgotten when full). ``clear_plan_cache`` empties it."""
+
+    def __init__(self, maxsize: int, per_key: int = 8):
+        self.maxsize, self.per_key = maxsize, per_key
+        self._known = {}
+        _PLAN_CACHES.append(self)
+
+    def get(self, key, budget: float):
+        """The result known to hold for ``budget``, or None."""
+        for fits, lo, hi, result in self._known.get(key, ()):
+            if (lo <= budget <= hi) if fits else budget < lo:
+                return result
+        return None
+
+    def put(self, key, budget: float, result, fits: bool, nbytes: float) -> None:
+        """Remember ``result`` (found under ``budget``; ``fits`` it with ``nbytes``)."""
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= self.maxsize:
+                self._known.clear()
+            known = self._known[key] = []
+        elif len(known) >= self.per_key:
+            del known[0]
+        known.append((fits, nbytes, budget, result))
+
+    def cache_clear(self) -> None:
+        self._known.clear()
+
+
 def clear_plan_cache() -> None:
     """Forget cached matmul plans (``tile_calibration.overrides`` calls it: plans are ranked
     with the calibrated costs, so a changed parameter can change the plan)."""
