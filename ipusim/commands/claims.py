@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from .. import background
 from ._common import add_json, print_json
 
 NAME = "claims"
 HELP = "verdicts on the articles' vendor claims (supported / contradicted / depends), with their numbers and rules"
 ORDER = 70
+EPILOG = (
+    "With two or more CPUs, claim 10 (its GPT-2 generation tables are the largest independent "
+    "piece of a first run) is judged in a second process while this one judges the rest; the "
+    "output is the same. IPUSIM_WORKERS=1 keeps everything in one process."
+)
+HANDED = (10,)
+"""Claims judged by a background worker when the scoreboard holds others too (``ipusim.background``)."""
 
 
 def add_arguments(p):
@@ -30,6 +38,13 @@ def add_arguments(p):
     add_json(p)
 
 
+def judged(n: int, sensitivity: bool) -> tuple:
+    """Claim ``n``'s verdict and, with ``sensitivity``, its sensitivity verdicts (else [])."""
+    from .. import claims
+
+    return claims.judge(n), (claims.sensitivity(n) if sensitivity else [])
+
+
 def run(args) -> int:
     from .. import claims
 
@@ -39,9 +54,18 @@ def run(args) -> int:
             raise ValueError(
                 f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}"
             )
-    verdicts = claims.scoreboard(nums)
+    handed = [n for n in HANDED if n in nums] if len(nums) > 1 else []
+    workers = {n: background.start(f"{__name__}:judged", n, args.sensitivity) for n in handed}
+    try:
+        got = {n: judged(n, args.sensitivity) for n in nums if n not in workers}
+        for n, w in workers.items():
+            got[n] = w.result(lambda n=n: judged(n, args.sensitivity))
+    finally:
+        for w in workers.values():
+            w.close()
+    verdicts = [got[n][0] for n in nums]
     counts = {s: sum(v.state == s for v in verdicts) for s in claims.STATES}
-    sens = {v.claim: claims.sensitivity(v.claim) for v in verdicts} if args.sensitivity else {}
+    sens = {n: got[n][1] for n in nums} if args.sensitivity else {}
     if args.json:
         out = [v.to_dict() for v in verdicts]
         for d in out:
