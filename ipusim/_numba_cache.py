@@ -199,6 +199,15 @@ def _lock_compiles() -> None:
     Cache._ipusim_locked = True
 
 
+def cached(dispatcher) -> bool:
+    """Whether Numba's cache holds a compiled signature of ``dispatcher`` (a fresh index entry
+    for its current source); False for one that is not cached at all."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # no cache (NullCache), an unreadable index: as good as not cached
+        return False
+
+
 def _add_read_only_locator() -> bool:
     """Let Numba use the ``__pycache__`` beside each kernel's source read-only, as its last
     choice: kernels cached there (a read-only install, a read-only root) load as usual; a new

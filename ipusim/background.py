@@ -55,11 +55,53 @@ def allowed() -> bool:
     return cpus() >= 2 and _numba_cache.ensure() not in ("read-only", "off")
 
 
-class Worker:
-    """A running ``function(*args)`` in a second process (``start``), or none (``proc`` None)."""
+def cached(*dispatchers) -> bool:
+    """Whether Numba's cache holds each of these kernels (Numba dispatchers), compiled for at
+    least one signature: a command skips a worker that would only load them."""
+    return all(_numba_cache.cached(d) for d in dispatchers)
 
-    def __init__(self, proc=None, what: str = ""):
-        self.proc, self.what = proc, what
+
+class Worker:
+    """A ``function(*args)`` running in a second process (``start``), or none (``proc`` None).
+    Use it in a ``with`` block: a worker whose value was not asked for is stopped at its end."""
+
+    def __init__(self):
+        self.proc, self.what = None, ""
+
+    def start(self, function: str, *args):
+        """Start ``function(*args)`` (``"ipusim.module:name"``, arguments that pickle) in a
+        second process when ``allowed()`` (else leave this without one: ``result`` computes
+        here); return ``self``."""
+        module, _, name = function.partition(":")
+        if not (module == "ipusim" or module.startswith("ipusim.")) or not name:
+            raise ValueError(f"function must be 'ipusim.module:name', got {function!r}")
+        self.close()
+        self.what = function
+        if not allowed():
+            return self
+        from . import tile_params
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, **{ENV: "1"})  # the worker starts none of its own
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        payload = pickle.dumps((module, name, args, tile_params.current()), protocol=-1)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+        except OSError:  # no process could be started (limits, memory): work here
+            return self
+        self.proc = proc
+        try:
+            with proc.stdin:
+                proc.stdin.write(payload)
+        except OSError:  # it died at once: result() says so and works here
+            pass
+        proc.stdin = None  # written and closed: communicate() has nothing more to send
+        return self
 
     def result(self, fallback):
         """The worker's value; ``fallback()`` (the same work, here) when there is no worker or
@@ -96,32 +138,8 @@ class Worker:
 
 
 def start(function: str, *args) -> Worker:
-    """``function(*args)`` (``"ipusim.module:name"``, arguments that pickle) started in a second
-    process when ``allowed()``; else a ``Worker`` without one (its ``result`` computes here)."""
-    module, _, name = function.partition(":")
-    if not (module == "ipusim" or module.startswith("ipusim.")) or not name:
-        raise ValueError(f"function must be 'ipusim.module:name', got {function!r}")
-    if not allowed():
-        return Worker(None, function)
-    from . import tile_params
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, **{ENV: "1"})  # the worker starts none of its own
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    payload = pickle.dumps((module, name, args, tile_params.current()), protocol=-1)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        with proc.stdin:
-            proc.stdin.write(payload)
-        proc.stdin = None  # written and closed: communicate() has nothing more to send
-    except OSError:  # no process could be started (limits, memory): work here
-        return Worker(None, function)
-    return Worker(proc, function)
+    """``Worker().start(function, *args)``."""
+    return Worker().start(function, *args)
 
 
 def child_main() -> None:
