@@ -155,10 +155,12 @@ def child_main() -> None:
 
         for k, v in params:
             setattr(tile_params, k, v)
-        value = ("ok", getattr(importlib.import_module(module), name)(*args))
-    except Exception as err:
-        value = ("error", f"{type(err).__name__}: {err}")
-    out.write(pickle.dumps(value, protocol=-1))
+        value = pickle.dumps(
+            ("ok", getattr(importlib.import_module(module), name)(*args)), protocol=-1
+        )
+    except Exception as err:  # the work failed, or its value does not pickle
+        value = pickle.dumps(("error", f"{type(err).__name__}: {err}"), protocol=-1)
+    out.write(value)
     out.close()
     import gc
 
