@@ -15,6 +15,10 @@ needs_two_cpus = pytest.mark.skipif(
     not background.allowed(), reason="needs two CPUs and a writable Numba cache"
 )
 ONE = {background.ENV: "1"}
+TAKES_10_AND_DIES = (
+    "import os, pickle, sys; module, name, args, params = pickle.loads(sys.stdin.buffer.read()); "
+    "open(os.path.join(args[2], '10'), 'w').close(); os._exit(3)"
+)
 
 
 def test_a_worker_returns_the_functions_value_and_one_that_dies_is_replaced(monkeypatch, capsys):
@@ -58,6 +62,11 @@ def test_claims_print_the_same_with_a_worker_without_one_and_with_one_that_dies(
     got = capsys.readouterr()
     assert got.out == alone and "background worker" not in got.err
     monkeypatch.setattr(background, "_CHILD", "import os; os._exit(3)")
+    assert cli.main(argv) == 0
+    got = capsys.readouterr()
+    assert got.out == alone and got.err.count("background worker") == 1
+    # a worker that takes claim 10 (its first) and dies: this process judges it after all
+    monkeypatch.setattr(background, "_CHILD", TAKES_10_AND_DIES)
     assert cli.main(argv) == 0
     got = capsys.readouterr()
     assert got.out == alone and got.err.count("background worker") == 1

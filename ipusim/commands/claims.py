@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 from .. import background
 from ._common import add_json, print_json
 
@@ -9,12 +13,14 @@ NAME = "claims"
 HELP = "verdicts on the articles' vendor claims (supported / contradicted / depends), with their numbers and rules"
 ORDER = 70
 EPILOG = (
-    "With two or more CPUs, claim 10 (its GPT-2 generation tables are the largest independent "
-    "piece of a first run) is judged in a second process while this one judges the rest; the "
-    "output is the same. IPUSIM_WORKERS=1 keeps everything in one process."
+    "With two or more CPUs, a second process judges claims beside this one (claim 10 first: "
+    "its GPT-2 generation tables are the largest piece of a first run; then from the last "
+    "claim down, while this one goes up from the first); the output is the same. "
+    "IPUSIM_WORKERS=1 keeps everything in one process."
 )
-HANDED = (10,)
-"""Claims judged by a background worker when the scoreboard holds others too (``ipusim.background``)."""
+FIRST_HANDED = 10
+"""The claim a background worker judges first (``ipusim.background``): the longest to judge
+from empty caches (claim 10's generation tables), so it starts at once beside the rest."""
 
 
 def add_arguments(p):
@@ -45,6 +51,40 @@ def judged(n: int, sensitivity: bool) -> tuple:
     return claims.judge(n), (claims.sensitivity(n) if sensitivity else [])
 
 
+def judge_share(order, sensitivity: bool, marks: str) -> dict:
+    """Claim number -> ``judged(n, sensitivity)`` for each claim of ``order`` (in that order)
+    that no other process has taken: a claim is taken by creating the file named by its
+    number in the folder ``marks``, which two processes share (this one going up from the
+    first claim, a worker from ``FIRST_HANDED`` then down from the last: they meet where the
+    work is balanced, whatever each claim costs on this machine and cache)."""
+    got = {}
+    for n in order:
+        try:
+            os.close(os.open(os.path.join(marks, str(n)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        got[n] = judged(n, sensitivity)
+    return got
+
+
+def _shared(todo, sensitivity: bool) -> dict:
+    """``judged`` of the claims ``todo``, shared with a background worker (``judge_share``);
+    those a failed worker had taken are missing (then judged here)."""
+    try:
+        marks = tempfile.mkdtemp(prefix="ipusim-claims-")
+    except OSError:  # no temporary folder: one process
+        return {}
+    try:
+        first = [n for n in todo if n == FIRST_HANDED]
+        ahead = first + [n for n in todo[::-1] if n not in first]
+        with background.start(f"{__name__}:judge_share", ahead, sensitivity, marks) as worker:
+            got = judge_share(todo, sensitivity, marks)
+            got.update(worker.result(dict))
+        return got
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
+
+
 def run(args) -> int:
     from .. import claims
 
@@ -54,15 +94,11 @@ def run(args) -> int:
             raise ValueError(
                 f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}"
             )
-    handed = [n for n in HANDED if n in nums] if len(nums) > 1 else []
-    workers = {n: background.start(f"{__name__}:judged", n, args.sensitivity) for n in handed}
-    try:
-        got = {n: judged(n, args.sensitivity) for n in nums if n not in workers}
-        for n, w in workers.items():
-            got[n] = w.result(lambda n=n: judged(n, args.sensitivity))
-    finally:
-        for w in workers.values():
-            w.close()
+    todo = sorted(set(nums))
+    got = _shared(todo, args.sensitivity) if len(todo) > 1 and background.allowed() else {}
+    for n in todo:  # one process, or claims a failed worker had taken
+        if n not in got:
+            got[n] = judged(n, args.sensitivity)
     verdicts = [got[n][0] for n in nums]
     counts = {s: sum(v.state == s for v in verdicts) for s in claims.STATES}
     sens = {n: got[n][1] for n in nums} if args.sensitivity else {}
