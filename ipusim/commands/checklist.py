@@ -17,6 +17,11 @@ from ._common import add_lengths, seed_arg
 NAME = "checklist"
 HELP = "run the POC migration checklist on a model and traffic and print the report (verdict and evidence)"
 ORDER = 60
+EPILOG = (
+    "On a first run (the event kernel not in Numba's cache) with two CPUs free, a second "
+    "process compiles the serving, packing and GPU kernels while this one fits the chips; the "
+    "output is the same. IPUSIM_WORKERS=1 keeps everything in one process."
+)
 
 
 def add_arguments(p):

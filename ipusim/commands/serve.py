@@ -24,6 +24,11 @@ from ._common import (
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
 ORDER = 30
+EPILOG = (
+    "When the chip's service table is not cached yet and two CPUs are free, a second process "
+    "compiles the event kernel while this one builds the table; the output is the same. "
+    "IPUSIM_WORKERS=1 keeps everything in one process."
+)
 _MS = limits.MAX_SECONDS * 1e3  # any one time option, ms
 
 
