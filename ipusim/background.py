@@ -160,6 +160,8 @@ def child_main() -> None:
         )
     except Exception as err:  # the work failed, or its value does not pickle
         value = pickle.dumps(("error", f"{type(err).__name__}: {err}"), protocol=-1)
+    except KeyboardInterrupt:  # Ctrl-C reaches the command and its worker: the command says so
+        os._exit(130)
     out.write(value)
     out.close()
     import gc
