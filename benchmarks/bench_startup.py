@@ -39,6 +39,7 @@ package's sources, which no installed copy does.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 
@@ -218,6 +219,7 @@ def newcomer_rows(quick: bool, against: str | None = None, only=None):
         before_pkg = package_at(against, tmp) if against else None
         for name in names:
             args = NEWCOMER[name]
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             (fw, fc, fk), (ww, wc, _) = _first_and_warm(args, None, warm_runs)
             goal = "first <= 8 s" if name == "serve" else "first <= 10 s"
             note = (
@@ -236,7 +238,8 @@ def newcomer_rows(quick: bool, against: str | None = None, only=None):
                 "kernel_s": fw,
                 "reference_s": ww,
                 "goal": goal,
-                "note": note + " (ratio = warm / first)",
+                "note": note + f" (ratio = warm / first; load average before: {load:.2f}, "
+                "which a second process needs idle)",
             }
 
 
