@@ -13,7 +13,8 @@ NAME = "claims"
 HELP = "verdicts on the articles' vendor claims (supported / contradicted / depends), with their numbers and rules"
 ORDER = 70
 EPILOG = (
-    "With two or more CPUs, a second process judges claims beside this one (claim 10 first: "
+    "On a first run (compiled kernels not cached yet) with two or more CPUs, a second process "
+    "judges claims beside this one (claim 10 first: "
     "its GPT-2 generation tables are the largest piece of a first run; then from the last "
     "claim down, while this one goes up from the first); the output is the same. "
     "IPUSIM_WORKERS=1 keeps everything in one process."
@@ -67,6 +68,16 @@ def judge_share(order, sensitivity: bool, marks: str) -> dict:
     return got
 
 
+def _first_run() -> bool:
+    """A background worker may run (``background.allowed``) and Numba's cache lacks the event
+    kernel (claim 6's): a first run, whose compiles and tables a worker halves. A warm run
+    (about 5 s) gains less than a worker costs in CPU (its start and the simulations both
+    processes repeat, about 2 s), and on a busy machine loses wall time too."""
+    from .. import serving
+
+    return background.allowed() and not background.cached(serving.batching.event_kernel(False))
+
+
 def _shared(todo, sensitivity: bool) -> dict:
     """``judged`` of the claims ``todo``, shared with a background worker (``judge_share``);
     those a failed worker had taken are missing (then judged here)."""
@@ -95,7 +106,7 @@ def run(args) -> int:
                 f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}"
             )
     todo = sorted(set(nums))
-    got = _shared(todo, args.sensitivity) if len(todo) > 1 and background.allowed() else {}
+    got = _shared(todo, args.sensitivity) if len(todo) > 1 and _first_run() else {}
     for n in todo:  # one process, or claims a failed worker had taken
         if n not in got:
             got[n] = judged(n, args.sensitivity)
