@@ -10,6 +10,13 @@ package without writing to it, or (if there is none) turns caching off, and says
 line on stderr. A cache file that later fails to load or save (corrupt, a full disk)
 is compiled afresh or left unsaved, also in one line. Compiled code is the same either way;
 only start-up time differs.
+
+When the cache is writable, a kernel missing from it is compiled under an exclusive lock on
+its cache entry (``fcntl.flock`` on a file beside Numba's index; no lock where ``fcntl`` is
+missing, as on Windows): two ipusim processes that share a cache (a command and its
+background worker, ``pytest -n 2``, two notebooks) never compile the same kernel at once;
+the second waits, then loads what the first saved. A lock still held after
+``LOCK_TIMEOUT_S`` (a stuck process) is ignored and the kernel compiled anyway, said once.
 """
 
 from __future__ import annotations
@@ -17,6 +24,17 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory file locks; processes may then compile a kernel twice
+    fcntl = None
+
+LOCK_TIMEOUT_S = 300.0
+"""Seconds to wait for another process compiling the same kernel (a cold compile under load
+takes well under a minute); then it is compiled here too."""
+_POLL_S = 0.02
 
 _STATE = {"checked": False, "where": None, "notes": set()}
 
@@ -105,6 +123,91 @@ def _guard_cache_io() -> None:
     Cache._ipusim_guarded = True
 
 
+_HELD: dict = {}  # lock file path -> its open descriptor, while this process compiles that kernel
+
+
+def _lock_path(cache) -> str | None:
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    return None if index is None else index + ".ipusim-lock"
+
+
+def _acquire(path: str) -> bool:
+    """Take the exclusive lock at ``path``; False (and no lock) when it cannot be had: no
+    ``fcntl``, a directory that cannot be written, or ``LOCK_TIMEOUT_S`` passed."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _HELD[path] = fd
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                _note(
+                    "lock",
+                    f"ipusim: note: another process has held the Numba cache lock {path} for "
+                    f"{LOCK_TIMEOUT_S:g} s; compiling here too",
+                )
+                return False
+            time.sleep(_POLL_S)
+
+
+def _release(path: str) -> None:
+    fd = _HELD.pop(path, None)
+    if fd is not None:
+        os.close(fd)  # closing the descriptor drops its flock
+
+
+def _lock_compiles() -> None:
+    """A kernel missing from the cache is looked up again under its entry's lock, and compiled
+    (and saved) while the lock is held: see the module's docstring. The lock is released when
+    the dispatcher's ``compile`` returns or raises, after Numba has saved the entry."""
+    from numba.core.caching import Cache
+    from numba.core.dispatcher import Dispatcher
+
+    if fcntl is None or getattr(Cache, "_ipusim_locked", False):
+        return
+    load, compile_ = Cache.load_overload, Dispatcher.compile
+
+    def load_overload(self, sig, target_context):
+        got = load(self, sig, target_context)
+        path = _lock_path(self)
+        if got is not None or path is None or path in _HELD:  # held: a recursive compile
+            return got
+        if not _acquire(path):
+            return None
+        got = load(self, sig, target_context)  # another process may have saved it meanwhile
+        if got is not None:
+            _release(path)
+        return got  # None: compiled under the lock, released by compile below
+
+    def compile(self, sig):
+        path = _lock_path(getattr(self, "_cache", None))
+        held = path in _HELD
+        try:
+            return compile_(self, sig)
+        finally:
+            if not held and path is not None:
+                _release(path)
+
+    Cache.load_overload, Dispatcher.compile = load_overload, compile
+    Cache._ipusim_locked = True
+
+
+def cached(dispatcher) -> bool:
+    """Whether Numba's cache holds a compiled signature of ``dispatcher`` (a fresh index entry
+    for its current source); False for one that is not cached at all."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # no cache (NullCache), an unreadable index: as good as not cached
+        return False
+
+
 def _add_read_only_locator() -> bool:
     """Let Numba use the ``__pycache__`` beside each kernel's source read-only, as its last
     choice: kernels cached there (a read-only install, a read-only root) load as usual; a new
@@ -163,5 +266,7 @@ def ensure() -> str:
                 "kernels are compiled afresh each run (set NUMBA_CACHE_DIR to a writable path)",
                 file=sys.stderr,
             )
+    if where not in ("read-only", "off"):
+        _lock_compiles()
     _STATE["where"] = where
     return where

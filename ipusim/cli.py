@@ -75,7 +75,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in _command_modules(only):
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(
+            mod.NAME, help=mod.HELP, description=mod.HELP, epilog=getattr(mod, "EPILOG", None)
+        )
         mod.add_arguments(p)
         with contextlib.suppress(
             argparse.ArgumentError

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
+from .. import background
 from ._common import add_json, print_json
 
 NAME = "claims"
 HELP = "verdicts on the articles' vendor claims (supported / contradicted / depends), with their numbers and rules"
 ORDER = 70
+EPILOG = (
+    "On a first run (compiled kernels not cached yet) with two or more CPUs, a second process "
+    "judges claims beside this one (claim 10 first: "
+    "its GPT-2 generation tables are the largest piece of a first run; then from the last "
+    "claim down, while this one goes up from the first); the output is the same. "
+    "IPUSIM_WORKERS=1 keeps everything in one process."
+)
+FIRST_HANDED = 10
+"""The claim a background worker judges first (``ipusim.background``): the longest to judge
+from empty caches (claim 10's generation tables), so it starts at once beside the rest."""
 
 
 def add_arguments(p):
@@ -30,6 +45,57 @@ def add_arguments(p):
     add_json(p)
 
 
+def judged(n: int, sensitivity: bool) -> tuple:
+    """Claim ``n``'s verdict and, with ``sensitivity``, its sensitivity verdicts (else [])."""
+    from .. import claims
+
+    return claims.judge(n), (claims.sensitivity(n) if sensitivity else [])
+
+
+def judge_share(order, sensitivity: bool, marks: str) -> dict:
+    """Claim number -> ``judged(n, sensitivity)`` for each claim of ``order`` (in that order)
+    that no other process has taken: a claim is taken by creating the file named by its
+    number in the folder ``marks``, which two processes share (this one going up from the
+    first claim, a worker from ``FIRST_HANDED`` then down from the last: they meet where the
+    work is balanced, whatever each claim costs on this machine and cache)."""
+    got = {}
+    for n in order:
+        try:
+            os.close(os.open(os.path.join(marks, str(n)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        got[n] = judged(n, sensitivity)
+    return got
+
+
+def _first_run() -> bool:
+    """A background worker may run (``background.allowed``) and Numba's cache lacks the event
+    kernel (claim 6's): a first run, whose compiles and tables a worker halves. A warm run
+    (about 5 s) gains less than a worker costs in CPU (its start and the simulations both
+    processes repeat, about 2 s), and on a busy machine loses wall time too."""
+    from .. import serving
+
+    return background.allowed() and not background.cached(serving.batching.event_kernel(False))
+
+
+def _shared(todo, sensitivity: bool) -> dict:
+    """``judged`` of the claims ``todo``, shared with a background worker (``judge_share``);
+    those a failed worker had taken are missing (then judged here)."""
+    try:
+        marks = tempfile.mkdtemp(prefix="ipusim-claims-")
+    except OSError:  # no temporary folder: one process
+        return {}
+    try:
+        first = [n for n in todo if n == FIRST_HANDED]
+        ahead = first + [n for n in todo[::-1] if n not in first]
+        with background.start(f"{__name__}:judge_share", ahead, sensitivity, marks) as worker:
+            got = judge_share(todo, sensitivity, marks)
+            got.update(worker.result(dict))
+        return got
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
+
+
 def run(args) -> int:
     from .. import claims
 
@@ -39,9 +105,14 @@ def run(args) -> int:
             raise ValueError(
                 f"--claim must be a claim number {min(claims.CLAIMS)}-{max(claims.CLAIMS)}, got {n}"
             )
-    verdicts = claims.scoreboard(nums)
+    todo = sorted(set(nums))
+    got = _shared(todo, args.sensitivity) if len(todo) > 1 and _first_run() else {}
+    for n in todo:  # one process, or claims a failed worker had taken
+        if n not in got:
+            got[n] = judged(n, args.sensitivity)
+    verdicts = [got[n][0] for n in nums]
     counts = {s: sum(v.state == s for v in verdicts) for s in claims.STATES}
-    sens = {v.claim: claims.sensitivity(v.claim) for v in verdicts} if args.sensitivity else {}
+    sens = {n: got[n][1] for n in nums} if args.sensitivity else {}
     if args.json:
         out = [v.to_dict() for v in verdicts]
         for d in out:

@@ -7,7 +7,7 @@ import csv
 
 import numpy as np
 
-from .. import arrivals, lengths, limits, policies, serving, traffic
+from .. import arrivals, background, lengths, limits, policies, serving, traffic
 from .._files import atomic_write, check_writable
 from .._validate import in_range
 from ..serving import llm_metrics, tables
@@ -24,6 +24,11 @@ from ._common import (
 NAME = "serve"
 HELP = "simulate requests through a batching policy on a chip (or a fixed/exponential server)"
 ORDER = 30
+EPILOG = (
+    "When the chip's service table is not cached yet and two CPUs are free, a second process "
+    "compiles the event kernel while this one builds the table; the output is the same. "
+    "IPUSIM_WORKERS=1 keeps everything in one process."
+)
 _MS = limits.MAX_SECONDS * 1e3  # any one time option, ms
 
 
@@ -296,7 +301,17 @@ def _replications(args, rate, n, pol, dev) -> dict:
     return replications.replicate(one, args.replications, seed=args.seed)
 
 
-def _chip_service(args, rows: int, shortest: int, longest: int | None):
+def warm_kernels(arrival, lengths, policy, rows: int, seed: int) -> None:
+    """Compile (or load) the event kernel a run of ``policy`` needs, by a tiny run of the same
+    ``serving.simulate`` call on requests like the run's (the same dtypes: the same signature)
+    with a fixed service time: what a background worker does while a first ``serve`` builds
+    its chip table."""
+    serving.simulate(
+        arrival, lengths, policy, serving.fixed_service(1e-3, max_batch=rows), seed=seed
+    )
+
+
+def _chip_service(args, rows: int, shortest: int, longest: int | None, on_build=None):
     """The chip's service table: from the cache when it is there; otherwise one shortest request
     is simulated first, so that a model that fits nowhere is refused before a table is built.
 
@@ -305,7 +320,7 @@ def _chip_service(args, rows: int, shortest: int, longest: int | None):
     table that holds the same cells for requests up to ``longest`` is used instead
     (``serving.service.table_length``), so the run's results are the same, bit for bit, and
     a first ``serve`` of the default lengths (16-128 tokens) builds a quarter of BERT-base's
-    table."""
+    table. ``on_build()`` is called first when the table is to be built."""
     from .. import workloads
     from ..serving.service import table_length
 
@@ -316,6 +331,8 @@ def _chip_service(args, rows: int, shortest: int, longest: int | None):
             max_len = table_length(args.model, longest)
         if max_len is not None:
             dev = _service_or_none(args, rows, max_len)
+    if dev is None and on_build is not None:
+        on_build()
     if dev is None or not np.isfinite(dev.table[1, 1:]).any():
         from .. import machine  # only when the table is not cached
 
@@ -598,14 +615,25 @@ def run(args) -> int:
         latency_target_s=args.latency_target_ms / 1e3,
     )
     rows = getattr(pol, "max_batch", B)
+    worker = background.Worker()  # started only if the chip's table is to be built
     if args.service == "fixed":
         dev = serving.fixed_service(args.service_ms / 1e3, max_batch=rows)
     elif args.service == "exponential":
         dev = serving.exponential_service(args.service_ms / 1e3, max_batch=rows)
     else:
+
+        def on_build():  # the table takes seconds: compile the event kernel meanwhile
+            if background.cached(serving.batching.event_kernel(isinstance(pol, policies.Adaptive))):
+                return
+            k = min(8, n)
+            tiny = arr[:k] if rates[0] is None else _arrivals(args, rates[0], k)
+            worker.start(f"{__name__}:warm_kernels", tiny, lens[:k], pol, rows, args.seed)
+
         # replications draw other lengths: any length then
         longest = None if args.replications >= 2 else int(lens.max())
-        dev = _chip_service(args, rows, int(lens.min()), longest)
+        with worker:
+            dev = _chip_service(args, rows, int(lens.min()), longest, on_build)
+            worker.result(lambda: None)  # compiled by now, or being loaded here next
     out, last = [], None
     for rate in rates:
         a = arr if rate is None else _arrivals(args, rate, n)

@@ -375,6 +375,12 @@ def _event_kernel(ADAPT: int):
 _KERNELS: dict = {}
 
 
+def event_kernel(adaptive: bool = False):
+    """The event kernel (a Numba dispatcher) of the adaptive policy, or of the others: for a
+    caller that asks whether Numba's cache holds it (``ipusim.background.cached``)."""
+    return _event_kernel(int(bool(adaptive)))
+
+
 def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
     """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info),
     where start, finish (s) and device are per batch, with one entry more (NaN, NaN, -1) read

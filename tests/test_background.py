@@ -1,0 +1,125 @@
+"""Background workers (``ipusim.background``): a command's first run hands work to a second
+process and prints exactly what it prints in one process; a worker that dies changes nothing
+but the time; a compile-ahead worker compiles the signature the command then uses, no other."""
+
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from ipusim import background, cli, tile_params
+
+needs_two_cpus = pytest.mark.skipif(
+    not background.allowed(), reason="needs two CPUs and a writable Numba cache"
+)
+ONE = {background.ENV: "1"}
+TAKES_10_AND_DIES = (
+    "import os, pickle, sys; module, name, args, params = pickle.loads(sys.stdin.buffer.read()); "
+    "open(os.path.join(args[2], '10'), 'w').close(); os._exit(3)"
+)
+
+
+def test_a_worker_returns_the_functions_value_and_one_that_dies_is_replaced(monkeypatch, capsys):
+    # the worker runs with this process's tile parameters (they change every tile result)
+    monkeypatch.setattr(tile_params, "EXCHANGE_EFFICIENCY", 0.5)
+    want = tile_params.current()
+    with background.start("ipusim.tile_params:current") as w:
+        assert w.result(lambda: None) == want
+    with background.start("ipusim.hardware:chip", "gc200") as w:  # a value that cannot pickle
+        assert w.result(lambda: "here") == "here"
+    monkeypatch.setattr(background, "_CHILD", "import os; os._exit(3)")
+    with background.start("ipusim.tile_params:current") as w:
+        assert w.result(lambda: "here") == "here"
+    if background.allowed():
+        err = capsys.readouterr().err
+        assert err.count("worker for ipusim.hardware:chip failed (TypeError") == 1
+        assert err.count("worker for ipusim.tile_params:current failed") == 1
+
+
+def test_the_worker_switch_and_its_bad_values(monkeypatch):
+    monkeypatch.setenv(background.ENV, "1")
+    assert not background.allowed()
+    assert background.start("ipusim.hardware:chip", "gc200").proc is None
+    monkeypatch.setenv(background.ENV, "two")
+    with pytest.raises(ValueError, match=background.ENV):
+        background.allowed()
+    with pytest.raises(ValueError, match="ipusim.module:name"):
+        background.Worker().start("os:system", "true")
+
+
+@needs_two_cpus
+def test_claims_print_the_same_with_a_worker_without_one_and_with_one_that_dies(
+    monkeypatch, capsys
+):
+    argv = ["claims", "--claim", "7", "--claim", "10", "--json"]
+    # as on a first run (the worker runs only when Numba's cache lacks the event kernel)
+    monkeypatch.setattr(background, "cached", lambda *kernels: False)
+    monkeypatch.setenv(background.ENV, "1")
+    assert cli.main(argv) == 0
+    alone = capsys.readouterr().out
+    monkeypatch.delenv(background.ENV)
+    assert cli.main(argv) == 0
+    got = capsys.readouterr()
+    assert got.out == alone and "background worker" not in got.err
+    monkeypatch.setattr(background, "_CHILD", "import os; os._exit(3)")
+    assert cli.main(argv) == 0
+    got = capsys.readouterr()
+    assert got.out == alone and got.err.count("background worker") == 1
+    # a worker that takes claim 10 (its first) and dies: this process judges it after all
+    monkeypatch.setattr(background, "_CHILD", TAKES_10_AND_DIES)
+    assert cli.main(argv) == 0
+    got = capsys.readouterr()
+    assert got.out == alone and got.err.count("background worker") == 1
+
+
+def _signatures(cache_dir) -> dict:
+    """Numba cache index file name -> the signatures it holds."""
+    out = {}
+    for index in sorted(cache_dir.rglob("*.nbi")):
+        with open(index, "rb") as f:
+            pickle.load(f)  # Numba's version
+            _, overloads = pickle.loads(f.read())
+        out[index.name] = len(overloads)
+    return out
+
+
+def _cold(argv, tmp_path, name, env=()):
+    """Run ``ipusim ARGV`` from an empty Numba cache and table cache; (stdout, signatures)."""
+    caches = tmp_path / name
+    e = {k: v for k, v in os.environ.items() if k != background.ENV}
+    e.update(
+        NUMBA_CACHE_DIR=str(caches / "numba"),
+        IPUSIM_CACHE_DIR=str(caches / "tables"),
+        IPUSIM_PROGRESS="0",
+        **dict(env),
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "ipusim", *argv], capture_output=True, text=True, env=e
+    )
+    assert r.returncode == 0, r.stderr
+    assert "background worker" not in r.stderr, r.stderr
+    return r.stdout, _signatures(caches / "numba")
+
+
+@needs_two_cpus
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--rate", "1000", "--requests", "20000", "--json"],
+        ["checklist", "--format", "json"],
+    ],
+    ids=["serve", "checklist"],
+)
+def test_a_first_run_with_its_compile_ahead_worker_prints_the_same_and_compiles_the_same_signatures(
+    argv, tmp_path
+):
+    out, sigs = _cold(argv, tmp_path, "worker")
+    alone, sigs_alone = _cold(argv, tmp_path, "alone", ONE)
+    assert out == alone
+    # the worker's tiny calls compiled exactly the signatures the command uses: one event kernel
+    # of one signature, and no kernel with a signature more than in one process
+    events = [n for n in sigs if "_event_kernel" in n]
+    assert len(events) == 1 and sigs[events[0]] == 1, sigs
+    assert sigs == sigs_alone
