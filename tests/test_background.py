@@ -123,3 +123,26 @@ def test_a_first_run_with_its_compile_ahead_worker_prints_the_same_and_compiles_
     events = [n for n in sigs if "_event_kernel" in n]
     assert len(events) == 1 and sigs[events[0]] == 1, sigs
     assert sigs == sigs_alone
+
+
+def test_claims_starts_its_worker_while_either_kernel_it_compiles_most_is_missing(monkeypatch):
+    """The claims worker is for a first run: Numba's cache lacking the event kernel (claim 6)
+    or the continuous-batching kernel (claim 10). After serve and checklist (which compile the
+    event kernel, not claim 10's) claims still gets its worker; with both cached it does not."""
+    from ipusim import background, serving
+    from ipusim.commands import claims as claims_cmd
+
+    event = serving.batching.event_kernel(False)
+    gen = serving.generation.continuous_kernel()
+    monkeypatch.setattr(background, "allowed", lambda: True)
+    for have, expect in (
+        (set(), True),
+        ({event}, True),
+        ({gen}, True),
+        ({event, gen}, False),
+    ):
+        monkeypatch.setattr(background, "cached", lambda *ds, have=have: all(d in have for d in ds))
+        assert claims_cmd._first_run() is expect, (have, expect)
+    monkeypatch.setattr(background, "allowed", lambda: False)
+    monkeypatch.setattr(background, "cached", lambda *ds: False)
+    assert claims_cmd._first_run() is False

@@ -70,12 +70,16 @@ def judge_share(order, sensitivity: bool, marks: str) -> dict:
 
 def _first_run() -> bool:
     """A background worker may run (``background.allowed``) and Numba's cache lacks the event
-    kernel (claim 6's): a first run, whose compiles and tables a worker halves. A warm run
+    kernel (claim 6's) or the continuous-batching kernel (claim 10's): a first run of
+    ``claims``, whose compiles and tables a worker halves, also when ``serve`` and
+    ``checklist`` ran before it (they compile the event kernel, not claim 10's). A warm run
     (about 5 s) gains less than a worker costs in CPU (its start and the simulations both
     processes repeat, about 2 s), and on a busy machine loses wall time too."""
     from .. import serving
 
-    return background.allowed() and not background.cached(serving.batching.event_kernel(False))
+    return background.allowed() and not background.cached(
+        serving.batching.event_kernel(False), serving.generation.continuous_kernel()
+    )
 
 
 def _shared(todo, sensitivity: bool) -> dict:

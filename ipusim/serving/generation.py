@@ -457,6 +457,12 @@ def _continuous_kernel(
     _end_of_run(info, busy_out, iters, busy, nmix)
 
 
+def continuous_kernel():
+    """The continuous-batching kernel (a Numba dispatcher): for a caller that asks whether
+    Numba's cache holds it (``ipusim.background.cached``)."""
+    return _continuous_kernel
+
+
 @njit(cache=True, error_model="numpy")
 def _chunked_kernel(
     arrival,
