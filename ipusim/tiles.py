@@ -520,15 +520,10 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     prog = run_program(c.value, plans)
     # every array a shared plan holds, not only the program's: a caller's edit of one chip's
     # plan would otherwise change the plan every chip with the same planned fields is handed
-    # (a phase repeated over passes, or shared by plans, once: its arrays are the same objects)
-    phases = {id(f): f for p in plans for f in p.phases}.values()
-    per_plan = ((p.weights, p.temp) for p in plans)
-    per_phase = ((f.flops, f.load, f.vertices, f.recv, f.send) for f in phases)
-    program = ((prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count, prog.totals),)
-    for group in (*per_plan, *per_phase, *program):
-        for a in group:
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False
+    for p in plans:
+        p.freeze()
+    for a in (prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count, prog.totals):
+        a.flags.writeable = False
     return plans, prog
 
 

@@ -116,6 +116,15 @@ class OpPlan:
         """Largest per-tile temporary bytes of one instance."""
         return float(self.temp.max())
 
+    def freeze(self) -> None:
+        """Make every array the plan holds read-only: ``weights``, ``temp`` and each phase's
+        ``PHASE_ARRAYS`` (a phase repeated over passes once). Memoised plans are handed to
+        every caller that asks for the same plan, so none may change what the others read."""
+        phases = {id(f): f for f in self.phases}.values()
+        for a in (self.weights, self.temp, *(getattr(f, k) for f in phases for k in PHASE_ARRAYS)):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+
 
 def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:
     """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the

@@ -22,7 +22,7 @@ from .._validate import choice, positive
 from ..hardware import TileChip
 from ..hardware import chip as _chip
 from ..workloads import Op
-from .base import PARTIAL_BYTES, PHASE_ARRAYS, OpPlan, budget_bytes, deal, dealt_phase
+from .base import PARTIAL_BYTES, OpPlan, budget_bytes, deal, dealt_phase
 from .search import BudgetMemo, candidates, fewest, plan_cache
 
 PASS_AXES = ("m", "n", "k")
@@ -408,7 +408,5 @@ def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, bud
         budget_bytes=float(budget),
     )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
-    unique = [f for ph, _, rph, _ in per_size.values() for f in (ph, rph) if f is not None]
-    for a in (weights, plan.temp, *(getattr(f, k) for f in unique for k in PHASE_ARRAYS)):
-        a.flags.writeable = False
+    plan.freeze()
     return plan
