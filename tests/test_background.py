@@ -146,3 +146,38 @@ def test_claims_starts_its_worker_while_either_kernel_it_compiles_most_is_missin
     monkeypatch.setattr(background, "allowed", lambda: False)
     monkeypatch.setattr(background, "cached", lambda *ds: False)
     assert claims_cmd._first_run() is False
+
+
+def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_signature(
+    monkeypatch,
+):
+    # claim 10 runs the kernel on a generation model's tables, dealt to two or more replicas;
+    # the worker's tiny run on tables of a fixed step must type its arguments the same way, or
+    # it compiles a second signature (seconds of a first run) that claim 10 never uses (a
+    # replica of one request is a contiguous view: each run here deals two to each replica)
+    import numba
+    import numpy as np
+
+    from ipusim import policies, serving
+    from ipusim.commands import claims as claims_cmd
+    from ipusim.serving import generation
+
+    kernel, seen = generation.continuous_kernel(), []
+
+    def spy(*args):
+        seen.append(tuple(numba.typeof(a) for a in args))
+        return kernel(*args)
+
+    monkeypatch.setattr(generation, "_continuous_kernel", spy)
+    claims_cmd.warm_kernels()
+    assert len(seen) == 2  # one call per replica
+    real = serving.generation_model("a100-80gb", "gpt2", max_batch=2, max_prompt=32, max_ctx=64)
+    serving.simulate_generation(
+        np.zeros(4),
+        [16, 20, 24, 28],
+        [2, 3, 2, 3],
+        policies.Continuous(max_batch=2),
+        real,
+        replicas=2,
+    )
+    assert len(seen) == 4 and seen[0] == seen[1] == seen[2] == seen[3]
