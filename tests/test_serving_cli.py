@@ -376,6 +376,52 @@ def test_serve_builds_only_the_lengths_it_reads_with_the_same_results(
     assert _json(capsys, *args) == short  # now from the full table
 
 
+@pytest.mark.parametrize(
+    "run",
+    [
+        ("--chip", "a100-80gb", "--policy", "continuous"),
+        ("--chip", "a100-80gb", "--policy", "static"),
+        ("--prefill-chip", "a100-80gb", "--decode-chip", "a100-40gb"),
+    ],
+)
+def test_serve_generation_builds_only_the_lengths_it_reads_with_the_same_results(
+    run, tmp_path, monkeypatch, capsys
+):
+    """With the full generation tables not cached, a generation ``serve`` builds them only up to
+    its longest prompt and context (``serving.generation.table_lengths``): the same results as
+    from the full tables, which it then uses once they are cached."""
+    from ipusim.serving import tables
+
+    monkeypatch.setenv("IPUSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tables, "_memory", {})
+    args = (
+        *run,
+        "--output-tokens",
+        "8:40",
+        "--rate",
+        "20",
+        "--requests",
+        "400",
+        "--max-batch",
+        "4",
+    )
+    built = []
+    real = serving.generation_model
+    monkeypatch.setattr(
+        serving, "generation_model", lambda *a, **k: built.append(k) or real(*a, **k)
+    )
+    short = _json(capsys, *args)
+    shorts = [k for k in built if "max_ctx" in k]  # the rest: looked up in the cache, not there
+    assert len(shorts) == (2 if "--prefill-chip" in run else 1)
+    assert all(k["max_ctx"] <= 192 and k["max_prompt"] <= 128 for k in shorts)
+    mixed = "--prefill-chip" not in run
+    for chip in {run[1], run[3]} - {"continuous", "static"}:  # the full tables, cached now
+        real(chip, "gpt2", max_batch=4, mixed=mixed)
+    built.clear()
+    assert _json(capsys, *args) == short
+    assert built and all("max_ctx" not in k for k in built)
+
+
 def test_table_length_rounds_up_to_the_column_step_and_is_none_for_the_full_table():
     from ipusim.serving.service import LEN_STEP, table_length
 
