@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.claims import judges, rules
-from ipusim.claims.judges import GPU, TILE
+from ipusim.claims import inference, rules
+from ipusim.claims.common import GPU, TILE
 from ipusim.prices import Prices
 
 
@@ -261,7 +261,7 @@ def test_dynamic_batching_mean_batch_is_steady_in_the_run_length(board):
     (one short seeded run read 19.2 / 19.5 / 21.4 at 90% load as the run grew)."""
     v = board[6]
     n = v.numbers["requests_per_replication"]
-    at_n, at_2n = judges.mean_batches(TILE, n), judges.mean_batches(TILE, 2 * n)
+    at_n, at_2n = inference.mean_batches(TILE, n), inference.mean_batches(TILE, 2 * n)
     assert at_n["heavy"]["mean"] == v.numbers["mean_batch_90pct_load"]  # the verdict's estimate
     for load in ("light", "heavy"):
         half = at_n[load]["hi"] - at_n[load]["mean"]
