@@ -74,6 +74,25 @@ def test_docs_state_what_the_comparison_rule_changed_with_the_computed_numbers(b
     assert all(f": {board[n].state}" in row[n] for n in (7, 14, 15))
 
 
+def test_clear_cache_forgets_every_cached_simulation_of_the_judges(monkeypatch):
+    """Every cache in the judges' modules is one that claims.clear_cache clears (each is declared
+    with common.cached; a bare functools.cache would escape it). Spies stand in for cache_clear,
+    so the caches the other tests share stay full."""
+    from ipusim.claims import architecture, common, deployment, training
+
+    caches = {
+        id(f): f
+        for m in (architecture, common, deployment, inference, training)
+        for f in vars(m).values()
+        if hasattr(f, "cache_clear")
+    }
+    cleared = set()
+    for f in caches.values():
+        monkeypatch.setattr(f, "cache_clear", lambda f=f: cleared.add(id(f)))
+    claims.clear_cache()
+    assert len(caches) >= 10 and cleared == set(caches)
+
+
 def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
     with pytest.raises(ValueError, match="one of supported"):
         claims.ClaimVerdict(1, "t", "maybe", "s", "r")
