@@ -216,7 +216,7 @@ def landing_page(names: list[str]) -> str:
 
 def copy_linked_files(src: Path) -> list[str]:
     """Copy into ``src`` every repository file a Markdown page or notebook links to that is not
-    itself a page (``ipusim/claims/judges.py``, ``examples/*.toml``), at the same relative path,
+    itself a page (``ipusim/claims/training.py``, ``examples/*.toml``), at the same relative path,
     so the link becomes a download link; returns the files copied."""
     copied = []
     pages = list(src.rglob("*.md")) + list(src.rglob("*.ipynb"))

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from ipusim import claims, hardware, lengths, machine, packing, training, workloads
-from ipusim.claims import judges, rules
-from ipusim.claims.judges import GPU, TILE
+from ipusim.claims import inference, rules
+from ipusim.claims.common import GPU, TILE
 from ipusim.prices import Prices
 
 
@@ -72,6 +72,25 @@ def test_docs_state_what_the_comparison_rule_changed_with_the_computed_numbers(b
             assert f"{board[7].numbers[f'ratio_vs_{key}_{m}pct_long_x']:.2f}x" in row[7], (key, m)
     assert f"{board[14].numbers['per_w_ratio_bert_base_encoder_x']:.2f}x" in row[14]
     assert all(f": {board[n].state}" in row[n] for n in (7, 14, 15))
+
+
+def test_clear_cache_forgets_every_cached_simulation_of_the_judges(monkeypatch):
+    """Every cache in the judges' modules is one that claims.clear_cache clears (each is declared
+    with common.cached; a bare functools.cache would escape it). Spies stand in for cache_clear,
+    so the caches the other tests share stay full."""
+    from ipusim.claims import architecture, common, deployment, training
+
+    caches = {
+        id(f): f
+        for m in (architecture, common, deployment, inference, training)
+        for f in vars(m).values()
+        if hasattr(f, "cache_clear")
+    }
+    cleared = set()
+    for f in caches.values():
+        monkeypatch.setattr(f, "cache_clear", lambda f=f: cleared.add(id(f)))
+    claims.clear_cache()
+    assert len(caches) >= 10 and cleared == set(caches)
 
 
 def test_verdict_refuses_an_unknown_state_and_a_depends_without_break_even():
@@ -261,7 +280,7 @@ def test_dynamic_batching_mean_batch_is_steady_in_the_run_length(board):
     (one short seeded run read 19.2 / 19.5 / 21.4 at 90% load as the run grew)."""
     v = board[6]
     n = v.numbers["requests_per_replication"]
-    at_n, at_2n = judges.mean_batches(TILE, n), judges.mean_batches(TILE, 2 * n)
+    at_n, at_2n = inference.mean_batches(TILE, n), inference.mean_batches(TILE, 2 * n)
     assert at_n["heavy"]["mean"] == v.numbers["mean_batch_90pct_load"]  # the verdict's estimate
     for load in ("light", "heavy"):
         half = at_n[load]["hi"] - at_n[load]["mean"]

@@ -291,7 +291,7 @@ def test_notebook_prose_matches_the_diagrams_defaults():
     n = _inspect.signature(D.batching_timelines).parameters["n_requests"].default
     assert f"the same {n} arrivals" in _markdown("03")
     assert (
-        f"{D._TOY_FIXED_S * 1e3:g} ms per batch plus {D._TOY_PER_TOKEN_S * 1e6:g} µs per token slot"
+        f"{D.batching.TOY_FIXED_S * 1e3:g} ms per batch plus {D.batching.TOY_PER_TOKEN_S * 1e6:g} µs per token slot"
         in _markdown("03")
     )
     words = {10: "Ten"}

@@ -34,7 +34,7 @@ def test_no_plot_module_draws_hollow_markers_of_its_own():
     import ipusim.plots as plots
 
     hand = re.compile(r"""(fillstyle|mfc|markerfacecolor|facecolors?)\s*=\s*["']none["']""")
-    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+    for path in sorted(Path(plots.__file__).parent.rglob("*.py")):
         if path.name == "style.py":
             continue
         bad = [ln for ln in path.read_text().splitlines() if hand.search(ln) and "hatch" not in ln]
@@ -114,7 +114,7 @@ def test_no_plot_module_colours_a_non_chip_with_a_chip_colour():
         + r""")["']""",
         re.IGNORECASE,
     )
-    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+    for path in sorted(Path(plots.__file__).parent.rglob("*.py")):
         if path.name == "style.py":
             continue
         bad = [ln.strip() for ln in path.read_text().splitlines() if chipish.search(ln)]
@@ -180,6 +180,6 @@ def test_no_plot_module_takes_a_default_qualitative_colour_map():
 
     import ipusim.plots as plots
 
-    for path in sorted(Path(plots.__file__).parent.glob("*.py")):
+    for path in sorted(Path(plots.__file__).parent.rglob("*.py")):
         bad = [ln.strip() for ln in path.read_text().splitlines() if '"tab1' in ln or '"tab2' in ln]
         assert not bad, f"{path.name} takes a tab colour map: {bad}"

@@ -13,31 +13,35 @@ same generation, GC200 against A100-80GB, unless the article names a part; Bow a
 H200 as a sensitivity row, ``sensitivity(n)``) at one price set (``ipusim.prices``), and a claim
 that rests on prices has one break-even, computed here. Notebooks and the checklist judge a
 claim with the same rule, and ``python -m ipusim claims [--json]`` prints the scoreboard.
+
+================  ===========================================================================
+``verdict``       ``ClaimVerdict`` and its three states
+``rules``         one comparator per claim, its threshold and its rule in words
+``comparisons``   which chips each claim compares, at which prices; the one break-even
+``common``        what the judges share: ``make_verdict``, prices, the cached BERT-base step
+``architecture``  claims 1-5: on-chip bandwidth, data-movement energy, cores, compiling, latency
+``inference``     claims 6-8 and 14: dynamic batching, BERT-base throughput, lengths, per watt
+``deployment``    claims 9-10: cost at the same throughput, a hybrid GPU + tile-chip deployment
+``training``      claims 11-13 and 15: training cost, the memory wall, embeddings, bottlenecks
+================  ===========================================================================
 """
 
 from __future__ import annotations
 
 from .. import texttable
 from . import comparisons, rules
-from .comparisons import TABLE, break_even_usd_per_chip_hour, run_break_even
-from .judges import (
-    bert_throughput,
-    clear_cache,
+from .architecture import (
     data_movement_energy,
-    dynamic_batching,
     dynamic_graphs,
-    equal_power,
     fine_grained_parallelism,
-    hardware_cost,
-    hybrid_deployment,
-    memory_bottleneck,
-    memory_wall_training,
     on_chip_bandwidth,
-    sparse_embeddings,
     tile_memory_latency,
-    training_cost,
-    variable_length,
 )
+from .common import clear_cache
+from .comparisons import TABLE, break_even_usd_per_chip_hour, run_break_even
+from .deployment import hardware_cost, hybrid_deployment
+from .inference import bert_throughput, dynamic_batching, equal_power, variable_length
+from .training import memory_bottleneck, memory_wall_training, sparse_embeddings, training_cost
 from .verdict import CONTRADICTED, DEPENDS, STATES, SUPPORTED, ClaimVerdict
 
 CLAIMS = {
