@@ -218,3 +218,76 @@ def test_fused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad
     assert sum(g[0] for g in kern.groups) == sum(g[0] for g in groups)
     assert kern.groups == kernels._merge(groups)
     assert (kern.flops, kern.hbm_bytes, kern.simt_flops) == (flops, hbm, simt)
+
+
+def _unfused_attention_plain(op, s, r, dt):
+    """Unfused attention's block groups and totals (``fusion="none"``), every sequence worked
+    out on its own."""
+    h, hd = s.model.heads, s.model.head_dim
+    lens = s.lengths.astype(np.int64)
+    if s.phase == "decode":
+        q_rows, k_rows = np.ones_like(lens), lens
+    elif s.row_len:
+        q_rows = k_rows = np.full_like(lens, s.row_len)
+    else:
+        q_rows = k_rows = lens
+    groups, flops, hbm = [], 0.0, 0.0
+    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+        m_, k_, n_ = (q, hd, kk) if op.name == "attn_scores" else (q, kk, hd)
+        blocks = -(-m_ // 64) * -(-n_ // 64)
+        f = 2.0 * 64 * 64 * k_
+        io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
+        l2 = (64 + 64) * k_ * dt + 64 * 64 * dt
+        groups.append((blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks))
+        flops += f * blocks * h
+        hbm += io * h
+    return groups, flops, hbm
+
+
+@pytest.mark.parametrize(
+    "model,lengths,phase,pad",
+    [
+        ("gpt2", [300, 17, 300, 300, 17, 1], "prefill", None),
+        ("gpt2", [900] * 7 + [20] * 5 + [900], "decode", None),
+        ("bert-base", [37, 200, 90, 37], "forward", 256),
+        ("bert-base", [37, 200, 90, 37, 200], "forward", None),
+    ],
+)
+def test_unfused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad):
+    """Unfused attention works out each distinct sequence shape once: the same groups and the
+    same doubles as the plain per-sequence loop."""
+    s = step(model, lengths, phase=phase, pad_to=pad)
+    r = kernels.rates(hardware.chip("a100-80gb"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    for name, ops in kernels.kernel_plan(s, "none"):
+        if ops[0].kind != "attention":
+            continue
+        (kern,) = kernels.op_kernel_candidates(ops, name, s, r, "none")
+        groups, flops, hbm = _unfused_attention_plain(ops[0], s, r, s.dtype_bytes)
+        assert kern.groups == kernels._merge(groups)
+        assert (kern.flops, kern.hbm_bytes) == (flops, hbm)
+
+
+def test_elementwise_kernels_equal_their_per_instance_ops():
+    """An element-wise kernel's FLOPs, bytes and element count come from each op's figures
+    divided by its count, as ``Op.per_instance`` gives them, bit for bit."""
+    r = kernels.rates(hardware.chip("a100-80gb"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    for s in (
+        step("gpt2", [300, 17, 1], phase="prefill"),
+        step("llama-2-7b", [700] * 3, phase="decode"),
+        step("bert-base", [128] * 8, phase="train", pad_to=128),
+    ):
+        for fusion in ("tensorrt", "none"):
+            for name, ops in kernels.kernel_plan(s, fusion):
+                if ops[0].kind in ("matmul", "attention"):
+                    continue
+                (kern,) = kernels.op_kernel_candidates(ops, name, s, r, fusion)
+                one = [o.per_instance() for o in ops]
+                expect = kernels.elementwise_kernel(
+                    name,
+                    tuple(o.name for o in ops),
+                    sum(o.flops for o in one),
+                    sum(o.bytes for o in one),
+                    one[0].act_write_bytes / s.dtype_bytes,
+                    r,
+                )
+                assert kern == expect, (s.phase, fusion, name)

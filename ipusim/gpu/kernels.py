@@ -234,16 +234,21 @@ def _unfused_attention(op: Op, s: Step, r: Rates, dt):
     bps = int(max(1, min(r.smem_per_sm // smem, 8)))
     groups, flops, hbm = [], 0.0, 0.0
     scores = op.name == "attn_scores"
+    seen = {}  # (query rows, key rows) -> its block group and totals: batches repeat shapes
     for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
-        # scores: (q x hd) @ (hd x kk); context: (q x kk) @ (kk x hd)
-        m_, k_, n_ = (q, hd, kk) if scores else (q, kk, hd)
-        blocks = _ceil(m_, tm) * _ceil(n_, tn)
-        f = 2.0 * tm * tn * k_
-        io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
-        l2 = (tm + tn) * k_ * dt + tm * tn * dt
-        groups.append((blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks))
-        flops += f * blocks * h
-        hbm += io * h
+        part = seen.get((q, kk))
+        if part is None:
+            # scores: (q x hd) @ (hd x kk); context: (q x kk) @ (kk x hd)
+            m_, k_, n_ = (q, hd, kk) if scores else (q, kk, hd)
+            blocks = _ceil(m_, tm) * _ceil(n_, tn)
+            f = 2.0 * tm * tn * k_
+            io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
+            l2 = (tm + tn) * k_ * dt + tm * tn * dt
+            group = (blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks)
+            part = seen[(q, kk)] = (group, f * blocks * h, io * h)
+        groups.append(part[0])
+        flops += part[1]  # summed in sequence order, as before
+        hbm += part[2]
     return Kernel(op.name, (op.name,), _merge(groups), bps, smem, flops, hbm, tile="64x64")
 
 
@@ -288,19 +293,26 @@ def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: st
         if fusion == "tensorrt":
             return [_fused_attention(name, tuple(o.name for o in ops), s, r, dt)]
         return [_unfused_attention(first, s, r, dt)]
-    # element-wise (norm, softmax, activation, embedding)
-    one = [o.per_instance() for o in ops]
-    flops = sum(o.flops for o in one)
-    bytes_ = sum(o.bytes for o in one)
-    elements = one[0].act_write_bytes / dt
+    # element-wise (norm, softmax, activation, embedding): one instance of each op, its figures
+    # divided by its count as ``Op.per_instance`` divides them (no Op built for it)
+    flops = sum(o.flops / o.count for o in ops)
+    bytes_ = sum(
+        o.weight_bytes / o.count
+        + o.act_read_bytes / o.count
+        + o.act_write_bytes / o.count
+        + o.kv_bytes / o.count
+        for o in ops
+    )
+    elements = first.act_write_bytes / first.count / dt
     return [elementwise_kernel(name, tuple(o.name for o in ops), flops, bytes_, elements, r)]
 
 
 def kernel_plan(s: Step, fusion: str):
-    """Group the step's ops into kernels: [(kernel name, [ops])] in step order."""
+    """Group the step's ops into kernels: [(kernel name, (ops, ...))] in step order."""
     ops = s.ops
     return [
-        (kname, [ops[i] for i in idx]) for kname, idx in _plan(tuple(o.name for o in ops), fusion)
+        (kname, tuple([ops[i] for i in idx]))
+        for kname, idx in _plan(tuple([o.name for o in ops]), fusion)
     ]
 
 

@@ -253,16 +253,13 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     n_ops = len(s.ops)
     compute, memory, launches = [0.0] * n_ops, [0.0] * n_ops, [0.0] * n_ops
     unit_busy = np.zeros(r.sms)
+    scaled = np.empty(r.sms)  # one kernel's busy row times its count (no array made per kernel)
     smem_over = {}  # SMs a kernel's blocks reach -> the most shared memory one of them holds
     kernels = []
     op_kernel = {}
-    work = {
-        "tensor_flops": 0.0,
-        "simt_flops": 0.0,
-        "hbm_bytes": 0.0,
-        "l2_bytes": 0.0,
-        "smem_staged_bytes": 0.0,
-    }
+    # the work the energy is priced on, summed over kernels in step order
+    tensor_flops = simt_flops = hbm_bytes = l2_bytes = smem_staged = 0.0
+    sms, hbm_bw = r.sms, r.hbm_bw
     for (kname, ops), p in zip(plan, picks, strict=True):
         count = ops[0].count * reps
         # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
@@ -272,20 +269,22 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
         compute[lead] += p.compute_s * count
         memory[lead] += p.memory_s * count
         launches[lead] += launch * count
-        for o in ops:
-            op_kernel[o.name] = kname
-        unit_busy += p.busy_s * count
-        work["tensor_flops"] += p.flops * count
-        work["simt_flops"] += p.simt_flops * count
-        work["hbm_bytes"] += p.hbm_bytes * count
-        work["l2_bytes"] += p.l2_bytes * count
-        work["smem_staged_bytes"] += (p.l2_bytes if p.stages_smem else 0.0) * count
-        used = min(p.blocks, r.sms)
+        names = [o.name for o in ops]
+        for o in names:
+            op_kernel[o] = kname
+        np.multiply(p.busy_s, count, out=scaled)
+        unit_busy += scaled
+        tensor_flops += p.flops * count
+        simt_flops += p.simt_flops * count
+        hbm_bytes += p.hbm_bytes * count
+        l2_bytes += p.l2_bytes * count
+        smem_staged += (p.l2_bytes if p.stages_smem else 0.0) * count
+        used = min(p.blocks, sms)
         smem_over[used] = max(smem_over.get(used, 0.0), p.smem_bytes)
         kernels.append(
             {
                 "kernel": kname,
-                "ops": [o.name for o in ops],
+                "ops": names,
                 "count": count,
                 "tile": p.tile,
                 "blocks": int(p.blocks),
@@ -294,13 +293,20 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
                 "time_s": float(p.time_s * count + launch * count),
                 "compute_s": float(p.compute_s * count),
                 "memory_s": float(p.memory_s * count),
-                "hbm_s": float(p.hbm_bytes / r.hbm_bw * count),
+                "hbm_s": float(p.hbm_bytes / hbm_bw * count),
                 "launch_s": float(launch * count),
                 "flops": float((p.flops + p.simt_flops) * count),
                 "hbm_bytes": float(p.hbm_bytes * count),
                 "l2_bytes": float(p.l2_bytes * count),
             }
         )
+    work = {
+        "tensor_flops": tensor_flops,
+        "simt_flops": simt_flops,
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": l2_bytes,
+        "smem_staged_bytes": smem_staged,
+    }
     unit_smem = np.zeros(r.sms)  # each SM's peak: the largest of the kernels reaching it
     for used, smem in smem_over.items():
         unit_smem[:used] = np.maximum(unit_smem[:used], smem)
