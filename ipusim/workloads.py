@@ -19,6 +19,7 @@ Conventions (all counts are for the whole batch, summed over identical layers):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -489,6 +490,20 @@ class Step:
         )
 
 
+# The two op builders below are memoised (ops are frozen values): a serving table's steps share
+# most of their shapes (the LM head's rows are the batch, a GEMM's the token count), and building
+# a frozen Op costs more than looking one up. ``typed``: 3 and np.int64(3) give ops whose fields
+# keep the type they were given, as unmemoised.
+_OPS_MEMO = 4096
+
+
+def clear_op_cache() -> None:
+    """Forget the memoised ops (the tests build ops afresh to compare)."""
+    matmul_op.cache_clear()
+    _elementwise.cache_clear()
+
+
+@functools.lru_cache(maxsize=_OPS_MEMO, typed=True)
 def matmul_op(name, count, m, k, n, dt, *, weights=True):
     """``count`` matmuls of (``m`` x ``k``) @ (``k`` x ``n``), ``dt`` bytes per element, as one ``Op``.
 
@@ -510,6 +525,7 @@ def matmul_op(name, count, m, k, n, dt, *, weights=True):
     )
 
 
+@functools.lru_cache(maxsize=_OPS_MEMO, typed=True)
 def _elementwise(name, kind, count, elements, flops_per_element, dt, *, reads=1):
     return Op(
         name,
