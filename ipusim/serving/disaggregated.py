@@ -37,8 +37,7 @@ NVLink or IPU-Links does not join a GPU to a tile chip). Set it to your fabric's
 def prompt_batch_limit(gen: GenerationModel, longest: int, cap: int) -> int:
     """The most prompts (at most ``cap``) one prefill pass of ``gen`` holds at every prompt length up
     to ``longest`` tokens (padded; the tables' fit can dip between lengths, so each is read)."""
-    step = gen.prefill.len_step or longest
-    fit = min(cap, *(gen.prefill.fit_limit(k) for k in range(step, longest + step, step)))
+    fit = min(cap, gen.prefill.fit_limit_up_to(longest))
     if fit < 1:
         raise ValueError(f"a prompt of {longest} tokens does not fit the prefill chip {gen.name}")
     return fit
