@@ -6,6 +6,7 @@ as the plain per-sequence loop."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -291,3 +292,33 @@ def test_elementwise_kernels_equal_their_per_instance_ops():
                     r,
                 )
                 assert kern == expect, (s.phase, fusion, name)
+
+
+def test_step_time_is_the_simulated_time_bit_for_bit():
+    """``gpu.step_time_s`` (and ``machine.step_time_s`` on one GPU, which the serving tables call)
+    works out the time alone: the very double ``simulate`` reports, ``inf`` for a step that does
+    not fit, whatever the memo holds."""
+    from ipusim import machine
+
+    cases = CASES + [
+        ("a100-40gb", "llama-2-70b", [512] * 4, "prefill", None, 2, {}),  # does not fit
+        ("a100-80gb", "gpt2", [64] * 3 + [1] * 5, "prefill", None, 2, {"fusion": "none"}),
+    ]
+    for memo in ("empty", "warm"):
+        if memo == "empty":
+            autotune.clear_cache()
+        for case in cases:
+            chip, s, opts = _step(case)
+            full = gpu.simulate(chip, s, **opts).time_s
+            alone = gpu.step_time_s(chip, s, **opts)
+            assert alone == full or (math.isinf(alone) and math.isinf(full)), (memo, case)
+            assert machine.step_time_s(chip, s, **opts) == alone or math.isinf(alone)
+    assert math.isinf(gpu.step_time_s(*_step(cases[-2])[:2]))
+    s = _step(CASES[5])[1]  # several chips and a tile chip: the full simulation's time
+    assert (
+        machine.step_time_s("a100-80gb", s, chips=2)
+        == machine.simulate("a100-80gb", s, chips=2).time_s
+    )
+    assert machine.step_time_s("gc200", s) == machine.simulate("gc200", s).time_s
+    with pytest.raises(ValueError, match="unknown option"):
+        gpu.step_time_s("a100-80gb", _step(CASES[0])[1], fusoin="none")
