@@ -194,10 +194,12 @@ def simulate_disaggregated(
         idx = np.flatnonzero(pdev == d)
         idx = idx[np.argsort(first[idx], kind="stable")]
         free, done = 0.0, []
-        # Python floats (the same IEEE doubles as NumPy's scalars, a fraction of the cost)
+        keep = done.append
+        # Python floats (the same IEEE doubles as NumPy's scalars, a fraction of the cost); the
+        # later of the link coming free and the prefill ending, as max(free, f) picks it
         for f, s in zip(first[idx].tolist(), send[idx].tolist(), strict=True):
-            free = max(free, f) + s
-            done.append(free)
+            free = (f if f > free else free) + s
+            keep(free)
         ready[idx] = done
     finish = np.where(out == 1, first, np.nan)
     gaps = np.empty(int(np.maximum(out - 1, 1).sum()), dtype=np.float64)
