@@ -322,3 +322,31 @@ def test_step_time_is_the_simulated_time_bit_for_bit():
     assert machine.step_time_s("gc200", s) == machine.simulate("gc200", s).time_s
     with pytest.raises(ValueError, match="unknown option"):
         gpu.step_time_s("a100-80gb", _step(CASES[0])[1], fusoin="none")
+
+
+def _merge_plain(groups):
+    """Consecutive groups of equal cost merged, as ``kernels._merge`` did before it counted
+    runs of one repeated group object."""
+    out = []
+    for g in groups:
+        if g[0] <= 0:
+            continue
+        if out and out[-1][1:] == g[1:]:
+            out[-1] = (out[-1][0] + g[0], *g[1:])
+        else:
+            out.append(tuple(g))
+    return out
+
+
+def test_merged_groups_equal_the_plain_merge():
+    """Block groups merged the same way, repeated objects, equal values, zero counts, signed
+    zeros and list groups (which never merged) included, to the repr of every number."""
+    rng = np.random.default_rng(7)
+    same = (16, 1e-6, 2e-6, 300.0)
+    listed = [4, 1e-6, 2e-6, 300.0]
+    pool = [same, (2, 1e-6, 2e-6, 300.0), (0, 5.0, 5.0, 5.0), (-1, 1e-6, 2e-6, 300.0)]
+    pool += [(3, 2e-6, 2e-6, 300.0), listed, (2, 0.0, 2e-6, 1.0), (2, -0.0, 2e-6, 1.0)]
+    for _ in range(3000):
+        groups = [pool[i] for i in rng.integers(0, len(pool), rng.integers(0, 14))]
+        assert repr(kernels._merge(groups)) == repr(_merge_plain(groups)), groups
+    assert kernels._merge([same] * 64) == [(16 * 64, 1e-6, 2e-6, 300.0)]

@@ -95,13 +95,24 @@ def _ceil(a, b):
 def _merge(groups):
     """Merge consecutive identical block groups (same cost), keeping dispatch order."""
     out = []
+    n, cost = 0, None  # the open group: its block count so far and its cost fields
+    last = None  # the group merged last: attention repeats one group object for equal shapes
     for g in groups:
         if g[0] <= 0:
             continue
-        if out and out[-1][1:] == g[1:]:
-            out[-1] = (out[-1][0] + g[0], *g[1:])
+        if g is last:
+            n += g[0]
+            continue
+        rest = g[1:]
+        if cost is not None and cost == rest:  # a tuple's fields (a list group never merges)
+            n, cost = n + g[0], tuple(rest)  # the latest group's fields, as merging kept them
         else:
-            out.append(tuple(g))
+            if cost is not None:
+                out.append((n, *cost))
+            n, cost = g[0], tuple(rest)
+        last = g if type(g) is tuple else None
+    if cost is not None:
+        out.append((n, *cost))
     return out
 
 
