@@ -350,3 +350,15 @@ def test_merged_groups_equal_the_plain_merge():
         groups = [pool[i] for i in rng.integers(0, len(pool), rng.integers(0, 14))]
         assert repr(kernels._merge(groups)) == repr(_merge_plain(groups)), groups
     assert kernels._merge([same] * 64) == [(16 * 64, 1e-6, 2e-6, 300.0)]
+
+
+def test_rates_are_one_object_per_equal_chip_and_efficiencies():
+    """``kernels.rates`` hands out one ``Rates`` per equal (chip, efficiencies), so the memo
+    finds picks by identity; an equal chip object shares it, other efficiencies do not."""
+    c = hardware.chip("a100-80gb")
+    a = kernels.rates(c, 0.5, 0.9)
+    assert kernels.rates(dataclasses.replace(c), 0.5, 0.9) is a
+    b = kernels.rates(c, 0.6, 0.9)
+    assert b is not a and b != a
+    assert b.tensor_s_per_flop == 1.0 / (c.fp16_flops_per_cycle_per_sm * c.clock_hz * 0.6)
+    assert kernels.rates(hardware.chip("h100-sxm"), 0.5, 0.9) != a

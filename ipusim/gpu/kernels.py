@@ -75,6 +75,26 @@ def resolve(c):
 
 
 def rates(c: GpuChip, tensor_eff: float, hbm_eff: float) -> Rates:
+    """The per-SM rates of chip ``c`` at these efficiencies: one ``Rates`` object per equal chip
+    and efficiencies (remembered, the last 64), so that the autotuner's memo, keyed on the
+    rates, finds its picks by identity rather than comparing every rate."""
+    key = (c, tensor_eff, hbm_eff)
+    try:
+        r = _RATES.get(key)
+    except TypeError:  # a chip object with an unhashable field: not remembered
+        return _rates(c, tensor_eff, hbm_eff)
+    if r is None:
+        r = _rates(c, tensor_eff, hbm_eff)
+        if len(_RATES) >= 64:
+            _RATES.clear()
+        _RATES[key] = r
+    return r
+
+
+_RATES: dict = {}
+
+
+def _rates(c: GpuChip, tensor_eff: float, hbm_eff: float) -> Rates:
     sm_flops = c.fp16_flops_per_cycle_per_sm * c.clock_hz * tensor_eff
     return Rates(
         sms=c.sms,
