@@ -166,22 +166,25 @@ def test_plain_reference_path_skips_the_memo(lengths):
     assert a.time_s == pytest.approx(b.time_s, rel=1e-9)
 
 
+def _plain_shapes(s):
+    """Per sequence (query rows, key rows) of step ``s`` as lists: one query row against the
+    context when decoding, the padded length when padded, else the sequence's own length."""
+    rows = [int(x) for x in s.lengths]
+    if s.phase == "decode":
+        return [1] * len(rows), rows
+    return ([s.row_len] * len(rows),) * 2 if s.row_len else (rows, rows)
+
+
 def _fused_attention_plain(s, r, dt):
     """Fused attention's block groups and totals, every sequence worked out on its own."""
     cfg = s.model
     h, hd = cfg.heads, cfg.head_dim
     kv_share = cfg.n_kv_heads / cfg.heads
-    lens = s.lengths.astype(np.int64)
-    if s.phase == "decode":
-        q_rows, k_rows = np.ones_like(lens), lens
-    elif s.row_len:
-        q_rows = k_rows = np.full_like(lens, s.row_len)
-    else:
-        q_rows = k_rows = lens
-    whole = s.phase == "decode" or int(k_rows.max()) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
+    q_rows, k_rows = _plain_shapes(s)
+    whole = s.phase == "decode" or max(k_rows) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
     groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
     g = gpu.MMA_GRANULE
-    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+    for q, kk in zip(q_rows, k_rows, strict=True):
         tile = q if whole else gpu.ATTENTION_Q_TILE
         nq = -(-q // tile)
         kc = -(-kk // g) * g
@@ -225,15 +228,9 @@ def _unfused_attention_plain(op, s, r, dt):
     """Unfused attention's block groups and totals (``fusion="none"``), every sequence worked
     out on its own."""
     h, hd = s.model.heads, s.model.head_dim
-    lens = s.lengths.astype(np.int64)
-    if s.phase == "decode":
-        q_rows, k_rows = np.ones_like(lens), lens
-    elif s.row_len:
-        q_rows = k_rows = np.full_like(lens, s.row_len)
-    else:
-        q_rows = k_rows = lens
+    q_rows, k_rows = _plain_shapes(s)
     groups, flops, hbm = [], 0.0, 0.0
-    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+    for q, kk in zip(q_rows, k_rows, strict=True):
         m_, k_, n_ = (q, hd, kk) if op.name == "attn_scores" else (q, kk, hd)
         blocks = -(-m_ // 64) * -(-n_ // 64)
         f = 2.0 * 64 * 64 * k_
