@@ -444,3 +444,17 @@ def test_step_ops_are_the_same_values_whatever_was_built_before():
         for a, b in zip(ops, fresh, strict=True):
             for f in dataclasses.fields(a):
                 assert type(getattr(a, f.name)) is type(getattr(b, f.name)), (a.name, f.name)
+
+
+def test_counts_are_remembered_per_config_and_follow_its_fields():
+    """A config's shape helpers and parameter counts are worked out once (it is frozen): a
+    replaced config has its own, and a pickled one the same, equal and hashing alike."""
+    import pickle
+
+    m = workloads.model("llama-2-7b")
+    assert (m.params, m.kv_dim, m.head_dim) == (m.params, 32 * 128, 128)
+    half = m.replace(layers=16, kv_heads=8)
+    assert half.kv_dim == 8 * 128 and half.params < m.params
+    assert half.params == half.embedding_params + 16 * half.layer_params + half.head_params
+    back = pickle.loads(pickle.dumps(m))
+    assert back == m and hash(back) == hash(m) and back.params == m.params
