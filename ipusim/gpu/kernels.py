@@ -136,6 +136,25 @@ def _merge(groups):
     return out
 
 
+@functools.lru_cache(maxsize=64, typed=True)
+def _gemm_tiles(dt, smem_per_sm: int) -> tuple:
+    """Per GEMM tile at ``dt`` bytes per element: (rows, columns, shared memory one block holds,
+    blocks per SM, the tile's label for each split-k factor), fixed for a chip and dtype."""
+    out = []
+    for tm, tn in GEMM_TILES:
+        smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
+        by_regs = REGISTER_FILE_BYTES_PER_SM // (
+            2 * tm * tn * 4
+        )  # FP32 accumulators ~ half the registers
+        bps = int(max(1, min(smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
+        shape = f"{tm}x{tn}"
+        labels = {
+            split: shape if split == 1 else f"{shape} split-k {split}" for split in GEMM_SPLIT_K
+        }
+        out.append((tm, tn, smem, bps, labels))
+    return tuple(out)
+
+
 def _gemm_candidates(
     name, ops, m, k, n, dt, r: Rates, *, epilogue_flops_per_elem=0.0, batch=1, a_shared=False
 ):
@@ -148,17 +167,12 @@ def _gemm_candidates(
     )
     mi, ki, ni = int(m), int(k), int(n)
     sms, reuse, sm_bw = r.sms, r.l2_reuse_bytes, r.sm_bw
+    t_flop, s_flop = r.tensor_s_per_flop, r.simt_s_per_flop
     b_once = b_bytes <= reuse
-    for tm, tn in GEMM_TILES:
-        smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
-        by_regs = REGISTER_FILE_BYTES_PER_SM // (
-            2 * tm * tn * 4
-        )  # FP32 accumulators ~ half the registers
-        bps = int(max(1, min(r.smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
+    for tm, tn, smem, bps, labels in _gemm_tiles(dt, r.smem_per_sm):
         gm, gn = -(-mi // tm), -(-ni // tn)
         slots = sms * bps
         a_once = tm * k * dt <= reuse
-        shape = f"{tm}x{tn}"
         for split in GEMM_SPLIT_K:
             if split > 1 and (k < split * 2 * GEMM_K_TILE or gm * gn * batch >= slots):
                 continue
@@ -173,7 +187,7 @@ def _gemm_candidates(
             a_traffic = a_bytes if a_once else a_bytes * min(waves, gn)
             part_total = 2 * partial * blocks
             hbm = a_traffic + b_traffic + c_bytes + (part_total if part_total > reuse else 0.0)
-            comp = flops_blk * r.tensor_s_per_flop + simt_blk * r.simt_s_per_flop
+            comp = flops_blk * t_flop + simt_blk * s_flop
             out.append(
                 Kernel(
                     name,
@@ -181,10 +195,10 @@ def _gemm_candidates(
                     [(blocks, comp, l2_blk / sm_bw, hbm / blocks)],
                     bps,
                     smem,
-                    flops=flops_blk * blocks,
-                    hbm_bytes=hbm,
-                    tile=shape if split == 1 else f"{shape} split-k {split}",
-                    simt_flops=simt_blk * blocks,
+                    flops_blk * blocks,
+                    hbm,
+                    labels[split],
+                    simt_blk * blocks,
                 )
             )
     return out
