@@ -377,7 +377,7 @@ def test_training_footprint_rejects_bad_dtype_bytes(bad):
 
 @pytest.mark.parametrize(
     "lengths",
-    [[1], [128] * 8, [37, 200, 90, 512], list(range(1, 300, 7))],
+    [[1], [128] * 8, [37, 200, 90, 512], list(range(1, 300, 7)), [5] * 64, [5] * 65],
 )
 def test_lengths_array_shortcut_equals_the_checked_path(lengths):
     """A list of Python ints or a 1-D integer array in range takes a shortcut (only the range
