@@ -38,10 +38,13 @@ def simulate(c, s: Step, *, chips: int = 1, **kwargs) -> StepResult:
     return one_chip.simulate(c, s, **kwargs)
 
 
-def step_time_s(c, s: Step, **kwargs) -> float:
+def step_time_s(c, s: Step, *, chips: int = 1, **kwargs) -> float:
     """Seconds for step ``s`` on chip ``c`` (see ``simulate``); ``math.inf`` when the step
-    does not fit (the fit rule in ``StepResult``)."""
-    return simulate(c, s, **kwargs).time_s
+    does not fit (the fit rule in ``StepResult``). On one GPU the time alone is worked out
+    (``gpu.step_time_s``: the same double, without the per-kernel records)."""
+    if positive("chips", chips, integer=True) > 1:
+        return simulate(c, s, chips=chips, **kwargs).time_s
+    return one_chip.step_time_s(c, s, **kwargs)
 
 
 def place(c, s: Step, *, chips: int, **kwargs):

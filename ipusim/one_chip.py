@@ -16,14 +16,20 @@ from .result import StepResult
 from .workloads import Step
 
 
-def simulate(c, s: Step, **kwargs) -> StepResult:
-    """Simulate step ``s`` on one chip ``c`` (a preset name or a chip object); never raises
-    because a step does not fit (the result then has ``fits=False``, ``time_s = inf``)."""
+def _checked(c, s: Step):
+    """The chip object ``c`` names (or is), once ``s`` is known to be a step within the limits."""
     c = _chip(c)
     if not isinstance(s, Step):
         raise ValueError(f"s must be a workloads.Step (from ipusim.step), got {type(s).__name__}")
     positions = max(s.tokens, int(s.lengths.sum()))  # decode: the cached context counts too
     limits.check_step(s.batch, positions / max(s.batch, 1), name="step batch")
+    return c
+
+
+def simulate(c, s: Step, **kwargs) -> StepResult:
+    """Simulate step ``s`` on one chip ``c`` (a preset name or a chip object); never raises
+    because a step does not fit (the result then has ``fits=False``, ``time_s = inf``)."""
+    c = _checked(c, s)
     if isinstance(c, TileChip):
         from . import tiles
 
@@ -33,3 +39,14 @@ def simulate(c, s: Step, **kwargs) -> StepResult:
 
         return gpu.simulate(c, s, **kwargs)
     raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")
+
+
+def step_time_s(c, s: Step, **kwargs) -> float:
+    """``simulate(c, s, **kwargs).time_s`` (``inf`` when the step does not fit); on a GPU without
+    building the rest of the result (``gpu.step_time_s``), the same double."""
+    c = _checked(c, s)
+    if isinstance(c, GpuChip):
+        from . import gpu
+
+        return gpu.step_time_s(c, s, **kwargs)
+    return simulate(c, s, **kwargs).time_s

@@ -19,6 +19,7 @@ Conventions (all counts are for the whole batch, summed over identical layers):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,27 +86,28 @@ class TransformerConfig:
                 f"TransformerConfig.heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
             )
 
-    # Shape helpers
-    @property
+    # Shape helpers and parameter counts: computed once per config (it is frozen), as the
+    # machine models read them for every op of every step (claim 10 read head_dim 120k times)
+    @functools.cached_property
     def head_dim(self) -> int:
         return self.d_head or self.d_model // self.heads
 
-    @property
+    @functools.cached_property
     def q_dim(self) -> int:
         """Width of the query projection (and of the attention output): heads x head width."""
         return self.heads * self.head_dim
 
-    @property
+    @functools.cached_property
     def n_kv_heads(self) -> int:
         return self.kv_heads or self.heads
 
-    @property
+    @functools.cached_property
     def kv_dim(self) -> int:
         """Width of the key (or value) projection."""
         return self.n_kv_heads * self.head_dim
 
     # Parameter counts
-    @property
+    @functools.cached_property
     def layer_matmul_params(self) -> int:
         """Weights of one block's matrices (no biases, no norms)."""
         d, f, q = self.d_model, self.d_ff, self.q_dim
@@ -113,7 +115,7 @@ class TransformerConfig:
         mlp = (3 if self.gated_mlp else 2) * d * f
         return attn + mlp
 
-    @property
+    @functools.cached_property
     def layer_params(self) -> int:
         """All parameters of one block: matrices, biases, norms."""
         d, f = self.d_model, self.d_ff
@@ -123,7 +125,7 @@ class TransformerConfig:
         p += 2 * (2 * d if self.biases else d)  # two norms: LayerNorm (scale+shift) or RMSNorm
         return p
 
-    @property
+    @functools.cached_property
     def embedding_params(self) -> int:
         if not self.embedding:
             return 0
@@ -133,7 +135,7 @@ class TransformerConfig:
             p += self.max_positions * d
         return p
 
-    @property
+    @functools.cached_property
     def head_params(self) -> int:
         """Parameters after the last block: final norm, pooler (encoder) or untied LM head."""
         if not self.head:
@@ -145,7 +147,7 @@ class TransformerConfig:
         # a tied head on a stage without the embedding keeps its own copy of the table
         return norm + (0 if self.tied_embeddings and self.embedding else self.vocab * d)
 
-    @property
+    @functools.cached_property
     def params(self) -> int:
         """Total parameters."""
         return self.embedding_params + self.layers * self.layer_params + self.head_params
@@ -489,6 +491,20 @@ class Step:
         )
 
 
+# The two op builders below are memoised (ops are frozen values): a serving table's steps share
+# most of their shapes (the LM head's rows are the batch, a GEMM's the token count), and building
+# a frozen Op costs more than looking one up. ``typed``: 3 and np.int64(3) give ops whose fields
+# keep the type they were given, as unmemoised.
+_OPS_MEMO = 4096
+
+
+def clear_op_cache() -> None:
+    """Forget the memoised ops (the tests build ops afresh to compare)."""
+    matmul_op.cache_clear()
+    _elementwise.cache_clear()
+
+
+@functools.lru_cache(maxsize=_OPS_MEMO, typed=True)
 def matmul_op(name, count, m, k, n, dt, *, weights=True):
     """``count`` matmuls of (``m`` x ``k``) @ (``k`` x ``n``), ``dt`` bytes per element, as one ``Op``.
 
@@ -510,6 +526,7 @@ def matmul_op(name, count, m, k, n, dt, *, weights=True):
     )
 
 
+@functools.lru_cache(maxsize=_OPS_MEMO, typed=True)
 def _elementwise(name, kind, count, elements, flops_per_element, dt, *, reads=1):
     return Op(
         name,

@@ -252,6 +252,9 @@ def test_gnn_degrees_follow_the_published_counts():
     d = embeddings.power_law_degrees(100_000, 50.5, seed=3)
     assert d.sum() == round(100_000 * 50.5) and d.min() >= 1
     np.testing.assert_array_equal(d, embeddings.power_law_degrees(100_000, 50.5, seed=3))
+    first = d.copy()
+    d[:10] = 0  # the caller's own copy: the remembered draw is not changed through it
+    np.testing.assert_array_equal(embeddings.power_law_degrees(100_000, 50.5, seed=3), first)
     g = embeddings.gnn_products(256)
     assert g.tables[0].rows == ew.OGBN_PRODUCTS_NODES
     assert embeddings.simulate("gc200", g).fit == "streams"

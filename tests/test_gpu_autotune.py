@@ -6,6 +6,7 @@ as the plain per-sequence loop."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -165,22 +166,25 @@ def test_plain_reference_path_skips_the_memo(lengths):
     assert a.time_s == pytest.approx(b.time_s, rel=1e-9)
 
 
+def _plain_shapes(s):
+    """Per sequence (query rows, key rows) of step ``s`` as lists: one query row against the
+    context when decoding, the padded length when padded, else the sequence's own length."""
+    rows = [int(x) for x in s.lengths]
+    if s.phase == "decode":
+        return [1] * len(rows), rows
+    return ([s.row_len] * len(rows),) * 2 if s.row_len else (rows, rows)
+
+
 def _fused_attention_plain(s, r, dt):
     """Fused attention's block groups and totals, every sequence worked out on its own."""
     cfg = s.model
     h, hd = cfg.heads, cfg.head_dim
     kv_share = cfg.n_kv_heads / cfg.heads
-    lens = s.lengths.astype(np.int64)
-    if s.phase == "decode":
-        q_rows, k_rows = np.ones_like(lens), lens
-    elif s.row_len:
-        q_rows = k_rows = np.full_like(lens, s.row_len)
-    else:
-        q_rows = k_rows = lens
-    whole = s.phase == "decode" or int(k_rows.max()) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
+    q_rows, k_rows = _plain_shapes(s)
+    whole = s.phase == "decode" or max(k_rows) <= gpu.ATTENTION_WHOLE_SEQUENCE_MAX_LEN
     groups, flops, hbm, simt_total = [], 0.0, 0.0, 0.0
     g = gpu.MMA_GRANULE
-    for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
+    for q, kk in zip(q_rows, k_rows, strict=True):
         tile = q if whole else gpu.ATTENTION_Q_TILE
         nq = -(-q // tile)
         kc = -(-kk // g) * g
@@ -218,3 +222,140 @@ def test_fused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad
     assert sum(g[0] for g in kern.groups) == sum(g[0] for g in groups)
     assert kern.groups == kernels._merge(groups)
     assert (kern.flops, kern.hbm_bytes, kern.simt_flops) == (flops, hbm, simt)
+
+
+def _unfused_attention_plain(op, s, r, dt):
+    """Unfused attention's block groups and totals (``fusion="none"``), every sequence worked
+    out on its own."""
+    h, hd = s.model.heads, s.model.head_dim
+    q_rows, k_rows = _plain_shapes(s)
+    groups, flops, hbm = [], 0.0, 0.0
+    for q, kk in zip(q_rows, k_rows, strict=True):
+        m_, k_, n_ = (q, hd, kk) if op.name == "attn_scores" else (q, kk, hd)
+        blocks = -(-m_ // 64) * -(-n_ // 64)
+        f = 2.0 * 64 * 64 * k_
+        io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
+        l2 = (64 + 64) * k_ * dt + 64 * 64 * dt
+        groups.append((blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks))
+        flops += f * blocks * h
+        hbm += io * h
+    return groups, flops, hbm
+
+
+@pytest.mark.parametrize(
+    "model,lengths,phase,pad",
+    [
+        ("gpt2", [300, 17, 300, 300, 17, 1], "prefill", None),
+        ("gpt2", [900] * 7 + [20] * 5 + [900], "decode", None),
+        ("bert-base", [37, 200, 90, 37], "forward", 256),
+        ("bert-base", [37, 200, 90, 37, 200], "forward", None),
+    ],
+)
+def test_unfused_attention_equals_the_per_sequence_loop(model, lengths, phase, pad):
+    """Unfused attention works out each distinct sequence shape once: the same groups and the
+    same doubles as the plain per-sequence loop."""
+    s = step(model, lengths, phase=phase, pad_to=pad)
+    r = kernels.rates(hardware.chip("a100-80gb"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    for name, ops in kernels.kernel_plan(s, "none"):
+        if ops[0].kind != "attention":
+            continue
+        (kern,) = kernels.op_kernel_candidates(ops, name, s, r, "none")
+        groups, flops, hbm = _unfused_attention_plain(ops[0], s, r, s.dtype_bytes)
+        assert kern.groups == kernels._merge(groups)
+        assert (kern.flops, kern.hbm_bytes) == (flops, hbm)
+
+
+def test_elementwise_kernels_equal_their_per_instance_ops():
+    """An element-wise kernel's FLOPs, bytes and element count come from each op's figures
+    divided by its count, as ``Op.per_instance`` gives them, bit for bit."""
+    r = kernels.rates(hardware.chip("a100-80gb"), gpu.TENSOR_EFFICIENCY, gpu.HBM_EFFICIENCY)
+    for s in (
+        step("gpt2", [300, 17, 1], phase="prefill"),
+        step("llama-2-7b", [700] * 3, phase="decode"),
+        step("bert-base", [128] * 8, phase="train", pad_to=128),
+    ):
+        for fusion in ("tensorrt", "none"):
+            for name, ops in kernels.kernel_plan(s, fusion):
+                if ops[0].kind in ("matmul", "attention"):
+                    continue
+                (kern,) = kernels.op_kernel_candidates(ops, name, s, r, fusion)
+                one = [o.per_instance() for o in ops]
+                expect = kernels.elementwise_kernel(
+                    name,
+                    tuple(o.name for o in ops),
+                    sum(o.flops for o in one),
+                    sum(o.bytes for o in one),
+                    one[0].act_write_bytes / s.dtype_bytes,
+                    r,
+                )
+                assert kern == expect, (s.phase, fusion, name)
+
+
+def test_step_time_is_the_simulated_time_bit_for_bit():
+    """``gpu.step_time_s`` (and ``machine.step_time_s`` on one GPU, which the serving tables call)
+    works out the time alone: the very double ``simulate`` reports, ``inf`` for a step that does
+    not fit, whatever the memo holds."""
+    from ipusim import machine
+
+    cases = CASES + [
+        ("a100-40gb", "llama-2-70b", [512] * 4, "prefill", None, 2, {}),  # does not fit
+        ("a100-80gb", "gpt2", [64] * 3 + [1] * 5, "prefill", None, 2, {"fusion": "none"}),
+    ]
+    for memo in ("empty", "warm"):
+        if memo == "empty":
+            autotune.clear_cache()
+        for case in cases:
+            chip, s, opts = _step(case)
+            full = gpu.simulate(chip, s, **opts).time_s
+            alone = gpu.step_time_s(chip, s, **opts)
+            assert alone == full or (math.isinf(alone) and math.isinf(full)), (memo, case)
+            assert machine.step_time_s(chip, s, **opts) == alone or math.isinf(alone)
+    assert math.isinf(gpu.step_time_s(*_step(cases[-2])[:2]))
+    s = _step(CASES[5])[1]  # several chips and a tile chip: the full simulation's time
+    assert (
+        machine.step_time_s("a100-80gb", s, chips=2)
+        == machine.simulate("a100-80gb", s, chips=2).time_s
+    )
+    assert machine.step_time_s("gc200", s) == machine.simulate("gc200", s).time_s
+    with pytest.raises(ValueError, match="unknown option"):
+        gpu.step_time_s("a100-80gb", _step(CASES[0])[1], fusoin="none")
+
+
+def _merge_plain(groups):
+    """Consecutive groups of equal cost merged, as ``kernels._merge`` did before it counted
+    runs of one repeated group object."""
+    out = []
+    for g in groups:
+        if g[0] <= 0:
+            continue
+        if out and out[-1][1:] == g[1:]:
+            out[-1] = (out[-1][0] + g[0], *g[1:])
+        else:
+            out.append(tuple(g))
+    return out
+
+
+def test_merged_groups_equal_the_plain_merge():
+    """Block groups merged the same way, repeated objects, equal values, zero counts, signed
+    zeros and list groups (which never merged) included, to the repr of every number."""
+    rng = np.random.default_rng(7)
+    same = (16, 1e-6, 2e-6, 300.0)
+    listed = [4, 1e-6, 2e-6, 300.0]
+    pool = [same, (2, 1e-6, 2e-6, 300.0), (0, 5.0, 5.0, 5.0), (-1, 1e-6, 2e-6, 300.0)]
+    pool += [(3, 2e-6, 2e-6, 300.0), listed, (2, 0.0, 2e-6, 1.0), (2, -0.0, 2e-6, 1.0)]
+    for _ in range(3000):
+        groups = [pool[i] for i in rng.integers(0, len(pool), rng.integers(0, 14))]
+        assert repr(kernels._merge(groups)) == repr(_merge_plain(groups)), groups
+    assert kernels._merge([same] * 64) == [(16 * 64, 1e-6, 2e-6, 300.0)]
+
+
+def test_rates_are_one_object_per_equal_chip_and_efficiencies():
+    """``kernels.rates`` hands out one ``Rates`` per equal (chip, efficiencies), so the memo
+    finds picks by identity; an equal chip object shares it, other efficiencies do not."""
+    c = hardware.chip("a100-80gb")
+    a = kernels.rates(c, 0.5, 0.9)
+    assert kernels.rates(dataclasses.replace(c), 0.5, 0.9) is a
+    b = kernels.rates(c, 0.6, 0.9)
+    assert b is not a and b != a
+    assert b.tensor_s_per_flop == 1.0 / (c.fp16_flops_per_cycle_per_sm * c.clock_hz * 0.6)
+    assert kernels.rates(hardware.chip("h100-sxm"), 0.5, 0.9) != a

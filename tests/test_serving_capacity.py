@@ -155,3 +155,27 @@ def test_largest_batch_reads_a_service_table_and_refuses_other_devices():
     assert serving.largest_batch is capacity.largest_batch
     with pytest.raises(ValueError, match="device must be"):
         capacity.largest_batch("gc200", 128)
+
+
+def test_fit_limit_up_to_is_the_least_fit_limit_over_the_lengths():
+    """``ServiceModel.fit_limit_up_to(L)`` reads all length columns up to ``L`` at once: the least
+    ``fit_limit`` over the lengths ``len_step, 2 len_step, ...`` up to ``L``, a dip between
+    lengths included; a packed or length-free model has one answer for every length."""
+    rng = np.random.default_rng(4)
+    table = np.full((9, 7), 1e-3)
+    table[0, :] = table[:, 0] = 0.0
+    table[6:, 2] = np.inf  # 5 rows fit at the second length
+    table[3:, 4] = np.inf  # 2 rows at the fourth (a dip: the fifth fits 8 again)
+    table[1:, 6] = np.inf  # none at the sixth
+    for t in (table, np.where(rng.random(table.shape) < 0.3, np.inf, table)):
+        svc = serving.ServiceModel("t", t, 16)
+        for longest in range(1, 6 * 16 + 1):
+            loop = min(svc.fit_limit(k) for k in range(16, longest + 16, 16))
+            assert svc.fit_limit_up_to(longest) == loop, longest
+    svc = serving.ServiceModel("t", table, 16)
+    assert [svc.fit_limit_up_to(L) for L in (16, 17, 48, 64, 80, 96)] == [8, 5, 5, 2, 2, 0]
+    with pytest.raises(ValueError, match="outside"):
+        svc.fit_limit_up_to(97)
+    packed = serving.ServiceModel("p", table, 16, packed=True, pack_len=96)
+    assert packed.fit_limit_up_to(1) == packed.fit_limit_up_to(96) == packed.fit_limit(50) == 8
+    assert serving.fixed_service(0.01, max_batch=4).fit_limit_up_to(10**6) == 4

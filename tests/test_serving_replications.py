@@ -107,3 +107,29 @@ def test_mean_batch_discards_the_warm_up_batches():
     assert replications.mean_batch(r, 0.5) == pytest.approx(sizes[late].mean())
     with pytest.raises(ValueError, match="warmup_fraction"):
         replications.mean_batch(r, 1.0)
+
+
+@pytest.mark.parametrize("rate, max_waiting", [(600.0, None), (1_000.0, 500)])
+def test_mean_batch_is_the_mean_over_the_unique_carried_batches_bit_for_bit(rate, max_waiting):
+    """``mean_batch`` finds the batches carrying a kept request by counting ids, not by
+    ``np.unique``: the same batches in the same order, so the same mean to the last bit, also
+    for a run stopped early (requests never served have batch id -1)."""
+    arr = arrivals.poisson(rate, 5_000, seed=3)
+    r = batching.simulate(
+        arr,
+        1,
+        P.Dynamic(16, 0.002),
+        S.fixed_service(0.004, per_request_s=0.001, max_batch=16),
+        max_waiting=max_waiting,
+    )
+    ids = np.asarray(r.batch_id)
+    assert (ids < 0).any() == (max_waiting is not None)  # the overloaded run stopped early
+    served = ids >= 0
+    for wf in (0.0, 0.1, 0.37, 0.9):
+        late = np.unique(ids[served & replications.kept(arr, wf)])
+        if not late.size:  # the early stop came before the warm-up ended
+            with pytest.raises(ValueError, match="no request after the warm-up"):
+                replications.mean_batch(r, wf)
+            continue
+        expected = float(np.bincount(ids[served])[late].mean())
+        assert replications.mean_batch(r, wf) == expected

@@ -368,3 +368,93 @@ def test_training_footprint_validates():
 def test_training_footprint_rejects_bad_dtype_bytes(bad):
     with pytest.raises(ValueError, match="dtype_bytes"):
         workloads.training_footprint("gpt2", seq_len=128, tokens_per_step=128, dtype_bytes=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shortcuts on the per-step path: the same values as the long way
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[1], [128] * 8, [37, 200, 90, 512], list(range(1, 300, 7)), [5] * 64, [5] * 65],
+)
+def test_lengths_array_shortcut_equals_the_checked_path(lengths):
+    """A list of Python ints or a 1-D integer array in range takes a shortcut (only the range
+    checked); it returns what the full checks return for the same lengths as a tuple."""
+    from ipusim._validate import lengths_array
+
+    full = lengths_array("lengths", tuple(lengths), max_len=512)
+    for form in (
+        lengths,
+        np.array(lengths, dtype=np.int64),
+        np.array(lengths, dtype=np.int32),
+        np.array(lengths, dtype=np.uint16),
+    ):
+        got = lengths_array("lengths", form, max_len=512)
+        assert got.dtype == np.int64 and np.array_equal(got, full)
+        if isinstance(form, np.ndarray):
+            assert got is not form  # a copy, as before: the caller's array is not kept
+    assert np.array_equal(lengths_array("lengths", lengths), full)  # no max_len: the global cap
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [0, 5],
+        [5, 513],
+        [True, False],
+        [],
+        [[1, 2]],
+        [1.5, 2.0],
+        np.array([0, 3]),
+        np.array([3, 600]),
+    ],
+)
+def test_lengths_array_refuses_what_the_shortcut_does_not_take(bad):
+    """Out-of-range, boolean, empty, nested or fractional lengths fail with the same message
+    whether given as a list or array (the shortcut's entry form) or as a tuple."""
+    from ipusim._validate import lengths_array
+
+    with pytest.raises(ValueError) as as_given:
+        lengths_array("lengths", bad, max_len=512)
+    as_tuple = bad.tolist() if isinstance(bad, np.ndarray) else bad
+    with pytest.raises(ValueError) as as_checked:
+        lengths_array("lengths", tuple(as_tuple), max_len=512)
+    assert str(as_given.value) == str(as_checked.value)
+
+
+def test_step_ops_are_the_same_values_whatever_was_built_before():
+    """``step`` shares the ops of equal shapes between steps (the op builders are memoised):
+    every op equals one built afresh, field by field and of the same types."""
+    import dataclasses
+
+    cases = [
+        ("gpt2", [300, 17, 1], "prefill", None),
+        ("gpt2", [64] * 4, "decode", None),
+        ("bert-base", [128] * 8, "forward", 128),
+        ("bert-base", [128] * 8, "train", 128),
+        ("llama-2-7b", [100, 28], "prefill", None),
+    ]
+    warm = [workloads.step(m, lens, phase=ph, pad_to=pad).ops for m, lens, ph, pad in cases]
+    workloads.clear_op_cache()
+    for (m, lens, ph, pad), ops in zip(cases, warm, strict=True):
+        fresh = workloads.step(m, np.array(lens), phase=ph, pad_to=pad).ops
+        assert ops == fresh
+        for a, b in zip(ops, fresh, strict=True):
+            for f in dataclasses.fields(a):
+                assert type(getattr(a, f.name)) is type(getattr(b, f.name)), (a.name, f.name)
+
+
+def test_counts_are_remembered_per_config_and_follow_its_fields():
+    """A config's shape helpers and parameter counts are worked out once (it is frozen): a
+    replaced config has its own, and a pickled one the same, equal and hashing alike."""
+    import pickle
+
+    m = workloads.model("llama-2-7b")
+    assert (m.params, m.kv_dim, m.head_dim) == (m.params, 32 * 128, 128)
+    half = m.replace(layers=16, kv_heads=8)
+    assert half.kv_dim == 8 * 128 and half.params < m.params
+    assert half.params == half.embedding_params + 16 * half.layer_params + half.head_params
+    back = pickle.loads(pickle.dumps(m))
+    assert back == m and hash(back) == hash(m) and back.params == m.params

@@ -91,6 +91,7 @@ from .simulation import (
     elementwise_kernel_s,
     simulate,
     simulate_kernel,
+    step_time_s,
 )
 from .varlen import (
     FT_FUSED_MHA_MAX_LEN,
@@ -150,5 +151,6 @@ __all__ = [
     "simulate",
     "simulate_kernel",
     "spread_lengths",
+    "step_time_s",
     "wave_staircase",
 ]

@@ -68,7 +68,7 @@ def fastest(plan, s, r: Rates, fusion: str) -> list[Pick]:
     cands, starts, todo = [], [], []
     for i, (kname, ops) in enumerate(plan):
         if ops[0].kind != "attention":
-            key = (kname, tuple(ops), s.dtype_bytes, r)
+            key = (kname, ops, s.dtype_bytes, r)
             hit = _PICKS.get(key)
             if hit is not None:
                 picks[i] = hit

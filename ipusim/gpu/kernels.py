@@ -75,6 +75,26 @@ def resolve(c):
 
 
 def rates(c: GpuChip, tensor_eff: float, hbm_eff: float) -> Rates:
+    """The per-SM rates of chip ``c`` at these efficiencies: one ``Rates`` object per equal chip
+    and efficiencies (remembered, the last 64), so that the autotuner's memo, keyed on the
+    rates, finds its picks by identity rather than comparing every rate."""
+    key = (c, tensor_eff, hbm_eff)
+    try:
+        r = _RATES.get(key)
+    except TypeError:  # a chip object with an unhashable field: not remembered
+        return _rates(c, tensor_eff, hbm_eff)
+    if r is None:
+        r = _rates(c, tensor_eff, hbm_eff)
+        if len(_RATES) >= 64:
+            _RATES.clear()
+        _RATES[key] = r
+    return r
+
+
+_RATES: dict = {}
+
+
+def _rates(c: GpuChip, tensor_eff: float, hbm_eff: float) -> Rates:
     sm_flops = c.fp16_flops_per_cycle_per_sm * c.clock_hz * tensor_eff
     return Rates(
         sms=c.sms,
@@ -95,14 +115,44 @@ def _ceil(a, b):
 def _merge(groups):
     """Merge consecutive identical block groups (same cost), keeping dispatch order."""
     out = []
+    n, cost = 0, None  # the open group: its block count so far and its cost fields
+    last = None  # the group merged last: attention repeats one group object for equal shapes
     for g in groups:
         if g[0] <= 0:
             continue
-        if out and out[-1][1:] == g[1:]:
-            out[-1] = (out[-1][0] + g[0], *g[1:])
+        if g is last:
+            n += g[0]
+            continue
+        rest = g[1:]
+        if cost is not None and cost == rest:  # a tuple's fields (a list group never merges)
+            n, cost = n + g[0], tuple(rest)  # the latest group's fields, as merging kept them
         else:
-            out.append(tuple(g))
+            if cost is not None:
+                out.append((n, *cost))
+            n, cost = g[0], tuple(rest)
+        last = g if type(g) is tuple else None
+    if cost is not None:
+        out.append((n, *cost))
     return out
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _gemm_tiles(dt, smem_per_sm: int) -> tuple:
+    """Per GEMM tile at ``dt`` bytes per element: (rows, columns, shared memory one block holds,
+    blocks per SM, the tile's label for each split-k factor), fixed for a chip and dtype."""
+    out = []
+    for tm, tn in GEMM_TILES:
+        smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
+        by_regs = REGISTER_FILE_BYTES_PER_SM // (
+            2 * tm * tn * 4
+        )  # FP32 accumulators ~ half the registers
+        bps = int(max(1, min(smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
+        shape = f"{tm}x{tn}"
+        labels = {
+            split: shape if split == 1 else f"{shape} split-k {split}" for split in GEMM_SPLIT_K
+        }
+        out.append((tm, tn, smem, bps, labels))
+    return tuple(out)
 
 
 def _gemm_candidates(
@@ -117,17 +167,12 @@ def _gemm_candidates(
     )
     mi, ki, ni = int(m), int(k), int(n)
     sms, reuse, sm_bw = r.sms, r.l2_reuse_bytes, r.sm_bw
+    t_flop, s_flop = r.tensor_s_per_flop, r.simt_s_per_flop
     b_once = b_bytes <= reuse
-    for tm, tn in GEMM_TILES:
-        smem = (tm + tn) * GEMM_K_TILE * dt * GEMM_STAGES
-        by_regs = REGISTER_FILE_BYTES_PER_SM // (
-            2 * tm * tn * 4
-        )  # FP32 accumulators ~ half the registers
-        bps = int(max(1, min(r.smem_per_sm // smem, by_regs, MAX_BLOCKS_PER_SM)))
+    for tm, tn, smem, bps, labels in _gemm_tiles(dt, r.smem_per_sm):
         gm, gn = -(-mi // tm), -(-ni // tn)
         slots = sms * bps
         a_once = tm * k * dt <= reuse
-        shape = f"{tm}x{tn}"
         for split in GEMM_SPLIT_K:
             if split > 1 and (k < split * 2 * GEMM_K_TILE or gm * gn * batch >= slots):
                 continue
@@ -142,7 +187,7 @@ def _gemm_candidates(
             a_traffic = a_bytes if a_once else a_bytes * min(waves, gn)
             part_total = 2 * partial * blocks
             hbm = a_traffic + b_traffic + c_bytes + (part_total if part_total > reuse else 0.0)
-            comp = flops_blk * r.tensor_s_per_flop + simt_blk * r.simt_s_per_flop
+            comp = flops_blk * t_flop + simt_blk * s_flop
             out.append(
                 Kernel(
                     name,
@@ -150,10 +195,10 @@ def _gemm_candidates(
                     [(blocks, comp, l2_blk / sm_bw, hbm / blocks)],
                     bps,
                     smem,
-                    flops=flops_blk * blocks,
-                    hbm_bytes=hbm,
-                    tile=shape if split == 1 else f"{shape} split-k {split}",
-                    simt_flops=simt_blk * blocks,
+                    flops_blk * blocks,
+                    hbm,
+                    labels[split],
+                    simt_blk * blocks,
                 )
             )
     return out
@@ -234,16 +279,21 @@ def _unfused_attention(op: Op, s: Step, r: Rates, dt):
     bps = int(max(1, min(r.smem_per_sm // smem, 8)))
     groups, flops, hbm = [], 0.0, 0.0
     scores = op.name == "attn_scores"
+    seen = {}  # (query rows, key rows) -> its block group and totals: batches repeat shapes
     for q, kk in zip(q_rows.tolist(), k_rows.tolist(), strict=True):
-        # scores: (q x hd) @ (hd x kk); context: (q x kk) @ (kk x hd)
-        m_, k_, n_ = (q, hd, kk) if scores else (q, kk, hd)
-        blocks = _ceil(m_, tm) * _ceil(n_, tn)
-        f = 2.0 * tm * tn * k_
-        io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
-        l2 = (tm + tn) * k_ * dt + tm * tn * dt
-        groups.append((blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks))
-        flops += f * blocks * h
-        hbm += io * h
+        part = seen.get((q, kk))
+        if part is None:
+            # scores: (q x hd) @ (hd x kk); context: (q x kk) @ (kk x hd)
+            m_, k_, n_ = (q, hd, kk) if scores else (q, kk, hd)
+            blocks = _ceil(m_, tm) * _ceil(n_, tn)
+            f = 2.0 * tm * tn * k_
+            io = (m_ * k_ + k_ * n_ + m_ * n_) * dt
+            l2 = (tm + tn) * k_ * dt + tm * tn * dt
+            group = (blocks * h, f * r.tensor_s_per_flop, l2 / r.sm_bw, io / blocks)
+            part = seen[(q, kk)] = (group, f * blocks * h, io * h)
+        groups.append(part[0])
+        flops += part[1]  # summed in sequence order, as before
+        hbm += part[2]
     return Kernel(op.name, (op.name,), _merge(groups), bps, smem, flops, hbm, tile="64x64")
 
 
@@ -288,19 +338,26 @@ def op_kernel_candidates(ops: list[Op], name: str, s: Step, r: Rates, fusion: st
         if fusion == "tensorrt":
             return [_fused_attention(name, tuple(o.name for o in ops), s, r, dt)]
         return [_unfused_attention(first, s, r, dt)]
-    # element-wise (norm, softmax, activation, embedding)
-    one = [o.per_instance() for o in ops]
-    flops = sum(o.flops for o in one)
-    bytes_ = sum(o.bytes for o in one)
-    elements = one[0].act_write_bytes / dt
+    # element-wise (norm, softmax, activation, embedding): one instance of each op, its figures
+    # divided by its count as ``Op.per_instance`` divides them (no Op built for it)
+    flops = sum(o.flops / o.count for o in ops)
+    bytes_ = sum(
+        o.weight_bytes / o.count
+        + o.act_read_bytes / o.count
+        + o.act_write_bytes / o.count
+        + o.kv_bytes / o.count
+        for o in ops
+    )
+    elements = first.act_write_bytes / first.count / dt
     return [elementwise_kernel(name, tuple(o.name for o in ops), flops, bytes_, elements, r)]
 
 
 def kernel_plan(s: Step, fusion: str):
-    """Group the step's ops into kernels: [(kernel name, [ops])] in step order."""
+    """Group the step's ops into kernels: [(kernel name, (ops, ...))] in step order."""
     ops = s.ops
     return [
-        (kname, [ops[i] for i in idx]) for kname, idx in _plan(tuple(o.name for o in ops), fusion)
+        (kname, tuple([ops[i] for i in idx]))
+        for kname, idx in _plan(tuple([o.name for o in ops]), fusion)
     ]
 
 

@@ -193,6 +193,80 @@ def _fit(c: GpuChip, s: Step):
     return False, msg, need
 
 
+def _setup(chip, step, options):
+    """``simulate``'s checked inputs: (chip, step, fusion, tensor and HBM efficiency, launch
+    seconds per kernel, ``Rates``)."""
+    c = resolve(chip)
+    if not isinstance(c, GpuChip):
+        raise ValueError(
+            f"gpu.simulate needs a GPU chip (presets: {', '.join(GPU_PRESETS)}), "
+            f"got {c.kind} chip {c.name!r}"
+        )
+    if not isinstance(step, Step):
+        raise ValueError(
+            f"step must be a workloads.Step (from ipusim.step(...)), got {type(step).__name__}"
+        )
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(OPTIONS)}"
+        )
+    fusion = choice("fusion", options.get("fusion", "tensorrt"), FUSIONS)
+    teff = check_efficiency(
+        "tensor_efficiency", options.get("tensor_efficiency", TENSOR_EFFICIENCY)
+    )
+    heff = check_efficiency("hbm_efficiency", options.get("hbm_efficiency", HBM_EFFICIENCY))
+    launch = options.get("launch_s")
+    launch = c.kernel_launch_s if launch is None else positive("launch_s", launch, allow_zero=True)
+    return c, step, fusion, teff, heff, launch, rates(c, teff, heff)
+
+
+def _charged(s: Step, r, fusion: str, launch: float):
+    """(plan, picks, reps, compute, memory, launch): the step's kernels (``kernel_plan``), each
+    one's pick (``autotune.fastest``), the repeats of each (3 for a training step: backward =
+    two GEMMs of the forward's shape per GEMM) and per op of the step the compute, memory and
+    launch seconds charged to it (lists, in step order)."""
+    plan = kernel_plan(s, fusion)
+    picks = fastest(plan, s, r, fusion)
+    reps = 3 if s.phase == "train" else 1
+    op_index = {o.name: j for j, o in enumerate(s.ops)}
+    n_ops = len(s.ops)
+    compute, memory, launches = [0.0] * n_ops, [0.0] * n_ops, [0.0] * n_ops
+    for (_, ops), p in zip(plan, picks, strict=True):
+        count = ops[0].count * reps
+        # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
+        # attention op opening fused_mha): how a kernel's time divides among the ops fused
+        # into it is not observable, so no share is invented for them.
+        lead = op_index[ops[0].name]
+        compute[lead] += p.compute_s * count
+        memory[lead] += p.memory_s * count
+        launches[lead] += launch * count
+    return plan, picks, reps, compute, memory, launches
+
+
+def _totals(compute, memory, launches):
+    """(op_split, split, estimate seconds) of the per-op charges: the arrays, their sums, and the
+    sum of those (``simulate``'s time when the step fits)."""
+    op_split = {
+        "compute": np.array(compute),
+        "memory": np.array(memory),
+        "launch": np.array(launches),
+    }
+    split = {k: float(v.sum()) for k, v in op_split.items()}
+    return op_split, split, float(sum(split.values()))
+
+
+def step_time_s(chip: GpuChip | str, step: Step, **options) -> float:
+    """``simulate(chip, step, **options).time_s`` (the same double; ``inf`` when the step does not
+    fit in HBM) without the rest of the result: no per-kernel records, per-SM rows or energy, for
+    callers that read the time only (the serving tables, thousands of steps)."""
+    c, s, fusion, _, _, launch, r = _setup(chip, step, options)
+    *_, compute, memory, launches = _charged(s, r, fusion, launch)
+    if not _fit(c, s)[0]:
+        return math.inf
+    return _totals(compute, memory, launches)[2]
+
+
 def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     """Time of ``step`` on GPU ``chip``: every op as a kernel of thread blocks in waves.
 
@@ -220,72 +294,34 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     bytes (``energy.gpu_split``); ``energy_j`` is its sum and ``board_energy_j`` the board-power
     upper bound (``machine.StepResult``).
     """
-    c = resolve(chip)
-    if not isinstance(c, GpuChip):
-        raise ValueError(
-            f"gpu.simulate needs a GPU chip (presets: {', '.join(GPU_PRESETS)}), "
-            f"got {c.kind} chip {c.name!r}"
-        )
-    if not isinstance(step, Step):
-        raise ValueError(
-            f"step must be a workloads.Step (from ipusim.step(...)), got {type(step).__name__}"
-        )
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(OPTIONS)}"
-        )
-    fusion = choice("fusion", options.get("fusion", "tensorrt"), FUSIONS)
-    teff = check_efficiency(
-        "tensor_efficiency", options.get("tensor_efficiency", TENSOR_EFFICIENCY)
-    )
-    heff = check_efficiency("hbm_efficiency", options.get("hbm_efficiency", HBM_EFFICIENCY))
-    launch = options.get("launch_s")
-    launch = c.kernel_launch_s if launch is None else positive("launch_s", launch, allow_zero=True)
-    r = rates(c, teff, heff)
-
-    s = step
-    plan = kernel_plan(s, fusion)
-    picks = fastest(plan, s, r, fusion)
-    reps = 3 if s.phase == "train" else 1  # backward = two GEMMs of the forward's shape per GEMM
-
-    op_index = {o.name: j for j, o in enumerate(s.ops)}
-    n_ops = len(s.ops)
-    compute, memory, launches = [0.0] * n_ops, [0.0] * n_ops, [0.0] * n_ops
+    c, s, fusion, teff, heff, launch, r = _setup(chip, step, options)
+    plan, picks, reps, compute, memory, launches = _charged(s, r, fusion, launch)
     unit_busy = np.zeros(r.sms)
+    scaled = np.empty(r.sms)  # one kernel's busy row times its count (no array made per kernel)
     smem_over = {}  # SMs a kernel's blocks reach -> the most shared memory one of them holds
     kernels = []
     op_kernel = {}
-    work = {
-        "tensor_flops": 0.0,
-        "simt_flops": 0.0,
-        "hbm_bytes": 0.0,
-        "l2_bytes": 0.0,
-        "smem_staged_bytes": 0.0,
-    }
+    # the work the energy is priced on, summed over kernels in step order
+    tensor_flops = simt_flops = hbm_bytes = l2_bytes = smem_staged = 0.0
+    sms, hbm_bw = r.sms, r.hbm_bw
     for (kname, ops), p in zip(plan, picks, strict=True):
         count = ops[0].count * reps
-        # A fused kernel's time is charged to the op that is the kernel (its GEMM, or the
-        # attention op opening fused_mha): how a kernel's time divides among the ops fused
-        # into it is not observable, so no share is invented for them.
-        lead = op_index[ops[0].name]
-        compute[lead] += p.compute_s * count
-        memory[lead] += p.memory_s * count
-        launches[lead] += launch * count
-        for o in ops:
-            op_kernel[o.name] = kname
-        unit_busy += p.busy_s * count
-        work["tensor_flops"] += p.flops * count
-        work["simt_flops"] += p.simt_flops * count
-        work["hbm_bytes"] += p.hbm_bytes * count
-        work["l2_bytes"] += p.l2_bytes * count
-        work["smem_staged_bytes"] += (p.l2_bytes if p.stages_smem else 0.0) * count
-        used = min(p.blocks, r.sms)
+        names = [o.name for o in ops]
+        for o in names:
+            op_kernel[o] = kname
+        np.multiply(p.busy_s, count, out=scaled)
+        unit_busy += scaled
+        tensor_flops += p.flops * count
+        simt_flops += p.simt_flops * count
+        hbm_bytes += p.hbm_bytes * count
+        l2_bytes += p.l2_bytes * count
+        smem_staged += (p.l2_bytes if p.stages_smem else 0.0) * count
+        used = min(p.blocks, sms)
         smem_over[used] = max(smem_over.get(used, 0.0), p.smem_bytes)
         kernels.append(
             {
                 "kernel": kname,
-                "ops": [o.name for o in ops],
+                "ops": names,
                 "count": count,
                 "tile": p.tile,
                 "blocks": int(p.blocks),
@@ -294,23 +330,24 @@ def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
                 "time_s": float(p.time_s * count + launch * count),
                 "compute_s": float(p.compute_s * count),
                 "memory_s": float(p.memory_s * count),
-                "hbm_s": float(p.hbm_bytes / r.hbm_bw * count),
+                "hbm_s": float(p.hbm_bytes / hbm_bw * count),
                 "launch_s": float(launch * count),
                 "flops": float((p.flops + p.simt_flops) * count),
                 "hbm_bytes": float(p.hbm_bytes * count),
                 "l2_bytes": float(p.l2_bytes * count),
             }
         )
+    work = {
+        "tensor_flops": tensor_flops,
+        "simt_flops": simt_flops,
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": l2_bytes,
+        "smem_staged_bytes": smem_staged,
+    }
     unit_smem = np.zeros(r.sms)  # each SM's peak: the largest of the kernels reaching it
     for used, smem in smem_over.items():
         unit_smem[:used] = np.maximum(unit_smem[:used], smem)
-    op_split = {
-        "compute": np.array(compute),
-        "memory": np.array(memory),
-        "launch": np.array(launches),
-    }
-    split = {k: float(v.sum()) for k, v in op_split.items()}
-    estimate_s = float(sum(split.values()))
+    op_split, split, estimate_s = _totals(compute, memory, launches)
     op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
     fits, msg, need = _fit(c, s)
     # The fit rule (machine.StepResult): a step that does not fit in HBM has no honest time.

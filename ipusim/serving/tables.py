@@ -186,23 +186,30 @@ def stage_model(model, chips: int):
     )
 
 
+def _chip_step(spec: Replica, step):
+    """``step`` as one chip of ``spec`` runs it: its stage's when ``chips`` > 1."""
+    if spec.chips <= 1:
+        return step
+    from .. import workloads
+
+    return workloads.step(
+        stage_model(step.model, spec.chips),
+        list(step.lengths),
+        phase=step.phase,
+        pad_to=step.row_len or None,
+        dtype_bytes=step.dtype_bytes,
+    )
+
+
 def step_result(spec: Replica, step):
     """``machine.simulate`` of ``step`` on one chip of ``spec`` (its stage when chips > 1)."""
-    from .. import machine, workloads
+    from .. import machine
 
     if spec.tensor:
         raise ValueError(
             "a placed Replica has no one-chip step: use replica_step_s (placement.assess)"
         )
-
-    if spec.chips > 1:
-        step = workloads.step(
-            stage_model(step.model, spec.chips),
-            list(step.lengths),
-            phase=step.phase,
-            pad_to=step.row_len or None,
-            dtype_bytes=step.dtype_bytes,
-        )
+    step = _chip_step(spec, step)
     if spec.chip.kind != "tile":
         return machine.simulate(spec.chip, step)
     weights = "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
@@ -225,10 +232,17 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
         pl = placement.assess(spec.chip, step, tensor=spec.tensor, pipeline=spec.pipeline)
         ok = pl.fit != "does_not_fit" and math.isfinite(pl.time_s)
         return (float(pl.time_s) if ok else _INF), (ok, ok and pl.fit == "streams")
-    res = step_result(spec, step)
-    ok = bool(res.fits) and math.isfinite(res.time_s)
-    streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
-    t = float(res.time_s) if ok else _INF
+    if spec.chip.kind == "tile":
+        res = step_result(spec, step)
+        ok = bool(res.fits) and math.isfinite(res.time_s)
+        streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
+        t = float(res.time_s) if ok else _INF
+    else:  # a GPU: the time alone (no per-kernel records), the same double; never streams
+        from .. import machine
+
+        t = machine.step_time_s(spec.chip, _chip_step(spec, step))
+        ok, streams = math.isfinite(t), False
+        t = float(t) if ok else _INF
     if spec.chips > 1 and ok:
         tokens = step.batch * (1 if step.phase == "decode" else max(step.lengths))
         link = spec.chip.link_bandwidth_bytes_per_s
