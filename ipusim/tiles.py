@@ -116,19 +116,25 @@ def _superstep_cycles(
         mc = 0.0
         mx = 0.0
         for t in range(T):
+            # min and max written out as Numba's builtins compute them (max(a, b): b if b > a
+            # else a): the builtins are one more function to compile per argument type
             c = 0.0
             if vertices[s, t] > 0.0:
-                c = max(flops[s, t] / flop_rate[s], load[s, t] / sram_rate)
+                cf = flops[s, t] / flop_rate[s]
+                cl = load[s, t] / sram_rate
+                c = cl if cl > cf else cf
                 c += vertices[s, t] * vertex_cycles
             b0 = (t // bus) * bus
+            b1 = T if T < b0 + bus else b0 + bus
             sent = 0.0
-            for u in range(b0, min(b0 + bus, T)):
+            for u in range(b0, b1):
                 sent += send[s, u]
-            x = max(recv[s, t], sent / (min(b0 + bus, T) - b0)) / x_rate
+            xs = sent / (b1 - b0)
+            x = (xs if xs > recv[s, t] else recv[s, t]) / x_rate
             out_comp[s, t] = c
             out_exch[s, t] = x
-            mc = max(mc, c)
-            mx = max(mx, x)
+            mc = c if c > mc else mc
+            mx = x if x > mx else mx
         out_max[s, 0] = mc
         out_max[s, 1] = mx
 

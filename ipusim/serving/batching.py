@@ -71,7 +71,7 @@ def _adaptive_target(
 ):
     """(fill target b, delay) of the adaptive policy for queue ``k`` with head position ``h``."""
     one = qidx.shape[0] == 0
-    w = min(h, ad_window)
+    w = ad_window if ad_window < h else h  # min(h, ad_window), as Numba's builtin computes it
     rate = 0.0
     if w >= 1:
         span = (
@@ -174,7 +174,11 @@ def _event_kernel(ADAPT: int):
             for k in range(nq):
                 if serves[d, k]:
                     n_serving[k] += 1
-        free = np.zeros(nd)
+        # np.empty with dtype= and a loop, not np.zeros: the one float allocation the kernels
+        # compile (np.zeros adds three overloads to a newcomer's first run)
+        free = np.empty(nd, dtype=np.float64)
+        for d in range(nd):
+            free[d] = 0.0
         qmax = 1
         for k in range(nq):
             if q_batch[k] > qmax:

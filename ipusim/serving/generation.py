@@ -401,7 +401,10 @@ def _continuous_kernel(
             # last of them, the mean context (one more each time) stays in this column, and
             # no request is admitted (the batch or KV cache is full until a sequence ends,
             # or the next request arrives after the iteration's start).
-            K = min(hkey[0] - iters, col * ctx_step - mean_ctx + 1)
+            K = hkey[0] - iters  # min(K, room) written out as Numba's builtin computes it
+            room = col * ctx_step - mean_ctx + 1
+            if room < K:
+                K = room
             if K >= 1:
                 a_next = np.inf  # the next request's arrival, if it would be admitted then
                 if nxt < n and _admits(
@@ -524,11 +527,11 @@ def _chunked_kernel(
             if budget <= 0:
                 break
             if rem[r] > 0:
-                p = min(rem[r], budget)
+                p = budget if budget < rem[r] else rem[r]  # min and max written out
                 piece[r] = p
                 budget -= p
                 npc += 1
-                lmax = max(lmax, p)
+                lmax = p if p > lmax else lmax
         while (
             budget > 0
             and nxt < n
@@ -540,11 +543,11 @@ def _chunked_kernel(
             rem[nrun] = prompt[nxt]
             ctx[nrun] = 0
             left[nrun] = output[nxt]
-            p = min(prompt[nxt], budget)
+            p = budget if budget < prompt[nxt] else prompt[nxt]
             piece[nrun] = p
             budget -= p
             npc += 1
-            lmax = max(lmax, p)
+            lmax = p if p > lmax else lmax
             nrun += 1
             nxt += 1
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
@@ -665,7 +668,8 @@ def _static_kernel(
         hi = pmean + omax - 1
         while lo <= hi:
             c = (lo + ctx_step - 1) // ctx_step
-            top = min(hi, c * ctx_step)
+            top = c * ctx_step  # min(hi, c * ctx_step), written out
+            top = top if top < hi else hi
             dt += (top - lo + 1) * dec_tab[size, c]
             lo = top + 1
         for i in range(h, h + size):
@@ -673,7 +677,8 @@ def _static_kernel(
             hi = pmean + output[i] - 1
             while lo <= hi:
                 c = (lo + ctx_step - 1) // ctx_step
-                top = min(hi, c * ctx_step)
+                top = c * ctx_step  # min(hi, c * ctx_step), written out
+                top = top if top < hi else hi
                 gap_cells[size, 0, 0, c] += top - lo + 1
                 lo = top + 1
         fin = t + dt

@@ -169,8 +169,10 @@ def _attention_cost_kernel(
     B = rows.size
     P = B * rep
     online = nb > 1
-    tab = np.zeros(5 * B)  # row b at 4 b, its run id at 4 B + b; np.zeros(n), a form the
-    # serving kernels compile too
+    # row b at 4 b, its run id at 4 B + b (every entry written before it is read); np.empty
+    # with dtype=, the one float allocation the kernels compile (np.zeros would add three
+    # overloads to a newcomer's first run)
+    tab = np.empty(5 * B, dtype=np.float64)
     cyc, work = 0.0, 0.0
     for k in range(6):
         which, first = k // 2, k % 2 == 0
@@ -294,12 +296,17 @@ def _attention_cost_kernel(
                 if j == rep:
                     j = 0
                     b += 1
-            comp = max(f / rate, ld / sram_rate) + cnt * vertex
+            # max(a, b) written out as Numba's builtin computes it (b if b > a else a): the
+            # builtin is one more function to compile per argument type
+            c_f = f / rate
+            c_l = ld / sram_rate
+            comp = (c_l if c_l > c_f else c_f) + cnt * vertex
             if amp:
                 comp = comp + (amp_overhead + rv / rearrange)
-            cmax = max(cmax, comp)
-            xmax = max(xmax, rv / x)
-            work = max(work, w)
+            cmax = comp if comp > cmax else cmax
+            xr = rv / x
+            xmax = xr if xr > xmax else xmax
+            work = w if w > work else work
         cyc += times * (sync + cmax + xmax)
     return cyc, work
 
