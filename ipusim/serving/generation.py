@@ -259,10 +259,11 @@ def _rows_up_to(table, rows):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _end_of_run(info, busy_out, iters, busy, m):
     """Write a generation kernel's totals: ``info[0]`` iterations, ``busy_out[0]`` busy seconds,
-    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``)."""
+    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``). Inlined (Numba IR):
+    not a kernel of its own to compile on a first run."""
     info[0] = iters
     busy_out[0] = busy
     info[2] = m
