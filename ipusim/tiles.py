@@ -116,25 +116,19 @@ def _superstep_cycles(
         mc = 0.0
         mx = 0.0
         for t in range(T):
-            # min and max written out as Numba's builtins compute them (max(a, b): b if b > a
-            # else a): the builtins are one more function to compile per argument type
             c = 0.0
             if vertices[s, t] > 0.0:
-                cf = flops[s, t] / flop_rate[s]
-                cl = load[s, t] / sram_rate
-                c = cl if cl > cf else cf
+                c = max(flops[s, t] / flop_rate[s], load[s, t] / sram_rate)
                 c += vertices[s, t] * vertex_cycles
             b0 = (t // bus) * bus
-            b1 = T if T < b0 + bus else b0 + bus
             sent = 0.0
-            for u in range(b0, b1):
+            for u in range(b0, min(b0 + bus, T)):
                 sent += send[s, u]
-            xs = sent / (b1 - b0)
-            x = (xs if xs > recv[s, t] else recv[s, t]) / x_rate
+            x = max(recv[s, t], sent / (min(b0 + bus, T) - b0)) / x_rate
             out_comp[s, t] = c
             out_exch[s, t] = x
-            mc = c if c > mc else mc
-            mx = x if x > mx else mx
+            mc = max(mc, c)
+            mx = max(mx, x)
         out_max[s, 0] = mc
         out_max[s, 1] = mx
 

@@ -30,20 +30,15 @@ def _close_wave(
 ):
     """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them.
     Inlined into ``_waves`` (Numba IR): one compile there, not one per argument type (a count
-    that starts at a literal 0 would type a second specialisation). min and max are written
-    out as Numba's builtins compute them (max(a, b): b if b > a else a; min: b if b < a else
-    a): each builtin is one more function to compile per argument type."""
-    active = sms if sms < in_wave else in_wave
+    that starts at a literal 0 would type a second specialisation)."""
+    active = min(in_wave, sms)
     t_sm = 0.0
     for j in range(active):
-        m = sm_l[j] if sm_l[j] > sm_c[j] else sm_c[j]
-        t_sm = m if m > t_sm else t_sm
-    bw = active * sm_bw
-    t_mem = wave_bytes / (bw if bw < hbm_bw else hbm_bw)
-    t = (t_mem if t_mem > t_sm else t_sm) + fill_s
+        t_sm = max(t_sm, max(sm_c[j], sm_l[j]))
+    t_mem = wave_bytes / min(hbm_bw, active * sm_bw)
+    t = max(t_sm, t_mem) + fill_s
     for j in range(active):
-        m = sm_l[j] if sm_l[j] > sm_c[j] else sm_c[j]
-        out_busy[k, j] += (t_mem if t_mem > m else m) + fill_s
+        out_busy[k, j] += max(max(sm_c[j], sm_l[j]), t_mem) + fill_s
         sm_c[j] = 0.0
         sm_l[j] = 0.0
     out_time[k] += t
@@ -99,12 +94,9 @@ def _waves(
                 # Whole waves of identical blocks: every SM holds k_bps[k] of them. Same
                 # result as the block loop below, in one step.
                 full = n // cap
-                # min and max written out as in _close_wave
-                c_l = g_l2_s[g] if g_l2_s[g] > g_compute_s[g] else g_compute_s[g]
-                own = k_bps[k] * c_l
-                bw = sms * sm_bw
-                t_mem = cap * g_hbm_bytes[g] / (bw if bw < hbm_bw else hbm_bw)
-                t = (t_mem if t_mem > own else own) + fill_s
+                own = k_bps[k] * max(g_compute_s[g], g_l2_s[g])
+                t_mem = cap * g_hbm_bytes[g] / min(hbm_bw, sms * sm_bw)
+                t = max(own, t_mem) + fill_s
                 for j in range(sms):
                     out_busy[k, j] += full * t
                 out_time[k] += full * t

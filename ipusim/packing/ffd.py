@@ -47,12 +47,9 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
         size *= 2
     for i in range(size, 2 * size):
         tree[i] = max_len if i - size < n else -1
-    # max(a, b) written out as Numba's builtin computes it (b if b > a else a), and a loop, not
-    # a slice assignment: fewer functions to compile on a newcomer's first run
     for i in range(size - 1, 0, -1):
-        a = tree[2 * i]
-        b = tree[2 * i + 1]
-        tree[i] = b if b > a else a
+        tree[i] = max(tree[2 * i], tree[2 * i + 1])
+    # a loop, not a slice assignment: no slice-setitem implementation to compile
     for i in range(size):
         count[i] = 0
     rows = 0
@@ -69,9 +66,7 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
         tree[node] = -1 if count[r] >= max_per_row else tree[node] - ln
         node //= 2
         while node >= 1:
-            a = tree[2 * node]
-            b = tree[2 * node + 1]
-            tree[node] = b if b > a else a
+            tree[node] = max(tree[2 * node], tree[2 * node + 1])
             node //= 2
     return rows
 

@@ -71,7 +71,7 @@ def _adaptive_target(
     ``qidx``, with head position ``h``, on a device of model ``mi`` (``rmax`` rows, and its
     ``len_step``, ``packed``, ``pack_len``)."""
     one = qidx.shape[0] == 0
-    w = ad_window if ad_window < h else h  # min(h, ad_window), as Numba's builtin computes it
+    w = min(h, ad_window)
     rate = 0.0
     if w >= 1:
         span = arrival[h if one else qidx[qo + h]] - arrival[h - w if one else qidx[qo + h - w]]

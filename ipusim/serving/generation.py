@@ -402,10 +402,7 @@ def _continuous_kernel(
             # last of them, the mean context (one more each time) stays in this column, and
             # no request is admitted (the batch or KV cache is full until a sequence ends,
             # or the next request arrives after the iteration's start).
-            K = hkey[0] - iters  # min(K, room) written out as Numba's builtin computes it
-            room = col * ctx_step - mean_ctx + 1
-            if room < K:
-                K = room
+            K = min(hkey[0] - iters, col * ctx_step - mean_ctx + 1)
             if K >= 1:
                 a_next = np.inf  # the next request's arrival, if it would be admitted then
                 if nxt < n and _admits(
@@ -528,11 +525,11 @@ def _chunked_kernel(
             if budget <= 0:
                 break
             if rem[r] > 0:
-                p = budget if budget < rem[r] else rem[r]  # min and max written out
+                p = min(rem[r], budget)
                 piece[r] = p
                 budget -= p
                 npc += 1
-                lmax = p if p > lmax else lmax
+                lmax = max(lmax, p)
         while (
             budget > 0
             and nxt < n
@@ -544,11 +541,11 @@ def _chunked_kernel(
             rem[nrun] = prompt[nxt]
             ctx[nrun] = 0
             left[nrun] = output[nxt]
-            p = budget if budget < prompt[nxt] else prompt[nxt]
+            p = min(prompt[nxt], budget)
             piece[nrun] = p
             budget -= p
             npc += 1
-            lmax = p if p > lmax else lmax
+            lmax = max(lmax, p)
             nrun += 1
             nxt += 1
         mean_ctx = (ctx_sum + d - 1) // d + 1 if d > 0 else 0
@@ -669,8 +666,7 @@ def _static_kernel(
         hi = pmean + omax - 1
         while lo <= hi:
             c = (lo + ctx_step - 1) // ctx_step
-            top = c * ctx_step  # min(hi, c * ctx_step), written out
-            top = top if top < hi else hi
+            top = min(hi, c * ctx_step)
             dt += (top - lo + 1) * dec_tab[size, c]
             lo = top + 1
         for i in range(h, h + size):
@@ -678,8 +674,7 @@ def _static_kernel(
             hi = pmean + output[i] - 1
             while lo <= hi:
                 c = (lo + ctx_step - 1) // ctx_step
-                top = c * ctx_step  # min(hi, c * ctx_step), written out
-                top = top if top < hi else hi
+                top = min(hi, c * ctx_step)
                 gap_cells[size, 0, 0, c] += top - lo + 1
                 lo = top + 1
         fin = t + dt

@@ -296,17 +296,12 @@ def _attention_cost_kernel(
                 if j == rep:
                     j = 0
                     b += 1
-            # max(a, b) written out as Numba's builtin computes it (b if b > a else a): the
-            # builtin is one more function to compile per argument type
-            c_f = f / rate
-            c_l = ld / sram_rate
-            comp = (c_l if c_l > c_f else c_f) + cnt * vertex
+            comp = max(f / rate, ld / sram_rate) + cnt * vertex
             if amp:
                 comp = comp + (amp_overhead + rv / rearrange)
-            cmax = comp if comp > cmax else cmax
-            xr = rv / x
-            xmax = xr if xr > xmax else xmax
-            work = w if w > work else work
+            cmax = max(cmax, comp)
+            xmax = max(xmax, rv / x)
+            work = max(work, w)
         cyc += times * (sync + cmax + xmax)
     return cyc, work
 
