@@ -12,8 +12,7 @@ from ipusim.embeddings import access as _access
 def tally(
     sample, table, rank, rows, offsets, cached, rot, n_units, units_per_chip, batch, by_lookup, mult
 ):
-    """Plain-Python twin of ``_tally``; returns its three outputs: the five per-unit counts
-    [5, n_units], the two per-chip counts [2, chips], the row ids and owners [2, look-ups]."""
+    """Plain-Python twin of ``_tally``; returns the seven count arrays, the row ids and owners."""
     chips = n_units // units_per_chip
     miss, hit, req_, req_hit, local = ([0] * n_units for _ in range(5))
     send, recv = [0] * chips, [0] * chips
@@ -35,10 +34,10 @@ def tally(
         if owner // units_per_chip != req // units_per_chip:
             send[owner // units_per_chip] += 1
             recv[req // units_per_chip] += 1
-    counts = ((miss, hit, req_, req_hit, local), (send, recv), (row_ids, owners))
+    counts = (miss, hit, req_, req_hit, local, send, recv, row_ids, owners)
     return tuple(np.array(x, dtype=np.int64) for x in counts)
 
 
 def plain():
     """Run ``ipusim.embeddings`` with ``tally`` in place of the ``_tally`` kernel."""
-    return swapped({(_access, "_tally"): filling(tally, 3)})
+    return swapped({(_access, "_tally"): filling(tally, 9)})

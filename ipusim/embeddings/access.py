@@ -186,7 +186,7 @@ def lookup_stream(w: Workload, seed: int = 0):
     return np.concatenate(samples), np.concatenate(tables), np.concatenate(ranks).astype(np.int64)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True)
 def _tally(
     sample,
     table,
@@ -200,9 +200,15 @@ def _tally(
     batch,
     by_lookup,
     mult,
-    out_units,
-    out_chips,
-    out_ids,
+    out_miss,
+    out_hit,
+    out_req,
+    out_req_hit,
+    out_local,
+    out_chip_send,
+    out_chip_recv,
+    out_row,
+    out_owner,
 ):
     """Count, per unit, the look-ups it serves (cache misses and hits) and the ones it requests
     (all, and those that hit the cache).
@@ -214,36 +220,32 @@ def _tally(
     ``u // units_per_chip == v // units_per_chip``.
 
     Preconditions: the three input arrays have one length; ``0 <= rank < rows[table]``;
-    ``0 <= sample < batch``; ``rank * mult`` fits in int64; ``rows``, ``n_units``,
-    ``units_per_chip`` and ``batch`` >= 1 (no division by zero: NumPy's error model, no
-    checks compiled); ``out_units`` int64 zeros [5, n_units] (misses, hits, requested,
-    requested hits, local), ``out_chips`` int64 zeros [2, chips] (sent, received),
-    ``out_ids`` int64 [2, look-ups] (each look-up's global row id and owner): three outputs,
-    not nine arguments (each array argument costs the first compile its unboxing and
-    reference counting).
+    ``0 <= sample < batch``; ``rank * mult`` fits in int64; ``out_*`` are int64 zeros of length
+    ``n_units`` (``out_chip_*``: chips; ``out_row``, ``out_owner``: one per look-up, receive its
+    global row id and owner).
     """
     for i in range(sample.size):
         t = table[i]
         r = rank[i]
         j = (r * mult) % rows[t]
-        out_ids[0, i] = offsets[t] + j
+        out_row[i] = offsets[t] + j
         owner = ((j * n_units) // rows[t] + rot[t]) % n_units
-        out_ids[1, i] = owner
+        out_owner[i] = owner
         req = (i * n_units) // sample.size if by_lookup else (sample[i] * n_units) // batch
         if r < cached[t]:
-            out_units[1, owner] += 1
+            out_hit[owner] += 1
         else:
-            out_units[0, owner] += 1
-        out_units[2, req] += 1
+            out_miss[owner] += 1
+        out_req[req] += 1
         if r < cached[t]:
-            out_units[3, req] += 1
+            out_req_hit[req] += 1
         if owner == req:
-            out_units[4, req] += 1
+            out_local[req] += 1
         co = owner // units_per_chip
         cr = req // units_per_chip
         if co != cr:
-            out_chips[0, co] += 1
-            out_chips[1, cr] += 1
+            out_chip_send[co] += 1
+            out_chip_recv[cr] += 1
 
 
 class Tally:
@@ -339,11 +341,11 @@ def tally(
         SCATTER_MULTIPLIER,
     )
     chips = n_units // per
-    units, by_chip = np.zeros((5, n_units), dtype=np.int64), np.zeros((2, chips), dtype=np.int64)
-    row_owner = np.empty((2, sample.size), dtype=np.int64)
-    _tally(*args, units, by_chip, row_owner)
-    out = [*units, *by_chip]  # rows: C-contiguous views
-    row_ids = row_owner[0]
+    out = [np.zeros(n_units, dtype=np.int64) for _ in range(5)] + [
+        np.zeros(chips, dtype=np.int64) for _ in range(2)
+    ]
+    row_ids, owners = np.empty(sample.size, dtype=np.int64), np.empty(sample.size, dtype=np.int64)
+    _tally(*args, *out, row_ids, owners)
     uniq = []
     for ids in (row_ids, row_ids[rank < cached[table]]):
         g = np.sort(ids)

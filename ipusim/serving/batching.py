@@ -36,8 +36,9 @@ _INF = np.inf
 
 
 @njit(cache=True, error_model="numpy")
-def _svc(tables, mi, rmax, rows, j):
-    """Seconds in model ``mi``'s table (``rmax`` rows its own); beyond it, whole tables in series."""
+def _svc(tables, mi, m_rows, rows, j):
+    """Seconds in model ``mi``'s table (its own row count); beyond it, whole tables in series."""
+    rmax = m_rows[mi]
     if rows <= rmax:
         return tables[mi, rows, j]
     full = rows // rmax
@@ -53,40 +54,42 @@ def _adaptive_target(
     arrival,
     lengths,
     qidx,
-    qo,
+    qoff,
+    k,
     h,
     tables,
     mi,
-    rmax,
-    len_step,
-    packed,
-    pack_len,
+    m_rows,
+    m_len_step,
+    m_packed,
+    m_pack_len,
     B,
     n_serving,
     ad_target,
     ad_util,
     ad_window,
 ):
-    """(fill target b, delay) of the adaptive policy for the queue that starts at ``qo`` in
-    ``qidx``, with head position ``h``, on a device of model ``mi`` (``rmax`` rows, and its
-    ``len_step``, ``packed``, ``pack_len``)."""
+    """(fill target b, delay) of the adaptive policy for queue ``k`` with head position ``h``."""
     one = qidx.shape[0] == 0
     w = min(h, ad_window)
     rate = 0.0
     if w >= 1:
-        span = arrival[h if one else qidx[qo + h]] - arrival[h - w if one else qidx[qo + h - w]]
+        span = (
+            arrival[h if one else qidx[qoff[k] + h]]
+            - arrival[h - w if one else qidx[qoff[k] + h - w]]
+        )
         if span > 0.0:
             rate = w / span
-    L = lengths[h if one else qidx[qo + h]]
+    L = lengths[h if one else qidx[qoff[k] + h]]
     need = rate / (ad_util * n_serving)
     b = B
     for c in range(1, B + 1):
-        r, j, _ = batch_shape(len_step, packed, pack_len, c, L, c * L)
-        if c / _svc(tables, mi, rmax, r, j) >= need:
+        r, j, _ = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], c, L, c * L)
+        if c / _svc(tables, mi, m_rows, r, j) >= need:
             b = c
             break
-    r, j, _ = batch_shape(len_step, packed, pack_len, b, L, b * L)
-    d = ad_target - _svc(tables, mi, rmax, r, j)
+    r, j, _ = batch_shape(m_len_step[mi], m_packed[mi], m_pack_len[mi], b, L, b * L)
+    d = ad_target - _svc(tables, mi, m_rows, r, j)
     if d < 0.0:
         d = 0.0
     return b, d
@@ -106,75 +109,80 @@ def _event_kernel(ADAPT: int):
 
     @njit(cache=True, error_model="numpy")
     def kernel(
-        arrival, lengths, mult, qidx, serves, tables, ints, flts, fout, iout, device, batch_id
+        arrival,
+        lengths,
+        mult,
+        qidx,
+        qoff,
+        serves,
+        dev_model,
+        tables,
+        m_len_step,
+        m_packed,
+        m_pack_len,
+        m_rand,
+        m_rows,
+        kind,
+        q_batch,
+        q_delay,
+        budget,
+        pad_full,
+        pref_min,
+        pref,
+        ad_target,
+        ad_util,
+        ad_window,
+        max_waiting,
+        late_s,
+        late_limit,
+        start,
+        finish,
+        device,
+        batch_id,
+        dev_busy,
+        dev_real,
+        dev_computed,
+        info,
     ):
         """Event loop of batched serving. Writes each request's batch (``batch_id``, -1 when not
         served) and each batch's start, finish and device, which its requests share (4 bytes
         per request and 18 per batch, not 22 per request); the entry after the last batch gets
         NaN, NaN, -1, so a request's batch id -1 reads "not served".
 
-        Inputs: the requests (``arrival``, ``lengths``, ``mult``: Exp(1) multipliers or one
-        entry), ``qidx`` (request ids by queue, or none for one queue), ``serves`` [device,
-        queue], ``tables`` [model, rows, column] and the rest of the plan in two arrays laid
-        out by ``_parameters``: ``ints`` (int64: the scalars, then ``qoff``, ``q_batch``,
-        ``dev_model``, ``pref`` and the per-model ``len_step``, ``packed``, ``pack_len``,
-        ``rand``, ``rows``) and ``flts`` (float64: ``ad_target``, ``ad_util``, ``late_s``, then
-        ``q_delay``). Outputs: ``fout`` (float64: start [n + 1], finish [n + 1], busy s per
-        device), ``iout`` (int64: [batches, stopped, dispatched requests], then real and
-        computed tokens per device), ``device`` [n + 1], ``batch_id`` [n]. Twelve arrays,
-        not 34 arguments: each argument costs a first run's compile its unboxing and reference
-        counting.
-
         Preconditions: ``arrival`` sorted ascending, n >= 1; every queue is served by at least
-        one device; start, finish and ``device`` of any content (every entry up to the last
-        batch's is written); busy and ``iout`` zeroed. Each step picks the (device, queue)
-        pair that can send a batch earliest (ties: the device free first, then the oldest head
-        request, then lower indices), sends it, and repeats. Stops early (stopped = 1) when
-        more than ``max_waiting`` requests wait, or (stopped = 2) once ``late_limit`` requests
-        have a latency above ``late_s`` (a search that needs only to know a percentile is
-        above ``late_s``). A packed batch is sorted and packed first fit in work arrays
-        allocated once.
+        one device; outputs of size n + 1 (``batch_id``: n; any content: every entry up to the
+        last batch's is written); ``dev_*`` zeroed. ``info`` gets [batches, stopped (0/1),
+        dispatched requests]. Each step picks the (device, queue) pair that can send a batch
+        earliest (ties: the device free first, then the oldest head request, then lower
+        indices), sends it, and repeats. Stops early when more than ``max_waiting`` requests
+        wait, or (info[1] = 2) once ``late_limit`` requests have a latency above ``late_s`` (a
+        search that needs only to know a percentile is above ``late_s``). A packed batch is
+        sorted and packed first fit in work arrays allocated once.
         """
         n = arrival.shape[0]
         nd = serves.shape[0]
         nq = serves.shape[1]
-        nm = tables.shape[0]
-        kind = ints[0]
-        budget = ints[1]
-        pad_full = ints[2] != 0
-        pref_min = ints[3]
-        max_waiting = ints[5]
-        late_limit = ints[6]
-        npref = ints[7]
-        QOFF = _HEAD  # offsets in ints (see _parameters)
-        QB = QOFF + nq + 1
-        DEV = QB + nq
-        PREF = DEV + nd
-        MLS = PREF + npref
-        MPK = MLS + nm
-        MPL = MPK + nm
-        MRD = MPL + nm
-        MRW = MRD + nm
-        late_s = flts[2]
-        n1 = n + 1  # fout: start at 0, finish at n1, busy at 2 n1
-        # np.empty and loops, not np.zeros(n, dtype=np.int64): one overload fewer to compile;
-        # per queue, in one array (each array a variable more to count references of): the
-        # head position [0, nq), the queue's length [CNT, CNT + nq) and the devices serving it
-        CNT = nq
-        NSV = 2 * nq
-        work = np.empty(3 * nq, dtype=np.int64)
+        # np.empty and loops, not np.zeros(n, dtype=np.int64): one overload fewer to compile
+        head = np.empty(nq, dtype=np.int64)
+        cnt = np.empty(nq, dtype=np.int64)
+        n_serving = np.empty(nq, dtype=np.int64)
         for k in range(nq):
-            work[k] = 0
-            work[CNT + k] = ints[QOFF + k + 1] - ints[QOFF + k]
-            work[NSV + k] = 0
+            head[k] = 0
+            cnt[k] = qoff[k + 1] - qoff[k]
+            n_serving[k] = 0
         for d in range(nd):
             for k in range(nq):
                 if serves[d, k]:
-                    work[NSV + k] += 1
+                    n_serving[k] += 1
+        # np.empty with dtype= and a loop, not np.zeros: the one float allocation the kernels
+        # compile (np.zeros adds three overloads to a newcomer's first run)
+        free = np.empty(nd, dtype=np.float64)
+        for d in range(nd):
+            free[d] = 0.0
         qmax = 1
         for k in range(nq):
-            if ints[QB + k] > qmax:
-                qmax = ints[QB + k]
+            if q_batch[k] > qmax:
+                qmax = q_batch[k]
         size2 = 1
         while size2 < qmax:
             size2 *= 2
@@ -182,11 +190,6 @@ def _event_kernel(ADAPT: int):
         prow = np.empty(qmax, dtype=np.int64)
         ptree = np.empty(2 * size2, dtype=np.int64)
         pcount = np.empty(size2, dtype=np.int64)
-        # np.empty with dtype= and a loop, not np.zeros: the one float allocation the kernels
-        # compile (np.zeros adds three overloads to a newcomer's first run)
-        free = np.empty(nd, dtype=np.float64)
-        for d in range(nd):
-            free[d] = 0.0
         one = qidx.shape[0] == 0  # a single queue: queue position = request id
         dispatched = 0
         nb = 0
@@ -200,48 +203,46 @@ def _event_kernel(ADAPT: int):
             bd = -1
             bk = -1
             for k in range(nq):
-                h = work[k]
-                ck = work[CNT + k]
-                if h >= ck:
+                h = head[k]
+                if h >= cnt[k]:
                     continue
-                qo = ints[QOFF + k]
-                B = ints[QB + k]
+                B = q_batch[k]
                 fill = B
-                D = flts[_FHEAD + k]
+                D = q_delay[k]
                 if ADAPT == 1 and kind == ADAPTIVE:
                     # any device serving k gives the same plan; take the first
                     for d in range(nd):
                         if serves[d, k]:
-                            mi = ints[DEV + d]
                             fill, D = _adaptive_target(
                                 arrival,
                                 lengths,
                                 qidx,
-                                qo,
+                                qoff,
+                                k,
                                 h,
                                 tables,
-                                mi,
-                                ints[MRW + mi],
-                                ints[MLS + mi],
-                                ints[MPK + mi] != 0,
-                                ints[MPL + mi],
+                                dev_model[d],
+                                m_rows,
+                                m_len_step,
+                                m_packed,
+                                m_pack_len,
                                 B,
-                                work[NSV + k],
-                                flts[0],
-                                flts[1],
-                                ints[4],
+                                n_serving[k],
+                                ad_target,
+                                ad_util,
+                                ad_window,
                             )
                             break
                 # earliest time queue k may send a batch (written out here: helper calls that take
                 # arrays cost reference counting on every call)
-                a0 = arrival[h if one else qidx[qo + h]]
+                a0 = arrival[h if one else qidx[qoff[k] + h]]
                 r = a0 + D
                 if kind == TOKEN:
                     tok = 0
                     c = 0
                     m = h
-                    while m < ck:
-                        i = m if one else qidx[qo + m]
+                    while m < cnt[k]:
+                        i = m if one else qidx[qoff[k] + m]
                         tok += lengths[i]
                         c += 1
                         if tok >= budget or c >= B:
@@ -250,12 +251,12 @@ def _event_kernel(ADAPT: int):
                             break
                         m += 1
                 else:
-                    if h + fill - 1 < ck:
-                        x = arrival[h + fill - 1 if one else qidx[qo + h + fill - 1]]
+                    if h + fill - 1 < cnt[k]:
+                        x = arrival[h + fill - 1 if one else qidx[qoff[k] + h + fill - 1]]
                         if x < r:
                             r = x
-                    if kind == DYNAMIC and pref_min > 0 and h + pref_min - 1 < ck:
-                        x = arrival[h + pref_min - 1 if one else qidx[qo + h + pref_min - 1]]
+                    if kind == DYNAMIC and pref_min > 0 and h + pref_min - 1 < cnt[k]:
+                        x = arrival[h + pref_min - 1 if one else qidx[qoff[k] + h + pref_min - 1]]
                         if x < r:
                             r = x
                 for d in range(nd):
@@ -274,18 +275,16 @@ def _event_kernel(ADAPT: int):
             k = bk
             d = bd
             t = best_t
-            h = work[k]
-            ck = work[CNT + k]
-            qo = ints[QOFF + k]
-            B = ints[QB + k]
-            D = flts[_FHEAD + k]
+            h = head[k]
+            B = q_batch[k]
+            D = q_delay[k]
             # size of the batch sent at t
             size = 0
             tok = 0
             mx = 0
             m = h
-            while m < ck and size < B:
-                i = m if one else qidx[qo + m]
+            while m < cnt[k] and size < B:
+                i = m if one else qidx[qoff[k] + m]
                 if arrival[i] > t:
                     break
                 li = lengths[i]
@@ -299,59 +298,60 @@ def _event_kernel(ADAPT: int):
             if kind == DYNAMIC and size < B and pref_min > 0 and t < best_a + D:
                 # sent early because a preferred size was reached: the largest preferred <= size
                 p = 0
-                for q in range(PREF, PREF + npref):
-                    if ints[q] <= size:
-                        p = ints[q]
+                for x in pref:
+                    if x <= size:
+                        p = x
                 if p < size:
                     size = p
                     tok = 0
                     mx = 0
                     for m in range(h, h + size):
-                        li = lengths[m if one else qidx[qo + m]]
+                        li = lengths[m if one else qidx[qoff[k] + m]]
                         tok += li
                         if li > mx:
                             mx = li
-            mi = ints[DEV + d]
-            len_step = ints[MLS + mi]
-            pack_len = ints[MPL + mi]
-            packed = ints[MPK + mi] != 0
+            mi = dev_model[d]
             rows_req = B if (kind == STATIC and pad_full) else size
-            rows, j, computed = batch_shape(len_step, packed, pack_len, rows_req, mx, tok)
-            if packed:  # a real packing of this batch: first-fit decreasing into pack_len rows
+            rows, j, computed = batch_shape(
+                m_len_step[mi], m_packed[mi], m_pack_len[mi], rows_req, mx, tok
+            )
+            if m_packed[
+                mi
+            ]:  # a real packing of this batch: first-fit decreasing into pack_len rows
                 for m in range(size):  # insertion sort, longest first
-                    li = lengths[h + m if one else qidx[qo + h + m]]
+                    li = lengths[h + m if one else qidx[qoff[k] + h + m]]
                     p = m
                     while p > 0 and pbuf[p - 1] < li:
                         pbuf[p] = pbuf[p - 1]
                         p -= 1
                     pbuf[p] = li
                 rows = packing.first_fit_rows_into(
-                    pbuf, size, pack_len, pack_len, prow, ptree, pcount
+                    pbuf, size, m_pack_len[mi], m_pack_len[mi], prow, ptree, pcount
                 )
-                computed = rows * pack_len
-            rmax = ints[MRW + mi]
+                computed = rows * m_pack_len[mi]
+            rmax = m_rows[mi]
             if rows <= rmax:
                 s = tables[mi, rows, j]
             else:  # beyond the table: whole tables in series, then the rest
                 s = (rows // rmax) * tables[mi, rmax, j]
                 if rows % rmax > 0:
                     s += tables[mi, rows % rmax, j]
-            if ints[MRD + mi] != 0:
-                s = s * mult[h if one else qidx[qo + h]]
+            if m_rand[mi]:
+                s = s * mult[h if one else qidx[qoff[k] + h]]
             fin = t + s
-            fout[nb] = t
-            fout[n1 + nb] = fin
+            start[nb] = t
+            finish[nb] = fin
             device[nb] = d
             for m in range(h, h + size):
-                i = m if one else qidx[qo + m]
+                i = m if one else qidx[qoff[k] + m]
                 batch_id[i] = nb
                 if fin - arrival[i] > late_s:
                     late += 1
             free[d] = fin
-            fout[2 * n1 + d] += s
-            iout[3 + d] += tok
-            iout[3 + nd + d] += computed if len_step > 0 else tok
-            work[k] = h + size
+            dev_busy[d] += s
+            dev_real[d] += tok
+            dev_computed[d] += computed if m_len_step[mi] > 0 else tok
+            head[k] = h + size
             dispatched += size
             nb += 1
             while tail < n and arrival[tail] <= t:
@@ -363,15 +363,14 @@ def _event_kernel(ADAPT: int):
                 stopped = 2
                 break
         for k in range(nq):  # requests never sent
-            qo = ints[QOFF + k]
-            for m in range(work[k], work[CNT + k]):
-                batch_id[m if one else qidx[qo + m]] = -1
-        fout[nb] = np.nan
-        fout[n1 + nb] = np.nan
+            for m in range(head[k], cnt[k]):
+                batch_id[m if one else qidx[qoff[k] + m]] = -1
+        start[nb] = np.nan
+        finish[nb] = np.nan
         device[nb] = -1
-        iout[0] = nb
-        iout[1] = stopped
-        iout[2] = dispatched
+        info[0] = nb
+        info[1] = stopped
+        info[2] = dispatched
 
     _KERNELS[ADAPT] = kernel
     return kernel
@@ -386,47 +385,6 @@ def event_kernel(adaptive: bool = False):
     return _event_kernel(int(bool(adaptive)))
 
 
-_HEAD = 8  # scalars at the head of the kernel's ints (``_parameters``)
-_FHEAD = 3  # and of its flts
-
-
-def _parameters(plan: Plan, late_s: float, late_limit: int):
-    """The plan's parameters as the event kernel reads them: ``ints`` (int64) [kind, budget,
-    pad_full, pref_min, ad_window, max_waiting, late_limit, len(pref)] (``_HEAD`` entries),
-    then qoff, q_batch, dev_model, pref and the per-model len_step, packed, pack_len, rand,
-    rows; ``flts`` (float64) [ad_target, ad_util, late_s] (``_FHEAD``), then q_delay."""
-    head = (
-        plan.kind,
-        plan.budget,
-        plan.pad_full,
-        plan.pref_min,
-        plan.ad_window,
-        plan.max_waiting,
-        late_limit,
-        plan.pref.size,
-    )
-    ints = np.concatenate(
-        (
-            np.array(head, dtype=np.int64),
-            plan.qoff,
-            plan.q_batch,
-            plan.dev_model,
-            plan.pref,
-            plan.m_len_step,
-            plan.m_packed,
-            plan.m_pack_len,
-            plan.m_rand,
-            plan.m_rows,
-        ),
-        dtype=np.int64,
-    )
-    flts = np.concatenate(
-        (np.array((plan.ad_target, plan.ad_util, late_s), dtype=np.float64), plan.q_delay),
-        dtype=np.float64,
-    )
-    return ints, flts
-
-
 def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None):
     """Run the kernel: (start, finish, device, batch_id, busy, real tokens, computed tokens, info),
     where start, finish (s) and device are per batch, with one entry more (NaN, NaN, -1) read
@@ -438,31 +396,47 @@ def run_plan(plan: Plan, *, late_s: float = _INF, late_limit: int | None = None)
     the whole run's percentile would be above ``late_s``: a search that only asks "is the
     p99 within the target" learns "no" without the rest of the run."""
     n, nd = plan.arrival.size, plan.serves.shape[0]
-    ints, flts = _parameters(plan, float(late_s), n + 1 if late_limit is None else int(late_limit))
-    # per batch: room for n batches and one entry more (pages never written cost nothing);
-    # fout holds start, finish (n + 1 each) and busy s per device, iout info and the tokens
-    fout = np.empty(2 * (n + 1) + nd)
-    fout[2 * (n + 1) :] = 0.0
-    device = np.empty(n + 1, dtype=np.int16)
+    # per batch: room for n batches and one entry more (pages never written cost nothing)
+    start, finish, device = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1, dtype=np.int16)
     batch_id = np.empty(n, dtype=np.int32)
-    iout = np.zeros(3 + 2 * nd, dtype=np.int64)
+    busy, real, comp = np.zeros(nd), np.zeros(nd, dtype=np.int64), np.zeros(nd, dtype=np.int64)
+    info = np.zeros(3, dtype=np.int64)
     _event_kernel(int(plan.kind == ADAPTIVE))(
         plan.arrival,
         plan.lengths,
         plan.mult,
         plan.qidx,
+        plan.qoff,
         plan.serves,
+        plan.dev_model,
         plan.tables,
-        ints,
-        flts,
-        fout,
-        iout,
+        plan.m_len_step,
+        plan.m_packed,
+        plan.m_pack_len,
+        plan.m_rand,
+        plan.m_rows,
+        plan.kind,
+        plan.q_batch,
+        plan.q_delay,
+        plan.budget,
+        plan.pad_full,
+        plan.pref_min,
+        plan.pref,
+        plan.ad_target,
+        plan.ad_util,
+        plan.ad_window,
+        plan.max_waiting,
+        float(late_s),
+        n + 1 if late_limit is None else int(late_limit),
+        start,
+        finish,
         device,
         batch_id,
+        busy,
+        real,
+        comp,
+        info,
     )
-    # busy: a copy (a view would keep fout alive when start and finish are copied below)
-    start, finish, busy = fout[: n + 1], fout[n + 1 : 2 * (n + 1)], fout[2 * (n + 1) :].copy()
-    info, real, comp = iout[:3], iout[3 : 3 + nd], iout[3 + nd :]
     m = (
         int(info[0]) + 1
     )  # the batches and the entry after them: a copy, unless they fill most of the room
