@@ -283,13 +283,12 @@ def surrogate_error(
     }
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def batch_shape(len_step, packed, pack_len, size, max_len, tokens):
     """(rows, length column, computed tokens) of a batch. Preconditions: size >= 1.
 
     For a packed device this is the shape of ``size`` requests of ``max_len`` tokens each
     (``pack_len // max_len`` to a row, first fit); a real batch is packed by ``packing``.
-    Inlined into the event kernel (Numba IR): not a kernel of its own to compile on a first run.
     """
     if len_step == 0:
         return size, 1, tokens
