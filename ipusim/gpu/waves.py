@@ -77,8 +77,13 @@ def _waves(
     >= 0; times and bytes >= 0; ``k_bps >= 1``; ``sms >= 1``; ``hbm_bw, sm_bw > 0``;
     ``fill_s >= 0``; outputs have length K (``out_busy`` shape (K, sms)) and are zero on entry.
     """
-    sm_c = np.zeros(sms)
-    sm_l = np.zeros(sms)
+    # np.empty with dtype= and a loop, not np.zeros: the one float allocation the kernels
+    # compile (np.zeros adds three overloads to a newcomer's first run)
+    sm_c = np.empty(sms, dtype=np.float64)
+    sm_l = np.empty(sms, dtype=np.float64)
+    for j in range(sms):
+        sm_c[j] = 0.0
+        sm_l[j] = 0.0
     for k in range(k_bps.size):
         cap = sms * k_bps[k]
         in_wave = 0

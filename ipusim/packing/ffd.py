@@ -1,5 +1,5 @@
-"""First-fit decreasing on individual lengths: the Numba kernels ``first_fit_rows`` and
-``first_fit_rows_into`` (its plain-Python reference is in ``tests/packing_reference.py``), and
+"""First-fit decreasing on individual lengths: the Numba kernel ``first_fit_rows_into`` (its
+plain-Python reference is in ``tests/packing_reference.py``), ``first_fit_rows``, which runs it, and
 ``first_fit_shape``, the rows and fullest row they give, from a histogram's counts. Lengths in tokens."""
 
 from __future__ import annotations
@@ -8,25 +8,28 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, error_model="numpy")
 def first_fit_rows(sorted_lengths, max_len, max_per_row, seq_row_sorted):
     """First fit for lengths already sorted longest first; returns the number of rows.
 
     Preconditions: 1 <= sorted_lengths[i] <= max_len, non-increasing; max_per_row >= 1;
-    seq_row_sorted has the same size. Allocates the work arrays of ``first_fit_rows_into``.
+    seq_row_sorted has the same size (int64). Allocates the work arrays of the kernel
+    ``first_fit_rows_into`` and runs it: plain Python, not a kernel of its own (one kernel
+    fewer for a newcomer's first run to compile; a call costs two small allocations).
     """
-    n = sorted_lengths.size
+    n = int(sorted_lengths.size)
     size = 1
     while size < n:
         size *= 2
-    return first_fit_rows_into(
-        sorted_lengths,
-        n,
-        max_len,
-        max_per_row,
-        seq_row_sorted,
-        np.empty(2 * size, dtype=np.int64),  # dtype= as the serving kernels write it: one
-        np.empty(size, dtype=np.int64),  # compile of np.empty's overload for both
+    return int(
+        first_fit_rows_into(
+            sorted_lengths,
+            n,
+            int(max_len),
+            int(max_per_row),
+            seq_row_sorted,
+            np.empty(2 * size, dtype=np.int64),
+            np.empty(size, dtype=np.int64),
+        )
     )
 
 
@@ -46,7 +49,9 @@ def first_fit_rows_into(sorted_lengths, n, max_len, max_per_row, seq_row_sorted,
         tree[i] = max_len if i - size < n else -1
     for i in range(size - 1, 0, -1):
         tree[i] = max(tree[2 * i], tree[2 * i + 1])
-    count[:size] = 0
+    # a loop, not a slice assignment: no slice-setitem implementation to compile
+    for i in range(size):
+        count[i] = 0
     rows = 0
     for j in range(n):
         ln = sorted_lengths[j]

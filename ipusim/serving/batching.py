@@ -174,7 +174,11 @@ def _event_kernel(ADAPT: int):
             for k in range(nq):
                 if serves[d, k]:
                     n_serving[k] += 1
-        free = np.zeros(nd)
+        # np.empty with dtype= and a loop, not np.zeros: the one float allocation the kernels
+        # compile (np.zeros adds three overloads to a newcomer's first run)
+        free = np.empty(nd, dtype=np.float64)
+        for d in range(nd):
+            free[d] = 0.0
         qmax = 1
         for k in range(nq):
             if q_batch[k] > qmax:

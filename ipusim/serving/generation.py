@@ -259,10 +259,11 @@ def _rows_up_to(table, rows):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _end_of_run(info, busy_out, iters, busy, m):
     """Write a generation kernel's totals: ``info[0]`` iterations, ``busy_out[0]`` busy seconds,
-    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``)."""
+    ``info[2]`` the ``m`` gaps listed one by one (in ``gap_s``, ``gap_w``). Inlined (Numba IR):
+    not a kernel of its own to compile on a first run."""
     info[0] = iters
     busy_out[0] = busy
     info[2] = m
@@ -738,8 +739,16 @@ def simulate_generation(
     gaps_s, gaps_w = [], []
     pre, dec = _rows_up_to(gen.prefill.table, B), _rows_up_to(gen.decode, B)
     ps = gen.prefill.len_step
+    mixed = gen.mixed.view()  # read-only, as a cached table is: one kernel signature
+    mixed.setflags(write=False)
     for k in range(min(nr, n)):
-        sl = slice(k, None, nr)  # a view: the kernels write the replica's entries in place
+        sl = slice(k, None, nr)
+        # the replica's requests as writable C-contiguous arrays in and out (every nr-th
+        # request is a strided view, which Numba types apart from a contiguous one, and a
+        # read-only array apart from a writable one): one array type at every call, so each
+        # kernel compiles one signature whatever the replicas
+        a_k, p_k, o_k = (np.require(x[sl], requirements="CW") for x in (arr, pr, out))
+        times_k = (start, first, finish) if nr == 1 else tuple(np.empty(a_k.size) for _ in "sff")
         m = -(-n // nr)  # iterations with prefills and decodes: at most one per request (unchunked)
         if isinstance(policy, P.Continuous) and policy.chunk_tokens:
             m = arr[sl].size + int(np.sum(-(-pr[sl] // policy.chunk_tokens)))
@@ -751,39 +760,35 @@ def simulate_generation(
             g_s, g_w = np.empty(m), np.empty(m, dtype=np.int64)
             if isinstance(policy, P.Static):
                 _static_kernel(
-                    arr[sl],
-                    pr[sl],
-                    out[sl],
+                    a_k,
+                    p_k,
+                    o_k,
                     pre,
                     ps,
                     dec,
                     gen.ctx_step,
                     B,
                     policy.timeout_s,
-                    start[sl],
-                    first[sl],
-                    finish[sl],
+                    *times_k,
                     info,
                     busy[k : k + 1],
                     cells,
                 )
             elif policy.chunk_tokens:
                 _chunked_kernel(
-                    arr[sl],
-                    pr[sl],
-                    out[sl],
+                    a_k,
+                    p_k,
+                    o_k,
                     pre,
                     ps,
                     dec,
                     gen.ctx_step,
-                    gen.mixed,
+                    mixed,
                     gen.mixed_step,
                     B,
                     policy.kv_capacity_tokens,
                     policy.chunk_tokens,
-                    start[sl],
-                    first[sl],
-                    finish[sl],
+                    *times_k,
                     info,
                     busy[k : k + 1],
                     cells,
@@ -792,20 +797,18 @@ def simulate_generation(
                 )
             else:
                 _continuous_kernel(
-                    arr[sl],
-                    pr[sl],
-                    out[sl],
+                    a_k,
+                    p_k,
+                    o_k,
                     pre,
                     ps,
                     dec,
                     gen.ctx_step,
-                    gen.mixed,
+                    mixed,
                     gen.mixed_step,
                     B,
                     policy.kv_capacity_tokens,
-                    start[sl],
-                    first[sl],
-                    finish[sl],
+                    *times_k,
                     info,
                     busy[k : k + 1],
                     cells,
@@ -815,6 +818,8 @@ def simulate_generation(
             if info[1] != -1:
                 break
             m *= 2  # the chunked kernel ran out of room for its gaps
+        if nr > 1:
+            start[sl], first[sl], finish[sl] = times_k
         g_s, g_w = _counted_gaps(g_s[: info[2]], g_w[: info[2]], cells, dec, gen.mixed)
         gaps_s.append(g_s)
         gaps_w.append(g_w)

@@ -169,8 +169,10 @@ def _attention_cost_kernel(
     B = rows.size
     P = B * rep
     online = nb > 1
-    tab = np.zeros(5 * B)  # row b at 4 b, its run id at 4 B + b; np.zeros(n), a form the
-    # serving kernels compile too
+    # row b at 4 b, its run id at 4 B + b (every entry written before it is read); np.empty
+    # with dtype=, the one float allocation the kernels compile (np.zeros would add three
+    # overloads to a newcomer's first run)
+    tab = np.empty(5 * B, dtype=np.float64)
     cyc, work = 0.0, 0.0
     for k in range(6):
         which, first = k // 2, k % 2 == 0
