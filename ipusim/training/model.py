@@ -196,7 +196,7 @@ def _stage_times(cfg, chip, s, d, t, p, b, rc, z, mr, bound=False):
         t_mb[i] = base + lpi * recompute + grads
         t_rc[i] = lpi * recompute
         ok[i] = True
-        for k in set(layer.split) | set(ends.split):
+        for k in dict.fromkeys([*layer.split, *ends.split]):  # in their order, not a set's
             split.setdefault(k, np.zeros(n))[i] = lpi * layer.split.get(k, 0.0) + ends.split.get(
                 k, 0.0
             )

@@ -165,7 +165,7 @@ def layer_times(
         k: fwd.split.get(k, 0.0)
         + bwd.split.get(k, 0.0)
         + (ATTENTION_BACKWARD * att if k == "compute" else 0.0)
-        for k in set(fwd.split) | set(bwd.split) | {"compute"}
+        for k in dict.fromkeys([*fwd.split, *bwd.split, "compute"])  # in order, not a set's
     }
     return LayerTimes(fwd.time_s, bwd.time_s + ATTENTION_BACKWARD * att, att, split, True)
 
