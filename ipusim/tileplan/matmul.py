@@ -351,10 +351,20 @@ def map_matmul(
     return _map_matmul(op, c, dt, bool(tied), float(live_bytes), float(budget))
 
 
-@plan_cache(maxsize=256)  # a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles
+@plan_cache(maxsize=128)  # copies of the layouts below: a few hundred bytes each
 def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, budget: float):
+    pl = _plan_matmul(op.m, op.k, op.n, dt, c, 0, "k", budget)
+    return _matmul_layout(op, c, dt, tied, live_bytes, pl).with_budget(budget)
+
+
+# a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles; with the copies above keeping
+# theirs alive, at most 256 layouts (13 MB) are held, as 256 plans were before the split
+@plan_cache(maxsize=128)
+def _matmul_layout(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, pl: MatmulPlan):
+    """``map_matmul``'s plan for the planner's choice ``pl``, whatever budget it was chosen
+    under (the budget is only written down in the plan): the steps of a table whose budgets
+    differ but whose plans do not share one layout."""
     m, k, n, T = op.m, op.k, op.n, c.tiles
-    pl = _plan_matmul(m, k, n, dt, c, 0, "k", budget)
     pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
     dims = {"m": m, "k": k, "n": n}
     sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
@@ -405,7 +415,6 @@ def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, bud
         pass_axis=axis,
         block=block,
         working_set_bytes=float(work.max()),
-        budget_bytes=float(budget),
     )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
     plan.freeze()
