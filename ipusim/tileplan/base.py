@@ -12,6 +12,7 @@ Units: bytes, FLOP, cycles; arrays are per tile.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -127,7 +128,25 @@ class OpPlan:
         for a in (self.weights, self.temp, *(getattr(f, k) for f in phases for k in PHASE_ARRAYS)):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
+        for f in phases:  # ``tiles.run_program`` keeps a read-only phase's cycles
+            f._frozen = True
         self._frozen = True
+
+    def supersteps(self) -> list:
+        """(phase, times it runs in one instance) of each distinct phase, in order of first
+        appearance (a pass repeated is the same Phase object); kept once the plan is frozen."""
+        got = self.__dict__.get("_supersteps")
+        if got is not None:
+            return got
+        if len(self.phases) == 1:
+            out = [(self.phases[0], 1)]
+        else:
+            ids = list(map(id, self.phases))
+            by_id = dict(zip(ids, self.phases, strict=True))
+            out = [(by_id[k], n) for k, n in Counter(ids).items()]  # in order of first appearance
+        if self.__dict__.get("_frozen"):
+            self._supersteps = out
+        return out
 
     def with_budget(self, budget: float) -> OpPlan:
         """This plan, its ``budget_bytes`` set to ``budget``: a copy sharing every array and
@@ -135,6 +154,7 @@ class OpPlan:
         out = replace(self, budget_bytes=float(budget))
         if self.__dict__.get("_frozen"):
             out._frozen = True
+            out._supersteps = self.supersteps()
         return out
 
 

@@ -281,8 +281,10 @@ def plan_matmul(
 def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
     """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
     weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
-    mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
-    mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
+    # blocks in C order of (m block, k block, n block): np.meshgrid(..., indexing="ij") raveled
+    mi = np.repeat(_splits(m, pm).astype(float), pk * pn)
+    kl = np.tile(np.repeat(_splits(k, pk).astype(float), pn), pm)
+    nj = np.tile(_splits(n, pn).astype(float), pm * pk)
     P = mi.size
     remote_w = _weight_remote(T, pm, pn, pk)
     # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
