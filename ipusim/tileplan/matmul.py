@@ -369,15 +369,20 @@ def _matmul_layout(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, 
     m, k, n, T = op.m, op.k, op.n, c.tiles
     pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
     dims = {"m": m, "k": k, "n": n}
-    sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
     per_size, phases = {}, []
     # Storage layout: every instance's k x n weights spread evenly over all tiles, whatever
     # the compute grid (a batch whose grid uses few tiles does not pile weights onto them);
     # each pass gathers its blocks from there (``_weight_remote``). Tied weights are the
     # embedding table, stored by ``map_embedding``.
     weights = np.full(T, 0.0 if tied else op.count * k * n * dt / T)
-    for i, size in enumerate(sizes):
-        size = int(size)
+    # passes of one size are one Phase object repeated; the first dim % P passes are one
+    # larger than the rest (``_splits``)
+    if P == 1:
+        runs = [(0, 1)]
+    else:
+        q, r = divmod(dims[axis], P)
+        runs = [(v, t) for v, t in ((q + 1, r), (q, P - r)) if t]
+    for size, times in runs:
         if size not in per_size:
             d = dict(dims)
             if P > 1:
@@ -392,9 +397,10 @@ def _matmul_layout(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, 
                 red,
             )
         ph, per, rph, red = per_size[size]
-        phases.append(ph)
-        if rph is not None and (axis != "k" or i == len(sizes) - 1):
-            phases.append(rph)
+        # a reduction after every pass, or after the last one only for passes over k
+        phases += [ph] * times if rph is None or axis == "k" else [ph, rph] * times
+    if rph is not None and axis == "k":
+        phases.append(rph)
     work = np.max(
         [per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()],
         axis=0,
