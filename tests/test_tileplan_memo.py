@@ -196,3 +196,29 @@ def test_supersteps_are_the_distinct_phases_with_their_counts(chip, model, lengt
         assert [id(f) for f, _ in got] == list(dict.fromkeys(map(id, p.phases)))
         assert [n for f, n in got] == [sum(g is f for g in p.phases) for f, _ in got]
         assert sum(n for _, n in got) == len(p.phases)
+
+
+def test_passes_are_laid_out_in_pass_order():
+    """map_matmul's passes: pass i is the Phase of its size (``_splits``: one object per size),
+    with a reduction after every pass, or after the last one only for passes over k."""
+    seen = set()
+    for chip, model, lengths, phase in CASES:
+        for p in tiles.map_step(chip, workloads.step(model, lengths, phase=phase)):
+            if p.op.kind != "matmul" or p.passes == 1:
+                continue
+            dim = {"m": p.op.m, "k": p.op.k, "n": p.op.n}[p.pass_axis]
+            sizes = tp_matmul._splits(dim, p.passes).tolist()
+            mm = [f for f in p.phases if f.label == "matmul"]
+            red = [f for f in p.phases if f.label == "reduce"]
+            by_size = {}
+            assert len(mm) == p.passes
+            assert all(by_size.setdefault(s, f) is f for f, s in zip(mm, sizes, strict=True))
+            assert len({id(f) for f in mm}) == len(set(sizes))
+            if red and p.pass_axis == "k":
+                assert len(red) == 1 and p.phases[-1] is red[0]
+            elif red:
+                assert [id(f) for f in p.phases] == [
+                    id(f) for pair in zip(mm, red, strict=True) for f in pair
+                ]
+            seen.add((p.pass_axis, bool(red), len(set(sizes))))
+    assert {a for a, _, _ in seen} >= {"k", "m"} and any(n == 2 for _, _, n in seen), seen
