@@ -254,7 +254,7 @@ def _time_phases(c: TileChip, phases: list, rate: list, x_rate: float) -> tuple:
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
-    amp = np.array([ph.amp for ph in phases])
+    amp = np.flatnonzero([ph.amp for ph in phases])  # the AMP phases' rows
     args = (
         arr["flops"],
         arr["load"],
@@ -269,10 +269,12 @@ def _time_phases(c: TileChip, phases: list, rate: list, x_rate: float) -> tuple:
     )
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
     _superstep_cycles(*args, comp, exch, mx)
-    on = amp[:, None] & (arr["vertices"] > 0)
-    comp += np.where(
-        on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0
-    )
+    if amp.size:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+        comp[amp] += np.where(
+            arr["vertices"][amp] > 0,
+            _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"][amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
+            0.0,
+        )
     mx[:, 0] = comp.max(axis=1)
     # each superstep's sums over its tiles (a row sum equals the sum of the phase's own array
     # bit for bit: the same pairwise summation over the same values)
