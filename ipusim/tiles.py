@@ -192,9 +192,7 @@ def run_program(c: TileChip, plans: list) -> Program:
     """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
 
     An op's identical supersteps (its serial passes) are timed once and counted as many
-    times as they run. Each superstep's cycles depend on its own phase and the chip's rates
-    alone, so a read-only phase (a memoised plan's, ``OpPlan.freeze``) keeps them and is not
-    timed again on the next step that shares it."""
+    times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
         for ph, n in p.supersteps():
@@ -202,68 +200,27 @@ def run_program(c: TileChip, plans: list) -> Program:
             idx.append(i)
             cnt.append(n * p.op.count)
     S, T = len(phases), c.tiles
-    vec = c.fp32_flops_per_cycle_per_tile
-    rate = [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases]
-    x_rate = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY
-    chip_key = (
-        T,
-        c.sram_bytes_per_cycle_per_tile,
-        x_rate,
-        c.vertex_overhead_cycles,
-        _cal.AMP_PHASE_OVERHEAD_CYCLES,
-        _cal.REARRANGE_BYTES_PER_CYCLE,
-    )
-    cached, todo = [], []
-    for i, ph in enumerate(phases):
-        timed = ph.__dict__.get("_timed")
-        if timed is not None and timed[0] == (rate[i], chip_key):
-            cached.append((i, timed[1:]))
-        else:
-            todo.append(i)
-    if not cached:  # nothing kept: the kernel's arrays are the program's
-        comp, exch, mx, totals = _time_phases(c, phases, rate, x_rate)
-    else:
-        comp, exch = np.empty((S, T)), np.empty((S, T))
-        mx, totals = np.empty((S, 2)), np.empty((S, 5))
-        for i, rows in cached:
-            comp[i], exch[i], mx[i], totals[i] = rows
-        if todo:
-            got = _time_phases(c, [phases[i] for i in todo], [rate[i] for i in todo], x_rate)
-            for a, g in zip((comp, exch, mx, totals), got, strict=True):
-                a[todo] = g
-    for i in todo:
-        if phases[i].__dict__.get("_frozen"):  # read-only: keep its rows (copies, so that they
-            # do not keep this step's arrays alive)
-            rows = tuple(a[i].copy() for a in (comp, exch, mx, totals))
-            for r in rows:
-                r.flags.writeable = False
-            phases[i]._timed = ((rate[i], chip_key), *rows)
-    return Program(
-        phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles, totals
-    )
-
-
-def _time_phases(c: TileChip, phases: list, rate: list, x_rate: float) -> tuple:
-    """(compute, exchange, slowest pair, sums of ``_PHASE_ARRAYS``) of each of ``phases``
-    (FLOP rates ``rate``) through the cycle kernel: (S, T), (S, T), (S, 2), (S, 5)."""
-    S, T = len(phases), c.tiles
     arr = {k: np.empty((S, T)) for k in _PHASE_ARRAYS}
     for i, ph in enumerate(phases):  # row by row: one copy each, no list of arrays to stack
         for k, a in arr.items():
             a[i] = getattr(ph, k)
+    vec = c.fp32_flops_per_cycle_per_tile
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
     amp = np.flatnonzero([ph.amp for ph in phases])  # the AMP phases' rows
+    rate = np.array(
+        [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float
+    )
     args = (
         arr["flops"],
         arr["load"],
         arr["vertices"],
         arr["recv"],
         arr["send"],
-        np.array(rate, float),
+        rate,
         c.sram_bytes_per_cycle_per_tile,
-        x_rate,
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
         c.vertex_overhead_cycles,
         TILES_PER_EXCHANGE_BUS,
     )
@@ -276,9 +233,10 @@ def _time_phases(c: TileChip, phases: list, rate: list, x_rate: float) -> tuple:
             0.0,
         )
     mx[:, 0] = comp.max(axis=1)
-    # each superstep's sums over its tiles (a row sum equals the sum of the phase's own array
-    # bit for bit: the same pairwise summation over the same values)
-    return comp, exch, mx, np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
+    totals = np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
+    return Program(
+        phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles, totals
+    )
 
 
 def energy_split(

@@ -128,8 +128,6 @@ class OpPlan:
         for a in (self.weights, self.temp, *(getattr(f, k) for f in phases for k in PHASE_ARRAYS)):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
-        for f in phases:  # ``tiles.run_program`` keeps a read-only phase's cycles
-            f._frozen = True
         self._frozen = True
 
     def supersteps(self) -> list:
