@@ -52,7 +52,6 @@ Only forward, prefill and decode steps are mapped (training is left to a later m
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -196,16 +195,8 @@ def run_program(c: TileChip, plans: list) -> Program:
     times as they run."""
     phases, idx, cnt = [], [], []
     for i, p in enumerate(plans):
-        if len(p.phases) == 1:  # most ops: one superstep, run once per instance
-            phases.append(p.phases[0])
-            idx.append(i)
-            cnt.append(p.op.count)
-            continue
-        ids = list(map(id, p.phases))  # a pass repeated is the same Phase object
-        times = Counter(ids)  # in order of first appearance
-        by_id = dict(zip(ids, p.phases, strict=True))
-        for key, n in times.items():
-            phases.append(by_id[key])
+        for ph, n in p.supersteps():
+            phases.append(ph)
             idx.append(i)
             cnt.append(n * p.op.count)
     S, T = len(phases), c.tiles
@@ -217,7 +208,7 @@ def run_program(c: TileChip, plans: list) -> Program:
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
-    amp = np.array([ph.amp for ph in phases])
+    amp = np.flatnonzero([ph.amp for ph in phases])  # the AMP phases' rows
     rate = np.array(
         [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float
     )
@@ -235,10 +226,12 @@ def run_program(c: TileChip, plans: list) -> Program:
     )
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
     _superstep_cycles(*args, comp, exch, mx)
-    on = amp[:, None] & (arr["vertices"] > 0)
-    comp += np.where(
-        on, _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"] / _cal.REARRANGE_BYTES_PER_CYCLE, 0.0
-    )
+    if amp.size:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+        comp[amp] += np.where(
+            arr["vertices"][amp] > 0,
+            _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"][amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
+            0.0,
+        )
     mx[:, 0] = comp.max(axis=1)
     totals = np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
     return Program(
@@ -385,6 +378,12 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
             temps[i] += p.weights / p.op.count
     base = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed)
     return base, placed, temps.max(axis=0), temps.argmax(axis=0)
+
+
+def _stream_fits(c: TileChip, s: Step, plans: list) -> bool:
+    """Whether the step's peak fits the tiles with its weights streamed."""
+    s_base, _, s_temp, _ = _memory(c, s, plans, streamed=True)
+    return bool((s_base + s_temp).max() <= c.sram_per_tile_bytes)
 
 
 def tile_memory_batch_limit(c, s: Step, *, weights_on_chip: bool = True, seed: int = 0) -> int:
@@ -560,10 +559,8 @@ def profile(
     stream_s_if = stream_bytes / c.offchip_bandwidth_bytes_per_s if c.offchip_bytes else 0.0
     mode = weights
     if weights == "auto":  # stream only when that is what makes the step fit
-        s_base, _, s_temp, _ = _memory(c, s, plans, streamed=True)
-        stream_fits = (s_base + s_temp).max() <= c.sram_per_tile_bytes
         can_stream = c.offchip_bytes >= cfg.weight_bytes(dt)
-        if onchip_peak > c.sram_per_tile_bytes and stream_fits and can_stream:
+        if onchip_peak > c.sram_per_tile_bytes and can_stream and _stream_fits(c, s, plans):
             mode = "stream"
         else:  # fits on chip, or fits nowhere (then time_s = inf below)
             mode = "on_chip"

@@ -21,7 +21,7 @@ ALLOWED = {
     "search": set(),
     "matmul": {"base", "search"},
     "attention": {"base", "search"},
-    "rows": {"base"},
+    "rows": {"base", "search"},
     "step": {"base", "matmul", "attention", "rows"},
     "__init__": {"base", "search", "matmul", "attention", "rows", "step"},
 }

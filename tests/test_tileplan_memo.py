@@ -151,3 +151,74 @@ def test_grid_memo_reuses_a_result_only_within_its_budgets():
     assert [memo.get("b", b) for b in (10.0, 79.9, 80.0)] == ["none", "none", None]
     tileplan.clear_plan_cache()  # empties every BudgetMemo too
     assert memo.get("a", 80.0) is None
+
+
+def test_budgets_with_one_plan_share_one_layout():
+    """map_matmul keeps its layouts by the planner's choice: two budgets that choose the same
+    grid hand out copies of one layout (the same arrays and phases) that differ only in
+    ``budget_bytes``, each equal to a fresh plan under its budget."""
+    op = workloads.step("gpt2", [256] * 4, phase="prefill").ops[1]
+    tileplan.clear_plan_cache()
+    a = tileplan.map_matmul(op, GC200, 2, budget=300e3)
+    b = tileplan.map_matmul(op, GC200, 2, budget=290e3)
+    assert tileplan.plan_matmul(GC200, op.m, op.k, op.n, budget=300e3) == tileplan.plan_matmul(
+        GC200, op.m, op.k, op.n, budget=290e3
+    )
+    assert a is not b and a.phases is b.phases and a.temp is b.temp
+    assert (a.budget_bytes, b.budget_bytes) == (300e3, 290e3)
+    tileplan.clear_plan_cache()
+    fresh = tileplan.map_matmul(op, GC200, 2, budget=290e3)
+    assert fresh.phases is not b.phases
+    assert _plan_fields(fresh) == _plan_fields(b)
+    for a_ in [b.weights, b.temp] + [getattr(f, k) for f in b.phases for k in base.PHASE_ARRAYS]:
+        assert not a_.flags.writeable
+
+
+def test_row_plans_are_memoised_read_only_and_equal_fresh_ones():
+    s = workloads.step("gpt2", [300, 17], phase="prefill")
+    norm = next(op for op in s.ops if op.kind == "norm")
+    tileplan.clear_plan_cache()
+    a = tileplan.map_rows(norm, s, GC200, s.model.d_model, exchange=True)
+    other = workloads.step("gpt2", [17, 300], phase="prefill")  # same tokens, same op
+    assert tileplan.map_rows(norm, other, GC200, s.model.d_model, exchange=True) is a
+    tileplan.clear_plan_cache()
+    fresh = tileplan.map_rows(norm, s, GC200, s.model.d_model, exchange=True)
+    assert fresh is not a and _plan_fields(fresh) == _plan_fields(a)
+    with pytest.raises(ValueError):
+        a.temp[0] = 1.0
+
+
+@pytest.mark.parametrize("chip, model, lengths, phase", CASES)
+def test_supersteps_are_the_distinct_phases_with_their_counts(chip, model, lengths, phase):
+    plans = tiles.map_step(chip, workloads.step(model, lengths, phase=phase))
+    for p in plans:
+        got = p.supersteps()
+        assert [id(f) for f, _ in got] == list(dict.fromkeys(map(id, p.phases)))
+        assert [n for f, n in got] == [sum(g is f for g in p.phases) for f, _ in got]
+        assert sum(n for _, n in got) == len(p.phases)
+
+
+def test_passes_are_laid_out_in_pass_order():
+    """map_matmul's passes: pass i is the Phase of its size (``_splits``: one object per size),
+    with a reduction after every pass, or after the last one only for passes over k."""
+    seen = set()
+    for chip, model, lengths, phase in CASES:
+        for p in tiles.map_step(chip, workloads.step(model, lengths, phase=phase)):
+            if p.op.kind != "matmul" or p.passes == 1:
+                continue
+            dim = {"m": p.op.m, "k": p.op.k, "n": p.op.n}[p.pass_axis]
+            sizes = tp_matmul._splits(dim, p.passes).tolist()
+            mm = [f for f in p.phases if f.label == "matmul"]
+            red = [f for f in p.phases if f.label == "reduce"]
+            by_size = {}
+            assert len(mm) == p.passes
+            assert all(by_size.setdefault(s, f) is f for f, s in zip(mm, sizes, strict=True))
+            assert len({id(f) for f in mm}) == len(set(sizes))
+            if red and p.pass_axis == "k":
+                assert len(red) == 1 and p.phases[-1] is red[0]
+            elif red:
+                assert [id(f) for f in p.phases] == [
+                    id(f) for pair in zip(mm, red, strict=True) for f in pair
+                ]
+            seen.add((p.pass_axis, bool(red), len(set(sizes))))
+    assert {a for a, _, _ in seen} >= {"k", "m"} and any(n == 2 for _, _, n in seen), seen

@@ -12,7 +12,8 @@ Units: bytes, FLOP, cycles; arrays are per tile.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -119,11 +120,40 @@ class OpPlan:
     def freeze(self) -> None:
         """Make every array the plan holds read-only: ``weights``, ``temp`` and each phase's
         ``PHASE_ARRAYS`` (a phase repeated over passes once). Memoised plans are handed to
-        every caller that asks for the same plan, so none may change what the others read."""
+        every caller that asks for the same plan, so none may change what the others read.
+        A plan frozen once is not walked again (a memoised plan is handed out many times)."""
+        if self.__dict__.get("_frozen"):
+            return
         phases = {id(f): f for f in self.phases}.values()
         for a in (self.weights, self.temp, *(getattr(f, k) for f in phases for k in PHASE_ARRAYS)):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
+        self._frozen = True
+
+    def supersteps(self) -> list:
+        """(phase, times it runs in one instance) of each distinct phase, in order of first
+        appearance (a pass repeated is the same Phase object); kept once the plan is frozen."""
+        got = self.__dict__.get("_supersteps")
+        if got is not None:
+            return got
+        if len(self.phases) == 1:
+            out = [(self.phases[0], 1)]
+        else:
+            ids = list(map(id, self.phases))
+            by_id = dict(zip(ids, self.phases, strict=True))
+            out = [(by_id[k], n) for k, n in Counter(ids).items()]  # in order of first appearance
+        if self.__dict__.get("_frozen"):
+            self._supersteps = out
+        return out
+
+    def with_budget(self, budget: float) -> OpPlan:
+        """This plan, its ``budget_bytes`` set to ``budget``: a copy sharing every array and
+        the list of phases (read-only as this plan's are, when it is frozen)."""
+        out = replace(self, budget_bytes=float(budget))
+        if self.__dict__.get("_frozen"):
+            out._frozen = True
+            out._supersteps = self.supersteps()
+        return out
 
 
 def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:

@@ -281,8 +281,10 @@ def plan_matmul(
 def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
     """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
     weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
-    mi, kl, nj = np.meshgrid(_splits(m, pm), _splits(k, pk), _splits(n, pn), indexing="ij")
-    mi, kl, nj = mi.ravel().astype(float), kl.ravel().astype(float), nj.ravel().astype(float)
+    # blocks in C order of (m block, k block, n block): np.meshgrid(..., indexing="ij") raveled
+    mi = np.repeat(_splits(m, pm).astype(float), pk * pn)
+    kl = np.tile(np.repeat(_splits(k, pk).astype(float), pn), pm)
+    nj = np.tile(_splits(n, pn).astype(float), pm * pk)
     P = mi.size
     remote_w = _weight_remote(T, pm, pn, pk)
     # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
@@ -351,21 +353,36 @@ def map_matmul(
     return _map_matmul(op, c, dt, bool(tied), float(live_bytes), float(budget))
 
 
-@plan_cache(maxsize=256)  # a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles
+@plan_cache(maxsize=128)  # copies of the layouts below: a few hundred bytes each
 def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, budget: float):
+    pl = _plan_matmul(op.m, op.k, op.n, dt, c, 0, "k", budget)
+    return _matmul_layout(op, c, dt, tied, live_bytes, pl).with_budget(budget)
+
+
+# a plan holds a few per-tile arrays: about 50 kB on 1,472 tiles; with the copies above keeping
+# theirs alive, at most 256 layouts (13 MB) are held, as 256 plans were before the split
+@plan_cache(maxsize=128)
+def _matmul_layout(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, pl: MatmulPlan):
+    """``map_matmul``'s plan for the planner's choice ``pl``, whatever budget it was chosen
+    under (the budget is only written down in the plan): the steps of a table whose budgets
+    differ but whose plans do not share one layout."""
     m, k, n, T = op.m, op.k, op.n, c.tiles
-    pl = _plan_matmul(m, k, n, dt, c, 0, "k", budget)
     pm, pn, pk, axis, P = pl.pm, pl.pn, pl.pk, pl.axis, pl.passes
     dims = {"m": m, "k": k, "n": n}
-    sizes = _splits(dims[axis], P) if P > 1 else np.array([0])
     per_size, phases = {}, []
     # Storage layout: every instance's k x n weights spread evenly over all tiles, whatever
     # the compute grid (a batch whose grid uses few tiles does not pile weights onto them);
     # each pass gathers its blocks from there (``_weight_remote``). Tied weights are the
     # embedding table, stored by ``map_embedding``.
     weights = np.full(T, 0.0 if tied else op.count * k * n * dt / T)
-    for i, size in enumerate(sizes):
-        size = int(size)
+    # passes of one size are one Phase object repeated; the first dim % P passes are one
+    # larger than the rest (``_splits``)
+    if P == 1:
+        runs = [(0, 1)]
+    else:
+        q, r = divmod(dims[axis], P)
+        runs = [(v, t) for v, t in ((q + 1, r), (q, P - r)) if t]
+    for size, times in runs:
         if size not in per_size:
             d = dict(dims)
             if P > 1:
@@ -380,9 +397,10 @@ def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, bud
                 red,
             )
         ph, per, rph, red = per_size[size]
-        phases.append(ph)
-        if rph is not None and (axis != "k" or i == len(sizes) - 1):
-            phases.append(rph)
+        # a reduction after every pass, or after the last one only for passes over k
+        phases += [ph] * times if rph is None or axis == "k" else [ph, rph] * times
+    if rph is not None and axis == "k":
+        phases.append(rph)
     work = np.max(
         [per[:, 4] + (0.0 if red is None else red[:, 2]) for _, per, _, red in per_size.values()],
         axis=0,
@@ -405,7 +423,6 @@ def _map_matmul(op: Op, c: TileChip, dt: int, tied: bool, live_bytes: float, bud
         pass_axis=axis,
         block=block,
         working_set_bytes=float(work.max()),
-        budget_bytes=float(budget),
     )
     plan.stream_bytes = 0.0 if tied else op.weight_bytes / op.count
     plan.freeze()

@@ -17,6 +17,7 @@ import numpy as np
 from ..hardware import TileChip
 from ..workloads import Op, Step
 from .base import OpPlan, dealt_phase
+from .search import plan_cache
 
 
 def _deal_same(row, P: int, n_tiles: int) -> np.ndarray:
@@ -42,17 +43,24 @@ def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan
     A norm needs whole rows, which the previous matmul left in column blocks, so its rows
     are gathered (``exchange``); the activation runs in place on the up-projection output.
     Rows are cut into chunks when there are fewer rows than tiles (activation only).
+
+    The plan is memoised on the op, the step's dtype and the chip's tile count (all it reads:
+    the steps of a table with the same tokens share it) and read-only.
     """
-    dt = s.dtype_bytes
+    return _map_rows(op, s.dtype_bytes, c.tiles, width, bool(exchange))
+
+
+@plan_cache(maxsize=64)  # a plan holds a dealt table: about 95 kB on 1,472 tiles, 6 MB in all
+def _map_rows(op: Op, dt: int, T: int, width: int, exchange: bool) -> OpPlan:
     rows = op.m // width
-    chunks = 1 if exchange else max(1, min(width, c.tiles // max(rows, 1)))
+    chunks = 1 if exchange else max(1, min(width, T // max(rows, 1)))
     P = rows * chunks
     w = width / chunks
     reads = op.act_read_bytes / op.count / (op.m * dt)
     fl = op.flops / op.count / op.m * w
-    recv = w * dt * (c.tiles - 1) / c.tiles if exchange else 0.0
-    per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, c.tiles)
-    return OpPlan(
+    recv = w * dt * (T - 1) / T if exchange else 0.0
+    per = _deal_same([fl, (reads + 1) * w * dt, recv, recv, (reads + 1) * w * dt, 0.0], P, T)
+    plan = OpPlan(
         op,
         f"{rows} rows x {chunks} chunks",
         P,
@@ -62,6 +70,8 @@ def map_rows(op: Op, s: Step, c: TileChip, width: int, exchange: bool) -> OpPlan
         block=(w,),
         working_set_bytes=float(per[:, 4].max()),
     )
+    plan.freeze()
+    return plan
 
 
 def map_elementwise(op: Op, c: TileChip, elements: int, load_bytes_per_element: float) -> OpPlan:

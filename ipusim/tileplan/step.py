@@ -25,12 +25,19 @@ def _room(c: TileChip, s: Step, op: Op) -> float:
     """Bytes per tile left beside the always-live bytes while ``op`` runs, estimated with
     every parameter spread evenly: code, parameters (or, if they cannot stay on chip, the
     op's own weights copied in), KV cache and residual stream."""
-    cfg, dt, T = s.model, s.dtype_bytes, c.tiles
-    base = _room_base(c, s)
-    params = cfg.weight_bytes(dt) / T
+    return _room_of(c, op, *_step_room(c, s))
+
+
+def _step_room(c: TileChip, s: Step) -> tuple:
+    """(code, KV cache and residual stream per tile; parameters per tile) of ``s``: what
+    ``_room`` needs of the step, worked out once for all its ops."""
+    return _room_base(c, s), s.model.weight_bytes(s.dtype_bytes) / c.tiles
+
+
+def _room_of(c: TileChip, op: Op, base: float, params: float) -> float:
     if base + params < c.sram_per_tile_bytes:
         return c.sram_per_tile_bytes - base - params
-    return c.sram_per_tile_bytes - base - op.weight_bytes / op.count / T
+    return c.sram_per_tile_bytes - base - op.weight_bytes / op.count / c.tiles
 
 
 def op_budget(c: TileChip, s: Step, op: Op, live_bytes: float) -> float:
@@ -38,7 +45,11 @@ def op_budget(c: TileChip, s: Step, op: Op, live_bytes: float) -> float:
     less when the always-live bytes and the op's held inputs leave less room (then the
     planner serialises sooner); never below a tenth of ``budget_bytes(c)`` (a step that
     tight does not fit, and the out-of-memory report says so)."""
-    room = _room(c, s, op) - live_bytes
+    return _budget(c, _room(c, s, op), live_bytes)
+
+
+def _budget(c: TileChip, room: float, live_bytes: float) -> float:
+    room = room - live_bytes
     return float(max(0.1 * budget_bytes(c), min(budget_bytes(c), room)))
 
 
@@ -58,7 +69,8 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, unlimited: bool = False) -
         return _plan_ops(
             c, s, seed, [float("inf")] * len(s.ops), live, att_ops, [None] * len(s.ops)
         )
-    budgets = [op_budget(c, s, op, lv) for op, lv in zip(s.ops, live, strict=True)]
+    room = _step_room(c, s)  # the step's share of every op's room, once
+    budgets = [_budget(c, _room_of(c, op, *room), lv) for op, lv in zip(s.ops, live, strict=True)]
     plans = _plan_ops(c, s, seed, budgets, live, att_ops, [None] * len(s.ops))
     on_chip = _on_chip_estimate(c, s)
     floor = 0.1 * budget_bytes(c)
