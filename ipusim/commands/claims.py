@@ -54,35 +54,26 @@ def judged(n: int, sensitivity: bool) -> tuple:
 
 def warm_kernels() -> None:
     """Compile (or load) claim 10's continuous-batching kernel by a tiny run through the same
-    public call ``serving.deployments.compare`` makes, on tables of one fixed step time whose
-    arrays have the real tables' types (float64, C order, read-only; two replicas: strided
-    views), so the kernel gets the one signature claim 10 uses. A worker does this before
-    claim 10: its tile tables then find the tile planner's kernels, which this process compiles
-    first (claim 2), in the cache instead of waiting for them (about 1.5 s of a first run)."""
+    public call ``serving.deployments.compare`` makes, on tables of one fixed step time
+    (``serving.simulate_generation`` hands the kernel one array type whatever the tables and
+    replicas: the one signature claim 10 uses). A worker does this before claim 10: its tile
+    tables then find the tile planner's kernels, which this process compiles first (claim 2),
+    in the cache instead of waiting for them (about 1.5 s of a first run)."""
     import numpy as np
 
     from .. import policies, serving
 
-    def table(*shape):
-        t = np.full(shape, 1e-3)
-        t.setflags(write=False)
-        return t
-
+    table = np.full((3, 3), 1e-3)
     gen = serving.GenerationModel(
         "fixed 1 ms",
-        serving.ServiceModel("fixed 1 ms", table(3, 3), 32, source="fixed"),
-        table(3, 3),
+        serving.ServiceModel("fixed 1 ms", table, 32, source="fixed"),
+        table,
         ctx_step=64,
-        mixed=table(2, 2, 3),
+        mixed=np.full((2, 2, 3), 1e-3),
     )
     n = 4
     serving.simulate_generation(
-        np.arange(n) * 1e-3,
-        np.full(n, 16),
-        np.full(n, 2),
-        policies.Continuous(max_batch=2),
-        gen,
-        replicas=2,
+        np.arange(n) * 1e-3, np.full(n, 16), np.full(n, 2), policies.Continuous(max_batch=2), gen
     )
 
 
