@@ -347,15 +347,26 @@ def _chip_service(args, rows: int, shortest: int, longest: int | None, on_build=
     )
 
 
-def _service_or_none(args, rows: int, max_len: int | None):
-    """The chip's service table up to ``max_len`` tokens if cached, else None."""
+def _if_cached(build, *args, **kwargs):
+    """``build(*args, **kwargs)`` from the table cache alone, or None when a table it needs is
+    not cached (nothing is built)."""
     try:
         with tables.only_cached():
-            return serving.chip_service(
-                args.chip, args.model, max_batch=rows, packed=args.packed, max_len=max_len
-            )
+            return build(*args, **kwargs)
     except tables.NotCached:
         return None
+
+
+def _service_or_none(args, rows: int, max_len: int | None):
+    """The chip's service table up to ``max_len`` tokens if cached, else None."""
+    return _if_cached(
+        serving.chip_service,
+        args.chip,
+        args.model,
+        max_batch=rows,
+        packed=args.packed,
+        max_len=max_len,
+    )
 
 
 def _generation_model(args, chip: str, prompts, outs, *, mixed: bool = True):
@@ -365,11 +376,11 @@ def _generation_model(args, chip: str, prompts, outs, *, mixed: bool = True):
     the same, bit for bit, and a first run of short requests builds a fraction of the tables
     (GPT-2, prompts of up to 128 tokens and replies of up to 64: an eighth of the prompt
     columns and 3 of the 16 context columns)."""
-    try:
-        with tables.only_cached():
-            return serving.generation_model(chip, args.model, max_batch=args.max_batch, mixed=mixed)
-    except tables.NotCached:
-        pass
+    full = _if_cached(
+        serving.generation_model, chip, args.model, max_batch=args.max_batch, mixed=mixed
+    )
+    if full is not None:
+        return full
     pr = np.asarray(prompts)
     mp, mc = serving.generation.table_lengths(args.model, int(pr.max()), int((pr + outs).max()))
     return serving.generation_model(
