@@ -1,4 +1,4 @@
-"""The mixed prefill + decode table (``serving.tables.mixed_table``): exact at its grid points,
+"""The mixed prefill + decode table (``serving.mixed_steps.mixed_table``): exact at its grid points,
 linear between them, one rule for ``serve`` and the checklist, refused over the memory budget."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from ipusim import hardware, limits, machine, workloads
 from ipusim import serving as S
 from ipusim.checklist import search
-from ipusim.serving import tables
+from ipusim.serving import mixed_steps, tables
 
 CHIP, MODEL, ROWS, PROMPT, STEP = "a100-80gb", "gpt2", 16, 256, 32
 # The GPU model's step time grows with rows and tokens only up to wave and tile quantisation: a
@@ -30,11 +30,11 @@ _CHIP, _MODEL = hardware.chip(CHIP), workloads.model(MODEL)
 @pytest.fixture(scope="module")
 def tab():
     spec = tables.Replica(hardware.chip(CHIP), workloads.model(MODEL))
-    return tables.mixed_table(spec, ROWS, PROMPT, STEP)
+    return mixed_steps.mixed_table(spec, ROWS, PROMPT, STEP)
 
 
 def test_exact_at_every_grid_point(tab):
-    lines, edge, lens = tables.mixed_grid(ROWS, PROMPT, STEP)
+    lines, edge, lens = mixed_steps.mixed_grid(ROWS, PROMPT, STEP)
     assert sorted(lines) == [1, 2, 3, 4, 6, 8, 12, 15] and lens == [32, 64, 128, 256]
     points = {(d, r) for d, rs in lines.items() for r in rs} | {(ROWS - r, r) for r in edge}
     assert all(d >= 1 and r >= 1 and d + r <= ROWS for d, r in points)
@@ -52,7 +52,7 @@ def test_linear_in_decodes_between_grid_points(tab):
     checked = 0
     for r in (1, 2, 4, 8):
         top = ROWS - r
-        knots = [d for d in tables.mixed_grid(ROWS, PROMPT, STEP)[0] if d < top] + [top]
+        knots = [d for d in mixed_steps.mixed_grid(ROWS, PROMPT, STEP)[0] if d < top] + [top]
         for d in range(1, top + 1):
             if d in knots:
                 continue
@@ -77,7 +77,7 @@ def test_between_grid_points_bounded_by_the_neighbours(tab):
     that grow with d, r and L the cell and the direct time both lie between the direct times
     at the box's low corner and high corner (to within ``NON_MONOTONE``): the error is at most
     that spread (seeded sample)."""
-    lines, _, lens = tables.mixed_grid(ROWS, PROMPT, STEP)
+    lines, _, lens = mixed_steps.mixed_grid(ROWS, PROMPT, STEP)
     rows = list(tables.ROW_GRID)
     rng = np.random.default_rng(0)
     cells = np.argwhere(np.isfinite(tab))
@@ -124,7 +124,7 @@ def test_no_row_cap(monkeypatch):
     def ask(spec, rows, max_prompt, step, *, name):
         raise Asked(rows, max_prompt, step, name)
 
-    monkeypatch.setattr(tables, "mixed_table", ask)
+    monkeypatch.setattr(mixed_steps, "mixed_table", ask)
     for rows in (128, 512):
         with pytest.raises(Asked) as got:
             S.generation_model(CHIP, MODEL, max_batch=rows, max_prompt=896, grid="coarse")
@@ -133,17 +133,17 @@ def test_no_row_cap(monkeypatch):
 
 
 def test_refused_over_the_memory_budget_before_allocation():
-    need = tables.mixed_table_bytes(20_000, 1024, 32)
+    need = mixed_steps.mixed_table_bytes(20_000, 1024, 32)
     assert need == 8 * 20_000**2 * 33
     assert need > limits.max_memory_bytes()
     with pytest.raises(ValueError, match=r"max_batch = 20,000: needs about 106 GB .*memory budget"):
         S.generation_model(CHIP, MODEL, max_batch=20_000)
     spec = tables.Replica(hardware.chip(CHIP), workloads.model(MODEL))
     with pytest.raises(ValueError, match=r"max_rows = 20,000"):
-        tables.mixed_table(spec, 20_000, 1024, 32)
+        mixed_steps.mixed_table(spec, 20_000, 1024, 32)
     limits.set_max_memory("1M")
     try:
         with pytest.raises(ValueError, match=r"max_rows = 128: needs about 4.33 MB"):
-            tables.mixed_table(spec, 128, 1024, 32)
+            mixed_steps.mixed_table(spec, 128, 1024, 32)
     finally:
         limits.set_max_memory(None)

@@ -9,6 +9,7 @@ start and finish, latency percentiles, throughput, utilization, padding waste).
 ``service``      ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
 ``capacity``     ``largest_batch`` (what fits one step) and ``capacity_at`` (the rate a p99 target allows)
 ``tables``       service-time tables from the machine model, cached in memory and on disk
+``mixed_steps``  the mixed prefill + decode table of continuous batching (on ``tables``)
 ``plan``         ``make_plan``: a run's inputs checked and turned into the arrays the kernel reads
 ``batching``     the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
 ``generation``   continuous and static batching of decoder generation (``simulate_generation``)

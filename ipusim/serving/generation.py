@@ -45,7 +45,7 @@ class GenerationModel:
     ctx_step: int = 64  # tokens per decode column
     source: str = ""
     # float64 [rows, rows, n_prompt + 1], s: mixed[d, r, j] one step prefilling r prompts of
-    # j * mixed_step tokens beside d decoding sequences (tables.mixed_table); empty: none
+    # j * mixed_step tokens beside d decoding sequences (serving.mixed_steps.mixed_table); empty: none
     mixed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)), repr=False)
     mixed_step: int = 32  # tokens per prompt column of ``mixed``
 
@@ -101,11 +101,11 @@ def generation_model(
     """Build a ``GenerationModel`` of ``model`` on ``chip`` (a replica of ``chips`` chips) from
     the machine model; ``grid`` and ``placement`` as in ``chip_service`` (a searched placement
     must fit one sequence of ``max_ctx`` tokens in prefill and in decode). ``mixed`` (default)
-    also builds the table of mixed prefill + decode steps (``tables.mixed_table``: ``max_batch``
+    also builds the table of mixed prefill + decode steps (``serving.mixed_steps.mixed_table``: ``max_batch``
     rows, on the same grid whatever ``grid`` is; refused over the memory budget); without it an
     iteration with both costs the prefill step plus the decode step."""
     from .. import hardware, workloads
-    from . import tables
+    from . import mixed_steps, tables
 
     c, m = hardware.chip(chip), workloads.model(model)
     if m.kind != "decoder":
@@ -131,7 +131,7 @@ def generation_model(
         raise ValueError(f"unknown grid {grid!r}; valid: fine, coarse")
     # first: a mixed table over the memory budget is refused before any table is built
     mix = (
-        tables.mixed_table(spec, b, max_prompt, ps, name="max_batch")
+        mixed_steps.mixed_table(spec, b, max_prompt, ps, name="max_batch")
         if mixed
         else np.zeros((0, 0, 0))
     )
@@ -171,7 +171,7 @@ def table_lengths(
     """(max_prompt, max_ctx) of the shortest tables of ``generation_model`` whose cells for
     prompts up to ``longest_prompt`` tokens and contexts up to ``longest_ctx`` hold the same
     values as the full tables' (the model's ``max_positions``), bit for bit: the mixed table's
-    prompt lengths are ``prompt_step`` x powers of two (``tables.mixed_grid``), so its longest
+    prompt lengths are ``prompt_step`` x powers of two (``serving.mixed_steps.mixed_grid``), so its longest
     prompt is the first of them at or above ``longest_prompt``; the prefill table's columns
     below it are the same multiples of ``prompt_step`` (and the memory cliffs between them), and
     every decode column is computed on its own, so ``max_ctx`` is ``longest_ctx`` rounded up to a
