@@ -160,7 +160,7 @@ def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_s
 
     from ipusim import policies, serving
     from ipusim.commands import claims as claims_cmd
-    from ipusim.serving import generation
+    from ipusim.serving import generation, generation_kernels
 
     kernel, seen = generation.continuous_kernel(), []
 
@@ -168,7 +168,7 @@ def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_s
         seen.append(tuple(numba.typeof(a) for a in args))
         return kernel(*args)
 
-    monkeypatch.setattr(generation, "_continuous_kernel", spy)
+    monkeypatch.setattr(generation_kernels, "continuous_loop", spy)
     claims_cmd.warm_kernels()
     assert len(seen) == 1  # one replica
     real = serving.generation_model("a100-80gb", "gpt2", max_batch=2, max_prompt=32, max_ctx=64)

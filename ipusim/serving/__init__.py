@@ -5,19 +5,20 @@ The pipeline is ``arrivals`` (when requests come) + ``lengths.sample`` (how long
 ``ServiceModel`` per device (how long a batch takes) -> a ``ServingResult`` (per-request
 start and finish, latency percentiles, throughput, utilization, padding waste).
 
-===============  ==============================================================================
-``service``      ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
-``capacity``     ``largest_batch`` (what fits one step) and ``capacity_at`` (the rate a p99 target allows)
-``tables``       service-time tables from the machine model, cached in memory and on disk
-``mixed_steps``  the mixed prefill + decode table of continuous batching (on ``tables``)
-``plan``         ``make_plan``: a run's inputs checked and turned into the arrays the kernel reads
-``batching``     the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
-``generation``   continuous and static batching of decoder generation (``simulate_generation``)
-``result``       ``ServingResult`` and its summary
-``percentiles``  exact percentiles and run totals in Numba kernels (one pass in the usual case)
-``theory``       Pollaczek-Khinchine, the closed form the simulator is checked against
-``throughput``   ``encoder_throughput``: requests/s of padded, unpadded or packed batches back to back
-===============  ==============================================================================
+======================  ==============================================================================
+``service``             ``ServiceModel`` and its builders (``chip_service``, ``fixed_service``, ...)
+``capacity``            ``largest_batch`` (what fits one step) and ``capacity_at`` (the rate a p99 target allows)
+``tables``              service-time tables from the machine model, cached in memory and on disk
+``mixed_steps``         the mixed prefill + decode table of continuous batching (on ``tables``)
+``plan``                ``make_plan``: a run's inputs checked and turned into the arrays the kernel reads
+``batching``            the event kernel and ``simulate`` (static, dynamic, token budget, buckets, ...)
+``generation``          continuous and static batching of decoder generation (``simulate_generation``)
+``generation_kernels``  its Numba kernels (continuous, chunked and static batching)
+``result``              ``ServingResult`` and its summary
+``percentiles``         exact percentiles and run totals in Numba kernels (one pass in the usual case)
+``theory``              Pollaczek-Khinchine, the closed form the simulator is checked against
+``throughput``          ``encoder_throughput``: requests/s of padded, unpadded or packed batches back to back
+======================  ==============================================================================
 """
 
 from .batching import simulate, sweep_rates
