@@ -72,4 +72,7 @@ def progress(iterable=None, *, desc: str = "", total: int | None = None, **kwarg
         from tqdm.auto import tqdm
     else:
         from tqdm.std import tqdm
+    # no monitor thread (it only tunes bars whose refresh interval goes stale): a second thread
+    # would keep a later background worker from being a fork (ipusim.background.can_fork)
+    tqdm.monitor_interval = 0
     return tqdm(iterable, desc=desc, total=total, **kwargs)

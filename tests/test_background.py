@@ -21,38 +21,94 @@ TAKES_10_AND_DIES = (
 )
 
 
-def test_a_worker_returns_the_functions_value_and_one_that_dies_is_replaced(monkeypatch, capsys):
+HOWS = ("fork", "fresh interpreter")
+
+
+def _how(monkeypatch, how):
+    """Make workers forks of this process or fresh interpreters (skip where forks cannot be)."""
+    if how == "fork" and not background.can_fork():
+        pytest.skip("no fork here (not Linux, or other threads running)")
+    if how != "fork":
+        monkeypatch.setattr(background, "_FORK", False)
+
+
+def _die(monkeypatch, how, takes_10=False):
+    """Make the next workers die (exit status 3) without a reply; with ``takes_10``, after
+    taking claim 10 (the claims' shared marks folder is the call's third argument)."""
+    if how == "fork":  # the fork runs this process's code: replace its reply
+
+        def die(module, name, args):
+            if takes_10:
+                open(os.path.join(args[2], "10"), "w").close()
+            os._exit(3)
+
+        monkeypatch.setattr(background, "_answer", die)
+    else:
+        monkeypatch.setattr(
+            background, "_CHILD", TAKES_10_AND_DIES if takes_10 else "import os; os._exit(3)"
+        )
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_worker_returns_the_functions_value_and_one_that_dies_is_replaced(
+    how, monkeypatch, capsys
+):
+    _how(monkeypatch, how)
     # the worker runs with this process's tile parameters (they change every tile result)
     monkeypatch.setattr(tile_params, "EXCHANGE_EFFICIENCY", 0.5)
     want = tile_params.current()
     with background.start("ipusim.tile_params:current") as w:
+        if background.allowed():
+            assert isinstance(w.proc, background._Forked) is (how == "fork")
         assert w.result(lambda: None) == want
     with background.start("ipusim.hardware:chip", "gc200") as w:  # a value that cannot pickle
         assert w.result(lambda: "here") == "here"
-    monkeypatch.setattr(background, "_CHILD", "import os; os._exit(3)")
+    _die(monkeypatch, how)
     with background.start("ipusim.tile_params:current") as w:
         assert w.result(lambda: "here") == "here"
     if background.allowed():
         err = capsys.readouterr().err
         assert err.count("worker for ipusim.hardware:chip failed (TypeError") == 1
-        assert err.count("worker for ipusim.tile_params:current failed") == 1
+        assert err.count("worker for ipusim.tile_params:current failed (exit status 3") == 1
 
 
-def test_the_worker_switch_and_its_bad_values(monkeypatch):
-    monkeypatch.setenv(background.ENV, "1")
-    assert not background.allowed()
-    assert background.start("ipusim.hardware:chip", "gc200").proc is None
-    monkeypatch.setenv(background.ENV, "two")
-    with pytest.raises(ValueError, match=background.ENV):
-        background.allowed()
-    with pytest.raises(ValueError, match="ipusim.module:name"):
-        background.Worker().start("os:system", "true")
+@pytest.mark.skipif(not background.can_fork(), reason="no fork here")
+def test_a_forked_worker_prints_nothing_on_stdout_and_is_stopped_when_not_asked(monkeypatch, capfd):
+    import time
+
+    answer = background._answer
+
+    def slow(module, name, args):  # the fork runs this process's code: a worker that takes long
+        time.sleep(60)
+        return answer(module, name, args)
+
+    monkeypatch.setattr(background, "_answer", slow)
+    print("before", end="\n", flush=False)  # pending in this process's buffer at the fork
+    t = time.perf_counter()
+    with background.start("ipusim.tile_params:current") as w:
+        assert isinstance(w.proc, background._Forked)
+    assert w.proc is None  # its value never asked for: killed and reaped at the block's end
+    assert time.perf_counter() - t < 30
+    print("after")
+    assert capfd.readouterr().out == "before\nafter\n"  # printed once, not again by the fork
+
+    def chatty(module, name, args):
+        print("from the worker")
+        return answer(module, name, args)
+
+    monkeypatch.setattr(background, "_answer", chatty)
+    with background.start("ipusim.tile_params:current") as w:
+        assert w.result(lambda: None) == tile_params.current()
+    got = capfd.readouterr()
+    assert got.out == "" and "from the worker" in got.err
 
 
 @needs_two_cpus
+@pytest.mark.parametrize("how", HOWS)
 def test_claims_print_the_same_with_a_worker_without_one_and_with_one_that_dies(
-    monkeypatch, capsys
+    how, monkeypatch, capsys
 ):
+    _how(monkeypatch, how)
     argv = ["claims", "--claim", "7", "--claim", "10", "--json"]
     # as on a first run (the worker runs only when Numba's cache lacks the event kernel)
     monkeypatch.setattr(background, "cached", lambda *kernels: False)
@@ -63,12 +119,12 @@ def test_claims_print_the_same_with_a_worker_without_one_and_with_one_that_dies(
     assert cli.main(argv) == 0
     got = capsys.readouterr()
     assert got.out == alone and "background worker" not in got.err
-    monkeypatch.setattr(background, "_CHILD", "import os; os._exit(3)")
+    _die(monkeypatch, how)
     assert cli.main(argv) == 0
     got = capsys.readouterr()
     assert got.out == alone and got.err.count("background worker") == 1
     # a worker that takes claim 10 (its first) and dies: this process judges it after all
-    monkeypatch.setattr(background, "_CHILD", TAKES_10_AND_DIES)
+    _die(monkeypatch, how, takes_10=True)
     assert cli.main(argv) == 0
     got = capsys.readouterr()
     assert got.out == alone and got.err.count("background worker") == 1
@@ -181,3 +237,14 @@ def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_s
         replicas=2,
     )
     assert len(seen) == 3 and seen[0] == seen[1] == seen[2]
+
+
+def test_a_progress_bar_leaves_no_thread_that_would_keep_a_worker_from_being_a_fork():
+    import threading
+
+    from ipusim import config
+
+    before = threading.active_count()
+    for _ in config.progress(range(3), desc="a bar", disable=False):
+        pass
+    assert threading.active_count() == before
