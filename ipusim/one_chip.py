@@ -50,3 +50,14 @@ def step_time_s(c, s: Step, **kwargs) -> float:
 
         return gpu.step_time_s(c, s, **kwargs)
     return simulate(c, s, **kwargs).time_s
+
+
+def tile_time_s(c, s: Step, **kwargs) -> tuple[float, bool]:
+    """(seconds, weights stream) of step ``s`` on tile chip ``c`` (``tiles.timed``):
+    ``simulate(c, s, **kwargs).time_s`` (``inf`` when the step does not fit), the same double,
+    and whether its split has streaming, without building the rest of the result (the serving
+    tables read only these, hundreds of steps a table)."""
+    c = _checked(c, s)
+    from . import tiles
+
+    return tiles.timed(c, s, **kwargs)

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -526,30 +527,28 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     return plans, prog
 
 
-def profile(
-    c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
-) -> TileProfile:
-    """Map and run step ``s`` on tile chip ``c``; return the full per-tile profile.
+class _Timing(NamedTuple):
+    """What both ``profile`` and ``timed`` work out of a step (``_timed``)."""
 
-    ``weights``: "auto" keeps weights on chip if the step fits, else streams them from
-    off-chip DRAM (when the chip has any); "on_chip" never streams (a model that does not fit
-    is reported as such); "stream" always streams. ``seed`` draws the embedding token ids.
-    ``explain=False`` skips the out-of-memory explanation of a step that does not fit (it
-    searches the largest batch that fits); callers that only read ``fits`` and ``time_s``
-    (the serving tables) save that search.
-    """
-    c = _tile_chip(c, "simulate")
-    _step_arg(s)
-    choice("weights", weights, WEIGHT_MODES)
-    if s.phase == "train":
-        raise ValueError(
-            "tiles maps forward, prefill and decode steps; phase 'train' is not modelled"
-        )
-    if weights == "stream" and c.offchip_bytes < s.model.weight_bytes(s.dtype_bytes):
-        raise ValueError(
-            f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
-            f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from"
-        )
+    plans: list
+    prog: Program
+    streamed: bool
+    placed: np.ndarray  # weight bytes per tile
+    temporary: np.ndarray
+    peak_op: np.ndarray
+    onchip_peak: float  # the fullest tile's bytes with the weights on chip
+    stream_s_if: float  # seconds to stream the weights, were they streamed
+    op_split: dict
+    op_time: np.ndarray
+    time_if_unlimited: float
+    always: np.ndarray
+    mem: np.ndarray
+    fits: bool
+
+
+def _timed(c: TileChip, s: Step, weights: str, seed: int) -> _Timing:
+    """What both ``profile`` and ``timed`` work out: the plans and program, the weights mode,
+    the memory per tile and the time (the arithmetic of ``profile``, in its order)."""
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
     plans, prog = _planned(_Keyed(_plan_key(c), c), _Keyed(_step_key(s), s), seed)
 
@@ -584,8 +583,75 @@ def profile(
             np.array([p.stream_bytes * p.op.count for p in plans]) / c.offchip_bandwidth_bytes_per_s
         )
     op_time = sum(op_split.values())
-    split = {k: float(v.sum()) for k, v in op_split.items()}
     time_if_unlimited = float(op_time.sum())
+    mem = always + temporary
+    fits = bool(mem.max() <= c.sram_per_tile_bytes)
+    return _Timing(
+        plans,
+        prog,
+        streamed,
+        placed,
+        temporary,
+        peak_op,
+        onchip_peak,
+        stream_s_if,
+        op_split,
+        op_time,
+        time_if_unlimited,
+        always,
+        mem,
+        fits,
+    )
+
+
+def _checked_step(c, s: Step, weights: str) -> TileChip:
+    """The tile chip ``c`` names, once ``s`` and ``weights`` are known to be simulable on it."""
+    c = _tile_chip(c, "simulate")
+    _step_arg(s)
+    choice("weights", weights, WEIGHT_MODES)
+    if s.phase == "train":
+        raise ValueError(
+            "tiles maps forward, prefill and decode steps; phase 'train' is not modelled"
+        )
+    if weights == "stream" and c.offchip_bytes < s.model.weight_bytes(s.dtype_bytes):
+        raise ValueError(
+            f"chip {c.name!r} has {c.offchip_bytes / 1e9:g} GB of off-chip DRAM, too little to "
+            f"stream {s.model.name}'s {s.model.weight_bytes(s.dtype_bytes) / 1e9:.2f} GB of weights from"
+        )
+    return c
+
+
+def timed(c, s: Step, *, weights: str = "auto", seed: int = 0) -> tuple[float, bool]:
+    """(seconds, weights stream) of step ``s`` on tile chip ``c``: ``simulate``'s ``time_s``
+    (``inf`` when the step does not fit), the same double, and whether its weights stream from
+    off-chip DRAM, without the rest of the profile (per-tile busy time, energy, the result's
+    records and messages): for callers that read only these (the serving tables' steps)."""
+    c = _checked_step(c, s, weights)
+    tm = _timed(c, s, weights, seed)
+    split = tm.op_split
+    streams = "streaming" in split and float(split["streaming"].sum()) > 0.0
+    return (tm.time_if_unlimited if tm.fits else math.inf), streams
+
+
+def profile(
+    c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
+) -> TileProfile:
+    """Map and run step ``s`` on tile chip ``c``; return the full per-tile profile.
+
+    ``weights``: "auto" keeps weights on chip if the step fits, else streams them from
+    off-chip DRAM (when the chip has any); "on_chip" never streams (a model that does not fit
+    is reported as such); "stream" always streams. ``seed`` draws the embedding token ids.
+    ``explain=False`` skips the out-of-memory explanation of a step that does not fit (it
+    searches the largest batch that fits); callers that only read ``fits`` and ``time_s``
+    (the serving tables) save that search.
+    """
+    c = _checked_step(c, s, weights)
+    cfg, T, hz = s.model, c.tiles, c.clock_hz
+    tm = _timed(c, s, weights, seed)
+    plans, prog, streamed, always = tm.plans, tm.prog, tm.streamed, tm.always
+    temporary, op_split, mem, fits = tm.temporary, tm.op_split, tm.mem, tm.fits
+    time_if_unlimited = tm.time_if_unlimited
+    split = {k: float(v.sum()) for k, v in op_split.items()}
     busy = ((prog.comp + prog.exch) * prog.count[:, None]).sum(axis=0) / hz
 
     prof = TileProfile(
@@ -596,22 +662,20 @@ def profile(
         "streamed" if streamed else "on-chip",
         always,
         temporary,
-        peak_op,
-        weight_bytes=np.zeros(T) if streamed else placed,
+        tm.peak_op,
+        weight_bytes=np.zeros(T) if streamed else tm.placed,
     )
-    mem = always + temporary
-    fits = bool(mem.max() <= c.sram_per_tile_bytes)
     # The fit rule (machine.StepResult): a step that fits nowhere has no honest time.
     time_s = time_if_unlimited if fits else math.inf
     if not fits:
         msg = (
-            _fit_message(c, s, prof, stream_s_if)
+            _fit_message(c, s, prof, tm.stream_s_if)
             if explain
             else "does not fit (explanation not asked for)"
         )
     elif streamed:
         msg = (
-            f"Weights do not fit on chip ({onchip_peak:,.0f} bytes on the fullest tile); they stream "
+            f"Weights do not fit on chip ({tm.onchip_peak:,.0f} bytes on the fullest tile); they stream "
             f"from off-chip DRAM, adding {split['streaming'] * 1e3:,.2f} ms per step."
         )
     else:
@@ -634,7 +698,7 @@ def profile(
         time_s=time_s,
         split=split,
         op_names=tuple(p.op.name for p in plans),
-        op_time_s=op_time,
+        op_time_s=tm.op_time,
         op_split=op_split,
         unit_busy_s=busy,
         unit_memory_bytes=mem,

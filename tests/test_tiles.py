@@ -11,7 +11,7 @@ import tiles_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipusim import energy, hardware, machine, roofline, tileplan, tiles, workloads
+from ipusim import energy, hardware, machine, one_chip, roofline, tileplan, tiles, workloads
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
 from ipusim.tileplan import rows as tp_rows
@@ -283,6 +283,35 @@ def test_input_checks():
         tiles.simulate("gc2", _bert(2, 16), weights="stream")
     with pytest.raises(ValueError, match="Step"):
         tiles.simulate("gc200", "bert-base")
+
+
+@pytest.mark.parametrize(
+    "model, lengths, phase, chip",
+    [
+        ("bert-base", [128] * 8, "forward", "gc200"),
+        ("gpt2", [300, 17, 64], "prefill", "bow"),
+        ("gpt2", [900] * 24, "decode", "gc200"),
+        ("bert-large", [128] * 96, "forward", "gc200"),  # streams under auto
+        ("llama-2-7b", [128], "prefill", "gc200"),  # fits nowhere on chip
+    ],
+)
+def test_timed_is_the_profiles_time_and_streaming(model, lengths, phase, chip):
+    """``tiles.timed`` (the serving tables' time alone) is ``simulate``'s ``time_s``, the same
+    double, and whether its split streams, for every weights mode (and ``one_chip``'s door)."""
+    s = workloads.step(
+        model, lengths, phase=phase, pad_to=max(lengths) if phase == "forward" else None
+    )
+    c = hardware.chip(chip)
+    for weights in ("auto", "on_chip", "stream"):
+        r = tiles.simulate(c, s, weights=weights, explain=False)
+        t, streams = tiles.timed(c, s, weights=weights)
+        assert (t, streams) == (r.time_s, r.split.get("streaming", 0.0) > 0.0)
+        assert math.isinf(t) or t.hex() == r.time_s.hex()
+        assert one_chip.tile_time_s(c, s, weights=weights) == (t, streams)
+    with pytest.raises(ValueError, match="needs a tile chip"):
+        tiles.timed("a100-80gb", s)
+    with pytest.raises(ValueError, match="weights"):
+        tiles.timed(c, s, weights="sometimes")
 
 
 def test_machine_dispatches_tile_chips_here():

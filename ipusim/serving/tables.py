@@ -212,10 +212,14 @@ def step_result(spec: Replica, step):
     step = _chip_step(spec, step)
     if spec.chip.kind != "tile":
         return machine.simulate(spec.chip, step)
-    weights = "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
     return machine.simulate(
-        spec.chip, step, weights=weights, explain=False
+        spec.chip, step, weights=_weights(spec), explain=False
     )  # tables read fits and time only
+
+
+def _weights(spec: Replica) -> str:
+    """``tiles.profile``'s weights mode of a tile replica: its ``streaming`` choice, or auto."""
+    return "auto" if spec.streaming is None else ("stream" if spec.streaming else "on_chip")
 
 
 def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
@@ -232,11 +236,13 @@ def replica_step_s(spec: Replica, step) -> tuple[float, tuple]:
         pl = placement.assess(spec.chip, step, tensor=spec.tensor, pipeline=spec.pipeline)
         ok = pl.fit != "does_not_fit" and math.isfinite(pl.time_s)
         return (float(pl.time_s) if ok else _INF), (ok, ok and pl.fit == "streams")
-    if spec.chip.kind == "tile":
-        res = step_result(spec, step)
-        ok = bool(res.fits) and math.isfinite(res.time_s)
-        streams = ok and float(res.split.get("streaming", 0.0)) > 0.0
-        t = float(res.time_s) if ok else _INF
+    if spec.chip.kind == "tile":  # the time and weights mode alone, the same doubles
+        from .. import one_chip
+
+        t, streams = one_chip.tile_time_s(spec.chip, _chip_step(spec, step), weights=_weights(spec))
+        ok = math.isfinite(t)
+        streams = ok and streams
+        t = float(t) if ok else _INF
     else:  # a GPU: the time alone (no per-kernel records), the same double; never streams
         from .. import machine
 
