@@ -11,42 +11,6 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _close_wave(
-    k,
-    in_wave,
-    wave_bytes,
-    sms,
-    hbm_bw,
-    sm_bw,
-    fill_s,
-    sm_c,
-    sm_l,
-    out_time,
-    out_compute,
-    out_memory,
-    out_waves,
-    out_busy,
-):
-    """Finish the wave of ``in_wave`` blocks whose loads sit in ``sm_c``/``sm_l``; reset them.
-    Inlined into ``_waves`` (Numba IR): one compile there, not one per argument type (a count
-    that starts at a literal 0 would type a second specialisation)."""
-    active = min(in_wave, sms)
-    t_sm = 0.0
-    for j in range(active):
-        t_sm = max(t_sm, max(sm_c[j], sm_l[j]))
-    t_mem = wave_bytes / min(hbm_bw, active * sm_bw)
-    t = max(t_sm, t_mem) + fill_s
-    for j in range(active):
-        out_busy[k, j] += max(max(sm_c[j], sm_l[j]), t_mem) + fill_s
-        sm_c[j] = 0.0
-        sm_l[j] = 0.0
-    out_time[k] += t
-    out_compute[k] += t_sm
-    out_memory[k] += t - t_sm
-    out_waves[k] += 1
-
-
 @njit(cache=True, error_model="numpy")
 def _waves(
     g_start,
@@ -86,6 +50,9 @@ def _waves(
         sm_l[j] = 0.0
     for k in range(k_bps.size):
         cap = sms * k_bps[k]
+        left = 0  # blocks of kernel k not yet in a wave: its last one closes the last wave
+        for g in range(g_start[k], g_start[k + 1]):
+            left += g_count[g]
         in_wave = 0
         wave_bytes = 0.0
         for g in range(g_start[k], g_start[k + 1]):
@@ -104,48 +71,34 @@ def _waves(
                 out_memory[k] += full * (t - own)
                 out_waves[k] += full
                 n -= full * cap
+                left -= full * cap
             for _ in range(n):
                 s = in_wave % sms
                 sm_c[s] += g_compute_s[g]
                 sm_l[s] += g_l2_s[g]
                 wave_bytes += g_hbm_bytes[g]
                 in_wave += 1
-                if in_wave == cap:
-                    _close_wave(
-                        k,
-                        in_wave,
-                        wave_bytes,
-                        sms,
-                        hbm_bw,
-                        sm_bw,
-                        fill_s,
-                        sm_c,
-                        sm_l,
-                        out_time,
-                        out_compute,
-                        out_memory,
-                        out_waves,
-                        out_busy,
-                    )
-                    in_wave = 0
-                    wave_bytes = 0.0
-        if in_wave > 0:
-            _close_wave(
-                k,
-                in_wave,
-                wave_bytes,
-                sms,
-                hbm_bw,
-                sm_bw,
-                fill_s,
-                sm_c,
-                sm_l,
-                out_time,
-                out_compute,
-                out_memory,
-                out_waves,
-                out_busy,
-            )
+                left -= 1
+                if in_wave < cap and left > 0:
+                    continue
+                # close the wave of in_wave blocks (written once: the full wave and the
+                # kernel's last one share this code, half the IR of a helper inlined twice)
+                active = min(in_wave, sms)
+                t_sm = 0.0
+                for j in range(active):
+                    t_sm = max(t_sm, max(sm_c[j], sm_l[j]))
+                t_mem = wave_bytes / min(hbm_bw, active * sm_bw)
+                t = max(t_sm, t_mem) + fill_s
+                for j in range(active):
+                    out_busy[k, j] += max(max(sm_c[j], sm_l[j]), t_mem) + fill_s
+                    sm_c[j] = 0.0
+                    sm_l[j] = 0.0
+                out_time[k] += t
+                out_compute[k] += t_sm
+                out_memory[k] += t - t_sm
+                out_waves[k] += 1
+                in_wave = 0
+                wave_bytes = 0.0
 
 
 def run_waves(kernels, r):

@@ -42,41 +42,38 @@ def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
                 while r <= L and head[r] < 0:
                     r += 1
             if r > L:  # no open group fits: start n new packs
-                s = ng
+                g = ng
                 ng += 1
-                comp[s, 0] = ln
-                ncomp[s] = 1
-                cnt[s] = n
-                rem[s] = L - ln
-                if ncomp[s] < max_per_row and rem[s] > 0:
-                    nxt[s] = head[rem[s]]
-                    head[rem[s]] = s
+                comp[g, 0] = ln
+                ncomp[g] = 1
+                cnt[g] = n
+                rem[g] = L - ln
                 n = 0
-                continue
-            s = head[r]
-            if n >= cnt[s]:  # the whole group takes one more sequence
-                head[r] = nxt[s]
-                comp[s, ncomp[s]] = ln
-                ncomp[s] += 1
-                rem[s] -= ln
-                n -= cnt[s]
-                if ncomp[s] < max_per_row and rem[s] > 0:
-                    nxt[s] = head[rem[s]]
-                    head[rem[s]] = s
-            else:  # split: n packs of the group take it, the rest stay open
-                cnt[s] -= n
-                t = ng
-                ng += 1
-                for j in range(ncomp[s]):
-                    comp[t, j] = comp[s, j]
-                comp[t, ncomp[s]] = ln
-                ncomp[t] = ncomp[s] + 1
-                cnt[t] = n
-                rem[t] = rem[s] - ln
-                if ncomp[t] < max_per_row and rem[t] > 0:
-                    nxt[t] = head[rem[t]]
-                    head[rem[t]] = t
-                n = 0
+            else:
+                s = head[r]
+                if n >= cnt[s]:  # the whole group takes one more sequence
+                    head[r] = nxt[s]
+                    comp[s, ncomp[s]] = ln
+                    ncomp[s] += 1
+                    rem[s] -= ln
+                    n -= cnt[s]
+                    g = s
+                else:  # split: n packs of the group take it, the rest stay open
+                    cnt[s] -= n
+                    g = ng
+                    ng += 1
+                    for j in range(ncomp[s]):
+                        comp[g, j] = comp[s, j]
+                    comp[g, ncomp[s]] = ln
+                    ncomp[g] = ncomp[s] + 1
+                    cnt[g] = n
+                    rem[g] = rem[s] - ln
+                    n = 0
+            # the group just made or grown stays open (on the stack of its free space) while it
+            # has room: one push for the three cases, not one each (less code to compile)
+            if ncomp[g] < max_per_row and rem[g] > 0:
+                nxt[g] = head[rem[g]]
+                head[rem[g]] = g
     return ng
 
 
