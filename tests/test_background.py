@@ -248,3 +248,38 @@ def test_a_progress_bar_leaves_no_thread_that_would_keep_a_worker_from_being_a_f
     for _ in config.progress(range(3), desc="a bar", disable=False):
         pass
     assert threading.active_count() == before
+
+
+def test_the_claims_workers_warm_run_gives_the_decode_kernel_the_signature_claim_10_uses(
+    monkeypatch,
+):
+    # claim 10's disaggregated deployments run the decode kernel on a cached (read-only) decode
+    # table; the worker's tiny call must type its arguments the same way, or it compiles a
+    # second signature that claim 10 never uses
+    import numba
+    import numpy as np
+
+    from ipusim import serving
+    from ipusim.commands import claims as claims_cmd
+    from ipusim.serving import disaggregated
+
+    kernel, seen = disaggregated.decode_kernel(), []
+
+    def spy(*args):
+        seen.append(tuple(numba.typeof(a) for a in args))
+        return kernel(*args)
+
+    monkeypatch.setattr(disaggregated, "_decode_device", spy)
+    claims_cmd.warm_kernels()
+    assert len(seen) == 1
+    real = serving.generation_model("a100-80gb", "gpt2", max_batch=2, max_prompt=32, max_ctx=64)
+    disaggregated.simulate_disaggregated(
+        np.zeros(4),
+        np.array([16, 20, 24, 28]),
+        np.array([2, 3, 2, 3]),
+        prefill=real,
+        decode=real,
+        kv_bytes_per_token=1e3,
+        max_batch=2,
+    )
+    assert len(seen) == 2 and seen[0] == seen[1], seen

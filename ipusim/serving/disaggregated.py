@@ -128,6 +128,12 @@ def _decode_device(
     return busy, iters, ng, 0, 0
 
 
+def decode_kernel():
+    """The decode pool's kernel (``_decode_device``, a Numba dispatcher): for a caller that
+    compiles it ahead of its first use (the claims command's background worker)."""
+    return _decode_device
+
+
 def simulate_disaggregated(
     arrival_s,
     prompt_tokens,
