@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from _timing import best_of, cold_child_times, compile_package
 
-from ipusim import hardware, tileplan, tiles, workloads
+from ipusim import hardware, supersteps, tileplan, tiles, workloads
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
 
@@ -41,7 +41,7 @@ def _kernel_inputs(prof):
         c.sram_bytes_per_cycle_per_tile,
         c.exchange_bytes_per_cycle_per_tile,
         c.vertex_overhead_cycles,
-        tiles.TILES_PER_EXCHANGE_BUS,
+        supersteps.TILES_PER_EXCHANGE_BUS,
     )
 
 
@@ -120,11 +120,11 @@ def rows(quick: bool) -> list[dict]:
     args = _kernel_inputs(prof)
     S, T = args[0].shape
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
-    tiles._superstep_cycles(*args, comp, exch, mx)
+    supersteps._superstep_cycles(*args, comp, exch, mx)
     out.append(
         {
             "name": f"tiles: superstep kernel ({S} supersteps x {T} tiles)",
-            "kernel_s": best_of(lambda: tiles._superstep_cycles(*args, comp, exch, mx), 20),
+            "kernel_s": best_of(lambda: supersteps._superstep_cycles(*args, comp, exch, mx), 20),
             "reference_s": best_of(
                 lambda: tiles_reference.superstep_cycles(*args), 1 if quick else 3
             ),

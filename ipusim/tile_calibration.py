@@ -26,7 +26,7 @@ measured IPU figures (facts §1.5); none is set per row or from an application f
 
 ``fit()`` re-runs the three rules. ``calibration_table()`` compares the simulator with the
 in-sample measurements (TESS-PF's curve and JIA-FT's exchange, simulated through
-``tiles.run_program``; JIA-FT's GEMM through ``tiles.matmul``) and with one held-out figure
+``supersteps.run_program``; JIA-FT's GEMM through ``tiles.matmul``) and with one held-out figure
 that sets nothing: ByteMLPerf's BERT-base SQuAD run on one C600 (a Mk2 IPU card, 280 TFLOPS
 FP16, so its clock is 280e12 / (1,472 x 128) = 1.486 GHz; 185 W): 3,134 sequences/s with
 rows of 384 tokens packed up to 3 sequences per row, 40 rows per batch (BYTEMLPERF-R). It is
@@ -170,7 +170,7 @@ def c600():
 
 def tess_point(n_rows: int) -> float:
     """Simulated TFLOPS of TESS-PF's benchmark: one ``[N,16] @ [16,16]`` vertex per Bow tile."""
-    from . import tiles
+    from . import supersteps, tiles
     from .hardware import chip
     from .workloads import matmul_op
 
@@ -189,13 +189,13 @@ def tess_point(n_rows: int) -> float:
     )
     op = matmul_op("tess", 1, n_rows * T, 16, 16, 2)
     plan = tiles.OpPlan(op, "one vertex per tile", T, [ph], np.zeros(T), np.zeros(T))
-    prog = tiles.run_program(bow, [plan])
+    prog = supersteps.run_program(bow, [plan])
     return flops * T / (prog.slowest[0, 0] / bow.clock_hz) / 1e12
 
 
 def exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
     """Simulated aggregate exchange, TB/s: every tile sends and receives ``bytes_per_tile``."""
-    from . import tiles
+    from . import supersteps, tiles
     from .workloads import matmul_op
 
     T = c.tiles
@@ -211,7 +211,7 @@ def exchange_point(c, bytes_per_tile: float = 65536.0) -> float:
         np.full(T, bytes_per_tile),
     )
     plan = tiles.OpPlan(matmul_op("exchange", 1, T, 1, 1, 2), "all tiles", T, [ph], z, z)
-    prog = tiles.run_program(c, [plan])
+    prog = supersteps.run_program(c, [plan])
     return bytes_per_tile * T / (prog.slowest[0, 1] / c.clock_hz) / 1e12
 
 

@@ -15,7 +15,7 @@ The model, in the order a step is simulated:
    error, reported with the tile, the excess and what would make it fit; nothing is placed
    silently. A step that fits neither on chip nor by streaming its weights has
    ``fits=False`` and ``time_s = inf`` (the fit rule in ``ipusim.result``).
-3. **Supersteps.** A superstep is sync, then the exchange that brings an op its inputs,
+3. **Supersteps** (``ipusim.supersteps``). A superstep is sync, then the exchange that brings an op its inputs,
    then the op's compute (read cyclically, this is Graphcore's compute -> sync -> exchange
    order, facts §1.4 GC-MPO2). Compute cycles per tile are ``vertex overhead x pieces +
    max(FLOPs / FLOP-rate, SRAM bytes / SRAM rate)``; exchange cycles per tile are the larger
@@ -42,10 +42,10 @@ The model, in the order a step is simulated:
    in the exchange (ASSUMPTION); while its op runs the copy is a temporary on the tiles
    that hold it. The embedding rows a batch needs are streamed likewise.
 
-6. **Energy.** ``energy_split`` prices what the supersteps did (``ipusim.energy.tile_split``):
+6. **Energy.** ``supersteps.energy_split`` prices what the supersteps did (``ipusim.energy.tile_split``):
    FLOPs, SRAM loads and rearranged bytes, exchange bytes sent and received, streamed bytes.
 
-Constants from facts §1.4 are named below with their source. Assumptions are marked.
+Constants from facts §1.4 are named with their source, here and in ``ipusim.supersteps``. Assumptions are marked.
 Only forward, prefill and decode steps are mapped (training is left to a later module).
 """
 
@@ -56,14 +56,12 @@ from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
-from . import energy as _energy
-from . import tile_params as _cal
 from ._validate import choice
 from .hardware import TileChip
 from .hardware import chip as _chip
 from .result import StepResult
+from .supersteps import Program, energy_split, run_program
 from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for callers of tiles)
     AVAILABLE_MEMORY_PROPORTION,
     PARTIAL_BYTES,
@@ -76,61 +74,10 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     plan_matmul,
     plan_step,
 )
-from .tileplan.base import PHASE_ARRAYS as _PHASE_ARRAYS
 from .tileplan.search import plan_cache
 from .workloads import Step
 
-TILES_PER_EXCHANGE_BUS = 2  # tiles sharing one exchange bus for sending (UNATTR-IPU21, conf. L)
 WEIGHT_MODES = ("auto", "on_chip", "stream")
-
-
-# ------------------------------------------------------------------------------------------
-# The superstep kernel (its plain-Python reference is in tests/tiles_reference.py)
-# ------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, error_model="numpy")
-def _superstep_cycles(
-    flops,
-    load,
-    vertices,
-    recv,
-    send,
-    flop_rate,
-    sram_rate,
-    x_rate,
-    vertex_cycles,
-    bus,
-    out_comp,
-    out_exch,
-    out_max,
-):
-    """Per-tile compute and exchange cycles of S supersteps over T tiles.
-
-    Preconditions: ``flops, load, vertices, recv, send, out_comp, out_exch`` are (S, T)
-    float64; ``flop_rate`` is (S,) FLOP/cycle/tile, all > 0; ``sram_rate, x_rate > 0``;
-    ``bus >= 1``; ``out_max`` is (S, 2): column 0 the slowest tile's compute, 1 its exchange.
-    """
-    S, T = flops.shape
-    for s in range(S):
-        mc = 0.0
-        mx = 0.0
-        for t in range(T):
-            c = 0.0
-            if vertices[s, t] > 0.0:
-                c = max(flops[s, t] / flop_rate[s], load[s, t] / sram_rate)
-                c += vertices[s, t] * vertex_cycles
-            b0 = (t // bus) * bus
-            sent = 0.0
-            for u in range(b0, min(b0 + bus, T)):
-                sent += send[s, u]
-            x = max(recv[s, t], sent / (min(b0 + bus, T) - b0)) / x_rate
-            out_comp[s, t] = c
-            out_exch[s, t] = x
-            mc = max(mc, c)
-            mx = max(mx, x)
-        out_max[s, 0] = mc
-        out_max[s, 1] = mx
 
 
 def _tile_chip(c, fn: str) -> TileChip:
@@ -158,119 +105,6 @@ def map_step(c, s: Step, *, seed: int = 0) -> list[OpPlan]:
     c = _tile_chip(c, "map_step")
     _step_arg(s)
     return plan_step(c, s, seed=seed)
-
-
-# ------------------------------------------------------------------------------------------
-# BSP execution of the mapped program
-# ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Program:
-    """The supersteps of one instance of each op, run through the cycle kernel.
-
-    ``comp`` and ``exch`` are (S, T) cycles per tile; ``slowest`` is (S, 2) the slowest
-    tile's compute and exchange; ``op_index`` maps each superstep to its plan; ``count`` is
-    how many times it runs in the step (the op's layer count).
-    """
-
-    phases: list
-    comp: np.ndarray
-    exch: np.ndarray
-    slowest: np.ndarray
-    op_index: np.ndarray
-    count: np.ndarray
-    sync_cycles: float
-    totals: np.ndarray  # (S, 5) each superstep's sums over its tiles of ``_PHASE_ARRAYS``
-
-    @property
-    def superstep_cycles(self) -> np.ndarray:
-        """Cycles of each superstep: sync + slowest exchange + slowest compute."""
-        return self.sync_cycles + self.slowest[:, 0] + self.slowest[:, 1]
-
-
-def run_program(c: TileChip, plans: list) -> Program:
-    """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
-
-    An op's identical supersteps (its serial passes) are timed once and counted as many
-    times as they run."""
-    phases, idx, cnt = [], [], []
-    for i, p in enumerate(plans):
-        for ph, n in p.supersteps():
-            phases.append(ph)
-            idx.append(i)
-            cnt.append(n * p.op.count)
-    S, T = len(phases), c.tiles
-    arr = {k: np.empty((S, T)) for k in _PHASE_ARRAYS}
-    for i, ph in enumerate(phases):  # row by row: one copy each, no list of arrays to stack
-        for k, a in arr.items():
-            a[i] = getattr(ph, k)
-    vec = c.fp32_flops_per_cycle_per_tile
-    # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
-    # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
-    # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
-    amp = np.flatnonzero([ph.amp for ph in phases])  # the AMP phases' rows
-    rate = np.array(
-        [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float
-    )
-    args = (
-        arr["flops"],
-        arr["load"],
-        arr["vertices"],
-        arr["recv"],
-        arr["send"],
-        rate,
-        c.sram_bytes_per_cycle_per_tile,
-        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
-        c.vertex_overhead_cycles,
-        TILES_PER_EXCHANGE_BUS,
-    )
-    comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
-    _superstep_cycles(*args, comp, exch, mx)
-    if amp.size:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
-        comp[amp] += np.where(
-            arr["vertices"][amp] > 0,
-            _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"][amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
-            0.0,
-        )
-    mx[:, 0] = comp.max(axis=1)
-    totals = np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
-    return Program(
-        phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles, totals
-    )
-
-
-def energy_split(
-    prog: Program, plans: list, streamed: bool, link_bytes: float = 0.0, process_nm: float = 45.0
-) -> dict:
-    """Energy by level (``energy.tile_split``, joules) of the supersteps of ``prog``, each run
-    as many times as its op's count: AMP and vector FLOPs (priced at ``process_nm``,
-    ``energy.flop_scale``), SRAM loads (and a read and a write of every byte an AMP phase
-    rearranges), exchange bytes sent and received, Streaming Memory bytes (when ``streamed``)
-    and ``link_bytes`` over IPU-Links."""
-    amp = vec = load = sent = recv = 0.0
-    # each superstep's sums over its tiles, as Python floats (a row sum equals the sum of the
-    # phase's own array bit for bit: the same pairwise summation over the same values)
-    for ph, n, (fl, ld, _, rv, sd) in zip(
-        prog.phases, prog.count, prog.totals.tolist(), strict=True
-    ):
-        f = fl * n
-        amp, vec = (amp + f, vec) if ph.amp else (amp, vec + f)
-        got = rv * n
-        load += ld * n + (2.0 * got if ph.amp else 0.0)  # AMP operands rearranged: read + write
-        sent += sd * n
-        recv += got
-    stream = sum(p.stream_bytes * p.op.count for p in plans) if streamed else 0.0
-    return _energy.tile_split(
-        amp_flops=amp,
-        vector_flops=vec,
-        sram_read_bytes=load,
-        exchange_sent_bytes=sent,
-        exchange_received_bytes=recv,
-        streamed_bytes=stream,
-        link_bytes=link_bytes,
-        flop_scale=_energy.flop_scale(process_nm),
-    )
 
 
 @dataclass

@@ -103,7 +103,7 @@ def _tile_minimal_transfer(r, tc):
     """Nanoseconds of one superstep in which tile 0 sends one 4-byte word to tile 1."""
     import numpy as np
 
-    from . import tiles
+    from . import supersteps, tiles
     from .hardware import chip
     from .workloads import matmul_op
 
@@ -119,7 +119,7 @@ def _tile_minimal_transfer(r, tc):
         z,
         z,
     )
-    return float(tiles.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz) * 1e9
+    return float(supersteps.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz) * 1e9
 
 
 def _tile_bytemlperf(r, tc):

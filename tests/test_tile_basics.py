@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipusim import hardware, tiles
+from ipusim import hardware, supersteps, tiles
 
 CHIPS = ("gc2", "gc200")
 
@@ -55,7 +55,7 @@ def _minimal_transfer_s(c) -> float:
     recv[1], send[0] = 4.0, 4.0
     ph = tiles.Phase("x", "exchange", False, z, z, z, recv, send)
     plan = tiles.OpPlan(matmul_op("x", 1, 1, 1, 1, 2), "one word", 1, [ph], z, z)
-    return float(tiles.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz)
+    return float(supersteps.run_program(c, [plan]).superstep_cycles[0] / c.clock_hz)
 
 
 def test_minimal_transfer_with_its_sync_takes_the_measured_time():

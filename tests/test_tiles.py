@@ -11,7 +11,17 @@ import tiles_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipusim import energy, hardware, machine, one_chip, roofline, tileplan, tiles, workloads
+from ipusim import (
+    energy,
+    hardware,
+    machine,
+    one_chip,
+    roofline,
+    supersteps,
+    tileplan,
+    tiles,
+    workloads,
+)
 from ipusim.tileplan import base as tp_base
 from ipusim.tileplan import matmul as tp_matmul
 from ipusim.tileplan import rows as tp_rows
@@ -61,7 +71,7 @@ def test_superstep_kernel_matches_reference(S, T, bus):
     arrs[2] = rng.integers(0, 3, (S, T)).astype(float)  # vertices, some tiles idle
     rate = rng.choice([32.0, 128.0], S)
     comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
-    tiles._superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus, comp, exch, mx)
+    supersteps._superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus, comp, exch, mx)
     rc, rx, rm = tiles_reference.superstep_cycles(*arrs, rate, 27.0, 4.1, 11.0, bus)
     np.testing.assert_allclose(comp, rc, rtol=1e-12)
     np.testing.assert_allclose(exch, rx, rtol=1e-12)

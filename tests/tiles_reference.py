@@ -1,4 +1,4 @@
-"""Plain-Python reference of the superstep kernel (``ipusim.tiles._superstep_cycles``), and
+"""Plain-Python reference of the superstep kernel (``ipusim.supersteps._superstep_cycles``), and
 ``plain()`` to run ``tiles.profile``, ``tiles.simulate`` and ``tiles.matmul`` on it and on the
 planner's references (``tileplan_reference.plain``; see ``kernel_swap``). Cycles per tile."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import tileplan_reference
 from kernel_swap import filling, swapped
 
-from ipusim import tiles as _tiles
+from ipusim import supersteps as _supersteps
 
 
 def superstep_cycles(
@@ -39,6 +39,6 @@ def plain():
     """Run ``ipusim.tiles`` with every kernel replaced by its plain reference."""
     with (
         tileplan_reference.plain(),
-        swapped({(_tiles, "_superstep_cycles"): filling(superstep_cycles, 3)}),
+        swapped({(_supersteps, "_superstep_cycles"): filling(superstep_cycles, 3)}),
     ):
         yield

@@ -1,6 +1,6 @@
 """The time of one embedding step on a tile chip (or a cluster of them) and on GPUs.
 
-**Tile chip** (same constants and superstep rule as ``ipusim.tiles``): every table is sharded by
+**Tile chip** (same constants and superstep rule as ``ipusim.supersteps``): every table is sharded by
 row over every tile of every chip (``access.tally`` says who owns and who asks for each row).
 Samples are dealt to tiles; a sample's bags are pooled on its tile. A step is BSP supersteps,
 each ``sync + slowest tile's exchange + slowest tile's compute``:
@@ -11,7 +11,7 @@ each ``sync + slowest tile's exchange + slowest tile's compute``:
    (sparse SGD: read row and gradient, write the row).
 
 A tile's exchange cycles are ``max(bytes it receives, mean bytes sent on its exchange bus) /
-exchange rate`` (``tiles.TILES_PER_EXCHANGE_BUS``); compute cycles ``vertex overhead x vertices
+exchange rate`` (``supersteps.TILES_PER_EXCHANGE_BUS``); compute cycles ``vertex overhead x vertices
 + max(FLOPs / vector rate, SRAM bytes / SRAM rate)``.
 
 Fit (``ipusim.result``): ``on_chip`` when each tile's share of the tables, its code reserve and
@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import collectives as _collectives
 from .. import gpu as _gpu
-from .. import tiles as _tiles
+from .. import supersteps as _supersteps
 from .._validate import positive
 from ..hardware import GpuChip, TileChip
 from ..hardware import chip as _chip
@@ -187,7 +187,7 @@ def link_time_s(c, chips: int, per_chip_bytes: float) -> float:
 
 def _superstep(c: TileChip, recv, send, flops, load, vertices):
     """(exchange cycles, compute cycles) of the slowest tile of one superstep (``tiles``' rule)."""
-    bus = _tiles.TILES_PER_EXCHANGE_BUS
+    bus = _supersteps.TILES_PER_EXCHANGE_BUS
     T = send.size
     pad = (-T) % bus
     s = np.concatenate([send, np.zeros(pad)]).reshape(-1, bus)
