@@ -204,6 +204,21 @@ def test_claims_starts_its_worker_while_either_kernel_it_compiles_most_is_missin
     assert claims_cmd._first_run() is False
 
 
+def _argument_types(monkeypatch, module, name) -> list:
+    """Replace the kernel ``module.name`` by a spy that calls it; the list it fills with the
+    Numba types of each call's arguments (the signature each call compiles or loads)."""
+    import numba
+
+    kernel, seen = getattr(module, name), []
+
+    def spy(*args):
+        seen.append(tuple(numba.typeof(a) for a in args))
+        return kernel(*args)
+
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_signature(
     monkeypatch,
 ):
@@ -211,20 +226,13 @@ def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_s
     # replicas; the worker's tiny run, on writable tables of a fixed step and one replica, must
     # type its arguments the same way, or it compiles a second signature (seconds of a first
     # run) that claim 10 never uses
-    import numba
     import numpy as np
 
     from ipusim import policies, serving
     from ipusim.commands import claims as claims_cmd
-    from ipusim.serving import generation, generation_kernels
+    from ipusim.serving import generation_kernels
 
-    kernel, seen = generation.continuous_kernel(), []
-
-    def spy(*args):
-        seen.append(tuple(numba.typeof(a) for a in args))
-        return kernel(*args)
-
-    monkeypatch.setattr(generation_kernels, "continuous_loop", spy)
+    seen = _argument_types(monkeypatch, generation_kernels, "continuous_loop")
     claims_cmd.warm_kernels()
     assert len(seen) == 1  # one replica
     real = serving.generation_model("a100-80gb", "gpt2", max_batch=2, max_prompt=32, max_ctx=64)
@@ -256,20 +264,13 @@ def test_the_claims_workers_warm_run_gives_the_decode_kernel_the_signature_claim
     # claim 10's disaggregated deployments run the decode kernel on a cached (read-only) decode
     # table; the worker's tiny call must type its arguments the same way, or it compiles a
     # second signature that claim 10 never uses
-    import numba
     import numpy as np
 
     from ipusim import serving
     from ipusim.commands import claims as claims_cmd
     from ipusim.serving import disaggregated
 
-    kernel, seen = disaggregated.decode_kernel(), []
-
-    def spy(*args):
-        seen.append(tuple(numba.typeof(a) for a in args))
-        return kernel(*args)
-
-    monkeypatch.setattr(disaggregated, "_decode_device", spy)
+    seen = _argument_types(monkeypatch, disaggregated, "_decode_device")
     claims_cmd.warm_kernels()
     assert len(seen) == 1
     real = serving.generation_model("a100-80gb", "gpt2", max_batch=2, max_prompt=32, max_ctx=64)
