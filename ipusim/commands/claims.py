@@ -75,11 +75,9 @@ def warm_kernels() -> None:
         mixed=np.full((2, 2, 3), 1e-3),
     )
     n = 4
-    serving.simulate_generation(
-        np.arange(n) * 1e-3, np.full(n, 16), np.full(n, 2), policies.Continuous(max_batch=2), gen
-    )
-    table.flags.writeable = False  # as the generation tables come from the table cache
     ready, prompt, out = np.arange(n) * 1e-3, np.full(n, 16), np.full(n, 2)
+    serving.simulate_generation(ready, prompt, out, policies.Continuous(max_batch=2), gen)
+    table.flags.writeable = False  # as the generation tables come from the table cache
     disaggregated.decode_kernel()(
         ready,
         np.argsort(ready, kind="stable"),
