@@ -400,7 +400,7 @@ def test_seeded_runs_are_identical():
 def test_squad_histogram_padding_matches_published():
     """SQuAD v1.1 at 384 tokens: 55.2% padding (docs/facts.md §4.1, recomputed from GC-TUT)."""
     from ipusim.checklist import check_padding
-    from ipusim.checklist.case import lengths_from_name
+    from ipusim.checklist.config_file import lengths_from_name
 
     lens, source = lengths_from_name("squad", None, 0)
     assert source == "squad-384"

@@ -8,6 +8,7 @@ import pytest
 
 from ipusim import calibration, gpu, hardware, workloads
 from ipusim.checklist import case as C
+from ipusim.checklist import config_file as F
 from ipusim.checklist import verdict
 from ipusim.checklist.recalibrate import recalibrate, rejudge, summary_markdown
 from ipusim.cli import main
@@ -84,7 +85,7 @@ def test_poc_example_near_the_threshold_changes_the_decision_and_says_why(tmp_pa
     out = tmp_path / "cal.toml"
     assert main(["calibrate", "--measurements", str(POC_PYTORCH), "--out", str(out)]) == 0
     params = calibration.load(out)
-    res = rejudge(C.load_case(POC_CASE), params)
+    res = rejudge(F.load_case(POC_CASE), params)
     moved = {m["parameter"]: m for m in res["moved"]}
     assert moved["tensor_efficiency"]["calibrated"] == pytest.approx(0.55, rel=0.03)
     assert moved["launch_s"]["calibrated"] == pytest.approx(10e-6, rel=0.10)

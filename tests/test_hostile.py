@@ -26,6 +26,7 @@ import pytest
 
 from ipusim import arrivals, lengths, limits, machine, packing, policies, serving, workloads
 from ipusim.checklist import case as C
+from ipusim.checklist import config_file as F
 from ipusim.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -545,21 +546,21 @@ LIB_CASES = [
     (lambda: C.Prices({"gc200": float("nan")}), "gc200"),
     (lambda: C.Training(token_budget=1e300), "token_budget"),
     (lambda: C.Training(seq_len=10**9), "seq_len"),
-    (lambda: C.case_from_dict({"case": 5}), "case"),
-    (lambda: C.case_from_dict({"prices": None}), "prices"),
+    (lambda: F.case_from_dict({"case": 5}), "case"),
+    (lambda: F.case_from_dict({"prices": None}), "prices"),
     (
-        lambda: C.case_from_dict({"traffic": {"arrivals": 5}}),
+        lambda: F.case_from_dict({"traffic": {"arrivals": 5}}),
         r"traffic\.arrivals: expected a list of times \(s\) or a file name, got 5",
     ),
     (
-        lambda: C.case_from_dict({"traffic": {"slo_p99_ms": 50, "slo_p99_s": 0.05}}),
+        lambda: F.case_from_dict({"traffic": {"slo_p99_ms": 50, "slo_p99_s": 0.05}}),
         "slo_p99_s: unknown key",
     ),
-    (lambda: C.case_from_dict({"case": {"inference": "no"}}), "case.inference"),
-    (lambda: C.case_from_dict({"case": {"seed": 1.5}}), "case.seed"),
-    (lambda: C.case_from_dict({"a": {"b": {"c": {"d": {"e": {"f": {"g": {}}}}}}}}), "nested"),
-    (lambda: C.case_from_dict([]), "table of sections"),
-    (lambda: C.load_case("/no/such.toml"), "not found"),
+    (lambda: F.case_from_dict({"case": {"inference": "no"}}), "case.inference"),
+    (lambda: F.case_from_dict({"case": {"seed": 1.5}}), "case.seed"),
+    (lambda: F.case_from_dict({"a": {"b": {"c": {"d": {"e": {"f": {"g": {}}}}}}}}), "nested"),
+    (lambda: F.case_from_dict([]), "table of sections"),
+    (lambda: F.load_case("/no/such.toml"), "not found"),
     (lambda: C.parse_candidates("gc200:1:2:3:4"), "CHIP"),
     (lambda: C.parse_prices(["x"]), "CHIP=USD"),
     (lambda: limits.parse_bytes("12Q"), "not a size"),

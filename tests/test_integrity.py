@@ -14,6 +14,7 @@ import pytest
 
 from ipusim import _files, hardware, sweep, workloads
 from ipusim.checklist import case as C
+from ipusim.checklist import config_file as F
 from ipusim.serving import table_cache, tables
 
 # The cheapest serve that builds a chip table (an A100 at two rows: ~1,000 GPU steps).
@@ -321,10 +322,10 @@ def test_every_reader_refuses_what_is_not_a_regular_file(reader, special, tmp_pa
     call = {
         "lengths": lambda: lengths.source(str(target)),
         "trace": lambda: arrivals.load_trace(target),
-        "arrivals": lambda: C.read_arrivals(target),
-        "config": lambda: C.load_case(target),
-        "config lengths": lambda: C.load_case(config),
-        "config arrivals": lambda: C.load_case(config),
+        "arrivals": lambda: F.read_arrivals(target),
+        "config": lambda: F.load_case(target),
+        "config lengths": lambda: F.load_case(config),
+        "config arrivals": lambda: F.load_case(config),
     }[reader]
     with pytest.raises(ValueError, match=what):
         call()
@@ -353,15 +354,15 @@ def test_a_chip_or_model_named_like_a_preset_it_is_not_is_refused():
 def test_a_config_chip_based_on_a_preset_is_renamed_and_priced_on_its_own():
     d = {"candidates": [{"chip": {"base": "gc200", "tiles": 736}}, "a100-80gb:1"]}
     with pytest.raises(ValueError, match=r"no price per chip-hour for chip 'gc200\*'"):
-        C.case_from_dict(d)
-    case = C.case_from_dict(d, prices={"gc200*": 1.0})
+        F.case_from_dict(d)
+    case = F.case_from_dict(d, prices={"gc200*": 1.0})
     assert (
         case.candidates[0].chip.name == "gc200*"
         and case.prices.chip_hour(case.candidates[0].chip) == 1.0
     )
     named = {"candidates": [{"chip": {"base": "gc200", "name": "a100-80gb"}}]}
     with pytest.raises(ValueError, match=r"candidates\[0\]: chip name 'a100-80gb'"):
-        C.case_from_dict(named)
+        F.case_from_dict(named)
 
 
 def test_a_corrupt_numba_cache_entry_is_compiled_afresh(tmp_path):

@@ -21,9 +21,7 @@ from .case import (
     Case,
     Prices,
     Training,
-    case_from_dict,
     default_case,
-    load_case,
     parse_candidates,
 )
 from .checks import (
@@ -41,6 +39,7 @@ from .checks import (
     check_training,
     train_estimate,
 )
+from .config_file import case_from_dict, load_case
 from .report import Report, run_checklist
 from .verdict import POLICY, MigrationVerdict, Reason, decide
 

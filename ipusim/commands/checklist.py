@@ -87,11 +87,12 @@ def add_arguments(p):
 def build_case(args):
     """The case described by the parsed arguments (config file first, options on top)."""
     from ..checklist import case as C
+    from ..checklist import config_file as F
 
     if args.output_tokens is not None and args.output_tokens < 1:
         raise ValueError(f"--output-tokens must be >= 1, got {args.output_tokens}")
     if args.config:
-        base = C.load_case(
+        base = F.load_case(
             args.config, prices=C.parse_prices(args.price)
         )  # a custom chip's price may come from --price
     else:
@@ -119,7 +120,7 @@ def build_case(args):
             raise ValueError(
                 "give --rate-per-s or --arrivals, not both (a trace sets its own rate)"
             )
-        changes["arrivals"] = C.read_arrivals(args.arrivals)
+        changes["arrivals"] = F.read_arrivals(args.arrivals)
     if args.slo_p99_ms is not None:
         if args.slo_p99_ms <= 0:
             raise ValueError(f"--slo-p99-ms must be > 0, got {args.slo_p99_ms:g}")
@@ -133,7 +134,7 @@ def build_case(args):
         changes["length_source"] = ""
     if args.lengths:
         seed = args.seed if args.seed is not None else base.seed
-        lens, src = C.lengths_from_name(args.lengths, Path.cwd(), seed)
+        lens, src = F.lengths_from_name(args.lengths, Path.cwd(), seed)
         changes["lengths"], changes["length_source"] = lens, src
     if args.candidates:
         changes["candidates"] = C.parse_candidates(args.candidates)

@@ -22,9 +22,9 @@ def schema(kind: str) -> dict:
     from .. import hardware, specfiles, workloads
 
     if kind == "case":
-        from ..checklist import case
+        from ..checklist import config_file
 
-        return case.config_json_schema()
+        return config_file.config_json_schema()
     if kind == "model":
         return specfiles.spec_model(workloads.TransformerConfig).model_json_schema()
     tile = specfiles.spec_model(hardware.TileChip, "tile").model_json_schema()
