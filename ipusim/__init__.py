@@ -8,7 +8,10 @@ Kernels and references: the library has one path, its Numba kernels and fast sea
 argument or switch runs a slower one. Each kernel's plain reference lives beside the tests in
 ``tests/<topic>_reference.py``. The tests hold each kernel to its reference, and where a whole
 public function is compared, the topic's ``plain()`` (``tests/kernel_swap.py``) puts the
-references in place of the kernels for the duration; ``benchmarks/`` times both.
+references in place of the kernels for the duration; ``benchmarks/`` times both. A kernel that
+does little work in a run may run its own source in the interpreter instead, while that costs
+less than compiling it (``_numba_cache.interpreted_or_compiled``): the same code, not a second
+path, and its tests hold the compiled and the interpreted runs to the reference alike.
 """
 
 from . import _numba_cache

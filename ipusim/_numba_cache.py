@@ -208,6 +208,28 @@ def cached(dispatcher) -> bool:
         return False
 
 
+_INTERPRETED: dict = {}  # kernel -> estimated seconds this process ran it interpreted
+
+
+def interpreted_or_compiled(kernel, args: tuple, seconds: float, compile_s: float):
+    """``kernel(*args)``, or the kernel's own Python source (``kernel.py_func``) run by the
+    interpreter: the same code on the same arrays, so the same results, without compiling.
+
+    A kernel that does little work in a run (a few small calls) costs a newcomer more to
+    compile than to interpret. So it runs interpreted while this process has neither compiled
+    nor loaded it and its interpreted calls, this one's estimated ``seconds`` included, add up
+    to at most ``compile_s`` (its cold compile, in the same units); past that it is compiled
+    (rent until the rent would exceed the price, then buy: at most about twice the better
+    choice in hindsight). Estimates, not clocks, decide: the same calls take the same path on
+    every run. A kernel that uses this is held to its interpreted source by its tests."""
+    if not kernel.signatures:
+        spent = _INTERPRETED.get(kernel, 0.0) + seconds
+        if spent <= compile_s:
+            _INTERPRETED[kernel] = spent
+            return kernel.py_func(*args)
+    return kernel(*args)
+
+
 def _add_read_only_locator() -> bool:
     """Let Numba use the ``__pycache__`` beside each kernel's source read-only, as its last
     choice: kernels cached there (a read-only install, a read-only root) load as usual; a new

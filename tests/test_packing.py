@@ -94,14 +94,32 @@ def _random_counts(rng, L, n):
     return c
 
 
+def _spfhp_by(run, c, k, shortest_first):
+    """``run_spfhp``'s tables filled by ``run`` (the compiled kernel or its interpreted source)."""
+    cap = 2 * c.size + 1
+    comp, ncomp, cnt, rem = np.zeros((cap, k), np.int64), *(np.zeros(cap, np.int64) for _ in "abc")
+    ng = run(c.copy(), k, shortest_first, comp, ncomp, cnt, rem)
+    return comp[:ng], cnt[:ng]
+
+
 @pytest.mark.parametrize("seed, L, n", [(0, 16, 5), (1, 64, 200), (2, 128, 3000), (3, 512, 20000)])
 @pytest.mark.parametrize("k", [1, 2, 3, 16])
 @pytest.mark.parametrize("shortest_first", [True, False])
 def test_spfhp_kernel_matches_reference(seed, L, n, k, shortest_first):
+    """The compiled kernel, its source run by the interpreter (``run_spfhp`` runs that while
+    compiling would cost more) and ``run_spfhp`` all give the reference's packs."""
     c = _random_counts(np.random.default_rng(seed), L, n)
-    comps, reps = packing.spfhp.run_spfhp(c, k, shortest_first)
-    got = [(tuple(int(v) for v in row if v), int(r)) for row, r in zip(comps, reps, strict=True)]
-    assert got == packing_reference.spfhp(c, k, shortest_first)
+    want = packing_reference.spfhp(c, k, shortest_first)
+    kernel = packing.spfhp._spfhp
+    for comps, reps in (
+        _spfhp_by(kernel, c, k, shortest_first),
+        _spfhp_by(kernel.py_func, c, k, shortest_first),
+        packing.spfhp.run_spfhp(c, k, shortest_first),
+    ):
+        got = [
+            (tuple(int(v) for v in row if v), int(r)) for row, r in zip(comps, reps, strict=True)
+        ]
+        assert got == want
 
 
 @pytest.mark.parametrize("seed, L, n", [(0, 12, 30), (1, 40, 500), (2, 90, 5000)])

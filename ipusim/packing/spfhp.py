@@ -7,6 +7,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import _numba_cache
+
+# Seconds of ``_spfhp`` run by the interpreter, at most 1.5e-7 x max_len^2 (every length
+# present: 37 ms at 512, 0.16 s at 1,024, 2.3 s at 4,096), against about 0.55 s to compile it
+# cold: both measured on a 2-core machine (benchmarks/bench_startup.py); only their ratio counts
+INTERPRETED_S_PER_LEN2 = 1.5e-7
+COMPILE_S = 0.55
+
 
 @njit(cache=True, error_model="numpy")
 def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
@@ -79,11 +87,17 @@ def _spfhp(counts, max_per_row, shortest_first, comp, ncomp, cnt, rem):
 
 def run_spfhp(counts, K, shortest_first=True):
     """(compositions, repeat counts) of SPFHP (``shortest_first``) or BFHP on a histogram's ``counts``
-    with at most ``K`` sequences per row: allocates the tables and runs ``_spfhp``."""
+    with at most ``K`` sequences per row: allocates the tables and runs ``_spfhp`` (interpreted
+    while that costs less than compiling it: ``_numba_cache.interpreted_or_compiled``)."""
     cap = 2 * counts.size + 1
     comp = np.zeros((cap, K), np.int64)
     ncomp = np.zeros(cap, np.int64)
     cnt = np.zeros(cap, np.int64)
     rem = np.zeros(cap, np.int64)
-    ng = _spfhp(counts.copy(), K, shortest_first, comp, ncomp, cnt, rem)
+    ng = _numba_cache.interpreted_or_compiled(
+        _spfhp,
+        (counts.copy(), K, shortest_first, comp, ncomp, cnt, rem),
+        INTERPRETED_S_PER_LEN2 * counts.size**2,
+        COMPILE_S,
+    )
     return comp[:ng], cnt[:ng]
