@@ -247,6 +247,23 @@ def test_the_claims_workers_warm_run_gives_the_continuous_kernel_a_real_tables_s
     assert len(seen) == 3 and seen[0] == seen[1] == seen[2]
 
 
+def test_the_claims_workers_warm_run_gives_the_wave_kernel_claim_2s_signature(monkeypatch):
+    # the worker compiles the GPU model's wave kernel first, for the parent's claim 2 to load:
+    # a warm call typed otherwise would compile a signature no claim uses
+    from ipusim.claims.common import GPU, bert_short, clear_cache
+    from ipusim.commands import claims as claims_cmd
+    from ipusim.gpu import waves
+
+    seen = _argument_types(monkeypatch, waves, "_waves")
+    claims_cmd.warm_kernels()
+    assert len(seen) >= 1
+    warm = set(seen)
+    clear_cache()
+    bert_short(GPU)  # claim 2's GPU step (and claim 10's)
+    clear_cache()
+    assert len(seen) > len(warm) and set(seen) == warm, seen
+
+
 def test_a_progress_bar_leaves_no_thread_that_would_keep_a_worker_from_being_a_fork():
     import threading
 

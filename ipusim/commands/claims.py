@@ -53,7 +53,9 @@ def judged(n: int, sensitivity: bool) -> tuple:
 
 
 def warm_kernels() -> None:
-    """Compile (or load) claim 10's continuous-batching kernel by a tiny run through the same
+    """Compile (or load) the GPU model's wave kernel by one tiny GPU step (claims 2 and 10 both
+    need it: the other process then loads it rather than waiting for it halfway through its
+    own compiles), then claim 10's continuous-batching kernel by a tiny run through the same
     public call ``serving.deployments.compare`` makes, on tables of one fixed step time
     (``serving.simulate_generation`` hands the kernel one array type whatever the tables and
     replicas: the one signature claim 10 uses), then its disaggregated decode kernel by a
@@ -63,8 +65,11 @@ def warm_kernels() -> None:
     waiting for them (about 1.5 s of a first run, then 0.7 s more without the decode kernel)."""
     import numpy as np
 
-    from .. import policies, serving
+    from .. import machine, policies, serving, workloads
+    from ..claims.common import GPU
     from ..serving import disaggregated
+
+    machine.step_time_s(GPU, workloads.step("bert-base", [8]))
 
     table = np.full((3, 3), 1e-3)
     gen = serving.GenerationModel(
