@@ -17,6 +17,10 @@ missing, as on Windows): two ipusim processes that share a cache (a command and 
 background worker, ``pytest -n 2``, two notebooks) never compile the same kernel at once;
 the second waits, then loads what the first saved. A lock still held after
 ``LOCK_TIMEOUT_S`` (a stuck process) is ignored and the kernel compiled anyway, said once.
+
+``interpreted_or_compiled`` runs a kernel's own Python source in the interpreter instead of
+compiling it, while the caller's estimates say that costs less (a first run that calls a kernel
+only a few times on small inputs).
 """
 
 from __future__ import annotations
