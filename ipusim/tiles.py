@@ -356,8 +356,7 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     # plan would otherwise change the plan every chip with the same planned fields is handed
     for p in plans:
         p.freeze()
-    for a in (prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count, prog.totals):
-        a.flags.writeable = False
+    prog.freeze()
     return plans, prog
 
 
