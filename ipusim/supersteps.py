@@ -198,68 +198,67 @@ def run_program(c: TileChip, plans: list) -> Program:
     )
     slowest = np.empty((S, 2))
     rows = [None] * S
-    todo, rates, keys = [], [], []
+    todo, rates, keys, rate_of = [], [], [], {}
     for i, ph in enumerate(phases):
         # Calibrated (ipusim.tile_calibration): an AMP phase runs at the AMP rate of its operands
-        rate = c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec
-        key = (base, rate)
-        got = ph.__dict__.get("_cycles") if keep[i] else None
-        if got is not None and got[0] == key:
-            rows[i] = got[1]
-            slowest[i] = got[2]
-            continue
+        rate = vec
+        if ph.amp:
+            rate = rate_of.get(ph.dtype_bytes)
+            if rate is None:
+                rate = rate_of[ph.dtype_bytes] = c.amp_flops_per_cycle_per_tile(ph.dtype_bytes)
+        if keep[i]:
+            key = (base, rate)
+            got = ph.__dict__.get("_cycles")
+            if got is not None and got[0] == key:
+                rows[i] = got[1]
+                slowest[i] = got[2]
+                continue
+            keys.append(key)
+        else:
+            keys.append(None)
         todo.append(i)
         rates.append(rate)
-        keys.append(key if keep[i] else None)
     if todo:
-        _cycles(
-            c, [phases[i] for i in todo], rates, sram, x_rate, todo, keys, rows, slowest, phases
-        )
+        _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest)
     return Program(phases, slowest, np.array(idx), np.array(cnt, float), c.sync_cycles, rows, T)
 
 
-def _cycles(c, todo_phases, rates, sram, x_rate, todo, keys, rows, slowest, phases):
-    """Run the supersteps ``todo_phases`` through the kernel: their (compute, exchange) rows
-    into ``rows`` and slowest tiles into ``slowest`` (at positions ``todo``); each one with a
-    key keeps them (read-only) on its phase."""
-    n, T = len(todo_phases), c.tiles
-    arr = {k: np.empty((n, T)) for k in _PHASE_ARRAYS}
-    for i, ph in enumerate(todo_phases):  # row by row: one copy each, no list of arrays to stack
-        for k, a in arr.items():
-            a[i] = getattr(ph, k)
+def _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest):
+    """Run the supersteps ``phases[todo]`` through the kernel, at FLOP rates ``rates``: their
+    (compute, exchange) rows into ``rows`` and slowest tiles into ``slowest`` (at ``todo``);
+    each one with a key (not None) keeps them, read-only, on its phase under that key."""
+    n, T = len(todo), c.tiles
+    fl, ld, vt, rv, sd = (np.empty((n, T)) for _ in _PHASE_ARRAYS)
+    amp = []
+    for j, i in enumerate(todo):  # row by row: one copy each, no list of arrays to stack
+        ph = phases[i]
+        fl[j], ld[j], vt[j], rv[j], sd[j] = ph.flops, ph.load, ph.vertices, ph.recv, ph.send
+        if ph.amp:
+            amp.append(j)  # the AMP phases' rows
+    comp, exch, mx = np.empty((n, T)), np.empty((n, T)), np.empty((n, 2))
+    args = (fl, ld, vt, rv, sd, np.array(rates, float), sram, x_rate, c.vertex_overhead_cycles)
+    _superstep_cycles(*args, TILES_PER_EXCHANGE_BUS, comp, exch, mx)
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
-    amp = np.flatnonzero([ph.amp for ph in todo_phases])  # the AMP phases' rows
-    args = (
-        arr["flops"],
-        arr["load"],
-        arr["vertices"],
-        arr["recv"],
-        arr["send"],
-        np.array(rates, float),
-        sram,
-        x_rate,
-        c.vertex_overhead_cycles,
-        TILES_PER_EXCHANGE_BUS,
-    )
-    comp, exch, mx = np.empty((n, T)), np.empty((n, T)), np.empty((n, 2))
-    _superstep_cycles(*args, comp, exch, mx)
-    if amp.size:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+    if amp:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+        amp = np.array(amp)
         comp[amp] += np.where(
-            arr["vertices"][amp] > 0,
-            _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"][amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
+            vt[amp] > 0,
+            _cal.AMP_PHASE_OVERHEAD_CYCLES + rv[amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
             0.0,
         )
     mx[:, 0] = comp.max(axis=1)
+    slowest[todo] = mx
     for j, i in enumerate(todo):
-        rows[i] = row = (comp[j], exch[j])
-        slowest[i] = mx[j]
-        if keys[j] is not None:  # copies, read-only: shared by every program of the phase
+        key = keys[j]
+        if key is None:
+            rows[i] = (comp[j], exch[j])
+        else:  # copies, read-only: shared by every program of the phase
             row = (comp[j].copy(), exch[j].copy())
-            for a in row:
-                a.flags.writeable = False
-            phases[i].__dict__["_cycles"] = (keys[j], row, mx[j].copy())
+            row[0].flags.writeable = row[1].flags.writeable = False
+            rows[i] = row
+            phases[i].__dict__["_cycles"] = (key, row, mx[j].copy())
 
 
 def energy_split(
