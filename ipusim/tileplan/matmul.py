@@ -352,43 +352,39 @@ def plan_matmul(
 
 def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
     """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
-    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
-    # blocks in C order of (m block, k block, n block): np.meshgrid(..., indexing="ij") raveled
-    mi = np.repeat(_splits(m, pm).astype(float), pk * pn)
-    kl = np.tile(np.repeat(_splits(k, pk).astype(float), pn), pm)
-    nj = np.tile(_splits(n, pn).astype(float), pm * pk)
-    P = mi.size
+    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``),
+    and each block's output area."""
+    # blocks in C order of (m block, k block, n block): each column is worked out on the block
+    # sizes broadcast over that (pm, pk, pn) grid, the same products in the same order as on
+    # the raveled (np.meshgrid(..., indexing="ij")) sizes, written into the table in place
+    mi = _splits(m, pm).astype(float)[:, None, None]
+    kl = _splits(k, pk).astype(float)[None, :, None]
+    nj = _splits(n, pn).astype(float)[None, None, :]
+    P = pm * pk * pn
     remote_w = _weight_remote(T, pm, pn, pk)
     # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
     send = (m * k * dt * (T - 1) / T + k * n * dt * (1.0 if pm > 1 else remote_w)) / P
     out_b = PARTIAL_BYTES if (pk > 1 or acc) else dt
-    table = np.column_stack(
-        [
-            2 * mi * kl * nj,
-            (mi * kl + kl * nj) * dt,
-            mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w,
-            np.full(P, send),
-            mi * kl * dt + kl * nj * dt + mi * nj * out_b,
-            np.zeros(P),
-        ]
-    )
-    return table, mi * nj
+    mk, kn, mn = mi * kl, kl * nj, mi * nj
+    table = np.empty((pm, pk, pn, 6))
+    table[..., 0] = 2 * mi * kl * nj
+    table[..., 1] = (mk + kn) * dt
+    table[..., 2] = mk * dt * (T - 1) / T + kn * dt * remote_w
+    table[..., 3] = send
+    table[..., 4] = mk * dt + kn * dt + mn * out_b
+    table[..., 5] = 0.0
+    return table.reshape(P, 6), np.broadcast_to(mn, (pm, pk, pn)).ravel()
 
 
 def _reduce_table(area, pk):
     """Reduction of FP32 partials: each of the pk tiles of a block owns 1/pk of its output."""
     part = area / pk
-    z = np.zeros(area.size)
-    return np.column_stack(
-        [
-            (pk - 1) * part,
-            2 * pk * part * PARTIAL_BYTES,
-            (pk - 1) * part * PARTIAL_BYTES,
-            (pk - 1) * part * PARTIAL_BYTES,
-            z,
-            z,
-        ]
-    )
+    table = np.empty((area.size, 6))
+    table[:, 0] = (pk - 1) * part
+    table[:, 1] = 2 * pk * part * PARTIAL_BYTES
+    table[:, 2] = table[:, 3] = (pk - 1) * part * PARTIAL_BYTES
+    table[:, 4:] = 0.0
+    return table
 
 
 @plan_cache(maxsize=1024)
