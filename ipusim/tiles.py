@@ -74,6 +74,7 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     plan_matmul,
     plan_step,
 )
+from .tileplan.base import placed_bytes
 from .tileplan.search import plan_cache
 from .workloads import Step
 
@@ -205,7 +206,7 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
     stream, an op's temporaries include its copied-in weights. Capacity per tile is then
     ``always-live + largest temporaries``.
     """
-    placed = sum(p.weights for p in plans)
+    placed = placed_bytes(plans)
     temps = np.empty((len(plans), c.tiles))
     for i, p in enumerate(plans):
         temps[i] = p.temp

@@ -83,7 +83,7 @@ def _attention_seq_tables(
             sent = (
                 (first * qc + kb / r) * hd * dt * remote
             )  # query rows once, K once per head (multicast)
-            t = np.column_stack(
+            t = _columns(
                 [
                     2 * area * hd,
                     (qc + kb) * hd * dt,
@@ -96,7 +96,7 @@ def _attention_seq_tables(
         elif which == "attn_context":
             recv = kb * hd * dt * remote
             out_b = qc * hd * (PARTIAL_BYTES if online else dt)
-            t = np.column_stack(
+            t = _columns(
                 [
                     2 * area * hd,
                     area * dt + kb * hd * dt,
@@ -108,7 +108,7 @@ def _attention_seq_tables(
             )
         else:  # softmax in place on the score block; rescale the accumulator after the first block
             rescale = (not first) * online * qc * (hd + RESCALE_FLOPS_PER_ROW)
-            t = np.column_stack(
+            t = _columns(
                 [
                     5 * area + rescale,
                     2 * area * dt + (not first) * online * 2 * qc * hd * PARTIAL_BYTES,
@@ -119,6 +119,14 @@ def _attention_seq_tables(
                 ]
             )
         out.append(t)
+    return out
+
+
+def _columns(cols: list) -> np.ndarray:
+    """``np.column_stack(cols)`` of equal-length 1-D float columns, written into one table."""
+    out = np.empty((cols[0].size, len(cols)))
+    for i, col in enumerate(cols):
+        out[:, i] = col
     return out
 
 

@@ -156,6 +156,20 @@ class OpPlan:
         return out
 
 
+def placed_bytes(plans: list) -> np.ndarray:
+    """Weight bytes per tile of all ``plans``: ``sum(p.weights for p in plans)``, the same
+    additions in the same order, into one array (no new array per plan)."""
+    if not plans:
+        return sum(p.weights for p in plans)
+    total = 0 + plans[0].weights
+    for p in plans[1:]:
+        if total.dtype != np.float64:  # pragma: no cover - weights are float64
+            total = total + p.weights
+        else:
+            np.add(total, p.weights, out=total)
+    return total
+
+
 def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:
     """A superstep from dealt per-tile sums; sends are spread evenly over all tiles (the
     op's input is spread over all of them). ``dtype_bytes``: operand bytes (the AMP's rate)."""
