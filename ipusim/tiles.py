@@ -468,6 +468,17 @@ def timed(c, s: Step, *, weights: str = "auto", seed: int = 0) -> tuple[float, b
     return (tm.time_if_unlimited if tm.fits else math.inf), streams
 
 
+def step_times(c, s: Step, *, weights: str = "auto", seed: int = 0) -> tuple:
+    """(time_s, fits, split, op_names, op_time_s) of ``simulate(c, s, weights=weights,
+    seed=seed)``, the same values, without the rest of the profile (per-tile busy time, energy,
+    messages): for callers that time a step's ops and read only these (training's layer times)."""
+    c = _checked_step(c, s, weights)
+    tm = _timed(c, s, weights, seed)
+    split = {k: float(v.sum()) for k, v in tm.op_split.items()}
+    time_s = tm.time_if_unlimited if tm.fits else math.inf
+    return time_s, tm.fits, split, tuple(p.op.name for p in tm.plans), tm.op_time
+
+
 def profile(
     c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
 ) -> TileProfile:
