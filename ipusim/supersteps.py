@@ -209,9 +209,9 @@ def run_program(c: TileChip, plans: list) -> Program:
         if keep[i]:
             key = (base, rate)
             got = ph.__dict__.get("_cycles")
-            if got is not None and got[0] == key:
-                rows[i] = got[1]
-                slowest[i] = got[2]
+            if got is not None and got[0] == key and _same_arrays(got[1], ph):
+                rows[i] = got[2]
+                slowest[i] = got[3]
                 continue
             keys.append(key)
         else:
@@ -221,6 +221,19 @@ def run_program(c: TileChip, plans: list) -> Program:
     if todo:
         _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest)
     return Program(phases, slowest, np.array(idx), np.array(cnt, float), c.sync_cycles, rows, T)
+
+
+def _same_arrays(arrays: tuple, ph) -> bool:
+    """Whether ``ph`` still holds the very arrays its kept cycles were worked out from (a
+    phase whose array was replaced since is run through the kernel again)."""
+    a = arrays
+    return (
+        a[0] is ph.flops
+        and a[1] is ph.load
+        and a[2] is ph.vertices
+        and a[3] is ph.recv
+        and a[4] is ph.send
+    )
 
 
 def _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest):
@@ -258,7 +271,9 @@ def _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest):
             row = (comp[j].copy(), exch[j].copy())
             row[0].flags.writeable = row[1].flags.writeable = False
             rows[i] = row
-            phases[i].__dict__["_cycles"] = (key, row, mx[j].copy())
+            ph = phases[i]
+            arrays = (ph.flops, ph.load, ph.vertices, ph.recv, ph.send)
+            ph.__dict__["_cycles"] = (key, arrays, row, mx[j].copy())
 
 
 def energy_split(
