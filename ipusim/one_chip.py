@@ -9,6 +9,10 @@ front door) sends one-chip steps here and steps on several chips to ``ipusim.pla
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from . import limits
 from .hardware import GpuChip, TileChip
 from .hardware import chip as _chip
@@ -61,3 +65,32 @@ def tile_time_s(c, s: Step, **kwargs) -> tuple[float, bool]:
     from . import tiles
 
     return tiles.timed(c, s, **kwargs)
+
+
+class StepTimes(NamedTuple):
+    """The figures of ``simulate``'s result that a caller timing a step's ops reads, the same
+    values: seconds (``inf`` when the step does not fit), whether it fits, the time split by
+    category, and each op's name and seconds."""
+
+    time_s: float
+    fits: bool
+    split: dict
+    op_names: tuple
+    op_time_s: np.ndarray
+
+
+def step_times(c, s: Step, **kwargs) -> StepTimes:
+    """``StepTimes`` of ``simulate(c, s, **kwargs)`` without building the rest of the result
+    (``tiles.step_times``, ``gpu.step_times``): no per-unit rows, energy or messages (a tile
+    chip's ``explain`` is accepted and has nothing to explain)."""
+    c = _checked(c, s)
+    if isinstance(c, TileChip):
+        from . import tiles
+
+        kwargs.pop("explain", None)
+        return StepTimes(*tiles.step_times(c, s, **kwargs))
+    if isinstance(c, GpuChip):
+        from . import gpu
+
+        return StepTimes(*gpu.step_times(c, s, **kwargs))
+    raise ValueError(f"chip must be a TileChip or GpuChip, got {type(c).__name__}")

@@ -23,8 +23,6 @@ step through these (memory, fit, streaming and the result).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit
 
@@ -90,23 +88,74 @@ def _superstep_cycles(
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Program:
     """The supersteps of one instance of each op, run through the cycle kernel.
 
     ``comp`` and ``exch`` are (S, T) cycles per tile; ``slowest`` is (S, 2) the slowest
     tile's compute and exchange; ``op_index`` maps each superstep to its plan; ``count`` is
-    how many times it runs in the step (the op's layer count).
+    how many times it runs in the step (the op's layer count); ``totals`` is (S, 5) each
+    superstep's sums over its tiles of ``PHASE_ARRAYS`` (what ``energy_split`` prices).
+    ``comp``, ``exch`` and ``totals`` are put together from the supersteps' rows when first
+    read (a caller timing the step reads only ``slowest``: the serving tables' steps).
     """
 
-    phases: list
-    comp: np.ndarray
-    exch: np.ndarray
-    slowest: np.ndarray
-    op_index: np.ndarray
-    count: np.ndarray
-    sync_cycles: float
-    totals: np.ndarray  # (S, 5) each superstep's sums over its tiles of ``_PHASE_ARRAYS``
+    def __init__(self, phases, slowest, op_index, count, sync_cycles, rows, tiles):
+        self.phases = phases
+        self.slowest = slowest
+        self.op_index = op_index
+        self.count = count
+        self.sync_cycles = sync_cycles
+        self._rows = rows  # (compute row, exchange row) of each superstep
+        self._tiles = tiles
+        self._frozen = False
+
+    def __repr__(self):
+        return f"Program({len(self.phases)} supersteps, {self.slowest.shape} slowest)"
+
+    def _built(self, name, make):
+        got = self.__dict__.get(name)
+        if got is None:
+            got = make()
+            if self._frozen:
+                got.flags.writeable = False
+            self.__dict__[name] = got
+        return got
+
+    @property
+    def comp(self) -> np.ndarray:
+        return self._built("_comp", lambda: self._stacked(0))
+
+    @property
+    def exch(self) -> np.ndarray:
+        return self._built("_exch", lambda: self._stacked(1))
+
+    @property
+    def totals(self) -> np.ndarray:
+        # a phase's sum equals its row's in the (S, T) copy bit for bit (the same pairwise
+        # summation over the same values)
+        return self._built(
+            "_totals",
+            lambda: np.array(
+                [[float(getattr(ph, k).sum()) for k in _PHASE_ARRAYS] for ph in self.phases],
+                float,
+            ).reshape(len(self.phases), len(_PHASE_ARRAYS)),
+        )
+
+    def _stacked(self, j: int) -> np.ndarray:
+        out = np.empty((len(self._rows), self._tiles))
+        for i, row in enumerate(self._rows):
+            out[i] = row[j]
+        return out
+
+    def freeze(self) -> None:
+        """Make every array the program holds, or puts together later, read-only (a memoised
+        program is handed to every caller of the same step)."""
+        self._frozen = True
+        for a in (self.slowest, self.op_index, self.count):
+            a.flags.writeable = False
+        for k in ("_comp", "_exch", "_totals"):
+            if k in self.__dict__:
+                self.__dict__[k].flags.writeable = False
 
     @property
     def superstep_cycles(self) -> np.ndarray:
@@ -118,51 +167,113 @@ def run_program(c: TileChip, plans: list) -> Program:
     """Time the supersteps of ``plans`` on chip ``c`` (per-tile compute and exchange cycles).
 
     An op's identical supersteps (its serial passes) are timed once and counted as many
-    times as they run."""
-    phases, idx, cnt = [], [], []
+    times as they run. A superstep of a frozen plan (read-only, memoised: the planner's
+    matmul and row layouts, which the steps of a table share) keeps its cycles, by the rates
+    they were worked out with, and is not run through the kernel again: each superstep's
+    rows depend on its own arrays and the rates only."""
+    phases, idx, cnt, keep = [], [], [], []
     for i, p in enumerate(plans):
+        frozen = bool(p.__dict__.get("_frozen"))
         for ph, n in p.supersteps():
             phases.append(ph)
             idx.append(i)
             cnt.append(n * p.op.count)
+            keep.append(frozen)
     S, T = len(phases), c.tiles
-    arr = {k: np.empty((S, T)) for k in _PHASE_ARRAYS}
-    for i, ph in enumerate(phases):  # row by row: one copy each, no list of arrays to stack
-        for k, a in arr.items():
-            a[i] = getattr(ph, k)
     vec = c.fp32_flops_per_cycle_per_tile
+    sram, x_rate = (
+        c.sram_bytes_per_cycle_per_tile,
+        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
+    )
+    # every value a superstep's rows depend on besides its arrays (and its FLOP rate)
+    base = (
+        T,
+        sram,
+        x_rate,
+        c.vertex_overhead_cycles,
+        TILES_PER_EXCHANGE_BUS,
+        _cal.AMP_PHASE_OVERHEAD_CYCLES,
+        _cal.REARRANGE_BYTES_PER_CYCLE,
+        _superstep_cycles,  # a reference swapped in (tests) is not answered by the kernel's rows
+    )
+    slowest = np.empty((S, 2))
+    rows = [None] * S
+    todo, rates, keys, rate_of = [], [], [], {}
+    for i, ph in enumerate(phases):
+        # Calibrated (ipusim.tile_calibration): an AMP phase runs at the AMP rate of its operands
+        rate = vec
+        if ph.amp:
+            rate = rate_of.get(ph.dtype_bytes)
+            if rate is None:
+                rate = rate_of[ph.dtype_bytes] = c.amp_flops_per_cycle_per_tile(ph.dtype_bytes)
+        if keep[i]:
+            key = (base, rate)
+            got = ph.__dict__.get("_cycles")
+            if got is not None and got[0] == key and _same_arrays(got[1], ph):
+                rows[i] = got[2]
+                slowest[i] = got[3]
+                continue
+            keys.append(key)
+        else:
+            keys.append(None)
+        todo.append(i)
+        rates.append(rate)
+    if todo:
+        _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest)
+    return Program(phases, slowest, np.array(idx), np.array(cnt, float), c.sync_cycles, rows, T)
+
+
+def _same_arrays(arrays: tuple, ph) -> bool:
+    """Whether ``ph`` still holds the very arrays its kept cycles were worked out from (a
+    phase whose array was replaced since is run through the kernel again)."""
+    a = arrays
+    return (
+        a[0] is ph.flops
+        and a[1] is ph.load
+        and a[2] is ph.vertices
+        and a[3] is ph.recv
+        and a[4] is ph.send
+    )
+
+
+def _cycles(c, phases, todo, rates, keys, sram, x_rate, rows, slowest):
+    """Run the supersteps ``phases[todo]`` through the kernel, at FLOP rates ``rates``: their
+    (compute, exchange) rows into ``rows`` and slowest tiles into ``slowest`` (at ``todo``);
+    each one with a key (not None) keeps them, read-only, on its phase under that key."""
+    n, T = len(todo), c.tiles
+    fl, ld, vt, rv, sd = (np.empty((n, T)) for _ in _PHASE_ARRAYS)
+    amp = []
+    for j, i in enumerate(todo):  # row by row: one copy each, no list of arrays to stack
+        ph = phases[i]
+        fl[j], ld[j], vt[j], rv[j], sd[j] = ph.flops, ph.load, ph.vertices, ph.recv, ph.send
+        if ph.amp:
+            amp.append(j)  # the AMP phases' rows
+    comp, exch, mx = np.empty((n, T)), np.empty((n, T)), np.empty((n, 2))
+    args = (fl, ld, vt, rv, sd, np.array(rates, float), sram, x_rate, c.vertex_overhead_cycles)
+    _superstep_cycles(*args, TILES_PER_EXCHANGE_BUS, comp, exch, mx)
     # Calibrated (ipusim.tile_calibration): the exchange runs at EXCHANGE_EFFICIENCY of its rate;
     # an AMP compute phase costs AMP_PHASE_OVERHEAD_CYCLES more, plus rearranging the bytes it
     # received into the AMP's layout at REARRANGE_BYTES_PER_CYCLE.
-    amp = np.flatnonzero([ph.amp for ph in phases])  # the AMP phases' rows
-    rate = np.array(
-        [c.amp_flops_per_cycle_per_tile(ph.dtype_bytes) if ph.amp else vec for ph in phases], float
-    )
-    args = (
-        arr["flops"],
-        arr["load"],
-        arr["vertices"],
-        arr["recv"],
-        arr["send"],
-        rate,
-        c.sram_bytes_per_cycle_per_tile,
-        c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
-        c.vertex_overhead_cycles,
-        TILES_PER_EXCHANGE_BUS,
-    )
-    comp, exch, mx = np.empty((S, T)), np.empty((S, T)), np.empty((S, 2))
-    _superstep_cycles(*args, comp, exch, mx)
-    if amp.size:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+    if amp:  # (the other rows' cycles are >= 0: adding 0.0 would leave them as they are)
+        amp = np.array(amp)
         comp[amp] += np.where(
-            arr["vertices"][amp] > 0,
-            _cal.AMP_PHASE_OVERHEAD_CYCLES + arr["recv"][amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
+            vt[amp] > 0,
+            _cal.AMP_PHASE_OVERHEAD_CYCLES + rv[amp] / _cal.REARRANGE_BYTES_PER_CYCLE,
             0.0,
         )
     mx[:, 0] = comp.max(axis=1)
-    totals = np.column_stack([arr[k].sum(axis=1) for k in _PHASE_ARRAYS])
-    return Program(
-        phases, comp, exch, mx, np.array(idx), np.array(cnt, float), c.sync_cycles, totals
-    )
+    slowest[todo] = mx
+    for j, i in enumerate(todo):
+        key = keys[j]
+        if key is None:
+            rows[i] = (comp[j], exch[j])
+        else:  # copies, read-only: shared by every program of the phase
+            row = (comp[j].copy(), exch[j].copy())
+            row[0].flags.writeable = row[1].flags.writeable = False
+            rows[i] = row
+            ph = phases[i]
+            arrays = (ph.flops, ph.load, ph.vertices, ph.recv, ph.send)
+            ph.__dict__["_cycles"] = (key, arrays, row, mx[j].copy())
 
 
 def energy_split(

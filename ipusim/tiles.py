@@ -74,6 +74,7 @@ from .tileplan import (  # noqa: F401 (re-exported: the planner's names, for cal
     plan_matmul,
     plan_step,
 )
+from .tileplan.base import placed_bytes
 from .tileplan.search import plan_cache
 from .workloads import Step
 
@@ -196,7 +197,8 @@ class TileProfile:
 
 
 def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
-    """Per-tile bytes: (always-live other than weights, placed weights, temporaries, op at the peak).
+    """Per-tile bytes: (always-live other than weights, placed weights, temporaries, and every
+    op's temporaries, (ops, tiles): ``argmax(axis=0)`` of it is the op at each tile's peak).
 
     Always-live: the code budget, biases and norm parameters and the KV cache (prefill,
     decode), spread evenly, and the residual stream (tokens x d_model), live throughout and
@@ -205,14 +207,14 @@ def _memory(c: TileChip, s: Step, plans: list, streamed: bool = False):
     stream, an op's temporaries include its copied-in weights. Capacity per tile is then
     ``always-live + largest temporaries``.
     """
-    placed = sum(p.weights for p in plans)
+    placed = placed_bytes(plans)
     temps = np.empty((len(plans), c.tiles))
     for i, p in enumerate(plans):
         temps[i] = p.temp
         if streamed and p.op.kind == "matmul":
             temps[i] += p.weights / p.op.count
     base = c.code_bytes_per_tile + always_live_other_bytes(c, s, placed)
-    return base, placed, temps.max(axis=0), temps.argmax(axis=0)
+    return base, placed, temps.max(axis=0), temps
 
 
 def _stream_fits(c: TileChip, s: Step, plans: list) -> bool:
@@ -356,8 +358,7 @@ def _planned(c: _Keyed, s: _Keyed, seed: int):
     # plan would otherwise change the plan every chip with the same planned fields is handed
     for p in plans:
         p.freeze()
-    for a in (prog.comp, prog.exch, prog.slowest, prog.op_index, prog.count, prog.totals):
-        a.flags.writeable = False
+    prog.freeze()
     return plans, prog
 
 
@@ -369,7 +370,7 @@ class _Timing(NamedTuple):
     streamed: bool
     placed: np.ndarray  # weight bytes per tile
     temporary: np.ndarray
-    peak_op: np.ndarray
+    op_temps: np.ndarray  # (ops, tiles) each op's temporaries: argmax(axis=0) is the peak op
     onchip_peak: float  # the fullest tile's bytes with the weights on chip
     stream_s_if: float  # seconds to stream the weights, were they streamed
     op_split: dict
@@ -386,7 +387,7 @@ def _timed(c: TileChip, s: Step, weights: str, seed: int) -> _Timing:
     cfg, dt, T = s.model, s.dtype_bytes, c.tiles
     plans, prog = _planned(_Keyed(_plan_key(c), c), _Keyed(_step_key(s), s), seed)
 
-    base, placed, temporary, peak_op = _memory(c, s, plans)
+    base, placed, temporary, op_temps = _memory(c, s, plans)
     onchip_peak = (base + placed + temporary).max()
     stream_bytes = sum(p.stream_bytes * p.op.count for p in plans)
     stream_s_if = stream_bytes / c.offchip_bandwidth_bytes_per_s if c.offchip_bytes else 0.0
@@ -399,7 +400,7 @@ def _timed(c: TileChip, s: Step, weights: str, seed: int) -> _Timing:
             mode = "on_chip"
     streamed = mode == "stream"
     if streamed:
-        base, placed, temporary, peak_op = _memory(c, s, plans, streamed=True)
+        base, placed, temporary, op_temps = _memory(c, s, plans, streamed=True)
     always = np.full(T, base) + (0.0 if streamed else placed)
 
     # Time
@@ -426,7 +427,7 @@ def _timed(c: TileChip, s: Step, weights: str, seed: int) -> _Timing:
         streamed,
         placed,
         temporary,
-        peak_op,
+        op_temps,
         onchip_peak,
         stream_s_if,
         op_split,
@@ -467,6 +468,17 @@ def timed(c, s: Step, *, weights: str = "auto", seed: int = 0) -> tuple[float, b
     return (tm.time_if_unlimited if tm.fits else math.inf), streams
 
 
+def step_times(c, s: Step, *, weights: str = "auto", seed: int = 0) -> tuple:
+    """(time_s, fits, split, op_names, op_time_s) of ``simulate(c, s, weights=weights,
+    seed=seed)``, the same values, without the rest of the profile (per-tile busy time, energy,
+    messages): for callers that time a step's ops and read only these (training's layer times)."""
+    c = _checked_step(c, s, weights)
+    tm = _timed(c, s, weights, seed)
+    split = {k: float(v.sum()) for k, v in tm.op_split.items()}
+    time_s = tm.time_if_unlimited if tm.fits else math.inf
+    return time_s, tm.fits, split, tuple(p.op.name for p in tm.plans), tm.op_time
+
+
 def profile(
     c, s: Step, *, weights: str = "auto", seed: int = 0, explain: bool = True
 ) -> TileProfile:
@@ -496,7 +508,7 @@ def profile(
         "streamed" if streamed else "on-chip",
         always,
         temporary,
-        tm.peak_op,
+        tm.op_temps.argmax(axis=0),
         weight_bytes=np.zeros(T) if streamed else tm.placed,
     )
     # The fit rule (machine.StepResult): a step that fits nowhere has no honest time.

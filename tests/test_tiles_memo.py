@@ -85,3 +85,41 @@ def test_shared_plans_are_read_only_too():
     for a in arrays:
         with pytest.raises(ValueError):
             a[...] = 0
+
+
+def _program_bytes(prog):
+    return [a.tobytes() for a in (prog.comp, prog.exch, prog.slowest, prog.totals)]
+
+
+def test_kept_superstep_cycles_are_those_of_a_fresh_run_and_follow_the_phases_arrays():
+    """run_program keeps a frozen plan's superstep cycles on its phases: a second run reads them
+    and equals a run of an unfrozen copy bit for bit; a phase given a new array, or a chip of
+    other rates, is timed afresh."""
+    from ipusim import supersteps
+    from ipusim.workloads import Op
+
+    c = hardware.chip("gc200")
+    op = Op("update", "activation", 1, 3.0e6, 0.0, 8.0e6, 0.0)
+
+    def plan():
+        return tileplan.map_elementwise(op, c, 1_000_003, 8.0)
+
+    kept = plan()
+    kept.freeze()
+    first = supersteps.run_program(c, [kept])
+    assert "_cycles" in kept.phases[0].__dict__  # kept for the next run
+    again = supersteps.run_program(c, [kept])
+    fresh = supersteps.run_program(c, [plan()])  # not frozen: nothing kept
+    assert _program_bytes(first) == _program_bytes(again) == _program_bytes(fresh)
+    # a new array: timed again, as an unfrozen phase with that array is
+    kept.phases[0].flops = kept.phases[0].flops * 7.0
+    other = plan()
+    other.phases[0].flops = other.phases[0].flops * 7.0
+    got, want = supersteps.run_program(c, [kept]), supersteps.run_program(c, [other])
+    assert _program_bytes(got) == _program_bytes(want)
+    assert got.slowest[0, 0] != first.slowest[0, 0]
+    # other rates: timed at those
+    slow = c.replace(sram_bytes_per_cycle_per_tile=c.sram_bytes_per_cycle_per_tile / 3)
+    got = supersteps.run_program(slow, [kept])
+    assert _program_bytes(got) == _program_bytes(supersteps.run_program(slow, [other]))
+    assert got.slowest[0, 0] > first.slowest[0, 0]  # load-bound: a third of the SRAM rate

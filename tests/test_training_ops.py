@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ipusim import collectives, hardware, machine, training, workloads
+from ipusim import collectives, hardware, machine, one_chip, training, workloads
 from ipusim.training import memory as tmem
 from ipusim.training import model as tm
 from ipusim.training import ops
@@ -173,3 +173,26 @@ def test_data_parallel_beyond_a_pod64_crosses_the_gateway_links():
         collectives.all_reduce_s(n, 8, fab.intra), rel=1e-9
     )
     assert expect > collectives.all_reduce_s(n, 8, fab.intra)
+
+
+@pytest.mark.parametrize(
+    "chip, model, lengths, kw",
+    [
+        ("gc200", "bert-base", [128] * 8, {"weights": "on_chip"}),
+        ("gc200", "bert-large", [512] * 64, {"weights": "on_chip"}),  # does not fit
+        ("gc200", "llama-2-7b", [64], {"weights": "stream"}),
+        ("bow", "gpt2", [200, 13, 7], {}),
+        ("a100-80gb", "gpt2", [200, 13, 7], {"fusion": "none"}),
+        ("a100-40gb", "llama-2-70b", [1024] * 4, {}),  # does not fit in HBM
+    ],
+)
+def test_layer_times_read_the_same_figures_as_simulate(chip, model, lengths, kw):
+    # ops._time reads one_chip.step_times: simulate's time, fit, split and per-op times, the same
+    # values, without the rest of the result
+    s = workloads.step(model, lengths)
+    ref = machine.simulate(chip, s, **kw)
+    got = one_chip.step_times(chip, s, **kw)
+    assert got.fits == ref.fits and got.op_names == ref.op_names
+    assert np.float64(got.time_s).tobytes() == np.float64(ref.time_s).tobytes()
+    assert list(got.split.items()) == list(ref.split.items())
+    assert np.asarray(got.op_time_s).tobytes() == np.asarray(ref.op_time_s).tobytes()

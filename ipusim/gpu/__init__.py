@@ -92,6 +92,7 @@ from .simulation import (
     simulate,
     simulate_kernel,
     step_time_s,
+    step_times,
 )
 from .varlen import (
     FT_FUSED_MHA_MAX_LEN,
@@ -152,5 +153,6 @@ __all__ = [
     "simulate_kernel",
     "spread_lengths",
     "step_time_s",
+    "step_times",
     "wave_staircase",
 ]

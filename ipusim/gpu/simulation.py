@@ -267,6 +267,18 @@ def step_time_s(chip: GpuChip | str, step: Step, **options) -> float:
     return _totals(compute, memory, launches)[2]
 
 
+def step_times(chip: GpuChip | str, step: Step, **options) -> tuple:
+    """(time_s, fits, split, op_names, op_time_s) of ``simulate(chip, step, **options)``, the
+    same values, without the per-kernel records, per-SM rows and energy: for callers that time a
+    step's ops and read only these (training's layer times)."""
+    c, s, fusion, _, _, launch, r = _setup(chip, step, options)
+    *_, compute, memory, launches = _charged(s, r, fusion, launch)
+    op_split, split, estimate_s = _totals(compute, memory, launches)
+    op_time = op_split["compute"] + op_split["memory"] + op_split["launch"]
+    fits = _fit(c, s)[0]
+    return (estimate_s if fits else math.inf), fits, split, tuple(o.name for o in s.ops), op_time
+
+
 def simulate(chip: GpuChip | str, step: Step, **options) -> StepResult:
     """Time of ``step`` on GPU ``chip``: every op as a kernel of thread blocks in waves.
 

@@ -13,6 +13,8 @@ Units: bytes, FLOP, cycles; per-tile arrays.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -83,7 +85,7 @@ def _attention_seq_tables(
             sent = (
                 (first * qc + kb / r) * hd * dt * remote
             )  # query rows once, K once per head (multicast)
-            t = np.column_stack(
+            t = _columns(
                 [
                     2 * area * hd,
                     (qc + kb) * hd * dt,
@@ -96,7 +98,7 @@ def _attention_seq_tables(
         elif which == "attn_context":
             recv = kb * hd * dt * remote
             out_b = qc * hd * (PARTIAL_BYTES if online else dt)
-            t = np.column_stack(
+            t = _columns(
                 [
                     2 * area * hd,
                     area * dt + kb * hd * dt,
@@ -108,7 +110,7 @@ def _attention_seq_tables(
             )
         else:  # softmax in place on the score block; rescale the accumulator after the first block
             rescale = (not first) * online * qc * (hd + RESCALE_FLOPS_PER_ROW)
-            t = np.column_stack(
+            t = _columns(
                 [
                     5 * area + rescale,
                     2 * area * dt + (not first) * online * 2 * qc * hd * PARTIAL_BYTES,
@@ -119,6 +121,14 @@ def _attention_seq_tables(
                 ]
             )
         out.append(t)
+    return out
+
+
+def _columns(cols: list) -> np.ndarray:
+    """``np.column_stack(cols)`` of equal-length 1-D float columns, written into one table."""
+    out = np.empty((cols[0].size, len(cols)))
+    for i, col in enumerate(cols):
+        out[:, i] = col
     return out
 
 
@@ -317,21 +327,23 @@ def _attention_phases(s, c, r, nb, which):
     return out[0], out[-1]
 
 
-def _attention_cost(s, c, r, nb):
-    """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
-    key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync."""
+_SCOPE = threading.local()  # .step: (step, rows, keys, per-chip inputs) while plan_attention runs
+
+
+def _step_inputs(s, c) -> tuple:
+    """The kernel's inputs of step ``s`` on chip ``c`` that no candidate changes: (rows,
+    keys, decode, head_dim, dtype bytes, remote share, heads, tiles, then the rates and the
+    calibration from the AMP rate on)."""
     rows, keys = _query_chunks(s)
     T = c.tiles
-    return _attention_cost_kernel(
+    return (
         np.ascontiguousarray(rows, dtype=np.float64),
         np.ascontiguousarray(keys, dtype=np.float64),
         s.phase == "decode",
-        r,
-        nb,
         s.model.head_dim,
         s.dtype_bytes,
         (T - 1) / T,
-        s.model.heads * r,
+        s.model.heads,
         T,
         float(c.amp_flops_per_cycle_per_tile(s.dtype_bytes)),
         float(c.fp32_flops_per_cycle_per_tile),
@@ -342,6 +354,19 @@ def _attention_cost(s, c, r, nb):
         c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY,
         float(c.sync_cycles),
     )
+
+
+def _attention_cost(s, c, r, nb):
+    """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
+    key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync.
+    Within ``plan_attention`` the inputs no candidate changes are worked out once for its step
+    and chip (``_step_inputs``)."""
+    got = getattr(_SCOPE, "step", None)
+    if got is not None and got[0] is s and got[1] is c:
+        rows, keys, decode, hd, dt, remote, heads, T, *rates = got[2]
+    else:
+        rows, keys, decode, hd, dt, remote, heads, T, *rates = _step_inputs(s, c)
+    return _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, heads * r, T, *rates)
 
 
 def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
@@ -358,19 +383,24 @@ def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
     budget = budget_bytes(c) if budget is None else budget
     best, least = None, None
     counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
-    for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
+    outer = getattr(_SCOPE, "step", None)
+    _SCOPE.step = (s, c, _step_inputs(s, c))
+    try:
+        for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
 
-        def cost(nb, r=r):
-            cyc, work = _attention_cost(s, c, r, nb)
-            return cyc, nb, work, bool(work <= budget)
+            def cost(nb, r=r):
+                cyc, work = _attention_cost(s, c, r, nb)
+                return cyc, nb, work, bool(work <= budget)
 
-        found = fewest(counts, cost)
-        if found is not None and (best is None or found[0] < best[0]):
-            best = (found[0], r, found[1])
-        if found is None:
-            w = cost(counts[-1])[2]
-            if least is None or w < least[0]:
-                least = (w, r, counts[-1])
+            found = fewest(counts, cost)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = (found[0], r, found[1])
+            if found is None:
+                w = cost(counts[-1])[2]
+                if least is None or w < least[0]:
+                    least = (w, r, counts[-1])
+    finally:
+        _SCOPE.step = outer
     if best is not None:
         return best[1], best[2], True, budget
     return least[1], least[2], False, budget

@@ -13,7 +13,7 @@ Units: bytes, FLOP, cycles; arrays are per tile.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -149,11 +149,26 @@ class OpPlan:
     def with_budget(self, budget: float) -> OpPlan:
         """This plan, its ``budget_bytes`` set to ``budget``: a copy sharing every array and
         the list of phases (read-only as this plan's are, when it is frozen)."""
-        out = replace(self, budget_bytes=float(budget))
+        out = object.__new__(type(self))  # a shallow copy (dataclasses.replace re-runs __init__)
+        out.__dict__.update(self.__dict__)
+        out.budget_bytes = float(budget)
         if self.__dict__.get("_frozen"):
-            out._frozen = True
             out._supersteps = self.supersteps()
         return out
+
+
+def placed_bytes(plans: list) -> np.ndarray:
+    """Weight bytes per tile of all ``plans``: ``sum(p.weights for p in plans)``, the same
+    additions in the same order, into one array (no new array per plan)."""
+    if not plans:
+        return sum(p.weights for p in plans)
+    total = 0 + plans[0].weights
+    for p in plans[1:]:
+        if total.dtype != np.float64:  # pragma: no cover - weights are float64
+            total = total + p.weights
+        else:
+            np.add(total, p.weights, out=total)
+    return total
 
 
 def dealt_phase(op, label, amp, per_tile, dtype_bytes: int = 2) -> Phase:

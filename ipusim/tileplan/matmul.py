@@ -12,6 +12,7 @@ Units: bytes, FLOP, cycles; per-tile arrays.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -171,10 +172,14 @@ def _grid_search(
 
 def _sub_dims(m, k, n, axis, passes):
     """(m, k, n) of one pass: the pass axis cut in ``passes`` (ceiling)."""
-    sub = {"m": m, "k": k, "n": n}
     if passes > 1:
-        sub[axis] = -(-sub[axis] // passes)
-    return sub["m"], sub["k"], sub["n"]
+        if axis == "m":
+            return -(-m // passes), k, n
+        if axis == "k":
+            return m, -(-k // passes), n
+        if axis == "n":
+            return m, k, -(-n // passes)
+    return m, k, n
 
 
 # ``_grid_search`` results by their inputs: the same sub-matmul recurs under other budgets (the
@@ -184,13 +189,41 @@ def _sub_dims(m, k, n, axis, passes):
 _GRIDS = BudgetMemo(maxsize=4096)
 
 
+_RATES: dict = {}  # (id of a chip, dtype bytes) -> (the chip, calibration, _rates)
+
+
+def _rates(c: TileChip, dt: int) -> tuple:
+    """The chip's and the calibration's inputs of ``_grid_search`` after the budget, at ``dt``
+    bytes per element, as ``_best_grid``'s key holds them (remembered for the chip object and
+    the calibration in force: every search of a step asks for the same ones)."""
+    cal = (_cal.EXCHANGE_EFFICIENCY, _cal.AMP_PHASE_OVERHEAD_CYCLES, _cal.REARRANGE_BYTES_PER_CYCLE)
+    got = _RATES.get((id(c), dt))
+    if got is not None and got[0] is c and got[1] == cal:
+        return got[2]
+    T = c.tiles
+    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
+    out = (
+        dt * (T - 1) / T,
+        float(c.vertex_overhead_cycles),
+        2.0 / c.amp_flops_per_cycle_per_tile(dt),
+        float(_cal.AMP_PHASE_OVERHEAD_CYCLES),
+        float(_cal.REARRANGE_BYTES_PER_CYCLE),
+        x,
+        float(c.sync_cycles),
+        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile,
+    )
+    if len(_RATES) >= 64:
+        _RATES.clear()
+    _RATES[(id(c), dt)] = (c, cal, out)
+    return out
+
+
 def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> MatmulPlan:
     """Fastest grid for ``passes`` passes over ``axis`` (``_grid_search`` over all candidate
     grids); the one with the least working set when none fits ``budget``. Memoised by
     ``_GRIDS`` (``search.BudgetMemo``: a result is reused only for budgets it must hold for)."""
     T = c.tiles
     sm, sk, sn = _sub_dims(m, k, n, axis, passes)
-    x = c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY  # as run_program
     held = m * n * dt / T if axis in ("m", "n") and passes > 1 else 0.0  # output finished so far
     # every input of the search but the budget, by value (the chip's rates and the calibration
     # in force among them): the key of the budget memo
@@ -204,14 +237,7 @@ def _best_grid(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) 
         passes,
         1 if axis == "k" or passes == 1 else passes,
         float(held),
-        dt * (T - 1) / T,
-        float(c.vertex_overhead_cycles),
-        2.0 / c.amp_flops_per_cycle_per_tile(dt),
-        float(_cal.AMP_PHASE_OVERHEAD_CYCLES),
-        float(_cal.REARRANGE_BYTES_PER_CYCLE),
-        x,
-        float(c.sync_cycles),
-        PARTIAL_BYTES / x + 1.0 / c.fp32_flops_per_cycle_per_tile,
+        *_rates(c, dt),
     )
     budget = float(budget)
     found = _GRIDS.get(key, budget)
@@ -265,10 +291,11 @@ def _probe(m, k, n, dt, c: TileChip, axis: str, passes: int, budget: float) -> M
     return _best_grid(m, k, n, dt, c, axis, passes, budget)
 
 
-def _pass_counts(dim: int) -> list:
+@lru_cache(maxsize=4096)
+def _pass_counts(dim: int) -> tuple:
     """Pass counts tried along one axis, ascending: 2..16, then 3 and 1 times powers of two,
-    and the whole dimension."""
-    return [int(p) for p in candidates(dim, dim, small=16, factors=(1, 3)) if p > 1]
+    and the whole dimension (memoised: the same dimensions recur in every layer and step)."""
+    return tuple(int(p) for p in candidates(dim, dim, small=16, factors=(1, 3)) if p > 1)
 
 
 @plan_cache(maxsize=4096)
@@ -325,43 +352,39 @@ def plan_matmul(
 
 def _matmul_pass(m, k, n, dt, T, pm, pn, pk, acc):
     """Piece table (one row per block) of one pass of an (m x k) @ (k x n) matmul (the
-    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``)."""
-    # blocks in C order of (m block, k block, n block): np.meshgrid(..., indexing="ij") raveled
-    mi = np.repeat(_splits(m, pm).astype(float), pk * pn)
-    kl = np.tile(np.repeat(_splits(k, pk).astype(float), pn), pm)
-    nj = np.tile(_splits(n, pn).astype(float), pm * pk)
-    P = mi.size
+    weights column is zero: weights are stored spread over all tiles, see ``map_matmul``),
+    and each block's output area."""
+    # blocks in C order of (m block, k block, n block): each column is worked out on the block
+    # sizes broadcast over that (pm, pk, pn) grid, the same products in the same order as on
+    # the raveled (np.meshgrid(..., indexing="ij")) sizes, written into the table in place
+    mi = _splits(m, pm).astype(float)[:, None, None]
+    kl = _splits(k, pk).astype(float)[None, :, None]
+    nj = _splits(n, pn).astype(float)[None, None, :]
+    P = pm * pk * pn
     remote_w = _weight_remote(T, pm, pn, pk)
     # each byte leaves its owner once (multicast); with pm = 1 only the bytes off their reader
     send = (m * k * dt * (T - 1) / T + k * n * dt * (1.0 if pm > 1 else remote_w)) / P
     out_b = PARTIAL_BYTES if (pk > 1 or acc) else dt
-    table = np.column_stack(
-        [
-            2 * mi * kl * nj,
-            (mi * kl + kl * nj) * dt,
-            mi * kl * dt * (T - 1) / T + kl * nj * dt * remote_w,
-            np.full(P, send),
-            mi * kl * dt + kl * nj * dt + mi * nj * out_b,
-            np.zeros(P),
-        ]
-    )
-    return table, mi * nj
+    mk, kn, mn = mi * kl, kl * nj, mi * nj
+    table = np.empty((pm, pk, pn, 6))
+    table[..., 0] = 2 * mi * kl * nj
+    table[..., 1] = (mk + kn) * dt
+    table[..., 2] = mk * dt * (T - 1) / T + kn * dt * remote_w
+    table[..., 3] = send
+    table[..., 4] = mk * dt + kn * dt + mn * out_b
+    table[..., 5] = 0.0
+    return table.reshape(P, 6), np.broadcast_to(mn, (pm, pk, pn)).ravel()
 
 
 def _reduce_table(area, pk):
     """Reduction of FP32 partials: each of the pk tiles of a block owns 1/pk of its output."""
     part = area / pk
-    z = np.zeros(area.size)
-    return np.column_stack(
-        [
-            (pk - 1) * part,
-            2 * pk * part * PARTIAL_BYTES,
-            (pk - 1) * part * PARTIAL_BYTES,
-            (pk - 1) * part * PARTIAL_BYTES,
-            z,
-            z,
-        ]
-    )
+    table = np.empty((area.size, 6))
+    table[:, 0] = (pk - 1) * part
+    table[:, 1] = 2 * pk * part * PARTIAL_BYTES
+    table[:, 2] = table[:, 3] = (pk - 1) * part * PARTIAL_BYTES
+    table[:, 4:] = 0.0
+    return table
 
 
 @plan_cache(maxsize=1024)

@@ -14,7 +14,7 @@ import numpy as np
 from ..hardware import TileChip
 from ..workloads import Op, Step
 from .attention import attention_live_bytes, map_attention, plan_attention
-from .base import OpPlan, budget_bytes
+from .base import OpPlan, budget_bytes, placed_bytes
 from .matmul import map_matmul
 from .rows import map_embedding, map_rows
 
@@ -75,7 +75,7 @@ def plan_step(c: TileChip, s: Step, *, seed: int = 0, unlimited: bool = False) -
     on_chip = _on_chip_estimate(c, s)
     floor = 0.1 * budget_bytes(c)
     for _ in range(4):
-        placed = sum(p.weights for p in plans)
+        placed = placed_bytes(plans)
         always = (
             c.code_bytes_per_tile
             + always_live_other_bytes(c, s, placed)

@@ -120,10 +120,12 @@ _NONE = LayerTimes(0.0, 0.0, 0.0, {}, True)
 
 
 def _time(c, step, weights):
-    from .. import machine
+    """``machine.simulate``'s time, fit, split and per-op times of ``step`` on one chip ``c``
+    (``one_chip.step_times``: the same values, without the rest of the result)."""
+    from .. import one_chip
 
-    kw = {"weights": weights, "explain": False} if c.kind == "tile" else {"fusion": GPU_FUSION}
-    return machine.simulate(c, step, **kw)
+    kw = {"weights": weights} if c.kind == "tile" else {"fusion": GPU_FUSION}
+    return one_chip.step_times(c, step, **kw)
 
 
 @functools.lru_cache(maxsize=4096)
