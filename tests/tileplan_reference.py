@@ -160,8 +160,9 @@ def attention_phases(s, c, r, nb, which):
     return tables[0], tables[-1]
 
 
-def attention_cost(s, c, r, nb):
-    """``_attention_cost`` from the dealt per-tile tables (the cost kernel's reference)."""
+def attention_cost(s, c, r, nb, inputs=None):
+    """``_attention_cost`` from the dealt per-tile tables (the cost kernel's reference; it works
+    from the step itself, so the kernel's ``inputs`` are not read)."""
     cyc, work = 0.0, np.zeros(c.tiles)
     x = (
         c.exchange_bytes_per_cycle_per_tile * _cal.EXCHANGE_EFFICIENCY

@@ -13,8 +13,6 @@ Units: bytes, FLOP, cycles; per-tile arrays.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 from numba import njit
 
@@ -327,9 +325,6 @@ def _attention_phases(s, c, r, nb, which):
     return out[0], out[-1]
 
 
-_SCOPE = threading.local()  # .step: (step, rows, keys, per-chip inputs) while plan_attention runs
-
-
 def _step_inputs(s, c) -> tuple:
     """The kernel's inputs of step ``s`` on chip ``c`` that no candidate changes: (rows,
     keys, decode, head_dim, dtype bytes, remote share, heads, tiles, then the rates and the
@@ -356,16 +351,14 @@ def _step_inputs(s, c) -> tuple:
     )
 
 
-def _attention_cost(s, c, r, nb):
+def _attention_cost(s, c, r, nb, inputs=None):
     """(cycles of the three attention ops, largest working set on a tile) for r chunks, nb
     key blocks: per superstep the slowest tile's compute plus the slowest exchange, plus a sync.
-    Within ``plan_attention`` the inputs no candidate changes are worked out once for its step
-    and chip (``_step_inputs``)."""
-    got = getattr(_SCOPE, "step", None)
-    if got is not None and got[0] is s and got[1] is c:
-        rows, keys, decode, hd, dt, remote, heads, T, *rates = got[2]
-    else:
-        rows, keys, decode, hd, dt, remote, heads, T, *rates = _step_inputs(s, c)
+    ``inputs``: ``_step_inputs(s, c)`` when the caller has it (``plan_attention`` works it out
+    once for all its candidates)."""
+    if inputs is None:
+        inputs = _step_inputs(s, c)
+    rows, keys, decode, hd, dt, remote, heads, T, *rates = inputs
     return _attention_cost_kernel(rows, keys, decode, r, nb, hd, dt, remote, heads * r, T, *rates)
 
 
@@ -383,24 +376,20 @@ def plan_attention(s: Step, c: TileChip, budget: float | None = None) -> tuple:
     budget = budget_bytes(c) if budget is None else budget
     best, least = None, None
     counts = [1] if s.phase == "decode" else _key_block_counts(int(keys.max()))
-    outer = getattr(_SCOPE, "step", None)
-    _SCOPE.step = (s, c, _step_inputs(s, c))
-    try:
-        for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
+    inputs = _step_inputs(s, c)  # what no candidate changes, once
+    for r in sorted({min(span, v) for v in (1, base, base + 1, 2 * base, 4 * base, 8 * base)}):
 
-            def cost(nb, r=r):
-                cyc, work = _attention_cost(s, c, r, nb)
-                return cyc, nb, work, bool(work <= budget)
+        def cost(nb, r=r):
+            cyc, work = _attention_cost(s, c, r, nb, inputs)
+            return cyc, nb, work, bool(work <= budget)
 
-            found = fewest(counts, cost)
-            if found is not None and (best is None or found[0] < best[0]):
-                best = (found[0], r, found[1])
-            if found is None:
-                w = cost(counts[-1])[2]
-                if least is None or w < least[0]:
-                    least = (w, r, counts[-1])
-    finally:
-        _SCOPE.step = outer
+        found = fewest(counts, cost)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = (found[0], r, found[1])
+        if found is None:
+            w = cost(counts[-1])[2]
+            if least is None or w < least[0]:
+                least = (w, r, counts[-1])
     if best is not None:
         return best[1], best[2], True, budget
     return least[1], least[2], False, budget

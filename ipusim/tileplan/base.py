@@ -161,13 +161,10 @@ def placed_bytes(plans: list) -> np.ndarray:
     """Weight bytes per tile of all ``plans``: ``sum(p.weights for p in plans)``, the same
     additions in the same order, into one array (no new array per plan)."""
     if not plans:
-        return sum(p.weights for p in plans)
-    total = 0 + plans[0].weights
+        return 0
+    total = np.array(plans[0].weights, dtype=np.float64)  # a copy: 0 + the first, as sum() adds
     for p in plans[1:]:
-        if total.dtype != np.float64:  # pragma: no cover - weights are float64
-            total = total + p.weights
-        else:
-            np.add(total, p.weights, out=total)
+        np.add(total, p.weights, out=total)
     return total
 
 
