@@ -301,3 +301,14 @@ def test_the_claims_workers_warm_run_gives_the_decode_kernel_the_signature_claim
         max_batch=2,
     )
     assert len(seen) == 2 and seen[0] == seen[1], seen
+
+
+def test_the_claims_shared_order_is_every_claim_once_longest_first():
+    from ipusim import claims
+    from ipusim.commands import claims as claims_cmd
+
+    order = claims_cmd.LONGEST_FIRST
+    assert len(set(order)) == len(order) and order[0] == claims_cmd.FIRST_HANDED
+    assert sorted(claims_cmd.shared_order(sorted(claims.CLAIMS))) == sorted(claims.CLAIMS)
+    # a subset keeps the listed order; a claim the list lacks goes last
+    assert claims_cmd.shared_order([1, 15, 99, 2, 16]) == [2, 15, 1, 16, 99]

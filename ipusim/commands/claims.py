@@ -15,13 +15,23 @@ ORDER = 70
 EPILOG = (
     "On a first run (compiled kernels not cached yet) with two or more CPUs, a second process "
     "judges claims beside this one (claim 10 first: "
-    "its GPT-2 generation tables are the largest piece of a first run; then from the last "
-    "claim down, while this one goes up from the first); the output is the same. "
+    "its GPT-2 generation tables are the largest piece of a first run; then each process takes "
+    "the next claim not yet taken, longest first); the output is the same. "
     "IPUSIM_WORKERS=1 keeps everything in one process."
 )
 FIRST_HANDED = 10
 """The claim a background worker judges first (``ipusim.background``): the longest to judge
 from empty caches (claim 10's generation tables), so it starts at once beside the rest."""
+
+LONGEST_FIRST = (10, 2, 6, 15, 14, 13, 11, 7, 8, 9, 1, 3, 4, 5, 12)
+"""The order two processes share a first run's claims in, longest first by the CPU seconds of a
+first run on a 2-core machine (2026-12-03): 10 (4-5 s, GPT-2 generation tables); 2 and 6 (3-4 s,
+compiling the tile planner's and the event kernels the others use: the command's own process
+starts on them); 15, 14, 13, 11 (0.4-1.1 s: training searches, embeddings); the rest under
+0.15 s (they read simulations the others ran). Taking the next claim not yet taken from one
+list ends both processes within the last short claims of each other, where meeting halfway
+through an ascending list could leave one of them a second of claims after the other stopped.
+Claims not listed go last, in number order. The order changes no result."""
 
 
 def add_arguments(p):
@@ -101,10 +111,10 @@ def warm_kernels() -> None:
 def judge_share(order, sensitivity: bool, marks: str, warm: bool = False) -> dict:
     """Claim number -> ``judged(n, sensitivity)`` for each claim of ``order`` (in that order)
     that no other process has taken: a claim is taken by creating the file named by its
-    number in the folder ``marks``, which two processes share (this one going up from the
-    first claim, a worker from ``FIRST_HANDED`` then down from the last: they meet where the
-    work is balanced, whatever each claim costs on this machine and cache). ``warm`` (the
-    worker): ``warm_kernels`` first when it takes ``FIRST_HANDED``."""
+    number in the folder ``marks``, which two processes share (both going through
+    ``shared_order``, a worker from ``FIRST_HANDED``, this one from the claim after it: each
+    takes the next claim not yet taken). ``warm`` (the worker): ``warm_kernels`` first when it
+    takes ``FIRST_HANDED``."""
     got = {}
     for n in order:
         try:
@@ -131,6 +141,12 @@ def _first_run() -> bool:
     )
 
 
+def shared_order(todo) -> list:
+    """The claims ``todo`` in ``LONGEST_FIRST`` order (those it does not list last, ascending)."""
+    listed = [n for n in LONGEST_FIRST if n in todo]
+    return listed + sorted(n for n in todo if n not in LONGEST_FIRST)
+
+
 def _shared(todo, sensitivity: bool) -> dict:
     """``judged`` of the claims ``todo``, shared with a background worker (``judge_share``);
     those a failed worker had taken are missing (then judged here)."""
@@ -139,10 +155,12 @@ def _shared(todo, sensitivity: bool) -> dict:
     except OSError:  # no temporary folder: one process
         return {}
     try:
-        first = [n for n in todo if n == FIRST_HANDED]
-        ahead = first + [n for n in todo[::-1] if n not in first]
+        order = shared_order(todo)
+        first = [n for n in order if n == FIRST_HANDED]
+        ahead = first + [n for n in order if n not in first]
+        mine = [n for n in order if n not in first]
         with background.start(f"{__name__}:judge_share", ahead, sensitivity, marks, True) as worker:
-            got = judge_share(todo, sensitivity, marks)
+            got = judge_share(mine, sensitivity, marks)
             got.update(worker.result(dict))
         return got
     finally:
