@@ -172,7 +172,9 @@ def warm_kernels(gpu: str | None, model, max_len: int) -> None:
     calls through the paths the checklist takes (the same argument types: the same
     signatures): the event kernel (the serving search's ``serving.simulate`` with a dynamic
     policy, on a fixed service time), the packing kernels (``packing.pack``, first-fit and
-    SPFHP) and the GPU model's (a one-request step on ``gpu``, if a candidate is a GPU).
+    SPFHP; SPFHP's tiny call runs interpreted, as the checklist's own calls do while that
+    costs less than compiling: ``packing.spfhp``) and the GPU model's (a one-request step on
+    ``gpu``, if a candidate is a GPU).
     What a background worker does while the checklist fits the chips and builds their tables;
     in this order, the one that left the checklist least time waiting (the fit compiles the
     GPU model's kernel itself soon after the tile planner's)."""
