@@ -155,11 +155,9 @@ def _shared(todo, sensitivity: bool) -> dict:
     except OSError:  # no temporary folder: one process
         return {}
     try:
-        order = shared_order(todo)
-        first = [n for n in order if n == FIRST_HANDED]
-        ahead = first + [n for n in order if n not in first]
-        mine = [n for n in order if n not in first]
-        with background.start(f"{__name__}:judge_share", ahead, sensitivity, marks, True) as worker:
+        order = shared_order(todo)  # FIRST_HANDED first: LONGEST_FIRST starts with it
+        mine = [n for n in order if n != FIRST_HANDED]
+        with background.start(f"{__name__}:judge_share", order, sensitivity, marks, True) as worker:
             got = judge_share(mine, sensitivity, marks)
             got.update(worker.result(dict))
         return got
