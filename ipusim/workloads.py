@@ -557,7 +557,7 @@ def step(
         Tokens per sequence (for ``decode``: context length including the new token).
     phase : "forward" (encoder or full-sequence pass), "prefill" (decoder prompt pass,
         writes the KV cache), "decode" (one new token per sequence, reads the KV cache),
-        or "train" (forward + backward: 3x the forward FLOPs, see ``training_footprint``).
+        or "train" (forward + backward: 3x the forward FLOPs, see ``footprint.training_footprint``).
     pad_to : int, optional
         Pad every sequence to this many tokens (a padded batch). ``None`` runs unpadded
         (or packed: the cost is the same under a block-diagonal mask).
@@ -695,78 +695,3 @@ def forward_flops_closed_form(model_or_name, seq_len: int) -> float:
     """
     cfg = model(model_or_name)
     return 2.0 * cfg.nonembedding_matmul_params + 4.0 * cfg.layers * seq_len * cfg.d_model
-
-
-@dataclass(frozen=True)
-class TrainingFootprint:
-    """Memory and FLOPs of training ``model`` on ``tokens_per_step`` tokens of length ``seq_len``."""
-
-    model: TransformerConfig
-    seq_len: int
-    tokens_per_step: int
-    weight_bytes: float  # working copy of the weights (dtype_bytes each)
-    gradient_bytes: float  # one gradient per weight (dtype_bytes each)
-    optimizer_bytes: float  # Adam: FP32 master weights + two moments (12 bytes/param)
-    activation_bytes: float  # stored for the backward pass
-    flops_per_token: float  # forward + backward
-
-    @property
-    def total_bytes(self) -> float:
-        return (
-            self.weight_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
-        )
-
-    def flops_for(self, tokens: float) -> float:
-        """FLOPs to train on ``tokens`` tokens."""
-        return self.flops_per_token * tokens
-
-    def __repr__(self):
-        return (
-            f"TrainingFootprint({self.model.name}: {self.total_bytes / 1e9:,.1f} GB = weights "
-            f"{self.weight_bytes / 1e9:,.1f} + grads {self.gradient_bytes / 1e9:,.1f} + optimizer "
-            f"{self.optimizer_bytes / 1e9:,.1f} + activations {self.activation_bytes / 1e9:,.1f}; "
-            f"{self.flops_per_token / 1e9:,.2f} GFLOP/token)"
-        )
-
-
-def training_footprint(
-    model_or_name,
-    *,
-    seq_len: int,
-    tokens_per_step: int,
-    dtype_bytes: int = 2,
-    recompute: bool = False,
-) -> TrainingFootprint:
-    """Memory and FLOPs of one mixed-precision Adam training step.
-
-    * Weights and gradients in ``dtype_bytes``; Adam keeps FP32 master weights and two
-      FP32 moments: 12 bytes per parameter (16 in all with FP16 weights and gradients,
-      as in Rajbhandari et al. 2020, "ZeRO", §3.1).
-    * Activations per layer per token: ``d (34 + 5 heads l / d)`` bytes with 16-bit
-      activations and no recomputation, or ``2 d`` bytes with full recomputation
-      (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4.1 and §5).
-    * FLOPs per token: 3x the forward pass (backward = 2x forward), i.e. about ``6 N``.
-    """
-    cfg = model(model_or_name)
-    seq_len = positive("seq_len", seq_len, integer=True)
-    tokens_per_step = positive("tokens_per_step", tokens_per_step, integer=True)
-    dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
-    if seq_len > cfg.max_positions:
-        raise ValueError(
-            f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}"
-        )
-    p = float(cfg.params)
-    d = cfg.d_model
-    per_token_layer = 2.0 * d if recompute else d * (34.0 + 5.0 * cfg.heads * seq_len / d)
-    act = per_token_layer * cfg.layers * tokens_per_step * dtype_bytes / 2.0
-    per_token = step(cfg, [seq_len], phase="train").flops / seq_len
-    return TrainingFootprint(
-        cfg,
-        seq_len,
-        tokens_per_step,
-        weight_bytes=p * dtype_bytes,
-        gradient_bytes=p * dtype_bytes,
-        optimizer_bytes=12.0 * p,
-        activation_bytes=act,
-        flops_per_token=per_token,
-    )

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import training_reference
 
+from ipusim import footprint as mem
 from ipusim import training
 from ipusim.training import convergence
-from ipusim.training import memory as mem
 
 
 def test_sixteen_bytes_per_param():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ipusim import collectives, hardware, machine, one_chip, training, workloads
-from ipusim.training import memory as tmem
+from ipusim import footprint as tmem
 from ipusim.training import model as tm
 from ipusim.training import ops
 

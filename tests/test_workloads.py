@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ipusim import workloads
+from ipusim import footprint, workloads
 from ipusim.workloads import TransformerConfig
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def test_training_footprint_closed_forms():
     """GPT-3 175B, seq 2048: weights+grads 2+2 bytes/param, Adam 12 bytes/param (ZeRO §3.1);
     activations d (34 + 5 a s / d) bytes per token per layer (Korthikanti et al. 2022)."""
     p = workloads.model("gpt-3-175b").params
-    tf = workloads.training_footprint("gpt-3-175b", seq_len=2048, tokens_per_step=2048)
+    tf = footprint.training_footprint("gpt-3-175b", seq_len=2048, tokens_per_step=2048)
     assert tf.weight_bytes == 2 * p and tf.gradient_bytes == 2 * p and tf.optimizer_bytes == 12 * p
     assert tf.weight_bytes + tf.gradient_bytes + tf.optimizer_bytes == pytest.approx(
         16 * 175e9, rel=0.01
@@ -245,7 +245,7 @@ def test_training_footprint_closed_forms():
     closed = 3 * (2.0 * _blocks_matmul_params(96, 12288, 49152) + 4.0 * 96 * 2048 * 12288)
     assert tf.flops_per_token == pytest.approx(closed, rel=0.01)
     assert tf.flops_for(1e9) == pytest.approx(1e9 * tf.flops_per_token)
-    re = workloads.training_footprint(
+    re = footprint.training_footprint(
         "gpt-3-175b", seq_len=2048, tokens_per_step=2048, recompute=True
     )
     assert re.activation_bytes == pytest.approx(2 * 12288 * 96 * 2048, rel=1e-12)
@@ -256,8 +256,8 @@ def test_training_footprint_closed_forms():
 @settings(max_examples=30, deadline=None)
 @given(seq=st.integers(1, 1024), tokens=st.integers(1, 10**6), k=st.integers(2, 8))
 def test_training_activation_memory_scales_with_tokens(seq, tokens, k):
-    a = workloads.training_footprint("gpt2", seq_len=seq, tokens_per_step=tokens)
-    b = workloads.training_footprint("gpt2", seq_len=seq, tokens_per_step=k * tokens)
+    a = footprint.training_footprint("gpt2", seq_len=seq, tokens_per_step=tokens)
+    b = footprint.training_footprint("gpt2", seq_len=seq, tokens_per_step=k * tokens)
     assert b.activation_bytes == pytest.approx(k * a.activation_bytes, rel=1e-12)
     assert b.optimizer_bytes == a.optimizer_bytes
 
@@ -359,15 +359,15 @@ def test_bad_configs_raise_naming_the_field(kw, field):
 
 def test_training_footprint_validates():
     with pytest.raises(ValueError, match="seq_len"):
-        workloads.training_footprint("bert-base", seq_len=0, tokens_per_step=10)
+        footprint.training_footprint("bert-base", seq_len=0, tokens_per_step=10)
     with pytest.raises(ValueError, match="max_positions"):
-        workloads.training_footprint("bert-base", seq_len=1024, tokens_per_step=1024)
+        footprint.training_footprint("bert-base", seq_len=1024, tokens_per_step=1024)
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, float("nan")])
 def test_training_footprint_rejects_bad_dtype_bytes(bad):
     with pytest.raises(ValueError, match="dtype_bytes"):
-        workloads.training_footprint("gpt2", seq_len=128, tokens_per_step=128, dtype_bytes=bad)
+        footprint.training_footprint("gpt2", seq_len=128, tokens_per_step=128, dtype_bytes=bad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ import numpy as np
 
 from .. import energy as _energy
 from .._validate import choice, fraction, positive
+from ..footprint import training_footprint
 from ..hardware import GPU_PRESETS, GpuChip
 from ..result import StepResult
-from ..workloads import Step, training_footprint
+from ..workloads import Step
 from .autotune import fastest
 from .kernels import Kernel, elementwise_kernel, kernel_plan, rates, resolve
 from .params import (

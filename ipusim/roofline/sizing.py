@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import workloads
+from .. import footprint, workloads
 from .._validate import choice, positive
 from ..hardware import chip as _chip
 from .bounds import live_act_bytes
@@ -89,7 +89,7 @@ def capacity(
 
     Inference holds the weights, the largest op's activations for one layer and, for a
     decoder, the KV cache of ``batch`` sequences at ``seq_len`` (default: the model's
-    maximum). Training holds ``workloads.training_footprint`` for ``batch x seq_len`` tokens:
+    maximum). Training holds ``footprint.training_footprint`` for ``batch x seq_len`` tokens:
     weights, gradients, Adam state (16 bytes/parameter in all) and stored activations.
     """
     c = _chip(c)
@@ -100,7 +100,7 @@ def capacity(
     if seq_len > m.max_positions:
         raise ValueError(f"seq_len={seq_len} exceeds {m.name}'s max_positions {m.max_positions}")
     if mode == "training":
-        tf = workloads.training_footprint(
+        tf = footprint.training_footprint(
             m,
             seq_len=seq_len,
             tokens_per_step=batch * seq_len,

@@ -1,6 +1,7 @@
 """Training at scale: a training step of a transformer on N chips, its placement and its cost.
 
-* ``memory``: bytes per parameter (mixed-precision Adam) and activations per layer.
+* bytes per parameter (mixed-precision Adam) and activations per layer come from
+  ``ipusim.footprint`` (re-exported here), below the machine models that size a step with them.
 * ``ops``: the ops of a training step on one chip (forward, input- and weight-gradient matmuls,
   recomputation), timed by the machine model inference uses (tile simulator, GPU model).
 * ``model``: a step's placement bookkeeping: the busiest stage, the 1F1B pipeline, the collectives.
@@ -11,7 +12,7 @@
 * ``convergence``: FP16 weight updates with round-to-nearest vs stochastic rounding.
 """
 
-from .memory import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
+from ..footprint import BYTES_PER_PARAM, RECOMPUTE, SHARDING, activation_bytes_per_layer
 from .model import bubble_fraction
 from .ops import forward_time_s
 from .search import best_placement, candidates, smallest_chip_count

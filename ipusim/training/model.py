@@ -31,7 +31,7 @@ import functools
 import numpy as np
 
 from .. import collectives
-from . import memory as mem
+from .. import footprint as mem
 from . import ops as _ops
 
 LEVELS = ("on_chip", "optimizer_streamed", "states_streamed")
@@ -210,7 +210,7 @@ def evaluate(
 ):
     """Time and memory of a training step for arrays of placements (all broadcastable).
 
-    ``recompute`` is an integer array indexing ``memory.RECOMPUTE``; ``sharding`` holds 0-3.
+    ``recompute`` is an integer array indexing ``footprint.RECOMPUTE``; ``sharding`` holds 0-3.
     Returns a dict of arrays: ``step_time_s`` (inf where it does not fit), the time split,
     the memory categories per chip, ``level`` (index into ``LEVELS``; -1: does not fit) and
     FLOP counts. The caller checks that ``d * t * p == chips`` and ``global_batch`` divides

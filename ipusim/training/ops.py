@@ -39,9 +39,9 @@ import dataclasses
 import functools
 import math
 
+from .. import footprint as mem
 from .. import workloads
 from ..hardware import chip as _chip
-from . import memory as mem
 
 ATTENTION_BACKWARD = 2.0
 """Backward of the attention core / its forward: four products of the forward's shapes against
@@ -185,7 +185,7 @@ def chip_layer_times(
 ) -> tuple[LayerTimes, LayerTimes]:
     """(one layer, embedding and head) for one micro-batch on one chip, with ``reserved_bytes`` of
     training state always-live on a tile chip (ignored on a GPU, whose HBM fit is checked by
-    ``training.memory``) and its weights streamed from Streaming Memory when ``stream``.
+    ``footprint``) and its weights streamed from Streaming Memory when ``stream``.
     ``ends=False`` leaves the embedding and head out (zero seconds: for lower bounds)."""
     c = _chip(chip)
     if c.kind == "tile":
@@ -234,8 +234,8 @@ written back; those and the gradient read and the 16-bit weight written (all sta
 @functools.lru_cache(maxsize=4096)
 def optimizer_s(c, params: int, level: int = 0) -> float:
     """Seconds of the Adam update of ``params`` parameters on one chip ``c`` (a chip object), an
-    element-wise op of ``memory.ADAM_FLOPS_PER_PARAM`` FP32 operations and
-    ``memory.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM`` bytes per parameter: on a GPU one kernel
+    element-wise op of ``footprint.ADAM_FLOPS_PER_PARAM`` FP32 operations and
+    ``footprint.OPTIMIZER_TRAFFIC_BYTES_PER_PARAM`` bytes per parameter: on a GPU one kernel
     streaming HBM (``gpu.elementwise_kernel_s``); on a tile chip one superstep in place over the
     tiles (``tiles.elementwise_s``), with ``STREAMED_UPDATE_BYTES[level]`` per parameter copied
     through Streaming Memory."""

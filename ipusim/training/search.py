@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import memory as mem
+from .. import footprint as mem
 from . import model as _model
 from .step import Placement, TrainingStep, build, inputs
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import footprint as mem
 from .. import hardware, limits, workloads
 from .._validate import choice, positive
 from ..result import DOES_NOT_FIT, ON_CHIP, STREAMS
-from . import memory as mem
 from . import model as _model
 
 HOUR_S = 3600.0
@@ -51,9 +51,9 @@ class Placement:
     tensor: int  # tensor-parallel degree (chips sharing each layer)
     pipeline: int  # pipeline stages
     micro_batch: int  # sequences per micro-batch
-    recompute: str = "full"  # one of memory.RECOMPUTE
+    recompute: str = "full"  # one of footprint.RECOMPUTE
     sharding: int = (
-        0  # 0-3: optimizer state, + gradients, + weights sharded over replicas (memory.SHARDING)
+        0  # 0-3: optimizer state, + gradients, + weights sharded over replicas (footprint.SHARDING)
     )
 
     def __post_init__(self):

@@ -1,4 +1,6 @@
-"""The training memory wall: bytes per parameter and activations per layer, per chip.
+"""The memory of training: bytes per parameter, activations per layer per chip, and a whole
+step's footprint (``training_footprint``). Below the machine models, which size a training
+step with it (``gpu``, ``roofline``), and the ``training`` package, which places one.
 
 Mixed-precision Adam (Micikevicius et al. 2018; Rajbhandari et al. 2020, "ZeRO", §3.1):
 16-bit weights (2 B) and gradients (2 B), and FP32 master weights, first and second
@@ -20,7 +22,12 @@ Arrays work element-wise so that the placement search evaluates many candidates 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from ._validate import positive
+from .workloads import TransformerConfig, model, step
 
 BYTES_WEIGHT = 2.0  # bytes/param, FP16/BF16 working weights
 BYTES_GRAD = 2.0  # bytes/param, FP16/BF16 gradients
@@ -86,3 +93,79 @@ def state_bytes(params_per_chip, d, sharding):
         "gradients": p * BYTES_GRAD / np.where(z >= 2, d, 1.0),
         "optimizer": p * BYTES_OPTIMIZER / np.where(z >= 1, d, 1.0),
     }
+
+
+@dataclass(frozen=True)
+class TrainingFootprint:
+    """Memory and FLOPs of training ``model`` on ``tokens_per_step`` tokens of length ``seq_len``."""
+
+    model: TransformerConfig
+    seq_len: int
+    tokens_per_step: int
+    weight_bytes: float  # working copy of the weights (dtype_bytes each)
+    gradient_bytes: float  # one gradient per weight (dtype_bytes each)
+    optimizer_bytes: float  # Adam: FP32 master weights + two moments (12 bytes/param)
+    activation_bytes: float  # stored for the backward pass
+    flops_per_token: float  # forward + backward
+
+    @property
+    def total_bytes(self) -> float:
+        return (
+            self.weight_bytes + self.gradient_bytes + self.optimizer_bytes + self.activation_bytes
+        )
+
+    def flops_for(self, tokens: float) -> float:
+        """FLOPs to train on ``tokens`` tokens."""
+        return self.flops_per_token * tokens
+
+    def __repr__(self):
+        return (
+            f"TrainingFootprint({self.model.name}: {self.total_bytes / 1e9:,.1f} GB = weights "
+            f"{self.weight_bytes / 1e9:,.1f} + grads {self.gradient_bytes / 1e9:,.1f} + optimizer "
+            f"{self.optimizer_bytes / 1e9:,.1f} + activations {self.activation_bytes / 1e9:,.1f}; "
+            f"{self.flops_per_token / 1e9:,.2f} GFLOP/token)"
+        )
+
+
+def training_footprint(
+    model_or_name,
+    *,
+    seq_len: int,
+    tokens_per_step: int,
+    dtype_bytes: int = 2,
+    recompute: bool = False,
+) -> TrainingFootprint:
+    """Memory and FLOPs of one mixed-precision Adam training step.
+
+    * Weights and gradients in ``dtype_bytes``; Adam keeps FP32 master weights and two
+      FP32 moments: 12 bytes per parameter (16 in all with FP16 weights and gradients,
+      as in Rajbhandari et al. 2020, "ZeRO", §3.1).
+    * Activations per layer per token: ``d (34 + 5 heads l / d)`` bytes with 16-bit
+      activations and no recomputation, or ``2 d`` bytes with full recomputation
+      (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4.1 and §5):
+      ``activation_bytes_per_layer``'s "none" and "full" on one chip, per token of the step.
+    * FLOPs per token: 3x the forward pass (backward = 2x forward), i.e. about ``6 N``.
+    """
+    cfg = model(model_or_name)
+    seq_len = positive("seq_len", seq_len, integer=True)
+    tokens_per_step = positive("tokens_per_step", tokens_per_step, integer=True)
+    dtype_bytes = positive("dtype_bytes", dtype_bytes, integer=True)
+    if seq_len > cfg.max_positions:
+        raise ValueError(
+            f"seq_len={seq_len} exceeds {cfg.name}'s max_positions {cfg.max_positions}"
+        )
+    p = float(cfg.params)
+    d = cfg.d_model
+    per_token_layer = 2.0 * d if recompute else d * (34.0 + 5.0 * cfg.heads * seq_len / d)
+    act = per_token_layer * cfg.layers * tokens_per_step * dtype_bytes / 2.0
+    per_token = step(cfg, [seq_len], phase="train").flops / seq_len
+    return TrainingFootprint(
+        cfg,
+        seq_len,
+        tokens_per_step,
+        weight_bytes=p * dtype_bytes,
+        gradient_bytes=p * dtype_bytes,
+        optimizer_bytes=BYTES_OPTIMIZER * p,
+        activation_bytes=act,
+        flops_per_token=per_token,
+    )
