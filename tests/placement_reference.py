@@ -18,8 +18,8 @@ def place(
     sub-steps simulated."""
     c = hardware.chip(c)
     fab = collectives.fabric(c, chips, chips_per_node=chips_per_node)
-    ev = placement._Evaluator(c, s, fab, sim_kwargs)
-    every = [placement.evaluate(ev, cand) for cand in placement._candidates(s, chips, fab)]
+    ev = placement.cost.Evaluator(c, s, fab, sim_kwargs)
+    every = [placement.evaluate(ev, cand) for cand in placement.search.candidates(s, chips, fab)]
     fitting = sorted(
         (p for p in every if p.fit != DOES_NOT_FIT), key=lambda x: (x.time_s, x.chips_used)
     )
